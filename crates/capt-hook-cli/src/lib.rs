@@ -1,0 +1,369 @@
+//! The `capt-hook` command line: evaluate one event in one process, test and inspect hook files.
+//!
+//! Exit codes are decided here and nowhere else: 0 for every dispatch outcome (a block is
+//! expressed in the JSON, never by exit 2), 1 for usage errors, unknown events, failed tests and
+//! hook files that do not load.
+
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::Context as _;
+use capt_hook_core::{EventContext, EventKind, envelope};
+use captain_hook::testing::{TestOutcome, all_passed, human_report, json_report, run_test};
+use captain_hook::{DispatchOptions, Dispatcher, Event, LoadError, Registry, Trace, load_dir};
+use clap::{Parser, Subcommand, ValueEnum};
+
+mod logging;
+mod scaffold;
+
+/// Claude Code hooks as typed, declarative data.
+#[derive(Debug, Parser)]
+#[command(name = "capt-hook", version, about)]
+struct Cli {
+    /// The project root (default: $CLAUDE_PROJECT_DIR, $FACTORY_PROJECT_DIR, the payload's cwd,
+    /// then the current directory).
+    #[arg(long, global = true)]
+    root: Option<PathBuf>,
+    /// The hooks directory (default: <root>/.claude/hooks).
+    #[arg(long, global = true)]
+    hooks: Option<PathBuf>,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum Format {
+    Human,
+    Json,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Evaluate one event read from stdin and print Claude Code's envelope.
+    Run {
+        /// The event name (PreToolUse, Stop, …).
+        event: String,
+        /// Run only the async hooks (after Claude Code has its answer).
+        #[arg(long = "async")]
+        run_async: bool,
+    },
+    /// Run every hook's inline tests.
+    Test {
+        /// Output format.
+        #[arg(long, value_enum, default_value = "human")]
+        format: Format,
+    },
+    /// Load and validate the hook files without running tests.
+    Check,
+    /// Print the JSON Schema of hook files.
+    Schema,
+    /// List registered hooks: name, kind, events, source.
+    List,
+    /// Read a payload from stdin and show, for every hook, whether it matched and why not.
+    Explain {
+        /// The event name.
+        event: String,
+    },
+    /// Scaffold .claude/hooks/example.toml (never overwrites).
+    Init,
+}
+
+/// Runs the command line and returns the exit code.
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    logging::init();
+    match dispatch(cli) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("capt-hook: {e:#}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
+    match cli.command {
+        Command::Run { event, run_async } => run(&cli.root, &cli.hooks, &event, run_async),
+        Command::Explain { event } => explain(&cli.root, &cli.hooks, &event),
+        Command::Test { format } => test(&cli.root, &cli.hooks, format),
+        Command::Check => check(&cli.root, &cli.hooks),
+        Command::Schema => {
+            print!("{}", captain_hook::spec::json_schema());
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::List => list(&cli.root, &cli.hooks),
+        Command::Init => scaffold::init(&project_root(&cli.root, None)),
+    }
+}
+
+/// `--root`, else the environment, else the payload's cwd, else the process cwd.
+fn project_root(flag: &Option<PathBuf>, payload_cwd: Option<&str>) -> PathBuf {
+    if let Some(r) = flag {
+        return r.clone();
+    }
+    for var in [
+        capt_hook_core::env::CLAUDE_PROJECT_DIR,
+        capt_hook_core::env::FACTORY_PROJECT_DIR,
+    ] {
+        if let Ok(v) = std::env::var(var)
+            && !v.is_empty()
+        {
+            return PathBuf::from(v);
+        }
+    }
+    if let Some(cwd) = payload_cwd.filter(|c| !c.is_empty()) {
+        return PathBuf::from(cwd);
+    }
+    std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."))
+}
+
+fn hooks_dir(flag: &Option<PathBuf>, root: &Path) -> PathBuf {
+    flag.clone()
+        .unwrap_or_else(|| root.join(".claude").join("hooks"))
+}
+
+fn load(root: &Path, hooks: &Option<PathBuf>) -> (Registry, Vec<LoadError>) {
+    let mut registry = Registry::new();
+    let errors = load_dir(&hooks_dir(hooks, root), &mut registry);
+    (registry, errors)
+}
+
+/// Reads the payload: blank means "nothing to do", malformed JSON is reported and ignored.
+enum Payload {
+    Blank,
+    Malformed(String),
+    Json(serde_json::Value),
+}
+
+fn read_payload() -> anyhow::Result<Payload> {
+    let mut bytes = Vec::new();
+    std::io::stdin()
+        .lock()
+        .read_to_end(&mut bytes)
+        .context("reading stdin")?;
+    let text = match std::str::from_utf8(&bytes) {
+        Ok(t) => t,
+        Err(e) => return Ok(Payload::Malformed(format!("invalid UTF-8: {e}"))),
+    };
+    if text.trim().is_empty() {
+        return Ok(Payload::Blank);
+    }
+    Ok(match serde_json::from_str(text) {
+        Ok(v @ serde_json::Value::Object(_)) => Payload::Json(v),
+        Ok(other) => Payload::Malformed(format!(
+            "expected a JSON object, got {}",
+            match other {
+                serde_json::Value::Array(_) => "an array",
+                serde_json::Value::String(_) => "a string",
+                serde_json::Value::Number(_) => "a number",
+                serde_json::Value::Bool(_) => "a boolean",
+                _ => "null",
+            }
+        )),
+        Err(e) => Payload::Malformed(e.to_string()),
+    })
+}
+
+/// Parses the event name, reads the payload and builds the event; `None` when there is nothing
+/// to evaluate (the caller exits 0).
+fn prepare(
+    root_flag: &Option<PathBuf>,
+    name: &str,
+) -> anyhow::Result<Result<Option<(Event, PathBuf)>, ExitCode>> {
+    let kind: EventKind = match name.parse() {
+        Ok(k) => k,
+        Err(e) => {
+            eprintln!("{e}");
+            return Ok(Err(ExitCode::from(1)));
+        }
+    };
+    let payload = match read_payload()? {
+        Payload::Blank => return Ok(Ok(None)),
+        Payload::Malformed(e) => {
+            eprintln!("Malformed stdin: {e}");
+            return Ok(Ok(None));
+        }
+        Payload::Json(v) => v,
+    };
+    let cwd = payload.get("cwd").and_then(|c| c.as_str()).map(str::to_owned);
+    let root = project_root(root_flag, cwd.as_deref());
+    let context = EventContext {
+        project_root: Some(root.clone()),
+        skip_permissions: None,
+    };
+    match Event::new(kind, payload, context) {
+        Ok(evt) => Ok(Ok(Some((evt, root)))),
+        Err(e) => {
+            eprintln!("Malformed stdin: {e}");
+            Ok(Ok(None))
+        }
+    }
+}
+
+fn report_load_errors(errors: &[LoadError]) {
+    for e in errors {
+        tracing::error!(error = %e, "hook file did not load");
+        eprintln!("capt-hook: {e}");
+    }
+}
+
+fn run(
+    root: &Option<PathBuf>,
+    hooks: &Option<PathBuf>,
+    event: &str,
+    run_async: bool,
+) -> anyhow::Result<ExitCode> {
+    let (evt, root) = match prepare(root, event)? {
+        Err(code) => return Ok(code),
+        Ok(None) => return Ok(ExitCode::SUCCESS),
+        Ok(Some(x)) => x,
+    };
+    let (registry, errors) = load(&root, hooks);
+    report_load_errors(&errors);
+    let dispatcher = Dispatcher::new(Arc::new(registry), Some(&root));
+    let kind = evt.kind();
+    let evt = Arc::new(evt);
+    let result = dispatcher.dispatch(
+        &evt,
+        DispatchOptions {
+            deadline: None,
+            run_async,
+        },
+    );
+    // Async hooks run after Claude Code has its answer: their verdicts are never printed.
+    if !run_async && let Some(out) = envelope(kind, result.as_ref()) {
+        let mut stdout = std::io::stdout().lock();
+        writeln!(stdout, "{}", out.render()).context("writing stdout")?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn explain(
+    root: &Option<PathBuf>,
+    hooks: &Option<PathBuf>,
+    event: &str,
+) -> anyhow::Result<ExitCode> {
+    let (evt, root) = match prepare(root, event)? {
+        Err(code) => return Ok(code),
+        Ok(None) => {
+            println!("No event to explain (blank or malformed stdin).");
+            return Ok(ExitCode::SUCCESS);
+        }
+        Ok(Some(x)) => x,
+    };
+    let (registry, errors) = load(&root, hooks);
+    report_load_errors(&errors);
+    let dispatcher = Dispatcher::new(Arc::new(registry), Some(&root));
+    let kind = evt.kind();
+    let evt = Arc::new(evt);
+    let (result, traces) = dispatcher.explain(&evt, DispatchOptions::default());
+    let mut out = String::new();
+    let subject = match (evt.tool_name(), evt.command(), evt.file()) {
+        (Some(t), Some(c), _) => format!(" ({t}: {c})"),
+        (Some(t), None, Some(f)) => format!(" ({t}: {f})"),
+        (Some(t), None, None) => format!(" ({t})"),
+        _ => String::new(),
+    };
+    out.push_str(&format!("{kind}{subject}\n"));
+    if dispatcher.registry().is_empty() {
+        out.push_str("  no hooks registered\n");
+    }
+    for (hook, trace) in dispatcher.registry().hooks().iter().zip(traces) {
+        let source = hook
+            .source
+            .as_ref()
+            .map(|s| format!(", {s}"))
+            .unwrap_or_default();
+        let what = match trace {
+            Trace::NotSubscribed => format!("skipped: listens to {}", hook.events),
+            Trace::OtherMode => "skipped: async hook (runs with --async)".to_owned(),
+            Trace::PlanningAgent => "skipped: planning agent".to_owned(),
+            Trace::Gitignored => "skipped: the file is gitignored".to_owned(),
+            Trace::NoMatch(why) => format!("no match: {why}"),
+            Trace::Doomed => "not run: an earlier hook already blocked".to_owned(),
+            Trace::Abandoned => "abandoned: the handler missed the deadline".to_owned(),
+            Trace::Matched(None) => "matched, returned nothing".to_owned(),
+            Trace::Matched(Some(r)) => format!(
+                "MATCHED -> {}{}",
+                r.action.name(),
+                r.message
+                    .as_ref()
+                    .map(|m| format!(": {}", m.replace('\n', "\n      ")))
+                    .unwrap_or_default()
+            ),
+        };
+        out.push_str(&format!("  {} ({}{source})\n    {what}\n", hook.name, hook.kind));
+    }
+    match envelope(kind, result.as_ref()) {
+        Some(o) => out.push_str(&format!(
+            "verdict: {}\noutput: {}\n",
+            result.as_ref().map(|r| r.action.name()).unwrap_or("notice"),
+            o.render()
+        )),
+        None => out.push_str("verdict: none (no output; Claude Code proceeds as usual)\n"),
+    }
+    print!("{out}");
+    Ok(ExitCode::SUCCESS)
+}
+
+fn test(root: &Option<PathBuf>, hooks: &Option<PathBuf>, format: Format) -> anyhow::Result<ExitCode> {
+    let root = project_root(root, None);
+    let (registry, errors) = load(&root, hooks);
+    let mut outcomes: Vec<TestOutcome> = Vec::new();
+    for hook in registry.hooks() {
+        for t in &hook.tests {
+            outcomes.push(run_test(hook, t, Some(&root)));
+        }
+    }
+    for e in &errors {
+        eprintln!("  ERROR {e}");
+    }
+    match format {
+        Format::Human => print!("{}", human_report(&outcomes)),
+        Format::Json => print!("{}", json_report(&outcomes)),
+    }
+    Ok(if all_passed(&outcomes) && errors.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+fn check(root: &Option<PathBuf>, hooks: &Option<PathBuf>) -> anyhow::Result<ExitCode> {
+    let root = project_root(root, None);
+    let dir = hooks_dir(hooks, &root);
+    let (registry, errors) = load(&root, hooks);
+    for e in &errors {
+        eprintln!("{e}");
+    }
+    let files = captain_hook::loader::hook_files(&dir).map(|f| f.len()).unwrap_or(0);
+    if errors.is_empty() {
+        println!(
+            "{} hooks in {} files under {}: OK",
+            registry.hooks().len(),
+            files,
+            dir.display()
+        );
+        Ok(ExitCode::SUCCESS)
+    } else {
+        println!("{} errors", errors.len());
+        Ok(ExitCode::from(1))
+    }
+}
+
+fn list(root: &Option<PathBuf>, hooks: &Option<PathBuf>) -> anyhow::Result<ExitCode> {
+    let root = project_root(root, None);
+    let (registry, errors) = load(&root, hooks);
+    report_load_errors(&errors);
+    for h in registry.hooks() {
+        let source = h.source.as_ref().map(ToString::to_string).unwrap_or_default();
+        println!("{}\t{}\t{}\t{}", h.name, h.kind, h.events, source);
+    }
+    Ok(if errors.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}

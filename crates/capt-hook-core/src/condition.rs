@@ -1,0 +1,420 @@
+//! Conditions: compiled predicates over an event, evaluated in order with short-circuit.
+
+use std::fmt;
+use std::sync::Arc;
+
+use crate::event::Event;
+use crate::glob::Glob;
+use crate::paths::is_project_path;
+use crate::pattern::Pattern;
+use crate::tokens::Tokens;
+use crate::tool::tool_spellings;
+
+/// A predicate written in Rust, for what data cannot say.
+pub type CustomCheck = Arc<dyn Fn(&Event) -> bool + Send + Sync>;
+
+/// Globs that mark a test file (`**/` means a directory must precede the name).
+pub const TEST_FILE_GLOBS: &[&str] = &[
+    "**/test_*.py",
+    "**/*_test.py",
+    "**/conftest.py",
+    "**/tests/**/*.py",
+    "**/*_test.go",
+    "**/*.test.*",
+    "**/*.spec.*",
+];
+
+/// The source-file globs of a language key (`py`, `rs`, …); unknown keys mean `*.<key>`.
+pub fn language_globs(lang: &str) -> Vec<String> {
+    let globs: &[&str] = match lang {
+        "py" | "python" => &["*.py", "*.pyi"],
+        "ts" | "typescript" => &["*.ts"],
+        "tsx" => &["*.tsx"],
+        "js" | "javascript" => &["*.js", "*.mjs", "*.cjs"],
+        "jsx" => &["*.jsx"],
+        "go" => &["*.go"],
+        "rs" | "rust" => &["*.rs"],
+        "java" => &["*.java"],
+        "bash" | "sh" => &["*.sh", "*.bash"],
+        other => return vec![format!("*.{other}")],
+    };
+    globs.iter().map(|s| (*s).to_owned()).collect()
+}
+
+fn compile_globs(globs: &[String]) -> Vec<Glob> {
+    // Built-in glob tables are known to compile.
+    globs.iter().filter_map(|g| Glob::new(g).ok()).collect()
+}
+
+/// True when `file` is a test file by [`TEST_FILE_GLOBS`].
+pub fn is_test_file(file: &str) -> bool {
+    use std::sync::OnceLock;
+    static GLOBS: OnceLock<Vec<Glob>> = OnceLock::new();
+    let globs = GLOBS.get_or_init(|| {
+        compile_globs(&TEST_FILE_GLOBS.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>())
+    });
+    globs.iter().any(|g| g.matches_path(file))
+}
+
+/// One compiled condition.
+#[derive(Clone)]
+pub enum Condition {
+    /// The tool is one of these names (aliases and MCP tails included).
+    Tool(Vec<String>),
+    /// The tool is (or, with `false`, is not) an MCP tool.
+    McpTool(bool),
+    /// Some command of the line, nested ones included, starts with these tokens.
+    Runs(Tokens),
+    /// The primary command, wrappers stripped, starts with these tokens.
+    PrimaryRuns(Tokens),
+    /// The regex matches the raw line or some command's words.
+    Command(Pattern),
+    /// Every named input field exists and matches its regex.
+    ToolInput(Vec<(String, Pattern)>),
+    /// The edit's new text matches.
+    Content {
+        /// The regex (multi-line).
+        pattern: Pattern,
+        /// The file must lie in the project.
+        project_only: bool,
+    },
+    /// The event's file matches a glob.
+    FilePath {
+        /// The globs.
+        globs: Vec<Glob>,
+        /// The file must lie in the project.
+        project_only: bool,
+    },
+    /// The event's file is (or is not) a project test file.
+    TestFile(bool),
+    /// An Edit/Write of a non-test source file of the language.
+    SourceEdits {
+        /// The language key as written.
+        lang: String,
+        /// Its globs.
+        globs: Vec<Glob>,
+    },
+    /// The subagent type is one of these.
+    Agent(Vec<String>),
+    /// The event does (or does not) come from a subagent.
+    FromSubagent(bool),
+    /// Claude Code runs (or does not run) with permission prompts skipped.
+    SkipPermissions(bool),
+    /// The payload's permission mode is one of these.
+    PermissionMode(Vec<String>),
+    /// The call carries a `ccx:` annotation.
+    Annotated {
+        /// The annotation's key.
+        key: String,
+        /// The value it must have, if any.
+        value: Option<String>,
+    },
+    /// Every command of the line is (or is not) known to be read-only.
+    ReadOnlyCommand(bool),
+    /// The inner condition does not hold.
+    Not(Box<Condition>),
+    /// At least one holds.
+    Any(Vec<Condition>),
+    /// All hold.
+    All(Vec<Condition>),
+    /// A Rust predicate.
+    Custom {
+        /// Shown by `explain` and in errors.
+        name: String,
+        /// Whether it reads the tool call (for the "can never match" check).
+        reads_tool: bool,
+        /// The predicate.
+        check: CustomCheck,
+    },
+}
+
+impl fmt::Debug for Condition {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Condition({self})")
+    }
+}
+
+fn list(items: &[String]) -> String {
+    let quoted: Vec<String> = items.iter().map(|s| format!("{s:?}")).collect();
+    format!("[{}]", quoted.join(", "))
+}
+
+impl fmt::Display for Condition {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Condition::Tool(names) => write!(f, "{{ tool = {} }}", list(names)),
+            Condition::McpTool(b) => write!(f, "{{ mcp_tool = {b} }}"),
+            Condition::Runs(t) => write!(f, "{{ runs = {t} }}"),
+            Condition::PrimaryRuns(t) => write!(f, "{{ primary_runs = {t} }}"),
+            Condition::Command(p) => write!(f, "{{ command = {:?} }}", p.as_str()),
+            Condition::ToolInput(fields) => {
+                let parts: Vec<String> = fields
+                    .iter()
+                    .map(|(k, p)| format!("{k} = {:?}", p.as_str()))
+                    .collect();
+                write!(f, "{{ tool_input = {{ {} }} }}", parts.join(", "))
+            }
+            Condition::Content {
+                pattern,
+                project_only,
+            } => write!(
+                f,
+                "{{ content = {{ pattern = {:?}, project_only = {project_only} }} }}",
+                pattern.as_str()
+            ),
+            Condition::FilePath {
+                globs,
+                project_only,
+            } => {
+                let g: Vec<String> = globs.iter().map(|g| g.as_str().to_owned()).collect();
+                write!(
+                    f,
+                    "{{ file_path = {{ globs = {}, project_only = {project_only} }} }}",
+                    list(&g)
+                )
+            }
+            Condition::TestFile(b) => write!(f, "{{ test_file = {b} }}"),
+            Condition::SourceEdits { lang, .. } => write!(f, "{{ source_edits = {lang:?} }}"),
+            Condition::Agent(names) => write!(f, "{{ agent = {} }}", list(names)),
+            Condition::FromSubagent(b) => write!(f, "{{ from_subagent = {b} }}"),
+            Condition::SkipPermissions(b) => write!(f, "{{ skip_permissions = {b} }}"),
+            Condition::PermissionMode(m) => write!(f, "{{ permission_mode = {} }}", list(m)),
+            Condition::Annotated { key, value } => match value {
+                Some(v) => write!(f, "{{ annotated = {{ key = {key:?}, value = {v:?} }} }}"),
+                None => write!(f, "{{ annotated = {key:?} }}"),
+            },
+            Condition::ReadOnlyCommand(b) => write!(f, "{{ read_only_command = {b} }}"),
+            Condition::Not(c) => write!(f, "{{ not = {c} }}"),
+            Condition::Any(cs) | Condition::All(cs) => {
+                let key = if matches!(self, Condition::Any(_)) {
+                    "any"
+                } else {
+                    "all"
+                };
+                let inner: Vec<String> = cs.iter().map(ToString::to_string).collect();
+                write!(f, "{{ {key} = [{}] }}", inner.join(", "))
+            }
+            Condition::Custom { name, .. } => write!(f, "{{ custom = {name:?} }}"),
+        }
+    }
+}
+
+/// Splits `"A|B"` entries into separate names.
+pub fn split_names<S: AsRef<str>>(names: &[S]) -> Vec<String> {
+    names
+        .iter()
+        .flat_map(|n| n.as_ref().split('|').map(str::to_owned).collect::<Vec<_>>())
+        .filter(|n| !n.is_empty())
+        .collect()
+}
+
+impl Condition {
+    /// `tool`: names split on `|` and widened by their aliases.
+    pub fn tool<S: AsRef<str>>(names: &[S]) -> Condition {
+        let mut all = Vec::new();
+        for n in split_names(names) {
+            for s in tool_spellings(&n) {
+                if !all.iter().any(|a: &String| a == s) {
+                    all.push(s.to_owned());
+                }
+            }
+        }
+        Condition::Tool(all)
+    }
+
+    /// `file_path` over globs.
+    pub fn file_path(globs: Vec<Glob>, project_only: bool) -> Condition {
+        Condition::FilePath {
+            globs,
+            project_only,
+        }
+    }
+
+    /// `source_edits` for a language key.
+    pub fn source_edits(lang: &str) -> Condition {
+        Condition::SourceEdits {
+            lang: lang.to_owned(),
+            globs: compile_globs(&language_globs(lang)),
+        }
+    }
+
+    /// True when the condition can only hold on events that carry a tool call.
+    pub fn reads_tool_call(&self) -> bool {
+        match self {
+            Condition::Tool(_)
+            | Condition::McpTool(_)
+            | Condition::Runs(_)
+            | Condition::PrimaryRuns(_)
+            | Condition::Command(_)
+            | Condition::ToolInput(_)
+            | Condition::Content { .. }
+            | Condition::FilePath { .. }
+            | Condition::SourceEdits { .. }
+            | Condition::ReadOnlyCommand(true)
+            | Condition::TestFile(true) => true,
+            Condition::Custom { reads_tool, .. } => *reads_tool,
+            Condition::All(cs) => cs.iter().any(Condition::reads_tool_call),
+            Condition::Any(cs) => !cs.is_empty() && cs.iter().all(Condition::reads_tool_call),
+            _ => false,
+        }
+    }
+
+    /// Evaluates the condition.
+    pub fn check(&self, evt: &Event) -> bool {
+        match self {
+            Condition::Tool(names) => match evt.tool_name() {
+                Some(name) => {
+                    names.iter().any(|n| n == name)
+                        || mcp_tail(name).is_some_and(|tail| names.iter().any(|n| n == tail))
+                }
+                None => false,
+            },
+            Condition::McpTool(want) => {
+                evt.tool_name().is_some_and(|n| n.starts_with("mcp__")) == *want
+            }
+            Condition::Runs(tokens) => evt
+                .command_line()
+                .is_some_and(|cl| cl.commands().any(|c| tokens.is_prefix_of(&c.argv()))),
+            Condition::PrimaryRuns(tokens) => evt
+                .command_line()
+                .and_then(|cl| cl.primary())
+                .is_some_and(|c| tokens.is_prefix_of(&c.unwrapped())),
+            Condition::Command(pattern) => match evt.command() {
+                Some(raw) if !raw.is_empty() => {
+                    pattern.is_match(raw)
+                        || evt
+                            .command_line()
+                            .is_some_and(|cl| cl.commands().any(|c| pattern.is_match(&c.joined())))
+                }
+                _ => false,
+            },
+            Condition::ToolInput(fields) => match evt.tool_input() {
+                Some(input) => fields.iter().all(|(key, pattern)| {
+                    let text = match input.get(key) {
+                        Some(serde_json::Value::String(s)) => s.clone(),
+                        Some(serde_json::Value::Bool(b)) => b.to_string(),
+                        Some(serde_json::Value::Number(n)) => n.to_string(),
+                        _ => return false,
+                    };
+                    pattern.is_match(&text)
+                }),
+                None => false,
+            },
+            Condition::Content {
+                pattern,
+                project_only,
+            } => {
+                if *project_only && !in_project(evt) {
+                    return false;
+                }
+                evt.content()
+                    .is_some_and(|c| !c.is_empty() && pattern.is_match(&c))
+            }
+            Condition::FilePath {
+                globs,
+                project_only,
+            } => match evt.file() {
+                Some(file) => {
+                    (!*project_only || in_project(evt))
+                        && globs.iter().any(|g| g.matches_path(file))
+                }
+                None => false,
+            },
+            Condition::TestFile(want) => {
+                let is = evt
+                    .file()
+                    .is_some_and(|f| in_project(evt) && is_test_file(f));
+                is == *want
+            }
+            Condition::SourceEdits { globs, .. } => {
+                let edit = evt
+                    .tool_name()
+                    .is_some_and(|n| matches!(n, "Edit" | "MultiEdit" | "Write" | "Create"));
+                edit && evt.file().is_some_and(|f| {
+                    in_project(evt) && globs.iter().any(|g| g.matches_path(f)) && !is_test_file(f)
+                })
+            }
+            Condition::Agent(names) => evt
+                .agent_type()
+                .is_some_and(|t| names.iter().any(|n| n == t)),
+            Condition::FromSubagent(want) => evt.is_subagent() == *want,
+            Condition::SkipPermissions(want) => evt.skip_permissions() == *want,
+            Condition::PermissionMode(modes) => evt
+                .permission_mode()
+                .is_some_and(|m| modes.iter().any(|x| x == m)),
+            Condition::Annotated { key, value } => match evt.annotations().get(key) {
+                Some(v) => value.is_none() || value.as_deref() == v.as_deref(),
+                None => false,
+            },
+            Condition::ReadOnlyCommand(want) => {
+                let is = evt
+                    .command_line()
+                    .is_some_and(crate::readonly::is_read_only);
+                is == *want
+            }
+            Condition::Not(c) => !c.check(evt),
+            Condition::Any(cs) => cs.iter().any(|c| c.check(evt)),
+            Condition::All(cs) => cs.iter().all(|c| c.check(evt)),
+            Condition::Custom { check, .. } => check(evt),
+        }
+    }
+}
+
+fn in_project(evt: &Event) -> bool {
+    evt.file()
+        .is_some_and(|f| is_project_path(f, evt.project_root()))
+}
+
+/// The `<tool>` of `mcp__<server>__<tool>` (the server part may itself hold `__`-free text).
+fn mcp_tail(name: &str) -> Option<&str> {
+    let rest = name.strip_prefix("mcp__")?;
+    let (_, tail) = rest.rsplit_once("__")?;
+    (!tail.is_empty()).then_some(tail)
+}
+
+/// Which events a condition list can never match on, for load-time validation: the conditions
+/// that read a tool call, when none of `events` carries one.
+pub fn never_matches(conditions: &[Condition], events: crate::events::EventSet) -> Option<usize> {
+    if events.intersects(crate::events::TOOL_EVENTS) {
+        return None;
+    }
+    conditions.iter().position(Condition::reads_tool_call)
+}
+
+/// Evaluates `only_if` then `skip_if`; returns the first condition that decided a miss.
+pub fn first_miss<'a>(
+    evt: &Event,
+    only_if: &'a [Condition],
+    skip_if: &'a [Condition],
+) -> Option<Miss<'a>> {
+    for (i, c) in only_if.iter().enumerate() {
+        if !c.check(evt) {
+            return Some(Miss::OnlyIf(i, c));
+        }
+    }
+    for (i, c) in skip_if.iter().enumerate() {
+        if c.check(evt) {
+            return Some(Miss::SkipIf(i, c));
+        }
+    }
+    None
+}
+
+/// The condition that kept a hook from matching.
+#[derive(Debug, Clone, Copy)]
+pub enum Miss<'a> {
+    /// `only_if[i]` did not hold.
+    OnlyIf(usize, &'a Condition),
+    /// `skip_if[i]` held.
+    SkipIf(usize, &'a Condition),
+}
+
+impl fmt::Display for Miss<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Miss::OnlyIf(i, c) => write!(f, "only_if[{i}] {c} does not hold"),
+            Miss::SkipIf(i, c) => write!(f, "skip_if[{i}] {c} holds"),
+        }
+    }
+}
+

@@ -1,0 +1,470 @@
+//! A typed view of one hook payload.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use capt_hook_shell::CommandLine;
+use serde_json::{Map, Value};
+
+use crate::events::EventKind;
+use crate::tool::{ToolCall, apply_edit};
+
+/// Why a payload could not become an event.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum EventError {
+    /// The payload is JSON but not an object.
+    #[error("expected a JSON object, got {0}")]
+    NotAnObject(&'static str),
+}
+
+/// Where the event happens: the project it belongs to and facts the payload does not carry.
+#[derive(Debug, Clone, Default)]
+pub struct EventContext {
+    /// The project root (for project-only conditions and `.gitignore`); `None` counts every path
+    /// as part of the project.
+    pub project_root: Option<PathBuf>,
+    /// Overrides the process-tree check for `--dangerously-skip-permissions` (tests set it).
+    pub skip_permissions: Option<bool>,
+}
+
+/// One event: its kind, the raw payload kept verbatim, and typed accessors over it.
+#[derive(Debug)]
+pub struct Event {
+    kind: EventKind,
+    payload: Map<String, Value>,
+    tool: ToolCall,
+    context: EventContext,
+    /// Parsed on first use and shared by every hook that reads the command.
+    command_line: OnceLock<Option<CommandLine>>,
+    annotations: OnceLock<BTreeMap<String, Option<String>>>,
+    images: OnceLock<(Option<String>, Option<String>)>,
+}
+
+fn kind_name(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+impl Event {
+    /// Builds an event from a parsed payload.
+    pub fn new(kind: EventKind, payload: Value, context: EventContext) -> Result<Event, EventError> {
+        let payload = match payload {
+            Value::Object(map) => map,
+            other => return Err(EventError::NotAnObject(kind_name(&other))),
+        };
+        let tool = if kind.has_tool() {
+            match payload.get("tool_name").and_then(Value::as_str) {
+                Some(name) if !name.is_empty() => ToolCall::parse(
+                    name,
+                    payload.get("tool_input").unwrap_or(&Value::Object(Map::new())),
+                ),
+                _ => ToolCall::Other,
+            }
+        } else {
+            ToolCall::Other
+        };
+        Ok(Event {
+            kind,
+            payload,
+            tool,
+            context,
+            command_line: OnceLock::new(),
+            annotations: OnceLock::new(),
+            images: OnceLock::new(),
+        })
+    }
+
+    /// The event's kind.
+    pub fn kind(&self) -> EventKind {
+        self.kind
+    }
+
+    /// The raw payload.
+    pub fn payload(&self) -> &Map<String, Value> {
+        &self.payload
+    }
+
+    /// The context the event was built with.
+    pub fn context(&self) -> &EventContext {
+        &self.context
+    }
+
+    /// The project root, if known.
+    pub fn project_root(&self) -> Option<&Path> {
+        self.context.project_root.as_deref()
+    }
+
+    fn str_field(&self, key: &str) -> Option<&str> {
+        self.payload
+            .get(key)
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
+    }
+
+    /// The session id, when the payload has one.
+    pub fn session_id(&self) -> Option<&str> {
+        self.str_field("session_id")
+    }
+
+    /// The subagent's id; missing, null and empty all mean the main agent.
+    pub fn agent_id(&self) -> Option<&str> {
+        self.str_field("agent_id")
+    }
+
+    /// True when a subagent sent the event.
+    pub fn is_subagent(&self) -> bool {
+        self.agent_id().is_some()
+    }
+
+    /// The user's prompt (UserPromptSubmit).
+    pub fn prompt(&self) -> Option<&str> {
+        self.str_field("prompt")
+    }
+
+    /// True when Claude Code is already continuing because of a stop hook.
+    pub fn stop_hook_active(&self) -> bool {
+        self.payload.get("stop_hook_active").and_then(Value::as_bool) == Some(true)
+    }
+
+    /// The transcript to read: the agent's own when given, else the session's.
+    pub fn transcript_path(&self) -> Option<&str> {
+        self.str_field("agent_transcript_path")
+            .or_else(|| self.str_field("transcript_path"))
+    }
+
+    /// The working directory Claude Code reported.
+    pub fn cwd(&self) -> Option<&str> {
+        self.str_field("cwd")
+    }
+
+    /// The permission mode (`default`, `plan`, `acceptEdits`, `bypassPermissions`, …).
+    pub fn permission_mode(&self) -> Option<&str> {
+        self.str_field("permission_mode")
+    }
+
+    /// The tool's name as sent (tool events only).
+    pub fn tool_name(&self) -> Option<&str> {
+        if self.kind.has_tool() {
+            self.str_field("tool_name")
+        } else {
+            None
+        }
+    }
+
+    /// The typed tool call ([`ToolCall::Other`] on events without one).
+    pub fn tool(&self) -> &ToolCall {
+        &self.tool
+    }
+
+    /// The raw `tool_input` object (tool events only).
+    pub fn tool_input(&self) -> Option<&Map<String, Value>> {
+        if self.kind.has_tool() {
+            self.payload.get("tool_input").and_then(Value::as_object)
+        } else {
+            None
+        }
+    }
+
+    /// The Bash command text.
+    pub fn command(&self) -> Option<&str> {
+        self.tool.command()
+    }
+
+    /// The Bash command parsed once, on first use.
+    pub fn command_line(&self) -> Option<&CommandLine> {
+        self.command_line
+            .get_or_init(|| self.command().map(CommandLine::parse))
+            .as_ref()
+    }
+
+    /// The file the call targets.
+    pub fn file(&self) -> Option<&str> {
+        self.tool.file_path()
+    }
+
+    /// The new text an edit or write puts in the file.
+    pub fn content(&self) -> Option<String> {
+        self.tool.content()
+    }
+
+    /// The text an edit replaces.
+    pub fn old(&self) -> Option<String> {
+        self.tool.old()
+    }
+
+    /// The subagent type: the Agent call's `subagent_type` on tool events (the raw `agent_type`
+    /// on PermissionRequest), the payload's `agent_type` on subagent events.
+    pub fn agent_type(&self) -> Option<&str> {
+        match self.kind {
+            EventKind::SubagentStart | EventKind::SubagentStop => {
+                self.str_field("agent_type").or_else(|| {
+                    self.payload
+                        .get("tool_input")
+                        .and_then(|t| t.get("subagent_type"))
+                        .and_then(Value::as_str)
+                        .filter(|s| !s.is_empty())
+                })
+            }
+            EventKind::PermissionRequest => self.str_field("agent_type"),
+            k if k.has_tool() => self.tool.agent_type(),
+            _ => None,
+        }
+    }
+
+    /// The tool's response (PostToolUse).
+    pub fn tool_response(&self) -> Option<&Value> {
+        self.payload.get("tool_response")
+    }
+
+    /// The failure text (PostToolUseFailure).
+    pub fn error(&self) -> Option<&str> {
+        self.str_field("error")
+    }
+
+    /// Why the session started (SessionStart): startup, resume, clear or compact.
+    pub fn source(&self) -> Option<&str> {
+        self.str_field("source")
+    }
+
+    /// Why the session ended (SessionEnd).
+    pub fn reason(&self) -> Option<&str> {
+        self.str_field("reason")
+    }
+
+    /// The notification or display message (Notification, MessageDisplay).
+    pub fn message(&self) -> Option<&str> {
+        self.str_field("message")
+    }
+
+    /// What triggered compaction (PreCompact): manual or auto.
+    pub fn trigger(&self) -> Option<&str> {
+        self.str_field("trigger")
+    }
+
+    /// True when Claude Code runs without permission prompts: the payload says
+    /// `bypassPermissions`, or an ancestor `claude` process was started with
+    /// `--dangerously-skip-permissions`.
+    pub fn skip_permissions(&self) -> bool {
+        if let Some(v) = self.context.skip_permissions {
+            return v;
+        }
+        self.permission_mode() == Some("bypassPermissions") || ancestor_skips_permissions()
+    }
+
+    /// The whole file before the call (PreToolUse on Edit/MultiEdit/Write), read from disk.
+    pub fn pre_image(&self) -> Option<&str> {
+        self.images().0.as_deref()
+    }
+
+    /// The whole file after the call would apply (PreToolUse only).
+    pub fn post_image(&self) -> Option<&str> {
+        self.images().1.as_deref()
+    }
+
+    fn images(&self) -> &(Option<String>, Option<String>) {
+        self.images.get_or_init(|| {
+            if self.kind != EventKind::PreToolUse {
+                return (None, None);
+            }
+            let read = |p: &str| -> Option<String> {
+                let path = Path::new(p);
+                if path.is_dir() {
+                    return None;
+                }
+                match std::fs::read(path) {
+                    Ok(bytes) => Some(String::from_utf8_lossy(&bytes).into_owned()),
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => Some(String::new()),
+                    Err(_) => None,
+                }
+            };
+            match &self.tool {
+                ToolCall::Write { file_path, content } => (read(file_path), Some(content.clone())),
+                ToolCall::Edit {
+                    file_path,
+                    old_string,
+                    new_string,
+                    replace_all,
+                } => {
+                    let pre = read(file_path);
+                    let op = crate::tool::EditOp {
+                        old_string: old_string.clone(),
+                        new_string: new_string.clone(),
+                        replace_all: *replace_all,
+                    };
+                    let post = pre.as_deref().and_then(|t| apply_edit(t, &op));
+                    (pre, post)
+                }
+                ToolCall::MultiEdit { file_path, edits } => {
+                    let pre = read(file_path);
+                    let post = pre.clone().and_then(|mut text| {
+                        for op in edits {
+                            text = apply_edit(&text, op)?;
+                        }
+                        Some(text)
+                    });
+                    (pre, post)
+                }
+                _ => (None, None),
+            }
+        })
+    }
+
+    /// `ccx:<key>[=<value>]` annotations: from shell comments of the Bash command (nested
+    /// payloads included), from `ccx:` header lines of an Agent prompt or Skill args, and `raw`
+    /// from `CAPT_HOOK_CCX_RAW`.
+    pub fn annotations(&self) -> &BTreeMap<String, Option<String>> {
+        self.annotations.get_or_init(|| {
+            let mut out = BTreeMap::new();
+            if let Some(cl) = self.command_line() {
+                for comment in &cl.comments {
+                    collect_annotations(comment, &mut out);
+                }
+            }
+            let header_text = match &self.tool {
+                ToolCall::Agent { prompt, .. } => Some(prompt.as_str()),
+                ToolCall::Skill { args, .. } => args.as_deref(),
+                _ => None,
+            };
+            if let Some(text) = header_text {
+                for line in text.lines() {
+                    let line = line.trim();
+                    if let Some(rest) = line.strip_prefix("ccx:") {
+                        for token in rest.split_whitespace() {
+                            insert_annotation(token, &mut out);
+                        }
+                    }
+                }
+            }
+            if crate::env::ccx_raw() {
+                out.insert("raw".to_owned(), None);
+            }
+            out
+        })
+    }
+}
+
+fn collect_annotations(text: &str, out: &mut BTreeMap<String, Option<String>>) {
+    for token in text.split_whitespace() {
+        if let Some(rest) = token.strip_prefix("ccx:") {
+            insert_annotation(rest, out);
+        }
+    }
+}
+
+fn insert_annotation(token: &str, out: &mut BTreeMap<String, Option<String>>) {
+    let (key, value) = match token.split_once('=') {
+        Some((k, v)) => (k, Some(v.to_owned())),
+        None => (token, None),
+    };
+    if !key.is_empty() {
+        out.insert(key.to_owned(), value);
+    }
+}
+
+/// Walks the process tree up to the nearest `claude` process and reports whether it runs
+/// without permission prompts. Computed once per process: the answer cannot change.
+fn ancestor_skips_permissions() -> bool {
+    static CACHE: OnceLock<bool> = OnceLock::new();
+    *CACHE.get_or_init(|| {
+        let mut pid = std::process::id();
+        for _ in 0..64 {
+            let Some((ppid, argv)) = proc_info(pid) else {
+                return false;
+            };
+            let is_claude = argv
+                .first()
+                .map(|a| crate::glob::basename(a) == "claude")
+                .unwrap_or(false);
+            if is_claude {
+                return argv.iter().any(|a| {
+                    a == "--dangerously-skip-permissions"
+                        || a == "--allow-dangerously-skip-permissions"
+                });
+            }
+            if ppid <= 1 {
+                return false;
+            }
+            pid = ppid;
+        }
+        false
+    })
+}
+
+fn proc_info(pid: u32) -> Option<(u32, Vec<String>)> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name is parenthesised and may contain spaces; fields resume after the last ')'.
+    let after = &stat[stat.rfind(')')? + 1..];
+    let ppid: u32 = after.split_whitespace().nth(1)?.parse().ok()?;
+    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+    let argv = cmdline
+        .split(|b| *b == 0)
+        .filter(|s| !s.is_empty())
+        .map(|s| String::from_utf8_lossy(s).into_owned())
+        .collect();
+    Some((ppid, argv))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn ev(kind: EventKind, v: Value) -> Event {
+        Event::new(kind, v, EventContext::default()).unwrap()
+    }
+
+    #[test]
+    fn agent_id_normalises_empty_and_null() {
+        assert_eq!(ev(EventKind::Stop, json!({"agent_id": ""})).agent_id(), None);
+        assert_eq!(ev(EventKind::Stop, json!({"agent_id": null})).agent_id(), None);
+        assert!(ev(EventKind::Stop, json!({"agent_id": "a1"})).is_subagent());
+    }
+
+    #[test]
+    fn non_objects_are_rejected() {
+        let err = Event::new(EventKind::Stop, json!([1]), EventContext::default()).unwrap_err();
+        assert_eq!(err.to_string(), "expected a JSON object, got an array");
+    }
+
+    #[test]
+    fn tool_fields_only_on_tool_events() {
+        let p = json!({"tool_name": "Bash", "tool_input": {"command": "ls"}});
+        assert_eq!(ev(EventKind::PreToolUse, p.clone()).command(), Some("ls"));
+        assert_eq!(ev(EventKind::Stop, p).command(), None);
+    }
+
+    #[test]
+    fn annotations_from_comments_and_prompt_headers() {
+        let e = ev(
+            EventKind::PreToolUse,
+            json!({"tool_name": "Bash", "tool_input": {"command": "ls # ccx:why=audit ccx:fast"}}),
+        );
+        assert_eq!(e.annotations().get("why"), Some(&Some("audit".to_owned())));
+        assert_eq!(e.annotations().get("fast"), Some(&None));
+        let a = ev(
+            EventKind::PreToolUse,
+            json!({"tool_name": "Agent", "tool_input": {"prompt": "ccx: review=deep\nDo it"}}),
+        );
+        assert_eq!(a.annotations().get("review"), Some(&Some("deep".to_owned())));
+    }
+
+    #[test]
+    fn post_image_applies_the_edit_to_the_file_on_disk() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("a.py");
+        std::fs::write(&f, "x = 1\ny = 2\n").unwrap();
+        let e = ev(
+            EventKind::PreToolUse,
+            json!({"tool_name": "Edit", "tool_input": {"file_path": f, "old_string": "y = 2", "new_string": "y = 3"}}),
+        );
+        assert_eq!(e.pre_image(), Some("x = 1\ny = 2\n"));
+        assert_eq!(e.post_image(), Some("x = 1\ny = 3\n"));
+    }
+}

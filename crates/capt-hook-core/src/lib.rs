@@ -1,0 +1,27 @@
+//! The engine's data model: events, tool calls, conditions, results, the deny-wins fold and the
+//! output envelopes Claude Code reads. No I/O beyond reading the files an event names.
+
+pub mod condition;
+pub mod env;
+pub mod envelope;
+pub mod event;
+pub mod events;
+pub mod fold;
+pub mod glob;
+pub mod paths;
+pub mod pattern;
+pub mod readonly;
+pub mod result;
+pub mod tokens;
+pub mod tool;
+
+pub use condition::{Condition, Miss};
+pub use envelope::{Output, envelope};
+pub use event::{Event, EventContext, EventError};
+pub use events::{EventKind, EventSet, UnknownEvent};
+pub use fold::{FoldInput, fold};
+pub use glob::Glob;
+pub use pattern::{Mode, Pattern};
+pub use result::{Action, HookResult};
+pub use tokens::Tokens;
+pub use tool::ToolCall;

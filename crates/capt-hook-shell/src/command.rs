@@ -1,0 +1,357 @@
+//! Simple commands: argv, env prefixes, redirects, then their substitutions and payloads.
+
+use std::ops::Range;
+
+use tree_sitter::Node;
+
+use crate::source::{Src, SrcMap};
+use crate::walk::{Level, MAX_DEPTH, StmtExtra, Walker, parse_redirect};
+use crate::words::{Word, dequote, one_layer};
+use crate::wrappers::{Payload, basename, find_payload, wrapper_prefix_len};
+use crate::{Command, Part, QuoteLayer, Redirect};
+
+/// Payloads re-parsed inside payloads stop after this many levels.
+const MAX_PAYLOAD_DEPTH: u8 = 3;
+
+/// Builds the [`Word`] for a local byte range whose outermost node has kind `kind`.
+pub(crate) fn make_word(src: &Src<'_>, kind: &str, range: Range<usize>, spans: bool) -> Word {
+    let text = src.slice(range.clone());
+    let d = dequote(text, 0, None);
+    Word {
+        text: one_layer(kind, text),
+        value: d.value,
+        expandable: d.expandable,
+        span: if spans { src.map.range(range) } else { None },
+    }
+}
+
+/// True when the text between two children holds a newline that is not a line continuation.
+fn has_newline(gap: &str) -> bool {
+    let b = gap.as_bytes();
+    b.iter()
+        .enumerate()
+        .any(|(i, &c)| c == b'\n' && (i == 0 || b[i - 1] != b'\\'))
+}
+
+/// What a command node's children amount to.
+#[derive(Default)]
+struct Parts<'t> {
+    env: Vec<(String, String)>,
+    /// (outer node kind, local range) of each argv word.
+    words: Vec<(&'t str, Range<usize>)>,
+    /// Nodes searched for substitutions, in document order.
+    scan: Vec<Node<'t>>,
+    redirects: Vec<Redirect>,
+    swallowed: Vec<Node<'t>>,
+    tails: Vec<Node<'t>>,
+    spanless: bool,
+    span: Option<Range<usize>>,
+}
+
+impl Parts<'_> {
+    fn cover(&mut self, r: Range<usize>) {
+        self.span = Some(match self.span.take() {
+            Some(s) => s.start.min(r.start)..s.end.max(r.end),
+            None => r,
+        });
+    }
+}
+
+/// The quote layer of a whole word, `None` when it mixes layers.
+fn layer_of(kind: &str) -> Option<QuoteLayer> {
+    match kind {
+        "word" | "number" => Some(QuoteLayer::Bare),
+        "raw_string" => Some(QuoteLayer::Single),
+        "string" | "translated" => Some(QuoteLayer::Double),
+        _ => None,
+    }
+}
+
+impl Walker {
+    /// Walks a `command` node: one part, then its substitutions, then its payload.
+    pub(crate) fn walk_command<'t>(
+        &mut self,
+        node: Node<'t>,
+        src: &Src<'_>,
+        lvl: Level,
+        depth: usize,
+        extra: StmtExtra<'t>,
+    ) {
+        let mut p = Parts::default();
+        let mut start = node.start_byte();
+        let mut prev_end = start;
+        let mut dollar: Option<Range<usize>> = None;
+        let mut cursor = node.walk();
+        let mut more = cursor.goto_first_child();
+        while more {
+            let child = cursor.node();
+            let field = cursor.field_name();
+            more = cursor.goto_next_sibling();
+            let range = child.byte_range();
+            // tree-sitter glues `a=1 b=2 <newline> cmd` into one command; bash runs two statements.
+            if p.words.is_empty()
+                && (!p.env.is_empty() || !p.redirects.is_empty())
+                && has_newline(src.slice(prev_end..range.start))
+            {
+                self.assignments_only(
+                    src.slice(start..prev_end),
+                    src,
+                    lvl,
+                    depth,
+                    std::mem::take(&mut p),
+                );
+                start = range.start;
+            }
+            prev_end = range.end;
+            match (child.kind(), field) {
+                ("comment", _) => self.comment(child, src),
+                ("variable_assignment", _) if p.words.is_empty() => {
+                    let name = child
+                        .child_by_field_name("name")
+                        .map_or("", |n| src.slice(n.byte_range()));
+                    let value = child.child_by_field_name("value");
+                    let text = value.map_or(String::new(), |v| {
+                        one_layer(v.kind(), src.slice(v.byte_range()))
+                    });
+                    p.env.push((name.to_owned(), text));
+                    p.scan.extend(value);
+                    p.cover(range);
+                }
+                ("file_redirect" | "herestring_redirect", _) => {
+                    let (redirect, swallowed) = parse_redirect(child, src);
+                    p.redirects.push(redirect);
+                    p.swallowed.extend(swallowed);
+                }
+                ("heredoc_redirect", _) => {
+                    let doc = self.heredoc(child, src);
+                    p.redirects.extend(doc.redirects);
+                    if let Some(end) = doc.dead_end {
+                        p.spanless = true;
+                        self.dead_end = Some(self.dead_end.map_or(end, |d| d.max(end)));
+                    }
+                    p.tails.extend(doc.tails);
+                }
+                ("$", Some("argument")) if !child.is_named() => {
+                    if let Some(d) = dollar.replace(range) {
+                        p.words.push(("word", d));
+                    }
+                }
+                (_, Some("name" | "argument")) => {
+                    let kind = match field {
+                        Some("name") => child.named_child(0).map_or(child.kind(), |n| n.kind()),
+                        _ => child.kind(),
+                    };
+                    // `$"…"` comes out as a `$` token followed by the string.
+                    let word = match dollar.take() {
+                        Some(d) if d.end == range.start => ("translated", d.start..range.end),
+                        Some(d) => {
+                            p.words.push(("word", d));
+                            (kind, range.clone())
+                        }
+                        None => (kind, range.clone()),
+                    };
+                    p.cover(word.1.clone());
+                    p.words.push(word);
+                    p.scan.push(child);
+                }
+                _ => {}
+            }
+        }
+        if let Some(d) = dollar {
+            p.words.push(("word", d));
+        }
+        p.spanless |= extra.spanless || !p.swallowed.is_empty();
+        p.redirects.extend(extra.redirects);
+        p.swallowed.extend(extra.extra_args);
+        for n in &p.swallowed {
+            p.words.push((n.kind(), n.byte_range()));
+        }
+        p.scan.append(&mut p.swallowed);
+        self.finish_command(node, start, src, lvl, depth, p);
+    }
+
+    fn finish_command(
+        &mut self,
+        node: Node<'_>,
+        start: usize,
+        src: &Src<'_>,
+        lvl: Level,
+        depth: usize,
+        mut p: Parts<'_>,
+    ) {
+        if p.words.is_empty() {
+            let raw = src.slice(start..node.end_byte());
+            self.assignments_only(raw, src, lvl, depth, p);
+            return;
+        }
+        // Backtick substitutions may start at the blank before them.
+        for w in &mut p.words {
+            while src
+                .text
+                .as_bytes()
+                .get(w.1.start)
+                .is_some_and(u8::is_ascii_whitespace)
+                && w.1.start < w.1.end
+            {
+                w.1.start += 1;
+            }
+        }
+        let spans = lvl.spans && !p.spanless;
+        let words: Vec<Word> = p
+            .words
+            .iter()
+            .map(|(k, r)| make_word(src, k, r.clone(), spans))
+            .collect();
+        let command = Command {
+            raw: src.slice(start..node.end_byte()).to_owned(),
+            executable: words[0].text.clone(),
+            args: words[1..].iter().map(|w| w.text.clone()).collect(),
+            env: p.env,
+            redirects: p.redirects,
+            span: if spans {
+                p.span.and_then(|r| src.map.range(r))
+            } else {
+                None
+            },
+            nesting: lvl.nesting,
+            host: lvl.host,
+            contexts: src.contexts.to_vec(),
+            tainted: words.iter().any(|w| w.value.is_none()),
+            words,
+        };
+        let host = self.parts.len();
+        self.parts.push(Part { command, op: None });
+        let nested = Level {
+            nesting: lvl.nesting.saturating_add(1),
+            host: Some(host),
+            floor: 0,
+            spans: false,
+        };
+        for n in p.scan {
+            self.substitutions(n, src, nested, depth + 1);
+        }
+        self.payload(host, &p.words, src, lvl, depth);
+        self.tails(p.tails, src, lvl, depth);
+    }
+
+    /// A command without argv: only its substitutions count, plus a part if it redirects.
+    fn assignments_only(
+        &mut self,
+        raw: &str,
+        src: &Src<'_>,
+        lvl: Level,
+        depth: usize,
+        p: Parts<'_>,
+    ) {
+        if !p.redirects.is_empty() {
+            self.push_synthetic(raw, src, lvl, p.redirects, p.env);
+        }
+        for n in p.scan {
+            self.walk(n, src, lvl, depth + 1);
+        }
+        self.tails(p.tails, src, lvl, depth);
+    }
+
+    /// Commands written after a heredoc delimiter on its line (`cat <<EOF | sh`).
+    pub(crate) fn tails(&mut self, tails: Vec<Node<'_>>, src: &Src<'_>, lvl: Level, depth: usize) {
+        for tail in tails {
+            self.walk_tail(tail, src, lvl, depth + 1);
+        }
+    }
+
+    /// Finds `$(…)`, backticks and `<(…)` below `node` and walks each one's commands at `lvl`.
+    fn substitutions(&mut self, node: Node<'_>, src: &Src<'_>, lvl: Level, depth: usize) {
+        if depth > MAX_DEPTH {
+            return;
+        }
+        match node.kind() {
+            "command_substitution" | "process_substitution" => {
+                let lvl = Level {
+                    floor: self.parts.len(),
+                    ..lvl
+                };
+                self.walk(node, src, lvl, depth + 1);
+            }
+            _ => {
+                let mut cursor = node.walk();
+                for child in node.children(&mut cursor) {
+                    self.substitutions(child, src, lvl, depth + 1);
+                }
+            }
+        }
+    }
+
+    /// Re-parses the command string of `sh -c '…'` / `eval …` and adds its commands.
+    fn payload(
+        &mut self,
+        host: usize,
+        wsrc: &[(&str, Range<usize>)],
+        src: &Src<'_>,
+        lvl: Level,
+        depth: usize,
+    ) {
+        if src.payload_depth >= MAX_PAYLOAD_DEPTH {
+            return;
+        }
+        let words = &self.parts[host].command.words;
+        let keys: Vec<&str> = words
+            .iter()
+            .map(|w| w.value.as_deref().unwrap_or(&w.text))
+            .collect();
+        let n = wrapper_prefix_len(&keys);
+        let values: Vec<Option<&str>> = words[n..].iter().map(|w| w.value.as_deref()).collect();
+        let (indices, mappable) = match find_payload(&values) {
+            Some(Payload::Shell(i)) => {
+                let program = basename(values[0].unwrap_or(""));
+                (
+                    n + i..n + i + 1,
+                    !matches!(program, "fish" | "csh" | "tcsh"),
+                )
+            }
+            Some(Payload::Eval(r)) => (n + r.start..n + r.end, true),
+            None => return,
+        };
+        let mut text = String::new();
+        let mut table = Vec::new();
+        let mut layers = Vec::new();
+        for (k, i) in indices.enumerate() {
+            let (kind, range) = &wsrc[i];
+            if k > 0 {
+                // The joining blank maps to the blank after the previous word.
+                text.push(' ');
+                table.push(table.last().map_or(range.start, |&e: &usize| e + 1));
+            }
+            let Some(value) =
+                dequote(src.slice(range.clone()), range.start, Some(&mut table)).value
+            else {
+                return;
+            };
+            text.push_str(&value);
+            layers.push(layer_of(kind));
+        }
+        let layer = match layers.first() {
+            Some(&first) if layers.iter().all(|l| *l == first) => first,
+            _ => None,
+        };
+        let map = match layer {
+            Some(_) if mappable && table.len() == text.len() => src.map.compose(&table),
+            _ => SrcMap::Unmapped,
+        };
+        let mut contexts = src.contexts.to_vec();
+        contexts.push(layer.unwrap_or(QuoteLayer::Bare));
+        let spans = lvl.spans && !matches!(map, SrcMap::Unmapped);
+        let inner = Src {
+            text: &text,
+            map,
+            contexts: contexts.into(),
+            payload_depth: src.payload_depth + 1,
+        };
+        let nested = Level {
+            nesting: lvl.nesting.saturating_add(1),
+            host: Some(host),
+            floor: self.parts.len(),
+            spans,
+        };
+        self.walk_text(&inner, nested, depth + 1);
+    }
+}

@@ -1,0 +1,207 @@
+//! Bash command lines parsed with tree-sitter-bash into the ordered list of commands they run.
+//!
+//! A [`CommandLine`] keeps every command it can find: top-level ones joined by operators, and
+//! nested ones (`$(…)`, backticks, `sh -c '…'`, `eval …`) placed right after the command that
+//! hosts them, with `nesting >= 1`. Conditions in `capt-hook-core` match against these parts.
+
+use std::ops::Range;
+use std::rc::Rc;
+
+mod command;
+mod source;
+mod splice;
+mod walk;
+mod words;
+mod wrappers;
+
+pub use splice::SpliceError;
+pub use words::Word;
+pub use wrappers::{SHELLS, basename, wrapper_prefix_len};
+
+/// The operator joining a part to the next one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Op {
+    /// `;` (also a newline between statements is reported as `None`, not this).
+    Seq,
+    /// `&&`
+    And,
+    /// `||`
+    Or,
+    /// `|` or `|&`
+    Pipe,
+    /// `&`
+    Background,
+}
+
+impl Op {
+    /// The operator as written in the shell.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Op::Seq => ";",
+            Op::And => "&&",
+            Op::Or => "||",
+            Op::Pipe => "|",
+            Op::Background => "&",
+        }
+    }
+}
+
+/// One file redirect of a command (`2>&1`, `> out.txt`, `< in`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Redirect {
+    /// The file descriptor written before the operator (`2` in `2>&1`).
+    pub fd: Option<u32>,
+    /// The operator: one of `>`, `>>`, `<`, `<<`, `>&`, `<&`, `>|`, `&>`, `&>>`, `<<<`.
+    pub op: String,
+    /// The redirect target's text (one quote layer stripped).
+    pub target: String,
+}
+
+/// The quote layer enclosing a payload part (`sh -c '…'` is single, `eval "…"` double).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum QuoteLayer {
+    /// Unquoted word.
+    Bare,
+    /// Inside `'…'`.
+    Single,
+    /// Inside `"…"`.
+    Double,
+}
+
+/// One simple command found in the line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Command {
+    /// The node's source text.
+    pub raw: String,
+    /// The command name with one quote layer stripped ("" for a redirect-only statement).
+    pub executable: String,
+    /// The arguments, one quote layer stripped each, in order.
+    pub args: Vec<String>,
+    /// Leading `NAME=value` assignments (they are not argv).
+    pub env: Vec<(String, String)>,
+    /// File redirects, both the command's own and those of its enclosing statement.
+    pub redirects: Vec<Redirect>,
+    /// Byte range in [`CommandLine::raw`] covering the command without its redirects; `None`
+    /// when the command cannot be spliced (nested in another command's word, or degraded).
+    pub span: Option<Range<usize>>,
+    /// 0 for top-level commands, 1 + host nesting for substitution and payload commands.
+    pub nesting: u8,
+    /// Index (into [`CommandLine::parts`]) of the command that hosts this nested one.
+    pub host: Option<usize>,
+    /// The quote layers enclosing a payload command, outermost first.
+    pub contexts: Vec<QuoteLayer>,
+    /// True when some word contains an unresolved expansion (`$V`, `${V}`, `$(…)`, backticks).
+    pub tainted: bool,
+    /// Structural info for `executable` then each of `args` (empty for a redirect-only part).
+    pub words: Vec<Word>,
+}
+
+/// Programs that run another program given as their arguments.
+pub const WRAPPER_COMMANDS: &[&str] = &[
+    "command", "doas", "env", "exec", "nice", "nohup", "sudo", "time", "timeout", "xargs",
+];
+
+impl Command {
+    /// `executable` followed by `args`; empty when there is no executable.
+    pub fn argv(&self) -> Vec<&str> {
+        if self.executable.is_empty() {
+            return Vec::new();
+        }
+        std::iter::once(self.executable.as_str())
+            .chain(self.args.iter().map(String::as_str))
+            .collect()
+    }
+
+    /// The argv joined with single spaces, or `raw` when argv is empty.
+    pub fn joined(&self) -> String {
+        if self.executable.is_empty() {
+            self.raw.clone()
+        } else {
+            self.argv().join(" ")
+        }
+    }
+
+    /// The argv with leading wrappers (`sudo -u x`, `env A=1`, `timeout 5`, …) stripped.
+    pub fn unwrapped(&self) -> Vec<&str> {
+        unwrap_argv(&self.argv())
+    }
+}
+
+/// Strips leading wrapper programs and their options from an argv.
+///
+/// While `argv[0]`'s basename is one of [`WRAPPER_COMMANDS`], it is dropped along with the
+/// options, digit-only words and `NAME=value` words after it; the values of value-taking flags
+/// (`sudo -u USER`, `timeout -s SIG`, `nice -n N`, `env -u VAR`, `xargs -I X`, …) and
+/// `timeout`'s DURATION are dropped too.
+pub fn unwrap_argv<'a>(argv: &[&'a str]) -> Vec<&'a str> {
+    argv[wrapper_prefix_len(argv)..].to_vec()
+}
+
+/// One command and the operator joining it to the next part.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Part {
+    /// The command.
+    pub command: Command,
+    /// The operator after this command, if any.
+    pub op: Option<Op>,
+}
+
+/// A parsed command line.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct CommandLine {
+    /// The exact input.
+    pub raw: String,
+    /// Every command in document order, nested ones right after their host.
+    pub parts: Vec<Part>,
+    /// Text of every shell comment, `#` stripped, nested payload comments included.
+    pub comments: Vec<String>,
+    /// True when tree-sitter reported a syntax error anywhere in the line.
+    pub has_error: bool,
+}
+
+impl CommandLine {
+    /// Parses `raw`. Never fails: a line that does not parse cleanly still yields the commands
+    /// tree-sitter recovered, with [`CommandLine::has_error`] set.
+    pub fn parse(raw: &str) -> CommandLine {
+        let mut walker = walk::Walker::default();
+        let src = source::Src {
+            text: raw,
+            map: source::SrcMap::Offset(0),
+            contexts: Rc::from(Vec::new()),
+            payload_depth: 0,
+        };
+        let top = walk::Level {
+            nesting: 0,
+            host: None,
+            floor: 0,
+            spans: true,
+        };
+        walker.walk_text(&src, top, 0);
+        CommandLine {
+            raw: raw.to_owned(),
+            parts: walker.parts,
+            comments: walker.comments,
+            has_error: walker.has_error,
+        }
+    }
+
+    /// Every command, nested ones included.
+    pub fn commands(&self) -> impl Iterator<Item = &Command> {
+        self.parts.iter().map(|p| &p.command)
+    }
+
+    /// The last top-level command (nested commands never count).
+    pub fn primary(&self) -> Option<&Command> {
+        self.commands().filter(|c| c.nesting == 0).last()
+    }
+
+    /// The first top-level command.
+    pub fn head(&self) -> Option<&Command> {
+        self.commands().find(|c| c.nesting == 0)
+    }
+
+    /// True when the line holds no command.
+    pub fn is_empty(&self) -> bool {
+        self.parts.is_empty()
+    }
+}

@@ -1,0 +1,483 @@
+//! Walking tree-sitter-bash trees into parts: statements, operators, redirects and heredocs.
+//! Simple commands, substitutions and payloads are in `command.rs`.
+
+use tree_sitter::Node;
+
+use crate::command::make_word;
+use crate::source::{Src, parse_tree};
+use crate::words::{dequote, one_layer};
+use crate::{Command, Op, Part, Redirect};
+
+/// Node depth past which the walk stops descending; keeps deeply nested input off the stack.
+pub(crate) const MAX_DEPTH: usize = 200;
+
+/// Where the parts being produced go.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Level {
+    /// Nesting of the commands found at this level.
+    pub nesting: u8,
+    /// Their host part, for nested levels.
+    pub host: Option<usize>,
+    /// Operators only touch parts from this index on.
+    pub floor: usize,
+    /// Whether commands found here may carry spans.
+    pub spans: bool,
+}
+
+/// Statement-level information handed to the command(s) of a redirected statement.
+#[derive(Default)]
+pub(crate) struct StmtExtra<'t> {
+    /// Redirects of the enclosing statement.
+    pub redirects: Vec<Redirect>,
+    /// Words a redirect swallowed (`echo a >out b`): bash passes them as arguments.
+    pub extra_args: Vec<Node<'t>>,
+    /// The commands cannot be spliced (swallowed words, degraded heredoc).
+    pub spanless: bool,
+}
+
+/// Accumulates the parts of a whole command line.
+#[derive(Default)]
+pub(crate) struct Walker {
+    pub parts: Vec<Part>,
+    pub comments: Vec<String>,
+    pub has_error: bool,
+    /// Set by a degraded multi-heredoc: local offset where the real commands resume.
+    pub dead_end: Option<usize>,
+}
+
+/// Statement containers: operator tokens among their children join the parts around them.
+fn is_container(kind: &str) -> bool {
+    matches!(
+        kind,
+        "program"
+            | "list"
+            | "pipeline"
+            | "compound_statement"
+            | "subshell"
+            | "do_group"
+            | "if_statement"
+            | "elif_clause"
+            | "else_clause"
+            | "while_statement"
+            | "for_statement"
+            | "c_style_for_statement"
+            | "heredoc_redirect"
+            | "command_substitution"
+            | "process_substitution"
+            | "negated_command"
+    )
+}
+
+fn op_of(kind: &str) -> Option<Op> {
+    Some(match kind {
+        ";" => Op::Seq,
+        "&&" => Op::And,
+        "||" => Op::Or,
+        "|" | "|&" => Op::Pipe,
+        "&" => Op::Background,
+        _ => return None,
+    })
+}
+
+impl Walker {
+    /// Parses `src.text` (if not already parsed) and walks it as a program. After a degraded
+    /// multi-heredoc the rest of the text is parsed again from where the bodies end, since
+    /// tree-sitter's recovery has turned body lines into commands.
+    pub(crate) fn walk_text(&mut self, src: &Src<'_>, lvl: Level, depth: usize) {
+        let saved = self.dead_end.take();
+        let mut offset = 0;
+        while offset < src.text.len() {
+            let text = src.text.get(offset..).unwrap_or("");
+            let Some(tree) = parse_tree(text) else {
+                self.has_error = true;
+                break;
+            };
+            let root = tree.root_node();
+            self.has_error |= root.has_error();
+            let sub = Src {
+                text,
+                map: src.map.shifted(offset),
+                contexts: src.contexts.clone(),
+                payload_depth: src.payload_depth,
+            };
+            let mut resume = None;
+            let mut cursor = root.walk();
+            for child in root.children(&mut cursor) {
+                self.walk_tail(child, &sub, lvl, depth + 1);
+                if let Some(end) = self.dead_end.take()
+                    && end > child.end_byte()
+                {
+                    resume = Some(end);
+                    break;
+                }
+            }
+            match resume {
+                Some(end) => offset += end,
+                None => break,
+            }
+        }
+        self.dead_end = saved;
+    }
+
+    /// Walks any node, dispatching on its kind.
+    pub(crate) fn walk(&mut self, node: Node<'_>, src: &Src<'_>, lvl: Level, depth: usize) {
+        if depth > MAX_DEPTH {
+            return;
+        }
+        match node.kind() {
+            "comment" => self.comment(node, src),
+            "command" => self.walk_command(node, src, lvl, depth, StmtExtra::default()),
+            "redirected_statement" => self.walk_redirected(node, src, lvl, depth),
+            // Heredoc bodies are data, and redirect targets are not enumerated.
+            "heredoc_body" | "heredoc_redirect" | "file_redirect" | "herestring_redirect" => {}
+            kind => {
+                let ops = is_container(kind);
+                let mut cursor = node.walk();
+                for child in node.children(&mut cursor) {
+                    match op_of(child.kind()) {
+                        Some(op) if !child.is_named() => {
+                            if ops {
+                                self.set_op(lvl, op);
+                            }
+                        }
+                        _ => self.walk(child, src, lvl, depth + 1),
+                    }
+                }
+            }
+        }
+    }
+
+    pub(crate) fn comment(&mut self, node: Node<'_>, src: &Src<'_>) {
+        let text = src.slice(node.byte_range());
+        let text = text.strip_prefix('#').unwrap_or(text);
+        self.comments.push(text.trim().to_owned());
+    }
+
+    /// Sets the operator of the last part produced at `lvl`.
+    fn set_op(&mut self, lvl: Level, op: Op) {
+        let floor = lvl.floor.min(self.parts.len());
+        if let Some(part) = self.parts[floor..]
+            .iter_mut()
+            .rev()
+            .find(|p| p.command.nesting == lvl.nesting && p.command.host == lvl.host)
+        {
+            part.op = Some(op);
+        }
+    }
+
+    /// A part with no executable, standing for a redirect-only statement.
+    pub(crate) fn push_synthetic(
+        &mut self,
+        raw: &str,
+        src: &Src<'_>,
+        lvl: Level,
+        redirects: Vec<Redirect>,
+        env: Vec<(String, String)>,
+    ) {
+        self.parts.push(Part {
+            command: Command {
+                raw: raw.to_owned(),
+                executable: String::new(),
+                args: Vec::new(),
+                env,
+                redirects,
+                span: None,
+                nesting: lvl.nesting,
+                host: lvl.host,
+                contexts: src.contexts.to_vec(),
+                tainted: false,
+                words: Vec::new(),
+            },
+            op: None,
+        });
+    }
+
+    /// A statement with redirects: they apply to every command of its body.
+    fn walk_redirected(&mut self, node: Node<'_>, src: &Src<'_>, lvl: Level, depth: usize) {
+        let mut extra = StmtExtra::default();
+        let body = node.child_by_field_name("body");
+        let mut tails = Vec::new();
+        let mut cursor = node.walk();
+        for child in node.children(&mut cursor) {
+            if Some(child) == body {
+                continue;
+            }
+            match child.kind() {
+                "file_redirect" | "herestring_redirect" => {
+                    let (redirect, swallowed) = parse_redirect(child, src);
+                    extra.redirects.push(redirect);
+                    extra.spanless |= !swallowed.is_empty();
+                    extra.extra_args.extend(swallowed);
+                }
+                "heredoc_redirect" => {
+                    let doc = self.heredoc(child, src);
+                    extra.redirects.extend(doc.redirects);
+                    if let Some(end) = doc.dead_end {
+                        extra.spanless = true;
+                        self.dead_end = Some(self.dead_end.map_or(end, |d| d.max(end)));
+                    }
+                    tails.extend(doc.tails);
+                }
+                "comment" => self.comment(child, src),
+                _ => {}
+            }
+        }
+        let start = self.parts.len();
+        match body {
+            Some(b) if b.kind() == "command" => self.walk_command(b, src, lvl, depth + 1, extra),
+            _ => {
+                if let Some(b) = body {
+                    self.walk(b, src, lvl, depth + 1);
+                }
+                self.apply_statement(node, src, lvl, start, extra);
+            }
+        }
+        self.tails(tails, src, lvl, depth);
+    }
+
+    /// One child of a statement container: an operator joining parts, or a statement.
+    pub(crate) fn walk_tail(&mut self, tail: Node<'_>, src: &Src<'_>, lvl: Level, depth: usize) {
+        match op_of(tail.kind()) {
+            Some(op) if !tail.is_named() => self.set_op(lvl, op),
+            _ => self.walk(tail, src, lvl, depth),
+        }
+    }
+
+    /// Gives a compound body's commands the statement's redirects (or adds a redirect-only part).
+    fn apply_statement(
+        &mut self,
+        node: Node<'_>,
+        src: &Src<'_>,
+        lvl: Level,
+        start: usize,
+        extra: StmtExtra<'_>,
+    ) {
+        let same_level = |p: &Part| p.command.nesting == lvl.nesting && p.command.host == lvl.host;
+        let Some(last) = self.parts[start..]
+            .iter()
+            .rposition(same_level)
+            .map(|i| i + start)
+        else {
+            self.push_synthetic(
+                src.slice(node.byte_range()),
+                src,
+                lvl,
+                extra.redirects,
+                Vec::new(),
+            );
+            return;
+        };
+        for part in self.parts[start..].iter_mut().filter(|p| same_level(p)) {
+            part.command
+                .redirects
+                .extend(extra.redirects.iter().cloned());
+            if extra.spanless {
+                part.command.span = None;
+            }
+        }
+        let words: Vec<_> = extra
+            .extra_args
+            .iter()
+            .map(|n| make_word(src, n.kind(), n.byte_range(), false))
+            .collect();
+        let command = &mut self.parts[last].command;
+        command.args.extend(words.iter().map(|w| w.text.clone()));
+        command.tainted |= words.iter().any(|w| w.value.is_none());
+        command.words.extend(words);
+    }
+
+    /// Reads a heredoc redirect: its redirect(s), the commands written after the delimiter on
+    /// the same line (`cat <<EOF | sh`), and where a degraded multi-heredoc's bodies end.
+    pub(crate) fn heredoc<'t>(&mut self, node: Node<'t>, src: &Src<'_>) -> Heredoc<'t> {
+        let mut doc = Heredoc {
+            redirects: Vec::new(),
+            tails: Vec::new(),
+            dead_end: None,
+        };
+        let mut op = "<<";
+        let mut delimiter = String::new();
+        let mut fd = None;
+        let mut extras = Vec::new();
+        let mut cursor = node.walk();
+        for child in node.children(&mut cursor) {
+            match child.kind() {
+                "<<" | "<<-" => op = child.kind(),
+                "file_descriptor" => fd = src.slice(child.byte_range()).parse().ok(),
+                "heredoc_start" => {
+                    let text = src.slice(child.byte_range());
+                    delimiter = dequote(text, 0, None)
+                        .value
+                        .unwrap_or_else(|| text.to_owned());
+                    let from = child.end_byte();
+                    let line_end = src
+                        .text
+                        .get(from..)
+                        .and_then(|t| t.find('\n'))
+                        .map_or(src.text.len(), |i| from + i);
+                    extras = extra_heredocs(src.text, from..line_end);
+                }
+                "heredoc_body" | "heredoc_end" => {}
+                "file_redirect" | "herestring_redirect" => {
+                    // A mangled extra `<<B` shows up as a `<B` file redirect: not a real one.
+                    if !extras
+                        .iter()
+                        .any(|x: &ExtraDoc| x.range.contains(&child.start_byte()))
+                    {
+                        doc.redirects.push(parse_redirect(child, src).0);
+                    }
+                }
+                "ERROR" | "comment" => {}
+                _ => doc.tails.push(child),
+            }
+        }
+        doc.redirects.insert(
+            0,
+            Redirect {
+                fd,
+                op: op.to_owned(),
+                target: delimiter,
+            },
+        );
+        if !extras.is_empty() {
+            doc.dead_end = Some(bodies_end(src.text, node.end_byte(), &extras));
+        }
+        doc
+    }
+}
+
+pub(crate) struct Heredoc<'t> {
+    pub redirects: Vec<Redirect>,
+    pub tails: Vec<Node<'t>>,
+    pub dead_end: Option<usize>,
+}
+
+/// A further heredoc operator on a heredoc's line, which tree-sitter does not understand.
+struct ExtraDoc {
+    /// Local byte range of `<<DELIM`.
+    range: std::ops::Range<usize>,
+    delimiter: String,
+    strip_tabs: bool,
+}
+
+/// Scans the rest of a heredoc's first line for more `<<DELIM` operators (outside quotes).
+fn extra_heredocs(text: &str, range: std::ops::Range<usize>) -> Vec<ExtraDoc> {
+    let b = text.as_bytes();
+    let end = range.end.min(b.len());
+    let mut found = Vec::new();
+    let mut i = range.start;
+    while i < end {
+        match b[i] {
+            b'\\' => i += 2,
+            q @ (b'\'' | b'"') => {
+                i += 1;
+                while i < end && b[i] != q {
+                    i += if q == b'"' && b[i] == b'\\' { 2 } else { 1 };
+                }
+                i += 1;
+            }
+            b'<' if b.get(i + 1) == Some(&b'<') => {
+                if b.get(i + 2) == Some(&b'<') {
+                    i += 3;
+                    continue;
+                }
+                let start = i;
+                i += 2;
+                let strip_tabs = b.get(i) == Some(&b'-');
+                if strip_tabs {
+                    i += 1;
+                }
+                while i < end && matches!(b[i], b' ' | b'\t') {
+                    i += 1;
+                }
+                let word_start = i;
+                let mut quote = None;
+                while i < end {
+                    match (quote, b[i]) {
+                        (None, q @ (b'\'' | b'"')) => quote = Some(q),
+                        (Some(q), c) if c == q => quote = None,
+                        (None, c) if c.is_ascii_whitespace() || b";&|<>()".contains(&c) => break,
+                        _ => {}
+                    }
+                    i += 1;
+                }
+                let word = text.get(word_start..i).unwrap_or("");
+                let delimiter = dequote(word, 0, None)
+                    .value
+                    .unwrap_or_else(|| word.to_owned());
+                if !delimiter.is_empty() {
+                    found.push(ExtraDoc {
+                        range: start..i,
+                        delimiter,
+                        strip_tabs,
+                    });
+                }
+            }
+            _ => i += 1,
+        }
+    }
+    found
+}
+
+/// Where the bodies of the extra heredocs end: each reads lines up to its delimiter line (or to
+/// the end of the text, as bash does for an unterminated one), starting after the first body.
+fn bodies_end(text: &str, first_end: usize, extras: &[ExtraDoc]) -> usize {
+    let next_line = |pos: usize| {
+        text.get(pos..)
+            .and_then(|t| t.find('\n'))
+            .map_or(text.len(), |i| pos + i + 1)
+    };
+    let mut pos = next_line(first_end.min(text.len()));
+    for doc in extras {
+        loop {
+            if pos >= text.len() {
+                return text.len();
+            }
+            let line_end = text
+                .get(pos..)
+                .and_then(|t| t.find('\n'))
+                .map_or(text.len(), |i| pos + i);
+            let line = text.get(pos..line_end).unwrap_or("");
+            let line = if doc.strip_tabs {
+                line.trim_start_matches('\t')
+            } else {
+                line
+            };
+            pos = (line_end + 1).min(text.len());
+            if line == doc.delimiter {
+                break;
+            }
+        }
+    }
+    pos
+}
+
+/// Parses a `file_redirect` / `herestring_redirect`; also returns the extra destination words a
+/// file redirect swallowed.
+pub(crate) fn parse_redirect<'t>(node: Node<'t>, src: &Src<'_>) -> (Redirect, Vec<Node<'t>>) {
+    let mut fd = None;
+    let mut op = String::new();
+    let mut target = None;
+    let mut extra = Vec::new();
+    let mut cursor = node.walk();
+    for child in node.children(&mut cursor) {
+        if child.kind() == "file_descriptor" {
+            fd = src.slice(child.byte_range()).parse().ok();
+        } else if !child.is_named() && op.is_empty() {
+            op = child.kind().to_owned();
+        } else if child.is_named() && child.kind() != "comment" && child.kind() != "ERROR" {
+            if target.is_none() {
+                target = Some(one_layer(child.kind(), src.slice(child.byte_range())));
+            } else {
+                extra.push(child);
+            }
+        }
+    }
+    (
+        Redirect {
+            fd,
+            op,
+            target: target.unwrap_or_default(),
+        },
+        extra,
+    )
+}

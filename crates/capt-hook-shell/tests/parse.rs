@@ -1,0 +1,426 @@
+//! Command-line parsing: a fixture table pinned in one reviewed snapshot, plus targeted checks
+//! (primary/head, words, wrappers, splicing, robustness on hostile input).
+
+use std::fmt::Write as _;
+
+use capt_hook_shell::{CommandLine, Op, QuoteLayer, SpliceError, unwrap_argv};
+
+/// Every line a reviewer needs to judge a parse, one part per line.
+fn render(raw: &str) -> String {
+    let cl = CommandLine::parse(raw);
+    let mut out = String::new();
+    let _ = writeln!(out, "=== {raw:?}");
+    if cl.has_error {
+        out.push_str("has_error\n");
+    }
+    if !cl.comments.is_empty() {
+        let _ = writeln!(out, "comments {:?}", cl.comments);
+    }
+    for (i, part) in cl.parts.iter().enumerate() {
+        let c = &part.command;
+        let _ = write!(out, "#{i} n{} {:?}", c.nesting, c.argv());
+        if let Some(op) = part.op {
+            let _ = write!(out, " op={}", op.as_str());
+        }
+        match &c.span {
+            Some(span) => {
+                let _ = write!(out, " span={:?}", &cl.raw[span.clone()]);
+            }
+            None => out.push_str(" span=-"),
+        }
+        if let Some(host) = c.host {
+            let _ = write!(out, " host={host}");
+        }
+        if !c.env.is_empty() {
+            let _ = write!(out, " env={:?}", c.env);
+        }
+        if !c.redirects.is_empty() {
+            let redirects: Vec<String> = c
+                .redirects
+                .iter()
+                .map(|r| {
+                    format!(
+                        "{}{}{}",
+                        r.fd.map(|f| f.to_string()).unwrap_or_default(),
+                        r.op,
+                        r.target
+                    )
+                })
+                .collect();
+            let _ = write!(out, " redir={redirects:?}");
+        }
+        if !c.contexts.is_empty() {
+            let _ = write!(out, " ctx={:?}", c.contexts);
+        }
+        if c.tainted {
+            out.push_str(" tainted");
+        }
+        if c.executable.is_empty() {
+            let _ = write!(out, " raw={:?}", c.raw);
+        }
+        out.push('\n');
+    }
+    out
+}
+
+const FIXTURES: &[&str] = &[
+    r#"git stash pop && echo "git stash" | grep x; FOO=1 cargo test -- --nocapture"#,
+    r#"echo 'it'\''s' "a\"b" c\ d"#,
+    r#"sudo rm -rf "/tmp/a b" > /dev/null 2>&1"#,
+    "echo git stash",
+    "( git stash )",
+    "{ git stash; }",
+    "{ a; b; } > out",
+    "# git stash",
+    "ls # list it",
+    "echo `git stash`",
+    r#"bash -c "git stash $X""#,
+    "sh -c 'git stash'",
+    "bash -lc 'git push'",
+    "zsh -xc 'git push'",
+    "bash -o pipefail -c 'git push'",
+    "bash -l script.sh",
+    "sudo -u root bash -c 'rm -rf / # wipe'",
+    "fish -c 'git push'",
+    "eval git stash",
+    r#"eval "git stash""#,
+    "eval $CMD",
+    r#"echo "$(git stash)""#,
+    "echo 'git stash'",
+    "x=$(ccx repo overview)",
+    "tag=v$(git rev-parse HEAD) make",
+    "VAR= cmd",
+    "$(which python) -V",
+    "diff <(sort a) <(sort b)",
+    "echo hi > $(t)",
+    "echo $(a $(b) | c) d",
+    "cat <<'EOF'\ngit push --force\nEOF",
+    "cat <<EOF | sh\nrm -rf /\nEOF",
+    "cat <<EOF && foo\nbody\nEOF",
+    "cat <<A <<B\ngit push\nA\nrm -rf x\nB\necho done",
+    "cat <<A <<-B\nx\nA\n\ty\n\tB\necho done",
+    "cat <<A <<B\nx\nA\nnever terminated",
+    "export A=$(whoami)",
+    r#"[ -f "$(a)" ] && ! b"#,
+    "if true; then git stash; fi",
+    "for f in *; do rm $f; done",
+    "while read l; do echo $l; done < file",
+    "f() { git stash; }",
+    "case $x in a) rm x;; esac",
+    "echo a >out b",
+    "rm >log -rf /",
+    "> out.txt",
+    "a=1 b=2\nrm -rf /",
+    "cd x && sudo pytest -q | tee log",
+    r#"gh pr list --search "$(cat q.txt)""#,
+    "bash -c 'ls' && foo",
+    "a |& b",
+    "a & b",
+    "a && b || c; d",
+    "a\nb",
+    "sh -c 'a; b | c' ; d",
+    "sh -c \"sh -c 'sh -c \\\"sh -c ls\\\"'\"",
+    "eval eval eval eval git stash",
+    r#"bash -c "echo \"hi\" && git push""#,
+    r#"cat <<< "x $y""#,
+    r#"echo $"x" $'a\nb'"#,
+    r#"echo "unterminated"#,
+    "",
+    "   \n\t ",
+];
+
+#[test]
+fn fixtures() {
+    let rendered: String = FIXTURES.iter().map(|raw| render(raw)).collect();
+    insta::assert_snapshot!("fixtures", rendered);
+}
+
+fn parse(raw: &str) -> CommandLine {
+    CommandLine::parse(raw)
+}
+
+#[test]
+fn primary_and_head_skip_nested_parts() {
+    let primary = |raw: &str| parse(raw).primary().map(|c| c.executable.clone());
+    assert_eq!(
+        primary("cd x && sudo pytest -q | tee log").as_deref(),
+        Some("tee")
+    );
+    assert_eq!(
+        primary(r#"gh pr list --search "$(cat q.txt)""#).as_deref(),
+        Some("gh")
+    );
+    assert_eq!(primary("bash -c 'ls' && foo").as_deref(), Some("foo"));
+    assert_eq!(primary("sh -c 'git stash'").as_deref(), Some("sh"));
+    assert_eq!(primary("# only a comment"), None);
+    let cl = parse("echo $(a) && b");
+    assert_eq!(cl.head().map(|c| c.executable.as_str()), Some("echo"));
+    // The operator belongs to the host, not to the substitution between them.
+    assert_eq!(cl.parts[0].op, Some(Op::And));
+    assert_eq!(cl.parts[1].op, None);
+    assert!(parse("").is_empty());
+    assert!(parse("  \n ").is_empty());
+}
+
+#[test]
+fn words_carry_dequoted_values() {
+    let cl = parse(r#"echo 'it'\''s' "a\"b" c\ d $HOME *.rs ~/x"#);
+    let c = &cl.parts[0].command;
+    let values: Vec<Option<&str>> = c.words.iter().map(|w| w.value.as_deref()).collect();
+    assert_eq!(
+        values,
+        [
+            Some("echo"),
+            Some("it's"),
+            Some("a\"b"),
+            Some("c d"),
+            None,
+            Some("*.rs"),
+            Some("~/x")
+        ]
+    );
+    let expandable: Vec<bool> = c.words.iter().map(|w| w.expandable).collect();
+    assert_eq!(expandable, [false, false, false, false, false, true, true]);
+    assert_eq!(c.words.len(), c.argv().len());
+    assert!(c.tainted);
+    let spans: Vec<&str> = c
+        .words
+        .iter()
+        .map(|w| &cl.raw[w.span.clone().unwrap_or(0..0)])
+        .collect();
+    assert_eq!(spans[1], r#"'it'\''s'"#);
+}
+
+#[test]
+fn unwrap_strips_wrappers_and_their_values() {
+    let cases: &[(&str, &str)] = &[
+        ("sudo -u root git push", "git push"),
+        ("env A=1 B=2 make", "make"),
+        ("timeout -s KILL 5 cargo test", "cargo test"),
+        ("timeout 5s cargo test", "cargo test"),
+        ("timeout 1.5 cargo test", "cargo test"),
+        ("timeout -k 10 30m make", "make"),
+        ("nice -n 10 make", "make"),
+        ("nohup python x.py", "python x.py"),
+        ("xargs -I{} rm {}", "rm {}"),
+        ("xargs -I X rm X", "rm X"),
+        ("xargs -n 1 -P 4 rm", "rm"),
+        ("command -v git", "git"),
+        ("env -u HOME sh -c x", "sh -c x"),
+        ("/usr/bin/sudo -- exec nice git push", "git push"),
+        ("time git status", "git status"),
+        ("doas -u admin rm x", "rm x"),
+        ("git push", "git push"),
+        ("sudo", ""),
+    ];
+    for (argv, expected) in cases {
+        let argv: Vec<&str> = argv.split(' ').collect();
+        assert_eq!(unwrap_argv(&argv).join(" "), *expected, "{argv:?}");
+    }
+    let cl = parse(r#"sudo -u root "git" push"#);
+    assert_eq!(cl.parts[0].command.unwrapped(), ["git", "push"]);
+}
+
+#[test]
+fn splice_rewrites_spans() {
+    let cl = parse("cd x && git push --force | tee log");
+    assert_eq!(
+        cl.splice(&[(1, "git push".into())]).as_deref(),
+        Ok("cd x && git push | tee log")
+    );
+    assert_eq!(
+        cl.splice(&[(2, "cat".into()), (0, "pwd".into())])
+            .as_deref(),
+        Ok("pwd && git push --force | cat")
+    );
+    assert_eq!(cl.splice(&[]).as_deref(), Ok(cl.raw.as_str()));
+    assert_eq!(
+        cl.splice(&[(3, String::new())]),
+        Err(SpliceError::OutOfRange { index: 3, len: 3 })
+    );
+    assert_eq!(
+        cl.splice(&[(1, "a".into()), (1, "b".into())]),
+        Err(SpliceError::Overlap {
+            first: 1,
+            second: 1
+        })
+    );
+
+    // Redirects stay in place: the span covers the command without them.
+    let cl = parse("FOO=1 make all > log 2>&1");
+    assert_eq!(
+        cl.splice(&[(0, "make test".into())]).as_deref(),
+        Ok("make test > log 2>&1")
+    );
+
+    let cl = parse("echo $(git stash)");
+    assert_eq!(
+        cl.splice(&[(1, "ls".into())]),
+        Err(SpliceError::NoSpan { index: 1 })
+    );
+
+    // Payload parts are spliced inside their quotes, if the replacement survives them.
+    let cl = parse("sh -c 'git stash && ls'");
+    assert_eq!(cl.parts[1].command.contexts, [QuoteLayer::Single]);
+    assert_eq!(
+        cl.splice(&[(1, "git stash list".into())]).as_deref(),
+        Ok("sh -c 'git stash list && ls'")
+    );
+    assert!(matches!(
+        cl.splice(&[(1, "echo 'x'".into())]),
+        Err(SpliceError::Unembeddable {
+            index: 1,
+            layer: QuoteLayer::Single
+        })
+    ));
+    let cl = parse(r#"bash -c "echo \"hi\"; git push""#);
+    assert_eq!(
+        cl.parts[1].command.span.clone().map(|s| &cl.raw[s]),
+        Some(r#"echo \"hi\""#)
+    );
+    assert_eq!(
+        cl.splice(&[(2, "git fetch".into())]).as_deref(),
+        Ok(r#"bash -c "echo \"hi\"; git fetch""#)
+    );
+    assert!(cl.splice(&[(2, "echo $HOME".into())]).is_err());
+    // fish payloads are not mapped back to the raw line.
+    let cl = parse("fish -c 'git push'");
+    assert_eq!(cl.parts[1].command.span, None);
+}
+
+#[test]
+fn nested_payload_stops_at_depth_three() {
+    let cl = parse("eval eval eval eval git stash");
+    let nestings: Vec<u8> = cl.commands().map(|c| c.nesting).collect();
+    assert_eq!(nestings, [0, 1, 2, 3]);
+    assert!(cl.commands().all(|c| c.executable == "eval"));
+}
+
+#[test]
+fn deep_nesting_does_not_overflow() {
+    for n in [5_000, 10_000] {
+        let raw = format!("echo {}x{}", "$(".repeat(n), ")".repeat(n));
+        let cl = parse(&raw);
+        assert!(!cl.is_empty());
+        assert_eq!(cl.primary().map(|c| c.executable.as_str()), Some("echo"));
+    }
+    let raw = format!("{}x{}", "( ".repeat(5_000), " )".repeat(5_000));
+    let _ = parse(&raw);
+    let raw = format!("{}x{}", "\"$(".repeat(3_000), ")\"".repeat(3_000));
+    let _ = parse(&raw);
+    let raw = "eval ".repeat(5_000) + "x";
+    assert_eq!(parse(&raw).parts.len(), 4);
+}
+
+#[test]
+fn large_and_binary_input() {
+    let big = format!("echo {}", "a".repeat(1 << 20));
+    let cl = parse(&big);
+    assert_eq!(cl.parts.len(), 1);
+    assert_eq!(cl.parts[0].command.args[0].len(), 1 << 20);
+
+    let many = "git status && ls -la | grep x; ".repeat(300_000); // ~9.6 MB
+    let cl = parse(&many);
+    assert_eq!(cl.parts.len(), 900_000);
+
+    let cl = parse("echo a\0b | c \0");
+    assert_eq!(cl.parts[0].command.args, ["a\0b"]);
+}
+
+#[test]
+fn never_panics_on_token_soup() {
+    const TOKENS: &[&str] = &[
+        "a",
+        "git",
+        " ",
+        "  ",
+        "\n",
+        ";",
+        "&&",
+        "||",
+        "|",
+        "|&",
+        "&",
+        "(",
+        ")",
+        "{",
+        "}",
+        "$(",
+        "`",
+        "'",
+        "\"",
+        "\\",
+        "$",
+        "${",
+        "<<",
+        "<<-",
+        "EOF",
+        "<<<",
+        ">",
+        "2>&1",
+        "<(",
+        "#",
+        "=",
+        "x=",
+        "sh -c ",
+        "eval ",
+        "if ",
+        "then ",
+        "fi",
+        "case ",
+        "esac",
+        "in",
+        ";;",
+        "[",
+        "]",
+        "[[",
+        "é",
+        "\0",
+        "sudo ",
+        "timeout 5 ",
+        "$'\\x41",
+        "\t",
+    ];
+    // A fixed linear congruential generator keeps the test deterministic.
+    let mut state: u64 = 0x2545_f491_4f6c_dd1d;
+    let mut next = || {
+        state = state
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        (state >> 33) as usize
+    };
+    for _ in 0..3_000 {
+        let len = next() % 40;
+        let raw: String = (0..len).map(|_| TOKENS[next() % TOKENS.len()]).collect();
+        let cl = parse(&raw);
+        for part in &cl.parts {
+            if let Some(span) = &part.command.span {
+                assert!(cl.raw.get(span.clone()).is_some(), "{raw:?}");
+            }
+            let c = &part.command;
+            // An empty executable (`"" x`) leaves argv empty but still has its words.
+            let expected = if c.words.is_empty() {
+                0
+            } else {
+                1 + c.args.len()
+            };
+            assert_eq!(c.words.len(), expected, "{raw:?}");
+        }
+        let all: Vec<(usize, String)> = (0..cl.parts.len()).map(|i| (i, "x".to_owned())).collect();
+        let _ = cl.splice(&all);
+    }
+}
+
+#[test]
+fn parse_time_for_a_typical_command() {
+    let raw = r#"git stash pop && echo "git stash" | grep x; FOO=1 cargo test -- --nocapture"#;
+    let _ = parse(raw);
+    let runs = 2_000;
+    let start = std::time::Instant::now();
+    for _ in 0..runs {
+        std::hint::black_box(parse(std::hint::black_box(raw)));
+    }
+    let per = start.elapsed() / runs;
+    // Informational only: timing assertions are flaky on shared machines.
+    eprintln!("parse: {per:?} per call");
+}

@@ -1,0 +1,258 @@
+//! Dispatch: find the hooks an event concerns, run them, fold their verdicts.
+//!
+//! Conditions and built-in primitives are cheap and pure, so they run on the calling thread in
+//! registration order. Rust handlers (`on`) run concurrently on a bounded pool, so a slow one
+//! delays nobody but itself; a handler still running at the deadline is abandoned and its
+//! verdict dropped. The fold always walks results in registration order, so the verdict equals
+//! what a sequential run would give.
+
+use std::path::Path;
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Instant;
+
+use capt_hook_core::condition::first_miss;
+use capt_hook_core::paths::Gitignore;
+use capt_hook_core::{Event, EventKind, FoldInput, HookResult, fold};
+
+use crate::hook::{Body, Hook, run_handler};
+use crate::registry::Registry;
+
+/// How many handler jobs run at once in one process.
+const POOL_THREADS: usize = 16;
+
+/// Options for one dispatch.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct DispatchOptions {
+    /// Handlers unfinished at this instant are abandoned.
+    pub deadline: Option<Instant>,
+    /// Run the async hooks (after the reply) instead of the sync ones.
+    pub run_async: bool,
+}
+
+/// Why a hook gave no verdict, or what it gave; one per registered hook, for `explain`.
+#[derive(Debug, Clone)]
+pub enum Trace {
+    /// The hook does not listen to this event.
+    NotSubscribed,
+    /// The hook runs in the other (sync/async) mode.
+    OtherMode,
+    /// Skipped for a planning agent.
+    PlanningAgent,
+    /// Skipped because the event's file is gitignored.
+    Gitignored,
+    /// A condition decided against it.
+    NoMatch(String),
+    /// An earlier hook blocked and this handler-backed hook was not run.
+    Doomed,
+    /// It matched and returned this (or nothing).
+    Matched(Option<HookResult>),
+    /// Its handler missed the deadline.
+    Abandoned,
+}
+
+/// A registry bound to a project, ready to evaluate events.
+pub struct Dispatcher {
+    registry: Arc<Registry>,
+    gitignore: Option<Gitignore>,
+    planning_agents: Vec<String>,
+}
+
+impl std::fmt::Debug for Dispatcher {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Dispatcher({} hooks)", self.registry.hooks().len())
+    }
+}
+
+/// True when the hook skips this event because a planning agent sent it.
+pub fn planning_skip(hook: &Hook, evt: &Event) -> bool {
+    planning_skip_with(hook, evt, &capt_hook_core::env::planning_agents())
+}
+
+fn planning_skip_with(hook: &Hook, evt: &Event, agents: &[String]) -> bool {
+    hook.skip_planning_agents
+        && matches!(evt.kind(), EventKind::SubagentStart | EventKind::SubagentStop)
+        && evt
+            .agent_type()
+            .is_some_and(|t| agents.iter().any(|a| a == t))
+}
+
+enum Slot {
+    Ready(Option<HookResult>),
+    Pending(Receiver<Option<HookResult>>),
+    Skipped,
+}
+
+impl Dispatcher {
+    /// Binds `registry` to the project at `root` (for `.gitignore` opt-outs).
+    pub fn new(registry: Arc<Registry>, root: Option<&Path>) -> Dispatcher {
+        Dispatcher {
+            registry,
+            gitignore: root.map(Gitignore::load),
+            planning_agents: capt_hook_core::env::planning_agents(),
+        }
+    }
+
+    /// The registry.
+    pub fn registry(&self) -> &Registry {
+        &self.registry
+    }
+
+    fn opt_out(&self, hook: &Hook, evt: &Event, opts: DispatchOptions) -> Option<Trace> {
+        if !hook.events.contains(evt.kind()) {
+            return Some(Trace::NotSubscribed);
+        }
+        if hook.is_async != opts.run_async {
+            return Some(Trace::OtherMode);
+        }
+        if planning_skip_with(hook, evt, &self.planning_agents) {
+            return Some(Trace::PlanningAgent);
+        }
+        if hook.respect_gitignore
+            && let (Some(gi), Some(file)) = (&self.gitignore, evt.file())
+            && gi.is_ignored(file)
+        {
+            return Some(Trace::Gitignored);
+        }
+        None
+    }
+
+    /// Evaluates every hook and returns the folded verdict.
+    pub fn dispatch(&self, evt: &Arc<Event>, opts: DispatchOptions) -> Option<HookResult> {
+        self.run(evt, opts).0
+    }
+
+    /// Evaluates every hook and returns the verdict plus one trace per registered hook.
+    pub fn explain(&self, evt: &Arc<Event>, opts: DispatchOptions) -> (Option<HookResult>, Vec<Trace>) {
+        self.run(evt, opts)
+    }
+
+    fn run(&self, evt: &Arc<Event>, opts: DispatchOptions) -> (Option<HookResult>, Vec<Trace>) {
+        let hooks = self.registry.hooks();
+        let mut slots: Vec<Slot> = Vec::with_capacity(hooks.len());
+        let mut traces: Vec<Option<Trace>> = Vec::with_capacity(hooks.len());
+        let mut blocked = false;
+        for hook in hooks {
+            if let Some(t) = self.opt_out(hook, evt, opts) {
+                slots.push(Slot::Skipped);
+                traces.push(Some(t));
+                continue;
+            }
+            if let Some(miss) = first_miss(evt, &hook.only_if, &hook.skip_if) {
+                slots.push(Slot::Ready(None));
+                traces.push(Some(Trace::NoMatch(miss.to_string())));
+                continue;
+            }
+            let doomed = blocked && !hook.declarative && !hook.advisory_on_deny;
+            if doomed {
+                slots.push(Slot::Skipped);
+                traces.push(Some(Trace::Doomed));
+                continue;
+            }
+            let slot = match &hook.body {
+                Body::Handler(h) if !h.inline => {
+                    Slot::Pending(submit(Arc::clone(hook), Arc::clone(evt)))
+                }
+                _ => Slot::Ready(hook.execute(evt)),
+            };
+            if let Slot::Ready(Some(r)) = &slot {
+                blocked |= r.is_block();
+            }
+            slots.push(slot);
+            traces.push(None);
+        }
+
+        let mut inputs = Vec::with_capacity(hooks.len());
+        for ((hook, slot), trace) in hooks.iter().zip(slots).zip(traces.iter_mut()) {
+            let result = match slot {
+                Slot::Skipped => continue,
+                Slot::Ready(r) => r,
+                Slot::Pending(rx) => match wait(&rx, opts.deadline) {
+                    Some(r) => r,
+                    None => {
+                        tracing::warn!(hook = %hook.name, "handler missed the deadline; abandoned");
+                        *trace = Some(Trace::Abandoned);
+                        continue;
+                    }
+                },
+            };
+            if trace.is_none() {
+                *trace = Some(Trace::Matched(result.clone()));
+            }
+            inputs.push(FoldInput {
+                result,
+                declarative: hook.declarative,
+                advisory_on_deny: hook.advisory_on_deny,
+            });
+        }
+        let traces = traces
+            .into_iter()
+            .map(|t| t.unwrap_or(Trace::Matched(None)))
+            .collect();
+        (fold(inputs), traces)
+    }
+}
+
+/// Waits for a handler's result until the deadline; `None` when it did not arrive in time (or
+/// its job died without answering, which `run_handler` makes impossible short of an abort).
+fn wait(rx: &Receiver<Option<HookResult>>, deadline: Option<Instant>) -> Option<Option<HookResult>> {
+    match deadline {
+        None => rx.recv().ok(),
+        Some(d) => {
+            let left = d.saturating_duration_since(Instant::now());
+            match rx.recv_timeout(left) {
+                Ok(r) => Some(r),
+                Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => None,
+            }
+        }
+    }
+}
+
+type Job = Box<dyn FnOnce() + Send>;
+
+/// The process-wide handler pool, started on first use so declarative-only runs spawn nothing.
+fn pool() -> &'static Sender<Job> {
+    static POOL: OnceLock<Sender<Job>> = OnceLock::new();
+    POOL.get_or_init(|| {
+        let (tx, rx) = mpsc::channel::<Job>();
+        let rx = Arc::new(Mutex::new(rx));
+        for i in 0..POOL_THREADS {
+            let rx = Arc::clone(&rx);
+            let spawned = std::thread::Builder::new()
+                .name(format!("capt-hook-handler-{i}"))
+                .spawn(move || {
+                    loop {
+                        // Hold the lock only to take a job, not while running it.
+                        let job = match rx.lock() {
+                            Ok(guard) => guard.recv(),
+                            Err(poisoned) => poisoned.into_inner().recv(),
+                        };
+                        match job {
+                            Ok(job) => job(),
+                            Err(_) => return,
+                        }
+                    }
+                });
+            if let Err(e) = spawned {
+                tracing::error!(error = %e, "could not start a handler thread");
+            }
+        }
+        tx
+    })
+}
+
+fn submit(hook: Arc<Hook>, evt: Arc<Event>) -> Receiver<Option<HookResult>> {
+    let (tx, rx) = mpsc::channel();
+    let job: Job = Box::new(move || {
+        let result = match &hook.body {
+            Body::Handler(h) => run_handler(&hook.name, &h.func, &evt),
+            Body::Message { .. } => hook.execute(&evt),
+        };
+        // The dispatcher may have given up on us; that is fine.
+        let _ = tx.send(result);
+    });
+    if pool().send(job).is_err() {
+        tracing::error!("handler pool is gone; hook yields no result");
+    }
+    rx
+}

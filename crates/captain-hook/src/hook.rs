@@ -1,0 +1,192 @@
+//! A registered hook: what it listens to, when it matches, and what it says.
+
+use std::fmt;
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+
+use capt_hook_core::{Condition, Event, EventSet, HookResult};
+
+use crate::testing::InlineTest;
+
+/// A handler's failure; the hook then yields no result and the failure is logged.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct HandlerError(pub String);
+
+impl HandlerError {
+    /// A failure with a message.
+    pub fn new(message: impl Into<String>) -> HandlerError {
+        HandlerError(message.into())
+    }
+}
+
+/// What a handler returns.
+pub type HandlerResult = Result<Option<HookResult>, HandlerError>;
+
+/// A hook body written in Rust.
+pub type HandlerFn = Arc<dyn Fn(&Event) -> HandlerResult + Send + Sync>;
+
+/// A handler plus where it may run.
+#[derive(Clone)]
+pub struct Handler {
+    /// The function.
+    pub func: HandlerFn,
+    /// Built-in primitives are pure and fast, so they run on the dispatching thread; user
+    /// handlers run on the pool, where a slow one cannot hold the others up.
+    pub inline: bool,
+}
+
+/// What a hook does once its conditions hold.
+#[derive(Clone)]
+pub enum Body {
+    /// A fixed message: block or warn with it verbatim (nothing when empty).
+    Message {
+        /// The message.
+        message: String,
+        /// Block instead of warn.
+        block: bool,
+    },
+    /// A handler that computes the result.
+    Handler(Handler),
+}
+
+impl fmt::Debug for Body {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Body::Message { message, block } => f
+                .debug_struct("Message")
+                .field("message", message)
+                .field("block", block)
+                .finish(),
+            Body::Handler(h) => write!(f, "Handler(inline: {})", h.inline),
+        }
+    }
+}
+
+/// Where a hook was defined.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Source {
+    /// The file.
+    pub file: String,
+    /// 1-based line.
+    pub line: usize,
+}
+
+impl fmt::Display for Source {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}", self.file, self.line)
+    }
+}
+
+/// A hook ready for dispatch.
+#[derive(Debug, Clone)]
+pub struct Hook {
+    /// `<file stem>:<kind>_<slug or hash>`.
+    pub name: String,
+    /// The primitive that made it (`hook`, `block_command`, `on`, …).
+    pub kind: &'static str,
+    /// The events it listens to.
+    pub events: EventSet,
+    /// All must hold, in order.
+    pub only_if: Vec<Condition>,
+    /// Any holding skips the hook.
+    pub skip_if: Vec<Condition>,
+    /// What it does.
+    pub body: Body,
+    /// Message-only hooks still count after another hook blocked.
+    pub declarative: bool,
+    /// Its warnings ride on another hook's deny.
+    pub advisory_on_deny: bool,
+    /// Skip SubagentStart/SubagentStop for planning agent types.
+    pub skip_planning_agents: bool,
+    /// Skip events whose file is gitignored.
+    pub respect_gitignore: bool,
+    /// Delivered results allowed per session, hook and agent (`None`: unlimited).
+    pub max_fires: Option<u32>,
+    /// Runs after the reply, never on a decision event.
+    pub is_async: bool,
+    /// The client must not let the call through unchecked.
+    pub mandatory: bool,
+    /// Inline tests.
+    pub tests: Vec<InlineTest>,
+    /// Where it was defined.
+    pub source: Option<Source>,
+}
+
+impl Hook {
+    /// Runs the body once the conditions held. Errors and panics become `None` and are logged;
+    /// they never take the process down.
+    pub fn execute(&self, evt: &Event) -> Option<HookResult> {
+        if self.max_fires == Some(0) {
+            return None;
+        }
+        match &self.body {
+            Body::Message { message, block } => {
+                if message.is_empty() {
+                    None
+                } else if *block {
+                    Some(HookResult::block(message.clone()))
+                } else {
+                    Some(HookResult::warn(message.clone()))
+                }
+            }
+            Body::Handler(h) => run_handler(&self.name, &h.func, evt),
+        }
+    }
+}
+
+/// Calls a handler, turning an error or a panic into no result.
+pub fn run_handler(name: &str, func: &HandlerFn, evt: &Event) -> Option<HookResult> {
+    match std::panic::catch_unwind(AssertUnwindSafe(|| func(evt))) {
+        Ok(Ok(r)) => r,
+        Ok(Err(e)) => {
+            tracing::warn!(hook = name, error = %e, "hook handler failed; no result");
+            None
+        }
+        Err(panic) => {
+            let what = panic
+                .downcast_ref::<&str>()
+                .map(|s| (*s).to_owned())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "unknown panic".to_owned());
+            tracing::error!(hook = name, panic = %what, "hook handler panicked; no result");
+            None
+        }
+    }
+}
+
+/// Lower-case, runs of anything but `[a-z0-9]` as one `_`, trimmed.
+pub fn slug(label: &str) -> String {
+    let mut out = String::new();
+    let mut pending = false;
+    for c in label.to_lowercase().chars() {
+        if c.is_ascii_lowercase() || c.is_ascii_digit() {
+            if pending && !out.is_empty() {
+                out.push('_');
+            }
+            pending = false;
+            out.push(c);
+        } else {
+            pending = true;
+        }
+    }
+    out
+}
+
+/// The first 8 hex digits of the message's hash, for hooks without a label.
+pub fn short_hash(message: &str) -> String {
+    blake3::hash(message.as_bytes()).to_hex()[..8].to_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slugs_and_hashes() {
+        assert_eq!(slug("  No Stash!! (ever) "), "no_stash_ever");
+        assert_eq!(slug("read-only git"), "read_only_git");
+        assert_eq!(short_hash("x").len(), 8);
+        assert_ne!(short_hash("x"), short_hash("y"));
+    }
+}

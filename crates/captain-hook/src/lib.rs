@@ -1,0 +1,25 @@
+//! captain-hook: Claude Code hooks as typed, declarative data.
+//!
+//! Hooks are registered in a [`Registry`] either from Rust with the builder functions of
+//! [`primitives`] or from `.claude/hooks/*.toml` files with [`loader`]; both produce the same
+//! [`Hook`] values, so the [`Dispatcher`], the fold and the inline-test runner are shared.
+
+pub mod dispatch;
+pub mod hook;
+pub mod loader;
+pub mod primitives;
+pub mod registry;
+pub mod spec;
+pub mod testing;
+
+pub use capt_hook_core as core;
+pub use capt_hook_core::{Condition, Event, EventKind, HookResult};
+pub use dispatch::{DispatchOptions, Dispatcher, Trace};
+pub use hook::{HandlerError, HandlerResult, Hook};
+pub use loader::{LoadError, load_dir};
+pub use primitives::{
+    CommandMatch, DefError, HookDef, MaxFires, approve, block_command, deny, hook, on,
+    rewrite_command, rewrite_command_to, rewrite_command_with, set_tool_input, warn_command,
+};
+pub use registry::Registry;
+pub use testing::{Expect, InlineTest, Input};

@@ -1,0 +1,698 @@
+//! Loads `.claude/hooks/*.toml` into a [`Registry`]. Every error names the file, line, column
+//! and field; a bad file is skipped whole and the others still load.
+
+use std::fmt;
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+
+use capt_hook_core::{Condition, EventKind, Glob, Mode, Pattern, Tokens};
+use serde::Deserialize;
+use serde::de::IntoDeserializer;
+use toml::Spanned;
+use toml::de::{DeTable, DeValue};
+
+use crate::primitives::{
+    self, CommandMatch, DefError, HookDef, MaxFires, approve, block_command, deny, hook,
+    set_tool_input, warn_command,
+};
+use crate::registry::Registry;
+use crate::spec::*;
+use crate::testing::{Expect, InlineTest, Input, Verdict};
+
+/// A hook file problem, located.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub struct LoadError {
+    /// The file.
+    pub file: PathBuf,
+    /// 1-based line (0 when the whole file is at fault, e.g. unreadable).
+    pub line: usize,
+    /// 1-based column.
+    pub column: usize,
+    /// The field at fault, as a path (`hook[2].only_if[0].command`).
+    pub field: Option<String>,
+    /// What is wrong.
+    pub message: String,
+}
+
+impl fmt::Display for LoadError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.file.display())?;
+        if self.line > 0 {
+            write!(f, ":{}:{}", self.line, self.column)?;
+        }
+        match &self.field {
+            Some(field) => write!(f, ": {field}: {}", self.message),
+            None => write!(f, ": {}", self.message),
+        }
+    }
+}
+
+/// The hook files of a directory, in load order: `*.toml` directly inside, names starting with
+/// `_` skipped, sorted by the bytes of the file name.
+pub fn hook_files(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)?
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| {
+            p.is_file()
+                && p.extension().is_some_and(|e| e == "toml")
+                && p
+                    .file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(|n| !n.starts_with('_'))
+        })
+        .collect();
+    files.sort_by(|a, b| {
+        a.file_name()
+            .map(|n| n.as_encoded_bytes().to_vec())
+            .cmp(&b.file_name().map(|n| n.as_encoded_bytes().to_vec()))
+    });
+    Ok(files)
+}
+
+/// Loads every hook file of `dir` into `registry`. A missing directory loads nothing.
+pub fn load_dir(dir: &Path, registry: &mut Registry) -> Vec<LoadError> {
+    let files = match hook_files(dir) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Vec::new(),
+        Err(e) => {
+            return vec![LoadError {
+                file: dir.to_path_buf(),
+                line: 0,
+                column: 0,
+                field: None,
+                message: format!("cannot list the hooks directory: {e}"),
+            }];
+        }
+    };
+    let mut errors = Vec::new();
+    for file in files {
+        errors.extend(load_file(&file, registry));
+    }
+    errors
+}
+
+/// Loads one file; on any error nothing from it is registered.
+pub fn load_file(path: &Path, registry: &mut Registry) -> Vec<LoadError> {
+    let whole = |message: String| LoadError {
+        file: path.to_path_buf(),
+        line: 0,
+        column: 0,
+        field: None,
+        message,
+    };
+    let bytes = match std::fs::read(path) {
+        Ok(b) => b,
+        Err(e) => return vec![whole(format!("cannot read: {e}"))],
+    };
+    let text = match String::from_utf8(bytes) {
+        Ok(t) => t,
+        Err(e) => {
+            return vec![whole(format!(
+                "not UTF-8 (invalid byte at offset {})",
+                e.utf8_error().valid_up_to()
+            ))];
+        }
+    };
+    let stem = path
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    match parse_str(&text, &path.display().to_string()) {
+        Ok(defs) => {
+            let mut errors = Vec::new();
+            let mut built = Vec::new();
+            for (index, def, span) in defs {
+                match def.build(&stem) {
+                    Ok(h) => built.push(h),
+                    Err(e) => errors.push(LocatedDefError { index, span, error: e }),
+                }
+            }
+            if errors.is_empty() {
+                for h in built {
+                    registry.push(h);
+                }
+                Vec::new()
+            } else {
+                let located = Located::new(&text);
+                errors
+                    .into_iter()
+                    .map(|e| located.def_error(path, e))
+                    .collect()
+            }
+        }
+        Err(errors) => {
+            let located = Located::new(&text);
+            errors
+                .into_iter()
+                .map(|e| located.raw_error(path, e))
+                .collect()
+        }
+    }
+}
+
+/// A definition's error with the hook's position, to be located in the text.
+struct LocatedDefError {
+    index: usize,
+    span: Range<usize>,
+    error: DefError,
+}
+
+/// An error found while reading the text: a span (if known) and a field path.
+struct RawError {
+    span: Option<Range<usize>>,
+    field: Option<String>,
+    message: String,
+}
+
+/// Parses hook-file text into definitions, each with its index and span; `source` names the file
+/// in test sources.
+fn parse_str(
+    text: &str,
+    source: &str,
+) -> Result<Vec<(usize, HookDef, Range<usize>)>, Vec<RawError>> {
+    let doc = DeTable::parse(text).map_err(|e| {
+        vec![RawError {
+            span: e.span(),
+            field: None,
+            message: clean_message(e.message()),
+        }]
+    })?;
+    let mut defs = Vec::new();
+    let mut errors = Vec::new();
+    for (key, value) in doc.get_ref() {
+        if key.get_ref().as_ref() != "hook" {
+            errors.push(RawError {
+                span: Some(key.span()),
+                field: Some(key.get_ref().to_string()),
+                message: "unknown top-level key; hook files hold only [[hook]] tables".into(),
+            });
+            continue;
+        }
+        let DeValue::Array(items) = value.get_ref() else {
+            errors.push(RawError {
+                span: Some(value.span()),
+                field: Some("hook".into()),
+                message: "expected [[hook]] tables".into(),
+            });
+            continue;
+        };
+        for (index, item) in items.iter().enumerate() {
+            let prefix = format!("hook[{index}]");
+            let entry = match HookEntry::deserialize(item.clone().into_deserializer()) {
+                Ok(e) => e,
+                Err(e) => {
+                    let message = clean_message(e.message());
+                    let (span, field) = refine(item, &message, e.span());
+                    errors.push(RawError {
+                        span: Some(span),
+                        field: Some(match field {
+                            Some(f) => format!("{prefix}.{f}"),
+                            None => prefix,
+                        }),
+                        message,
+                    });
+                    continue;
+                }
+            };
+            match lower(entry, item, source, text) {
+                Ok(def) => defs.push((index, def, item.span())),
+                Err(e) => {
+                    let span = locate(item, &e.field).unwrap_or(item.span());
+                    errors.push(RawError {
+                        span: Some(span),
+                        field: Some(format!("{prefix}.{}", e.field)),
+                        message: e.message,
+                    });
+                }
+            }
+        }
+    }
+    if errors.is_empty() {
+        Ok(defs)
+    } else {
+        Err(errors)
+    }
+}
+
+fn clean_message(m: &str) -> String {
+    m.trim().replace('\n', " ")
+}
+
+/// Narrows a serde error to the key it names (`unknown field`, `unknown variant`).
+fn refine(
+    item: &Spanned<DeValue<'_>>,
+    message: &str,
+    span: Option<Range<usize>>,
+) -> (Range<usize>, Option<String>) {
+    let named = message
+        .split('`')
+        .nth(1)
+        .filter(|_| message.starts_with("unknown field") || message.starts_with("unknown variant"));
+    if let Some(name) = named {
+        if message.starts_with("unknown variant")
+            && let Some(kind) = find_key(item, "kind")
+            && let DeValue::String(s) = kind.1.get_ref()
+            && s.as_ref() == name
+        {
+            return (kind.1.span(), Some("kind".into()));
+        }
+        if let Some((key_span, _)) = find_key(item, name) {
+            return (key_span, Some(name.to_owned()));
+        }
+    }
+    if message.starts_with("missing field")
+        && let Some(name) = message.split('`').nth(1)
+    {
+        return (span.unwrap_or(item.span()), Some(name.to_owned()));
+    }
+    (span.unwrap_or(item.span()), None)
+}
+
+/// Finds a key anywhere in a value tree (depth first); returns the key's span and its value.
+fn find_key<'a, 'i>(
+    value: &'a Spanned<DeValue<'i>>,
+    name: &str,
+) -> Option<(Range<usize>, &'a Spanned<DeValue<'i>>)> {
+    match value.get_ref() {
+        DeValue::Table(t) => {
+            for (k, v) in t.iter() {
+                if k.get_ref().as_ref() == name {
+                    return Some((k.span(), v));
+                }
+            }
+            t.iter().find_map(|(_, v)| find_key(v, name))
+        }
+        DeValue::Array(a) => a.iter().find_map(|v| find_key(v, name)),
+        _ => None,
+    }
+}
+
+/// Resolves a field path (`only_if[1].any[0].command`) to a span.
+fn locate(item: &Spanned<DeValue<'_>>, path: &str) -> Option<Range<usize>> {
+    let mut cur = item;
+    for segment in path.split('.') {
+        let (key, indices) = match segment.find('[') {
+            Some(i) => (&segment[..i], &segment[i..]),
+            None => (segment, ""),
+        };
+        if !key.is_empty() {
+            let DeValue::Table(t) = cur.get_ref() else {
+                return Some(cur.span());
+            };
+            cur = match t.iter().find(|(k, _)| k.get_ref().as_ref() == key) {
+                Some((_, v)) => v,
+                None => return Some(cur.span()),
+            };
+        }
+        for idx in indices
+            .split(['[', ']'])
+            .filter(|s| !s.is_empty())
+            .filter_map(|s| s.parse::<usize>().ok())
+        {
+            let DeValue::Array(a) = cur.get_ref() else {
+                return Some(cur.span());
+            };
+            cur = a.get(idx)?;
+        }
+    }
+    Some(cur.span())
+}
+
+/// Turns byte offsets into lines and columns.
+struct Located<'t> {
+    text: &'t str,
+}
+
+impl<'t> Located<'t> {
+    fn new(text: &'t str) -> Self {
+        Located { text }
+    }
+
+    fn line_col(&self, offset: usize) -> (usize, usize) {
+        let offset = offset.min(self.text.len());
+        let before = &self.text.as_bytes()[..offset];
+        let line = before.iter().filter(|b| **b == b'\n').count() + 1;
+        let line_start = before
+            .iter()
+            .rposition(|b| *b == b'\n')
+            .map(|p| p + 1)
+            .unwrap_or(0);
+        let column = String::from_utf8_lossy(&before[line_start..]).chars().count() + 1;
+        (line, column)
+    }
+
+    fn raw_error(&self, path: &Path, e: RawError) -> LoadError {
+        let (line, column) = e.span.map(|s| self.line_col(s.start)).unwrap_or((1, 1));
+        LoadError {
+            file: path.to_path_buf(),
+            line,
+            column,
+            field: e.field,
+            message: e.message,
+        }
+    }
+
+    fn def_error(&self, path: &Path, e: LocatedDefError) -> LoadError {
+        // Build-time errors concern the hook as a whole or one of its top-level fields; find
+        // that field's key in the hook's table.
+        let key = e.error.field.split(['.', '[']).next().unwrap_or_default();
+        let table = &self.text[e.span.clone()];
+        let offset = find_key_offset(table, key)
+            .map(|o| e.span.start + o)
+            .unwrap_or(e.span.start);
+        let (line, column) = self.line_col(offset);
+        LoadError {
+            file: path.to_path_buf(),
+            line,
+            column,
+            field: Some(format!("hook[{}].{}", e.index, e.error.field)),
+            message: e.error.message,
+        }
+    }
+}
+
+/// Offset of a line starting with `key =` inside a table's text.
+fn find_key_offset(table: &str, key: &str) -> Option<usize> {
+    let mut offset = 0;
+    for line in table.split_inclusive('\n') {
+        let trimmed = line.trim_start();
+        if let Some(rest) = trimmed.strip_prefix(key)
+            && rest.trim_start().starts_with('=')
+        {
+            return Some(offset + (line.len() - trimmed.len()));
+        }
+        offset += line.len();
+    }
+    None
+}
+
+/// Parses hook-file text and registers its hooks; used by tests and `check`.
+pub fn load_str(text: &str, stem: &str, registry: &mut Registry) -> Result<(), Vec<LoadError>> {
+    let path = PathBuf::from(format!("{stem}.toml"));
+    let located = Located::new(text);
+    let defs = parse_str(text, &path.display().to_string())
+        .map_err(|errs| errs.into_iter().map(|e| located.raw_error(&path, e)).collect::<Vec<_>>())?;
+    let mut built = Vec::new();
+    let mut errors = Vec::new();
+    for (index, def, span) in defs {
+        match def.build(stem) {
+            Ok(h) => built.push(h),
+            Err(error) => errors.push(located.def_error(&path, LocatedDefError { index, span, error })),
+        }
+    }
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+    for h in built {
+        registry.push(h);
+    }
+    Ok(())
+}
+
+fn err(field: impl Into<String>, message: impl Into<String>) -> DefError {
+    DefError::new(field, message)
+}
+
+fn regex(field: &str, source: &str, mode: Mode) -> Result<Pattern, DefError> {
+    Pattern::new(source, mode).map_err(|e| err(field, e.to_string()))
+}
+
+fn globs(field: &str, list: &[String]) -> Result<Vec<Glob>, DefError> {
+    if list.is_empty() {
+        return Err(err(field, "the glob list is empty"));
+    }
+    list.iter()
+        .map(|g| Glob::new(g).map_err(|e| err(field, e.to_string())))
+        .collect()
+}
+
+fn tokens(field: &str, list: &[String]) -> Result<Tokens, DefError> {
+    Tokens::new(list).map_err(|e| err(field, e.to_string()))
+}
+
+/// Compiles a condition; `field` is its path, used in errors.
+pub fn compile_condition(spec: &ConditionSpec, field: &str) -> Result<Condition, DefError> {
+    let sub = |key: &str| format!("{field}.{key}");
+    Ok(match spec {
+        ConditionSpec::Tool(names) => {
+            let names = names.to_vec();
+            if capt_hook_core::condition::split_names(&names).is_empty() {
+                return Err(err(sub("tool"), "no tool names given"));
+            }
+            Condition::tool(&names)
+        }
+        ConditionSpec::McpTool(b) => Condition::McpTool(*b),
+        ConditionSpec::Runs(t) => Condition::Runs(tokens(&sub("runs"), t)?),
+        ConditionSpec::PrimaryRuns(t) => Condition::PrimaryRuns(tokens(&sub("primary_runs"), t)?),
+        ConditionSpec::Command(p) => Condition::Command(regex(&sub("command"), p, Mode::Plain)?),
+        ConditionSpec::ToolInput(fields) => {
+            if fields.is_empty() {
+                return Err(err(sub("tool_input"), "name at least one field"));
+            }
+            Condition::ToolInput(
+                fields
+                    .iter()
+                    .map(|(k, v)| Ok((k.clone(), regex(&sub(&format!("tool_input.{k}")), v, Mode::Multiline)?)))
+                    .collect::<Result<_, DefError>>()?,
+            )
+        }
+        ConditionSpec::Content(c) => {
+            let (pattern, project_only) = match c {
+                ContentSpec::Pattern(p) => (p, true),
+                ContentSpec::Options {
+                    pattern,
+                    project_only,
+                } => (pattern, *project_only),
+            };
+            Condition::Content {
+                pattern: regex(&sub("content"), pattern, Mode::Multiline)?,
+                project_only,
+            }
+        }
+        ConditionSpec::FilePath(f) => {
+            let (list, project_only) = match f {
+                FilePathSpec::One(g) => (vec![g.clone()], true),
+                FilePathSpec::Many(g) => (g.clone(), true),
+                FilePathSpec::Options {
+                    globs,
+                    project_only,
+                } => (globs.to_vec(), *project_only),
+            };
+            Condition::file_path(globs(&sub("file_path"), &list)?, project_only)
+        }
+        ConditionSpec::TestFile(b) => Condition::TestFile(*b),
+        ConditionSpec::SourceEdits(lang) => {
+            if lang.trim().is_empty() {
+                return Err(err(sub("source_edits"), "name a language (py, rs, ts, …)"));
+            }
+            Condition::source_edits(lang)
+        }
+        ConditionSpec::Agent(names) => {
+            Condition::Agent(capt_hook_core::condition::split_names(&names.to_vec()))
+        }
+        ConditionSpec::FromSubagent(b) => Condition::FromSubagent(*b),
+        ConditionSpec::SkipPermissions(b) => Condition::SkipPermissions(*b),
+        ConditionSpec::PermissionMode(m) => Condition::PermissionMode(m.to_vec()),
+        ConditionSpec::Annotated(a) => match a {
+            AnnotatedSpec::Key(k) => Condition::Annotated {
+                key: k.clone(),
+                value: None,
+            },
+            AnnotatedSpec::Options { key, value } => Condition::Annotated {
+                key: key.clone(),
+                value: value.clone(),
+            },
+        },
+        ConditionSpec::ReadOnlyCommand(b) => Condition::ReadOnlyCommand(*b),
+        ConditionSpec::Not(inner) => Condition::Not(Box::new(compile_condition(inner, &sub("not"))?)),
+        ConditionSpec::Any(list) => Condition::Any(
+            list.iter()
+                .enumerate()
+                .map(|(i, c)| compile_condition(c, &format!("{field}.any[{i}]")))
+                .collect::<Result<_, _>>()?,
+        ),
+        ConditionSpec::All(list) => Condition::All(
+            list.iter()
+                .enumerate()
+                .map(|(i, c)| compile_condition(c, &format!("{field}.all[{i}]")))
+                .collect::<Result<_, _>>()?,
+        ),
+    })
+}
+
+fn command_match(argv: &Option<Vec<String>>, pattern: &Option<String>) -> Result<CommandMatch, DefError> {
+    match (argv, pattern) {
+        (Some(_), Some(_)) => Err(err("argv", "give either `argv` or `pattern`, not both")),
+        (Some(a), None) => CommandMatch::argv(a),
+        (None, Some(p)) => CommandMatch::pattern(p),
+        (None, None) => Err(err("argv", "give `argv` (a token list) or `pattern` (a regex)")),
+    }
+}
+
+/// True when a rewrite pattern uses ast-grep metavariables (`$NAME`, `$$$NAME`).
+fn is_structural(pattern: &str) -> bool {
+    let b = pattern.as_bytes();
+    (0..b.len()).any(|i| {
+        b[i] == b'$'
+            && (i == 0 || b[i - 1] != b'\\')
+            && b.get(i + 1).is_some_and(|c| c.is_ascii_uppercase() || *c == b'_' || *c == b'$')
+    })
+}
+
+macro_rules! common {
+    ($def:expr, $spec:expr, $item:expr, $source:expr, $text:expr) => {{
+        let spec = $spec;
+        let mut d: HookDef = $def;
+        if let Some(label) = &spec.name {
+            d = d.name(label.clone());
+        }
+        if let Some(events) = &spec.events {
+            let kinds: Vec<EventKind> = events.to_vec().into_iter().map(EventName::kind).collect();
+            d = d.events(&kinds);
+        }
+        for (i, c) in spec.only_if.iter().enumerate() {
+            d = d.only_if(compile_condition(c, &format!("only_if[{i}]"))?);
+        }
+        for (i, c) in spec.skip_if.iter().enumerate() {
+            d = d.skip_if(compile_condition(c, &format!("skip_if[{i}]"))?);
+        }
+        if let Some(m) = spec.max_fires {
+            d = d.max_fires(match m {
+                MaxFiresSpec::Count(n) => MaxFires::Count(n),
+                MaxFiresSpec::Unlimited(_) => MaxFires::Unlimited,
+            });
+        }
+        d = d.advisory_on_deny(spec.advisory_on_deny);
+        if let Some(s) = spec.skip_planning_agents {
+            d = d.skip_planning_agents(s);
+        }
+        d = d.respect_gitignore(spec.respect_gitignore).run_async(spec.is_async).mandatory(spec.mandatory);
+        let located = Located::new($text);
+        d = d.source($source, located.line_col($item.span().start).0);
+        for (i, t) in spec.test.iter().enumerate() {
+            let field = format!("test[{i}]");
+            let line = locate($item, &field).map(|s| located.line_col(s.start).0);
+            d = d.with_test(lower_test(t, &field, line)?);
+        }
+        d
+    }};
+}
+
+fn lower(
+    entry: HookEntry,
+    item: &Spanned<DeValue<'_>>,
+    source: &str,
+    text: &str,
+) -> Result<HookDef, DefError> {
+    let source = source.to_owned();
+    let def = match &entry {
+        HookEntry::Hook(s) => {
+            if s.events.is_none() {
+                return Err(err("events", "`hook` needs `events`"));
+            }
+            common!(hook(&[], s.message.clone()).block(s.block), s, item, source.clone(), text)
+        }
+        HookEntry::BlockCommand(s) => {
+            let mut d = block_command(command_match(&s.argv, &s.pattern)?, s.reason.clone());
+            if let Some(h) = &s.hint {
+                d = d.hint(h.clone());
+            }
+            common!(d, s, item, source.clone(), text)
+        }
+        HookEntry::WarnCommand(s) => common!(
+            warn_command(command_match(&s.argv, &s.pattern)?, s.message.clone()),
+            s,
+            item,
+            source.clone(),
+            text
+        ),
+        HookEntry::RewriteCommand(s) => {
+            if is_structural(&s.pattern) {
+                return Err(err(
+                    "pattern",
+                    "this pattern uses ast-grep metavariables ($NAME / $$$NAME); structural \
+                     rewrites are not available in this build yet. Escape the `$` (\\$) to use \
+                     it as a regex anchor",
+                ));
+            }
+            let mut d = primitives::rewrite_command(&s.pattern, s.replace.clone())?;
+            if let Some(n) = &s.note {
+                d = d.note(n.clone());
+            }
+            common!(d, s, item, source.clone(), text)
+        }
+        HookEntry::SetToolInput(s) => {
+            let mut d = set_tool_input(&s.tool, &s.field, s.value.clone());
+            if let Some(n) = &s.note {
+                d = d.note(n.clone());
+            }
+            common!(d, s, item, source.clone(), text)
+        }
+        HookEntry::Approve(s) => common!(approve(s.label.clone()), s, item, source.clone(), text),
+        HookEntry::Deny(s) => common!(deny(s.reason.clone()), s, item, source.clone(), text),
+    };
+    Ok(def)
+}
+
+fn lower_test(t: &TestSpec, field: &str, line: Option<usize>) -> Result<InlineTest, DefError> {
+    let i = &t.input;
+    let input = Input {
+        event: i.event.map(EventName::kind),
+        tool: i.tool.clone(),
+        command: i.command.clone(),
+        file: i.file.clone(),
+        content: i.content.clone(),
+        old: i.old.clone(),
+        tool_input: i.tool_input.clone(),
+        prompt: i.prompt.clone(),
+        agent_type: i.agent_type.clone(),
+        agent_id: i.agent_id.clone(),
+        model: i.model.clone(),
+        output: i.output.clone(),
+        error: i.error.clone(),
+        reason: i.reason.clone(),
+        source: i.source.clone(),
+        permission_mode: i.permission_mode.clone(),
+        skip_permissions: i.skip_permissions,
+        offset: i.offset,
+        limit: i.limit,
+        cwd: i.cwd.clone(),
+    };
+    let verdict = match t.expect {
+        ExpectSpec::Block => Verdict::Block,
+        ExpectSpec::Warn => Verdict::Warn,
+        ExpectSpec::Allow => Verdict::Allow {
+            explicit: t.explicit,
+        },
+        ExpectSpec::Ask => Verdict::Ask,
+        ExpectSpec::Rewrite => Verdict::Rewrite,
+    };
+    if t.fields.is_some() && verdict != Verdict::Rewrite {
+        return Err(err(format!("{field}.fields"), "`fields` only applies to expect = \"rewrite\""));
+    }
+    // Rewrite patterns are substrings, not regexes; every other text check is a regex.
+    if let Some(p) = &t.pattern
+        && verdict != Verdict::Rewrite
+    {
+        regex(&format!("{field}.pattern"), p, Mode::Plain)?;
+    }
+    if let Some(p) = &t.system_message {
+        regex(&format!("{field}.system_message"), p, Mode::Plain)?;
+    }
+    Ok(InlineTest {
+        input,
+        expect: Expect {
+            verdict,
+            pattern: t.pattern.clone(),
+            fields: t
+                .fields
+                .clone()
+                .unwrap_or_default()
+                .into_iter()
+                .collect(),
+            system_message: t.system_message.clone(),
+        },
+        line,
+    })
+}

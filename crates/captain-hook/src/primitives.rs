@@ -1,0 +1,749 @@
+//! The primitives as builder values: `hook`, `on`, `block_command`, `warn_command`,
+//! `rewrite_command`, `set_tool_input`, `approve` and `deny`. Each lowers to one [`Hook`]
+//! with the defaults of its kind; TOML files lower through the same functions.
+
+use std::fmt;
+use std::sync::Arc;
+
+use capt_hook_core::condition::never_matches;
+use capt_hook_core::events::DECISION_EVENTS;
+use capt_hook_core::{
+    Condition, Event, EventKind, EventSet, HookResult, Mode, Pattern, Tokens, pattern::PatternError,
+    tokens::TokenError,
+};
+use serde_json::Value;
+
+use crate::hook::{Body, Handler, HandlerFn, HandlerResult, Hook, Source, short_hash, slug};
+use crate::testing::{Expect, InlineTest, Input};
+
+/// Why a hook definition cannot be registered. `field` names the offending field.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{field}: {message}")]
+pub struct DefError {
+    /// The field at fault (`events`, `only_if[1]`, `argv`, …).
+    pub field: String,
+    /// What is wrong and how to fix it.
+    pub message: String,
+}
+
+impl DefError {
+    /// An error about `field`.
+    pub fn new(field: impl Into<String>, message: impl Into<String>) -> DefError {
+        DefError {
+            field: field.into(),
+            message: message.into(),
+        }
+    }
+}
+
+impl From<PatternError> for DefError {
+    fn from(e: PatternError) -> Self {
+        DefError::new("pattern", e.to_string())
+    }
+}
+
+/// How a command primitive recognises its command.
+#[derive(Debug, Clone)]
+pub enum CommandMatch {
+    /// An argv prefix (`["git", "stash"]`): structural, never fires on a quoted mention.
+    Argv(Tokens),
+    /// A regex over the raw line and each command's words.
+    Pattern(Pattern),
+}
+
+impl CommandMatch {
+    /// An argv prefix; `*` matches one word, `a|b` either word.
+    pub fn argv<S: AsRef<str>>(tokens: &[S]) -> Result<CommandMatch, DefError> {
+        Tokens::new(tokens)
+            .map(CommandMatch::Argv)
+            .map_err(|e: TokenError| DefError::new("argv", e.to_string()))
+    }
+
+    /// A regex in Python `re` syntax.
+    pub fn pattern(regex: &str) -> Result<CommandMatch, DefError> {
+        Pattern::new(regex, Mode::Plain)
+            .map(CommandMatch::Pattern)
+            .map_err(|e| DefError::new("pattern", e.to_string()))
+    }
+
+    /// The condition the match lowers to. A token list holding `*` cannot be an argv prefix
+    /// condition the way the seeds describe (the prefix cannot require the extra word), so it
+    /// stays a regex over the raw text.
+    fn condition(&self) -> Condition {
+        match self {
+            CommandMatch::Argv(tokens) if tokens.has_wildcard() => {
+                // Escaped tokens always form a valid regex.
+                match Pattern::new(&tokens.to_regex(), Mode::Plain) {
+                    Ok(p) => Condition::Command(p),
+                    Err(_) => Condition::Runs(tokens.clone()),
+                }
+            }
+            CommandMatch::Argv(tokens) => Condition::Runs(tokens.clone()),
+            CommandMatch::Pattern(p) => Condition::Command(p.clone()),
+        }
+    }
+
+    fn describe(&self) -> String {
+        match self {
+            CommandMatch::Argv(t) => t.to_string(),
+            CommandMatch::Pattern(p) => p.as_str().to_owned(),
+        }
+    }
+}
+
+/// A command rewriter supplied by another crate (the structural ast-grep form lives in the
+/// code crate, which implements this).
+pub trait CommandRewriter: Send + Sync {
+    /// The new command, or `None` to leave it unchanged.
+    fn rewrite(&self, command: &str) -> Option<String>;
+}
+
+/// A `to` function for the conditional rewrite form.
+pub type RewriteFn = Arc<dyn Fn(&Event) -> Option<String> + Send + Sync>;
+
+#[derive(Clone)]
+enum Kind {
+    Hook {
+        message: String,
+        block: bool,
+    },
+    On {
+        handler: HandlerFn,
+    },
+    BlockCommand {
+        matcher: CommandMatch,
+        reason: String,
+        hint: Option<String>,
+    },
+    WarnCommand {
+        matcher: CommandMatch,
+        message: String,
+    },
+    RewriteRegex {
+        pattern: Pattern,
+        replace: String,
+        note: Option<String>,
+    },
+    RewriteTo {
+        to: RewriteFn,
+        block: Option<String>,
+        note: Option<String>,
+    },
+    RewriteWith {
+        label: String,
+        rewriter: Arc<dyn CommandRewriter>,
+        note: Option<String>,
+    },
+    SetToolInput {
+        tool: String,
+        field: String,
+        value: Value,
+        note: Option<String>,
+    },
+    Approve {
+        label: String,
+    },
+    Deny {
+        reason: String,
+    },
+}
+
+impl Kind {
+    fn name(&self) -> &'static str {
+        match self {
+            Kind::Hook { .. } => "hook",
+            Kind::On { .. } => "on",
+            Kind::BlockCommand { .. } => "block_command",
+            Kind::WarnCommand { .. } => "warn_command",
+            Kind::RewriteRegex { .. } | Kind::RewriteTo { .. } | Kind::RewriteWith { .. } => {
+                "rewrite_command"
+            }
+            Kind::SetToolInput { .. } => "set_tool_input",
+            Kind::Approve { .. } => "approve",
+            Kind::Deny { .. } => "deny",
+        }
+    }
+}
+
+/// A fire limit as written: the kind's default, unlimited, or a count.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum MaxFires {
+    /// The kind's default (unlimited for every kind in this module).
+    #[default]
+    Default,
+    /// No limit.
+    Unlimited,
+    /// At most this many delivered results per session, hook and agent.
+    Count(u32),
+}
+
+/// A hook definition, built with the functions of this module and registered with
+/// [`crate::Registry::add`].
+#[derive(Clone)]
+pub struct HookDef {
+    kind: Kind,
+    name: Option<String>,
+    events: Option<EventSet>,
+    only_if: Vec<Condition>,
+    skip_if: Vec<Condition>,
+    max_fires: MaxFires,
+    advisory_on_deny: bool,
+    skip_planning_agents: Option<bool>,
+    respect_gitignore: bool,
+    is_async: bool,
+    mandatory: bool,
+    tests: Vec<InlineTest>,
+    source: Option<Source>,
+}
+
+impl fmt::Debug for HookDef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HookDef")
+            .field("kind", &self.kind.name())
+            .field("name", &self.name)
+            .finish_non_exhaustive()
+    }
+}
+
+#[track_caller]
+fn def(kind: Kind) -> HookDef {
+    let loc = std::panic::Location::caller();
+    HookDef {
+        kind,
+        name: None,
+        events: None,
+        only_if: Vec::new(),
+        skip_if: Vec::new(),
+        max_fires: MaxFires::Default,
+        advisory_on_deny: false,
+        skip_planning_agents: None,
+        respect_gitignore: true,
+        is_async: false,
+        mandatory: false,
+        tests: Vec::new(),
+        source: Some(Source {
+            file: loc.file().to_owned(),
+            line: loc.line() as usize,
+        }),
+    }
+}
+
+/// A declarative hook: warn (or block) with `message` whenever its conditions hold.
+#[track_caller]
+pub fn hook(events: &[EventKind], message: impl Into<String>) -> HookDef {
+    def(Kind::Hook {
+        message: message.into(),
+        block: false,
+    })
+    .events(events)
+}
+
+/// A hook whose result a Rust function computes.
+#[track_caller]
+pub fn on<F>(events: &[EventKind], handler: F) -> HookDef
+where
+    F: Fn(&Event) -> HandlerResult + Send + Sync + 'static,
+{
+    def(Kind::On {
+        handler: Arc::new(handler),
+    })
+    .events(events)
+}
+
+/// Blocks a Bash command at PreToolUse with `BLOCKED: <reason>. <hint>.`
+#[track_caller]
+pub fn block_command(matcher: CommandMatch, reason: impl Into<String>) -> HookDef {
+    def(Kind::BlockCommand {
+        matcher,
+        reason: reason.into(),
+        hint: None,
+    })
+}
+
+/// Warns about a Bash command, by default after it ran (PostToolUse).
+#[track_caller]
+pub fn warn_command(matcher: CommandMatch, message: impl Into<String>) -> HookDef {
+    def(Kind::WarnCommand {
+        matcher,
+        message: message.into(),
+    })
+}
+
+/// Rewrites a Bash command with a regex substitution (all matches; `\1`, `\g<name>`, `$1`).
+/// The rewrite happens whenever the regex matched, even when the text comes out the same.
+#[track_caller]
+pub fn rewrite_command(pattern: &str, replace: impl Into<String>) -> Result<HookDef, DefError> {
+    let pattern = Pattern::new(pattern, Mode::Plain)?;
+    Ok(def(Kind::RewriteRegex {
+        pattern,
+        replace: replace.into(),
+        note: None,
+    }))
+}
+
+/// Rewrites a Bash command to what `to` returns; `None` blocks with [`HookDef::block_with`]'s
+/// message when one is set, else leaves the command alone.
+#[track_caller]
+pub fn rewrite_command_to<F>(to: F) -> HookDef
+where
+    F: Fn(&Event) -> Option<String> + Send + Sync + 'static,
+{
+    def(Kind::RewriteTo {
+        to: Arc::new(to),
+        block: None,
+        note: None,
+    })
+}
+
+/// Rewrites a Bash command with a [`CommandRewriter`] (the structural form plugs in here).
+#[track_caller]
+pub fn rewrite_command_with(label: &str, rewriter: Arc<dyn CommandRewriter>) -> HookDef {
+    def(Kind::RewriteWith {
+        label: label.to_owned(),
+        rewriter,
+        note: None,
+    })
+}
+
+/// Adds `field = value` to the tool input of `tool` calls that do not set the field.
+#[track_caller]
+pub fn set_tool_input(tool: &str, field: &str, value: impl Into<Value>) -> HookDef {
+    def(Kind::SetToolInput {
+        tool: tool.to_owned(),
+        field: field.to_owned(),
+        value: value.into(),
+        note: None,
+    })
+}
+
+/// Approves matching calls, both before the dialog (PreToolUse) and at it (PermissionRequest).
+#[track_caller]
+pub fn approve(label: impl Into<String>) -> HookDef {
+    def(Kind::Approve {
+        label: label.into(),
+    })
+}
+
+/// Denies matching calls with `reason`.
+#[track_caller]
+pub fn deny(reason: impl Into<String>) -> HookDef {
+    def(Kind::Deny {
+        reason: reason.into(),
+    })
+}
+
+/// `reason.` or `reason. hint.`, each with its own trailing dots replaced by one.
+pub fn blocked_message(reason: &str, hint: Option<&str>) -> String {
+    let mut msg = format!("BLOCKED: {}.", reason.trim_end_matches('.'));
+    if let Some(h) = hint.filter(|h| !h.is_empty()) {
+        msg.push_str(&format!(" {}.", h.trim_end_matches('.')));
+    }
+    msg
+}
+
+impl HookDef {
+    /// A stable label; the hook's name becomes `<stem>:<kind>_<slug(label)>`.
+    pub fn name(mut self, label: impl Into<String>) -> Self {
+        self.name = Some(label.into());
+        self
+    }
+
+    /// The events to listen to (replaces the kind's default).
+    pub fn events(mut self, events: &[EventKind]) -> Self {
+        self.events = Some(EventSet::of(events));
+        self
+    }
+
+    /// Adds a condition that must hold.
+    pub fn only_if(mut self, c: Condition) -> Self {
+        self.only_if.push(c);
+        self
+    }
+
+    /// Adds a condition that skips the hook when it holds.
+    pub fn skip_if(mut self, c: Condition) -> Self {
+        self.skip_if.push(c);
+        self
+    }
+
+    /// Blocks instead of warning (`hook` only).
+    pub fn block(mut self, block: bool) -> Self {
+        if let Kind::Hook { block: b, .. } = &mut self.kind {
+            *b = block;
+        }
+        self
+    }
+
+    /// The hint appended to a `block_command` message.
+    pub fn hint(mut self, hint: impl Into<String>) -> Self {
+        if let Kind::BlockCommand { hint: h, .. } = &mut self.kind {
+            *h = Some(hint.into());
+        }
+        self
+    }
+
+    /// Context attached to a rewrite.
+    pub fn note(mut self, note: impl Into<String>) -> Self {
+        let n = Some(note.into());
+        match &mut self.kind {
+            Kind::RewriteRegex { note, .. }
+            | Kind::RewriteTo { note, .. }
+            | Kind::RewriteWith { note, .. }
+            | Kind::SetToolInput { note, .. } => *note = n,
+            _ => {}
+        }
+        self
+    }
+
+    /// For the conditional rewrite: block with this message when `to` returns nothing.
+    pub fn block_with(mut self, message: impl Into<String>) -> Self {
+        if let Kind::RewriteTo { block, .. } = &mut self.kind {
+            *block = Some(message.into());
+        }
+        self
+    }
+
+    /// Delivered results allowed per session, hook and agent.
+    pub fn max_fires(mut self, m: MaxFires) -> Self {
+        self.max_fires = m;
+        self
+    }
+
+    /// Let this hook's warning ride on another hook's deny.
+    pub fn advisory_on_deny(mut self, yes: bool) -> Self {
+        self.advisory_on_deny = yes;
+        self
+    }
+
+    /// Skip planning agents at SubagentStart/SubagentStop (default depends on the kind).
+    pub fn skip_planning_agents(mut self, yes: bool) -> Self {
+        self.skip_planning_agents = Some(yes);
+        self
+    }
+
+    /// Skip events whose file is gitignored (default true).
+    pub fn respect_gitignore(mut self, yes: bool) -> Self {
+        self.respect_gitignore = yes;
+        self
+    }
+
+    /// Run after the reply (never on a decision event).
+    pub fn run_async(mut self, yes: bool) -> Self {
+        self.is_async = yes;
+        self
+    }
+
+    /// The client must not let the call through unchecked.
+    pub fn mandatory(mut self, yes: bool) -> Self {
+        self.mandatory = yes;
+        self
+    }
+
+    /// Adds an inline test.
+    #[track_caller]
+    pub fn test(mut self, input: Input, expect: Expect) -> Self {
+        let line = std::panic::Location::caller().line() as usize;
+        self.tests.push(InlineTest {
+            input,
+            expect,
+            line: Some(line),
+        });
+        self
+    }
+
+    /// Adds a prepared inline test.
+    pub fn with_test(mut self, test: InlineTest) -> Self {
+        self.tests.push(test);
+        self
+    }
+
+    /// Records where the hook was defined.
+    pub fn source(mut self, file: impl Into<String>, line: usize) -> Self {
+        self.source = Some(Source {
+            file: file.into(),
+            line,
+        });
+        self
+    }
+
+    fn default_events(&self) -> Result<EventSet, DefError> {
+        use EventKind::*;
+        Ok(match &self.kind {
+            Kind::Hook { .. } | Kind::On { .. } => {
+                return Err(DefError::new(
+                    "events",
+                    "this kind has no default events; list the events to listen to",
+                ));
+            }
+            Kind::WarnCommand { .. } => EventSet::of(&[PostToolUse]),
+            Kind::Approve { .. } | Kind::Deny { .. } => {
+                EventSet::of(&[PreToolUse, PermissionRequest])
+            }
+            _ => EventSet::of(&[PreToolUse]),
+        })
+    }
+
+    /// The label hashed into the name when no `name` is given.
+    fn identity(&self) -> String {
+        match &self.kind {
+            Kind::Hook { message, .. } => short_hash(message),
+            Kind::On { .. } => short_hash(
+                &self
+                    .source
+                    .as_ref()
+                    .map(|s| s.to_string())
+                    .unwrap_or_default(),
+            ),
+            Kind::BlockCommand { reason, hint, .. } => {
+                short_hash(&blocked_message(reason, hint.as_deref()))
+            }
+            Kind::WarnCommand { message, .. } => short_hash(message),
+            Kind::RewriteRegex {
+                pattern, replace, ..
+            } => short_hash(&format!("{}\n{replace}", pattern.as_str())),
+            Kind::RewriteTo { .. } => short_hash(
+                &self
+                    .source
+                    .as_ref()
+                    .map(|s| s.to_string())
+                    .unwrap_or_default(),
+            ),
+            Kind::RewriteWith { label, .. } => slug(label),
+            Kind::SetToolInput {
+                tool, field, value, ..
+            } => short_hash(&format!("{tool}\n{field}\n{value}")),
+            Kind::Approve { label } => slug(label),
+            Kind::Deny { reason } => slug(reason),
+        }
+    }
+
+    /// Lowers the definition to a hook named under `stem`, applying the kind's defaults and
+    /// checking everything that can be checked before an event arrives.
+    pub fn build(self, stem: &str) -> Result<Hook, DefError> {
+        let kind_name = self.kind.name();
+        let events = match self.events {
+            Some(e) if e.is_empty() => {
+                return Err(DefError::new("events", "the event list is empty"));
+            }
+            Some(e) => e,
+            None => self.default_events()?,
+        };
+        let suffix = match &self.name {
+            Some(n) if !slug(n).is_empty() => slug(n),
+            Some(_) => return Err(DefError::new("name", "the name has no letters or digits")),
+            None => self.identity(),
+        };
+        let name = format!("{stem}:{kind_name}_{suffix}");
+
+        let bash = || Condition::tool(&["Bash"]);
+        let inline = |f: HandlerFn| {
+            Body::Handler(Handler {
+                func: f,
+                inline: true,
+            })
+        };
+        let (guards, body, declarative, default_skip_planning): (Vec<Condition>, Body, bool, bool) =
+            match self.kind.clone() {
+                Kind::Hook { message, block } => {
+                    (vec![], Body::Message { message, block }, true, !block)
+                }
+                Kind::On { handler } => (
+                    vec![],
+                    Body::Handler(Handler {
+                        func: handler,
+                        inline: false,
+                    }),
+                    false,
+                    true,
+                ),
+                Kind::BlockCommand {
+                    matcher,
+                    reason,
+                    hint,
+                } => {
+                    if reason.trim().is_empty() {
+                        return Err(DefError::new("reason", "a block needs a reason"));
+                    }
+                    (
+                        vec![bash(), matcher.condition()],
+                        Body::Message {
+                            message: blocked_message(&reason, hint.as_deref()),
+                            block: true,
+                        },
+                        true,
+                        false,
+                    )
+                }
+                Kind::WarnCommand { matcher, message } => {
+                    if message.trim().is_empty() {
+                        return Err(DefError::new("message", "a warning needs a message"));
+                    }
+                    (
+                        vec![bash(), matcher.condition()],
+                        Body::Message {
+                            message,
+                            block: false,
+                        },
+                        true,
+                        true,
+                    )
+                }
+                Kind::RewriteRegex {
+                    pattern,
+                    replace,
+                    note,
+                } => {
+                    let p = pattern.clone();
+                    let f: HandlerFn = Arc::new(move |evt: &Event| {
+                        let Some(cmd) = evt.command() else {
+                            return Ok(None);
+                        };
+                        Ok(p.replace_all(cmd, &replace)
+                            .and_then(|new| rewrite_command_input(evt, new, note.clone())))
+                    });
+                    (
+                        vec![bash(), Condition::Command(pattern)],
+                        inline(f),
+                        false,
+                        true,
+                    )
+                }
+                Kind::RewriteTo { to, block, note } => {
+                    let f: HandlerFn = Arc::new(move |evt: &Event| {
+                        Ok(match to(evt) {
+                            Some(new) => rewrite_command_input(evt, new, note.clone()),
+                            None => block.clone().map(HookResult::block),
+                        })
+                    });
+                    (vec![bash()], inline(f), false, true)
+                }
+                Kind::RewriteWith { rewriter, note, .. } => {
+                    let f: HandlerFn = Arc::new(move |evt: &Event| {
+                        let Some(cmd) = evt.command() else {
+                            return Ok(None);
+                        };
+                        Ok(rewriter
+                            .rewrite(cmd)
+                            .filter(|new| new != cmd)
+                            .and_then(|new| rewrite_command_input(evt, new, note.clone())))
+                    });
+                    (vec![bash()], inline(f), false, true)
+                }
+                Kind::SetToolInput {
+                    tool,
+                    field,
+                    value,
+                    note,
+                } => {
+                    if field.is_empty() {
+                        return Err(DefError::new("field", "the field name is empty"));
+                    }
+                    let f: HandlerFn = Arc::new(move |evt: &Event| {
+                        let Some(input) = evt.tool_input() else {
+                            return Ok(None);
+                        };
+                        if input.contains_key(&field) {
+                            return Ok(None);
+                        }
+                        let mut updated = input.clone();
+                        updated.insert(field.clone(), value.clone());
+                        Ok(Some(HookResult::rewrite(updated, note.clone())))
+                    });
+                    (vec![Condition::tool(&[tool])], inline(f), false, true)
+                }
+                Kind::Approve { label } => {
+                    if label.trim().is_empty() {
+                        return Err(DefError::new("label", "an approval needs a label"));
+                    }
+                    let f: HandlerFn = Arc::new(|_: &Event| Ok(Some(HookResult::allow())));
+                    (vec![], inline(f), false, true)
+                }
+                Kind::Deny { reason } => {
+                    if reason.trim().is_empty() {
+                        return Err(DefError::new("reason", "a deny needs a reason"));
+                    }
+                    let f: HandlerFn =
+                        Arc::new(move |_: &Event| Ok(Some(HookResult::block(reason.clone()))));
+                    (vec![], inline(f), false, true)
+                }
+            };
+
+        if self.is_async && events.intersects(DECISION_EVENTS) {
+            return Err(DefError::new(
+                "async",
+                format!(
+                    "an async hook on a decision event ({}) would have its verdict silently discarded",
+                    events
+                ),
+            ));
+        }
+        if self.mandatory {
+            let allowed = EventSet::of(&[EventKind::PreToolUse, EventKind::PermissionRequest]);
+            if events.iter().any(|e| !allowed.contains(e)) || self.is_async {
+                return Err(DefError::new(
+                    "mandatory",
+                    "only synchronous PreToolUse/PermissionRequest hooks can be mandatory",
+                ));
+            }
+        }
+        if let Some(i) = never_matches(&self.only_if, events) {
+            return Err(DefError::new(
+                format!("only_if[{i}]"),
+                format!(
+                    "{} reads the tool call and can never match on {events}",
+                    self.only_if[i]
+                ),
+            ));
+        }
+        if let Some(i) = never_matches(&self.skip_if, events) {
+            return Err(DefError::new(
+                format!("skip_if[{i}]"),
+                format!(
+                    "{} reads the tool call and can never match on {events}",
+                    self.skip_if[i]
+                ),
+            ));
+        }
+        if !guards.is_empty() && never_matches(&guards, events).is_some() {
+            return Err(DefError::new(
+                "events",
+                format!("{kind_name} guards a tool call and can never match on {events}"),
+            ));
+        }
+
+        let mut only_if = guards;
+        only_if.extend(self.only_if);
+        Ok(Hook {
+            name,
+            kind: kind_name,
+            events,
+            only_if,
+            skip_if: self.skip_if,
+            body,
+            declarative,
+            advisory_on_deny: self.advisory_on_deny,
+            skip_planning_agents: self.skip_planning_agents.unwrap_or(default_skip_planning),
+            respect_gitignore: self.respect_gitignore,
+            max_fires: match self.max_fires {
+                MaxFires::Default | MaxFires::Unlimited => None,
+                MaxFires::Count(n) => Some(n),
+            },
+            is_async: self.is_async,
+            mandatory: self.mandatory,
+            tests: self.tests,
+            source: self.source,
+        })
+    }
+}
+
+/// A rewrite of the event's tool input with `command` replaced; other keys are kept.
+fn rewrite_command_input(evt: &Event, new: String, note: Option<String>) -> Option<HookResult> {
+    let mut input = evt.tool_input().cloned().unwrap_or_default();
+    input.insert("command".into(), Value::String(new));
+    Some(HookResult::rewrite(input, note))
+}
+
+/// Describes a command match for `list`.
+pub fn describe_match(m: &CommandMatch) -> String {
+    m.describe()
+}

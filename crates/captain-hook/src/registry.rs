@@ -1,0 +1,41 @@
+//! The ordered list of hooks; registration order is fold order.
+
+use std::sync::Arc;
+
+use crate::hook::Hook;
+use crate::primitives::{DefError, HookDef};
+
+/// Hooks in registration order.
+#[derive(Debug, Default, Clone)]
+pub struct Registry {
+    hooks: Vec<Arc<Hook>>,
+}
+
+impl Registry {
+    /// An empty registry.
+    pub fn new() -> Registry {
+        Registry::default()
+    }
+
+    /// Builds `def` under the name stem `stem` (a file stem or module name) and appends it.
+    pub fn add(&mut self, stem: &str, def: HookDef) -> Result<&Hook, DefError> {
+        let hook = def.build(stem)?;
+        self.hooks.push(Arc::new(hook));
+        Ok(self.hooks.last().map(Arc::as_ref).expect("just pushed"))
+    }
+
+    /// Appends an already built hook.
+    pub fn push(&mut self, hook: Hook) {
+        self.hooks.push(Arc::new(hook));
+    }
+
+    /// The hooks, in order.
+    pub fn hooks(&self) -> &[Arc<Hook>] {
+        &self.hooks
+    }
+
+    /// True when nothing is registered.
+    pub fn is_empty(&self) -> bool {
+        self.hooks.is_empty()
+    }
+}

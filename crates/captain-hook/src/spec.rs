@@ -1,0 +1,426 @@
+//! The hook file format (`.claude/hooks/*.toml`) as serde types. The JSON Schema printed by
+//! `capt-hook schema` is generated from these, so the schema and the loader cannot disagree.
+
+use std::collections::BTreeMap;
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+/// A hook file: a list of `[[hook]]` tables.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(title = "captain-hook hook file")]
+pub struct HookFile {
+    /// The hooks, registered in the order written.
+    #[serde(default)]
+    pub hook: Vec<HookEntry>,
+}
+
+/// One value or a list of them.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum OneOrMany<T> {
+    /// A single value.
+    One(T),
+    /// Several values.
+    Many(Vec<T>),
+}
+
+impl<T: Clone> OneOrMany<T> {
+    /// The values as a list.
+    pub fn to_vec(&self) -> Vec<T> {
+        match self {
+            OneOrMany::One(v) => vec![v.clone()],
+            OneOrMany::Many(v) => v.clone(),
+        }
+    }
+}
+
+/// An event name.
+#[derive(Debug, Clone, Copy, Deserialize, JsonSchema, PartialEq, Eq)]
+#[allow(missing_docs)]
+pub enum EventName {
+    PreToolUse,
+    PostToolUse,
+    PostToolUseFailure,
+    UserPromptSubmit,
+    Stop,
+    SubagentStop,
+    SubagentStart,
+    PreCompact,
+    Notification,
+    SessionStart,
+    SessionEnd,
+    PermissionRequest,
+    MessageDisplay,
+    ResourcePressure,
+}
+
+impl EventName {
+    /// The engine's event.
+    pub fn kind(self) -> capt_hook_core::EventKind {
+        use capt_hook_core::EventKind as E;
+        match self {
+            EventName::PreToolUse => E::PreToolUse,
+            EventName::PostToolUse => E::PostToolUse,
+            EventName::PostToolUseFailure => E::PostToolUseFailure,
+            EventName::UserPromptSubmit => E::UserPromptSubmit,
+            EventName::Stop => E::Stop,
+            EventName::SubagentStop => E::SubagentStop,
+            EventName::SubagentStart => E::SubagentStart,
+            EventName::PreCompact => E::PreCompact,
+            EventName::Notification => E::Notification,
+            EventName::SessionStart => E::SessionStart,
+            EventName::SessionEnd => E::SessionEnd,
+            EventName::PermissionRequest => E::PermissionRequest,
+            EventName::MessageDisplay => E::MessageDisplay,
+            EventName::ResourcePressure => E::ResourcePressure,
+        }
+    }
+}
+
+/// The literal `"unlimited"`.
+#[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Unlimited {
+    /// No limit.
+    Unlimited,
+}
+
+/// A fire limit: a count, or `"unlimited"`.
+#[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum MaxFiresSpec {
+    /// At most this many delivered results per session, hook and agent.
+    Count(u32),
+    /// No limit.
+    Unlimited(Unlimited),
+}
+
+/// A regex with options.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum ContentSpec {
+    /// A regex (the file must lie in the project).
+    Pattern(String),
+    /// A regex and whether the file must lie in the project.
+    Options {
+        /// The regex (multi-line).
+        pattern: String,
+        /// The file must lie in the project (default true).
+        #[serde(default = "yes")]
+        project_only: bool,
+    },
+}
+
+/// Globs with options.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum FilePathSpec {
+    /// One glob.
+    One(String),
+    /// Several globs.
+    Many(Vec<String>),
+    /// Globs and whether the file must lie in the project.
+    Options {
+        /// The globs.
+        globs: OneOrMany<String>,
+        /// The file must lie in the project (default true).
+        #[serde(default = "yes")]
+        project_only: bool,
+    },
+}
+
+/// An annotation key, or a key with a required value.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum AnnotatedSpec {
+    /// The key.
+    Key(String),
+    /// The key and value.
+    Options {
+        /// The key.
+        key: String,
+        /// The required value.
+        #[serde(default)]
+        value: Option<String>,
+    },
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// A condition: an inline table with exactly one key.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum ConditionSpec {
+    /// The tool is one of these names (`"A|B"` splits; aliases and MCP tails count).
+    Tool(OneOrMany<String>),
+    /// The tool is (or is not) an MCP tool.
+    McpTool(bool),
+    /// Some parsed command, nested ones included, starts with these tokens.
+    Runs(Vec<String>),
+    /// The primary command, wrappers stripped, starts with these tokens.
+    PrimaryRuns(Vec<String>),
+    /// The regex matches the raw command line or some command's words.
+    Command(String),
+    /// Every named top-level input field exists and matches its regex.
+    ToolInput(BTreeMap<String, String>),
+    /// The edit's new text matches.
+    Content(ContentSpec),
+    /// The event's file matches (fnmatch, whole path or basename).
+    FilePath(FilePathSpec),
+    /// The event's file is (or is not) a project test file.
+    TestFile(bool),
+    /// An Edit/Write of a non-test source file of this language (`py`, `rs`, `ts`, …).
+    SourceEdits(String),
+    /// The subagent type is one of these.
+    Agent(OneOrMany<String>),
+    /// The event comes (or does not come) from a subagent.
+    FromSubagent(bool),
+    /// Claude Code runs (or does not run) with permission prompts skipped.
+    SkipPermissions(bool),
+    /// The payload's permission mode is one of these.
+    PermissionMode(OneOrMany<String>),
+    /// The call carries a `ccx:<key>[=<value>]` annotation.
+    Annotated(AnnotatedSpec),
+    /// Every command in the line is (or is not) a known read-only program.
+    ReadOnlyCommand(bool),
+    /// The inner condition does not hold.
+    Not(Box<ConditionSpec>),
+    /// At least one holds (`[]` never holds).
+    Any(Vec<ConditionSpec>),
+    /// All hold (`[]` always holds).
+    All(Vec<ConditionSpec>),
+}
+
+/// The verdict an inline test expects.
+#[derive(Debug, Clone, Copy, Deserialize, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum ExpectSpec {
+    /// A block.
+    Block,
+    /// A warning.
+    Warn,
+    /// No result or an allow.
+    Allow,
+    /// No result (the dialog would show).
+    Ask,
+    /// A rewrite.
+    Rewrite,
+}
+
+/// The simulated event of an inline test.
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TestInputSpec {
+    /// The event (default: the hook's first event).
+    pub event: Option<EventName>,
+    /// The tool (default: the first `tool` condition, else inferred from the fields).
+    pub tool: Option<String>,
+    /// Bash command.
+    pub command: Option<String>,
+    /// Target file.
+    pub file: Option<String>,
+    /// New text.
+    pub content: Option<String>,
+    /// Replaced text.
+    pub old: Option<String>,
+    /// Raw tool input, used verbatim.
+    pub tool_input: Option<serde_json::Map<String, serde_json::Value>>,
+    /// User prompt, or an Agent call's prompt.
+    pub prompt: Option<String>,
+    /// Subagent type.
+    pub agent_type: Option<String>,
+    /// Subagent id.
+    pub agent_id: Option<String>,
+    /// An Agent call's model.
+    pub model: Option<String>,
+    /// Tool response (PostToolUse).
+    pub output: Option<serde_json::Value>,
+    /// Failure text (PostToolUseFailure).
+    pub error: Option<String>,
+    /// SessionEnd reason.
+    pub reason: Option<String>,
+    /// SessionStart source.
+    pub source: Option<String>,
+    /// Permission mode.
+    pub permission_mode: Option<String>,
+    /// Whether permission prompts are skipped.
+    pub skip_permissions: Option<bool>,
+    /// Read offset.
+    pub offset: Option<i64>,
+    /// Read limit.
+    pub limit: Option<i64>,
+    /// Working directory.
+    pub cwd: Option<String>,
+}
+
+/// One inline test.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TestSpec {
+    /// The simulated event.
+    #[serde(default)]
+    pub input: TestInputSpec,
+    /// The verdict the hook must give.
+    pub expect: ExpectSpec,
+    /// Regex the message must contain (rewrite: substring of the new `command`).
+    pub pattern: Option<String>,
+    /// Rewrite: substrings each named field of the new input must contain.
+    pub fields: Option<BTreeMap<String, String>>,
+    /// Regex the user-visible notice must contain.
+    pub system_message: Option<String>,
+    /// With `expect = "allow"`: require an actual allow, not just no result.
+    #[serde(default)]
+    pub explicit: bool,
+}
+
+/// Declares one kind's table: its own fields plus the fields every kind accepts.
+macro_rules! kind_spec {
+    ($(#[$meta:meta])* $name:ident { $($(#[$fmeta:meta])* $field:ident : $ty:ty,)* }) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Deserialize, JsonSchema)]
+        #[serde(deny_unknown_fields)]
+        pub struct $name {
+            $($(#[$fmeta])* pub $field: $ty,)*
+            /// Optional stable label; the name becomes `<file stem>:<kind>_<slug(name)>`.
+            pub name: Option<String>,
+            /// The events to listen to (default per kind).
+            pub events: Option<OneOrMany<EventName>>,
+            /// Conditions that must all hold, checked in order.
+            #[serde(default)]
+            pub only_if: Vec<ConditionSpec>,
+            /// Conditions any of which skips the hook.
+            #[serde(default)]
+            pub skip_if: Vec<ConditionSpec>,
+            /// Delivered results allowed per session, hook and agent.
+            pub max_fires: Option<MaxFiresSpec>,
+            /// A warning from this hook rides along on another hook's deny.
+            #[serde(default)]
+            pub advisory_on_deny: bool,
+            /// Skip SubagentStart/SubagentStop for planning agent types.
+            pub skip_planning_agents: Option<bool>,
+            /// Skip events whose file is gitignored (default true).
+            #[serde(default = "yes")]
+            pub respect_gitignore: bool,
+            /// Run after the reply (never on a decision event).
+            #[serde(default, rename = "async")]
+            pub is_async: bool,
+            /// PreToolUse/PermissionRequest only: never let the call through unchecked.
+            #[serde(default)]
+            pub mandatory: bool,
+            /// Inline tests.
+            #[serde(default)]
+            pub test: Vec<TestSpec>,
+        }
+    };
+}
+
+kind_spec!(
+    /// Block or warn with a fixed message.
+    HookSpec {
+        /// The message, delivered verbatim.
+        message: String,
+        /// Block instead of warn.
+        #[serde(default)]
+        block: bool,
+    }
+);
+
+kind_spec!(
+    /// Block a Bash command at PreToolUse.
+    BlockCommandSpec {
+        /// Token list (argv prefix; `*` one word, `a|b` either word).
+        argv: Option<Vec<String>>,
+        /// Regex over the raw line and each command's words.
+        pattern: Option<String>,
+        /// Why: the message is `BLOCKED: <reason>. <hint>.`
+        reason: String,
+        /// What to do instead.
+        hint: Option<String>,
+    }
+);
+
+kind_spec!(
+    /// Warn about a Bash command (PostToolUse by default).
+    WarnCommandSpec {
+        /// Token list (argv prefix; `*` one word, `a|b` either word).
+        argv: Option<Vec<String>>,
+        /// Regex over the raw line and each command's words.
+        pattern: Option<String>,
+        /// The warning.
+        message: String,
+    }
+);
+
+kind_spec!(
+    /// Rewrite a Bash command before it runs.
+    RewriteCommandSpec {
+        /// A regex (replaced everywhere), or a structural pattern with `$NAME` metavariables.
+        pattern: String,
+        /// The replacement (`\1`, `\g<name>`, `$1`, `${name}`).
+        replace: String,
+        /// Context for the agent.
+        note: Option<String>,
+    }
+);
+
+kind_spec!(
+    /// Add a field to a tool's input when it is absent.
+    SetToolInputSpec {
+        /// The tool (`"A|B"` splits).
+        tool: String,
+        /// The input field.
+        field: String,
+        /// Its value.
+        value: serde_json::Value,
+        /// Context for the agent.
+        note: Option<String>,
+    }
+);
+
+kind_spec!(
+    /// Approve matching calls (PreToolUse and PermissionRequest by default).
+    ApproveSpec {
+        /// What is approved, in a few words.
+        label: String,
+    }
+);
+
+kind_spec!(
+    /// Deny matching calls (PreToolUse and PermissionRequest by default).
+    DenySpec {
+        /// Why.
+        reason: String,
+    }
+);
+
+/// One `[[hook]]` table; `kind` picks the primitive.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum HookEntry {
+    /// Block or warn with a fixed message.
+    Hook(HookSpec),
+    /// Block a Bash command.
+    BlockCommand(BlockCommandSpec),
+    /// Warn about a Bash command.
+    WarnCommand(WarnCommandSpec),
+    /// Rewrite a Bash command.
+    RewriteCommand(RewriteCommandSpec),
+    /// Add a missing tool-input field.
+    SetToolInput(SetToolInputSpec),
+    /// Approve calls.
+    Approve(ApproveSpec),
+    /// Deny calls.
+    Deny(DenySpec),
+}
+
+/// The JSON Schema of a hook file, pretty-printed.
+pub fn json_schema() -> String {
+    let schema = schemars::schema_for!(HookFile);
+    let mut text = serde_json::to_string_pretty(&schema).unwrap_or_default();
+    text.push('\n');
+    text
+}
