@@ -12,7 +12,10 @@ use std::sync::Arc;
 use anyhow::Context as _;
 use capt_hook_core::{EventContext, EventKind, envelope};
 use captain_hook::testing::{TestOutcome, all_passed, human_report, json_report, run_test};
-use captain_hook::{DispatchOptions, Dispatcher, Event, LoadError, Registry, Trace, load_dir};
+use captain_hook::project::resolve_root;
+use captain_hook::{
+    DispatchOptions, Dispatcher, Event, LoadError, Project, Registry, Trace, load_dir,
+};
 use clap::{Parser, Subcommand, ValueEnum};
 
 mod logging;
@@ -215,29 +218,37 @@ fn run(
     event: &str,
     run_async: bool,
 ) -> anyhow::Result<ExitCode> {
-    let (evt, root) = match prepare(root, event)? {
-        Err(code) => return Ok(code),
-        Ok(None) => return Ok(ExitCode::SUCCESS),
-        Ok(Some(x)) => x,
-    };
-    let (registry, errors) = load(&root, hooks);
-    report_load_errors(&errors);
-    let dispatcher = Dispatcher::new(Arc::new(registry), Some(&root));
-    let kind = evt.kind();
-    let evt = Arc::new(evt);
-    let result = dispatcher.dispatch(
-        &evt,
+    // An unknown name fails before stdin is read, so a typo never waits on a terminal.
+    if let Err(e) = event.parse::<EventKind>() {
+        eprintln!("{e}");
+        return Ok(ExitCode::from(1));
+    }
+    let mut stdin = Vec::new();
+    std::io::stdin()
+        .lock()
+        .read_to_end(&mut stdin)
+        .context("reading stdin")?;
+    let root = resolve_root(root.as_deref(), &stdin);
+    let project = Project::load(&root, &hooks_dir(hooks, &root));
+    for e in project.errors() {
+        eprintln!("capt-hook: {e}");
+    }
+    let eval = project.evaluate(
+        event,
+        &stdin,
         DispatchOptions {
             deadline: None,
             run_async,
         },
     );
-    // Async hooks run after Claude Code has its answer: their verdicts are never printed.
-    if !run_async && let Some(out) = envelope(kind, result.as_ref()) {
-        let mut stdout = std::io::stdout().lock();
-        writeln!(stdout, "{}", out.render()).context("writing stdout")?;
+    for line in &eval.stderr {
+        eprintln!("{line}");
     }
-    Ok(ExitCode::SUCCESS)
+    if let Some(out) = &eval.stdout {
+        let mut stdout = std::io::stdout().lock();
+        writeln!(stdout, "{out}").context("writing stdout")?;
+    }
+    Ok(ExitCode::from(eval.exit_code))
 }
 
 fn explain(

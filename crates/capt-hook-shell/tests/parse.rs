@@ -319,9 +319,12 @@ fn large_and_binary_input() {
     assert_eq!(cl.parts.len(), 1);
     assert_eq!(cl.parts[0].command.args[0].len(), 1 << 20);
 
-    let many = "git status && ls -la | grep x; ".repeat(300_000); // ~9.6 MB
-    let cl = parse(&many);
-    assert_eq!(cl.parts.len(), 900_000);
+    // ~1 MB of commands, and a 10 MB line of quoted escapes.
+    let many = "git status && ls -la | grep x; ".repeat(32_000);
+    assert_eq!(parse(&many).parts.len(), 96_000);
+    let huge = format!(r#"sh -c "{}""#, r#"a\"b "#.repeat(1_700_000));
+    let cl = parse(&huge);
+    assert_eq!(cl.parts[0].command.executable, "sh");
 
     let cl = parse("echo a\0b | c \0");
     assert_eq!(cl.parts[0].command.args, ["a\0b"]);

@@ -8,6 +8,7 @@ pub mod dispatch;
 pub mod hook;
 pub mod loader;
 pub mod primitives;
+pub mod project;
 pub mod registry;
 pub mod spec;
 pub mod testing;
@@ -21,5 +22,6 @@ pub use primitives::{
     CommandMatch, DefError, HookDef, MaxFires, approve, block_command, deny, hook, on,
     rewrite_command, rewrite_command_to, rewrite_command_with, set_tool_input, warn_command,
 };
+pub use project::{Evaluation, Project};
 pub use registry::Registry;
 pub use testing::{Expect, InlineTest, Input};

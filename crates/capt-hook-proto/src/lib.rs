@@ -1,0 +1,1 @@
+//! Wire types and framing (to be filled by the runtime work).

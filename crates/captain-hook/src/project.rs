@@ -1,0 +1,211 @@
+//! One project's hooks, loaded once and used for many events: the unit a worker process keeps
+//! warm and `capt-hook run` builds for a single event.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Instant, SystemTime};
+
+use capt_hook_core::{EventContext, EventKind, envelope};
+use serde_json::Value;
+
+use crate::dispatch::{DispatchOptions, Dispatcher};
+use crate::loader::{LoadError, hook_files, load_dir};
+use crate::registry::Registry;
+use crate::Event;
+
+/// What evaluating one event printed and how the process should exit.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Evaluation {
+    /// The envelope line for stdout, if any (no trailing newline).
+    pub stdout: Option<String>,
+    /// Lines for stderr (malformed input, unknown event).
+    pub stderr: Vec<String>,
+    /// The exit code: 0 for every dispatch outcome, 1 for an unknown event name.
+    pub exit_code: u8,
+}
+
+/// A project's loaded hooks.
+#[derive(Debug)]
+pub struct Project {
+    root: PathBuf,
+    hooks_dir: PathBuf,
+    dispatcher: Dispatcher,
+    errors: Vec<LoadError>,
+    fingerprint: Vec<(PathBuf, Option<SystemTime>, u64)>,
+}
+
+/// The default hooks directory of a root.
+pub fn default_hooks_dir(root: &Path) -> PathBuf {
+    root.join(".claude").join("hooks")
+}
+
+fn fingerprint(dir: &Path) -> Vec<(PathBuf, Option<SystemTime>, u64)> {
+    let mut out = Vec::new();
+    if let Ok(meta) = std::fs::metadata(dir) {
+        out.push((dir.to_path_buf(), meta.modified().ok(), meta.len()));
+    }
+    for f in hook_files(dir).unwrap_or_default() {
+        let meta = std::fs::metadata(&f).ok();
+        out.push((
+            f,
+            meta.as_ref().and_then(|m| m.modified().ok()),
+            meta.map(|m| m.len()).unwrap_or(0),
+        ));
+    }
+    // The root's .gitignore changes opt-outs.
+    out
+}
+
+impl Project {
+    /// Loads the hooks of `hooks_dir` for the project at `root`. Files that fail to load are
+    /// reported in [`Project::errors`]; the rest are served.
+    pub fn load(root: &Path, hooks_dir: &Path) -> Project {
+        let mut registry = Registry::new();
+        let errors = load_dir(hooks_dir, &mut registry);
+        for e in &errors {
+            tracing::error!(error = %e, "hook file did not load");
+        }
+        Project {
+            root: root.to_path_buf(),
+            hooks_dir: hooks_dir.to_path_buf(),
+            dispatcher: Dispatcher::new(Arc::new(registry), Some(root)),
+            errors,
+            fingerprint: fingerprint(hooks_dir),
+        }
+    }
+
+    /// Builds a project around an existing registry (Rust SDK users).
+    pub fn from_registry(root: &Path, registry: Registry) -> Project {
+        Project {
+            root: root.to_path_buf(),
+            hooks_dir: default_hooks_dir(root),
+            dispatcher: Dispatcher::new(Arc::new(registry), Some(root)),
+            errors: Vec::new(),
+            fingerprint: Vec::new(),
+        }
+    }
+
+    /// True when a hook file was added, removed or changed since loading.
+    pub fn is_stale(&self) -> bool {
+        !self.fingerprint.is_empty() && fingerprint(&self.hooks_dir) != self.fingerprint
+    }
+
+    /// The project root.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The load errors.
+    pub fn errors(&self) -> &[LoadError] {
+        &self.errors
+    }
+
+    /// The dispatcher.
+    pub fn dispatcher(&self) -> &Dispatcher {
+        &self.dispatcher
+    }
+
+    /// Evaluates one event given its name and raw stdin bytes, with Claude Code's conventions:
+    /// an unknown event name exits 1, blank stdin prints nothing, malformed JSON is reported on
+    /// stderr and otherwise ignored (exit 0), and the envelope goes to stdout.
+    pub fn evaluate(&self, event: &str, stdin: &[u8], opts: DispatchOptions) -> Evaluation {
+        let kind: EventKind = match event.parse() {
+            Ok(k) => k,
+            Err(e) => {
+                return Evaluation {
+                    stdout: None,
+                    stderr: vec![e.to_string()],
+                    exit_code: 1,
+                };
+            }
+        };
+        let payload = match parse_payload(stdin) {
+            Ok(Some(v)) => v,
+            Ok(None) => return Evaluation::default(),
+            Err(e) => {
+                return Evaluation {
+                    stdout: None,
+                    stderr: vec![format!("Malformed stdin: {e}")],
+                    exit_code: 0,
+                };
+            }
+        };
+        let context = EventContext {
+            project_root: Some(self.root.clone()),
+            skip_permissions: None,
+        };
+        let evt = match Event::new(kind, payload, context) {
+            Ok(e) => Arc::new(e),
+            Err(e) => {
+                return Evaluation {
+                    stdout: None,
+                    stderr: vec![format!("Malformed stdin: {e}")],
+                    exit_code: 0,
+                };
+            }
+        };
+        let result = self.dispatcher.dispatch(&evt, opts);
+        // Async hooks run after Claude Code has its answer: their verdicts are never printed.
+        let stdout = if opts.run_async {
+            None
+        } else {
+            envelope(kind, result.as_ref()).map(|o| o.render())
+        };
+        Evaluation {
+            stdout,
+            stderr: Vec::new(),
+            exit_code: 0,
+        }
+    }
+}
+
+/// `Ok(None)` for blank input; an error text for anything that is not a JSON object.
+pub fn parse_payload(stdin: &[u8]) -> Result<Option<Value>, String> {
+    let text = std::str::from_utf8(stdin).map_err(|e| format!("invalid UTF-8: {e}"))?;
+    if text.trim().is_empty() {
+        return Ok(None);
+    }
+    match serde_json::from_str::<Value>(text) {
+        Ok(v @ Value::Object(_)) => Ok(Some(v)),
+        Ok(other) => Err(format!(
+            "expected a JSON object, got {}",
+            match other {
+                Value::Array(_) => "an array",
+                Value::String(_) => "a string",
+                Value::Number(_) => "a number",
+                Value::Bool(_) => "a boolean",
+                _ => "null",
+            }
+        )),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+/// The project root for an event: the explicit one, else `CLAUDE_PROJECT_DIR`, else
+/// `FACTORY_PROJECT_DIR`, else the payload's `cwd`, else the process's working directory.
+pub fn resolve_root(explicit: Option<&Path>, stdin: &[u8]) -> PathBuf {
+    if let Some(r) = explicit {
+        return r.to_path_buf();
+    }
+    for var in [
+        capt_hook_core::env::CLAUDE_PROJECT_DIR,
+        capt_hook_core::env::FACTORY_PROJECT_DIR,
+    ] {
+        if let Ok(v) = std::env::var(var)
+            && !v.is_empty()
+        {
+            return PathBuf::from(v);
+        }
+    }
+    if let Ok(Some(v)) = parse_payload(stdin)
+        && let Some(cwd) = v.get("cwd").and_then(Value::as_str).filter(|c| !c.is_empty())
+    {
+        return PathBuf::from(cwd);
+    }
+    std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."))
+}
+
+/// A deadline `ms` milliseconds from now.
+pub fn deadline_in(ms: u64) -> Instant {
+    Instant::now() + std::time::Duration::from_millis(ms)
+}
