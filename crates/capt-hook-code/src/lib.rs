@@ -1,0 +1,1 @@
+//! Code-aware matching (to be filled).
