@@ -274,17 +274,14 @@ impl Condition {
             }
             Condition::Runs(tokens) => evt
                 .command_line()
-                .is_some_and(|cl| cl.commands().any(|c| tokens.is_prefix_of(&c.argv()))),
+                .is_some_and(|cl| cl.commands().any(|c| tokens.is_prefix_of_command(c))),
             Condition::PrimaryRuns(tokens) => evt
                 .command_line()
                 .and_then(|cl| cl.primary())
                 .is_some_and(|c| tokens.is_prefix_of(&c.unwrapped())),
             Condition::Command(pattern) => match evt.command() {
                 Some(raw) if !raw.is_empty() => {
-                    pattern.is_match(raw)
-                        || evt
-                            .command_line()
-                            .is_some_and(|cl| cl.commands().any(|c| pattern.is_match(&c.joined())))
+                    pattern.is_match(raw) || evt.joined_commands().iter().any(|j| pattern.is_match(j))
                 }
                 _ => false,
             },

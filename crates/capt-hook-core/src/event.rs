@@ -34,9 +34,13 @@ pub struct Event {
     kind: EventKind,
     payload: Map<String, Value>,
     tool: ToolCall,
+    /// Looked up once: every `tool` condition of every hook reads it.
+    tool_name: Option<String>,
     context: EventContext,
     /// Parsed on first use and shared by every hook that reads the command.
     command_line: OnceLock<Option<CommandLine>>,
+    /// Each command's words joined by spaces, built once for every regex that searches them.
+    joined: OnceLock<Vec<String>>,
     annotations: OnceLock<BTreeMap<String, Option<String>>>,
     images: OnceLock<(Option<String>, Option<String>)>,
 }
@@ -59,23 +63,30 @@ impl Event {
             Value::Object(map) => map,
             other => return Err(EventError::NotAnObject(kind_name(&other))),
         };
-        let tool = if kind.has_tool() {
-            match payload.get("tool_name").and_then(Value::as_str) {
-                Some(name) if !name.is_empty() => ToolCall::parse(
-                    name,
-                    payload.get("tool_input").unwrap_or(&Value::Object(Map::new())),
-                ),
-                _ => ToolCall::Other,
-            }
+        let tool_name = if kind.has_tool() {
+            payload
+                .get("tool_name")
+                .and_then(Value::as_str)
+                .filter(|n| !n.is_empty())
+                .map(str::to_owned)
         } else {
-            ToolCall::Other
+            None
+        };
+        let tool = match &tool_name {
+            Some(name) => ToolCall::parse(
+                name,
+                payload.get("tool_input").unwrap_or(&Value::Object(Map::new())),
+            ),
+            None => ToolCall::Other,
         };
         Ok(Event {
             kind,
             payload,
             tool,
+            tool_name,
             context,
             command_line: OnceLock::new(),
+            joined: OnceLock::new(),
             annotations: OnceLock::new(),
             images: OnceLock::new(),
         })
@@ -151,11 +162,7 @@ impl Event {
 
     /// The tool's name as sent (tool events only).
     pub fn tool_name(&self) -> Option<&str> {
-        if self.kind.has_tool() {
-            self.str_field("tool_name")
-        } else {
-            None
-        }
+        self.tool_name.as_deref()
     }
 
     /// The typed tool call ([`ToolCall::Other`] on events without one).
@@ -182,6 +189,15 @@ impl Event {
         self.command_line
             .get_or_init(|| self.command().map(CommandLine::parse))
             .as_ref()
+    }
+
+    /// Every parsed command's argv joined by single spaces (raw text for a redirect-only part).
+    pub fn joined_commands(&self) -> &[String] {
+        self.joined.get_or_init(|| {
+            self.command_line()
+                .map(|cl| cl.commands().map(|c| c.joined()).collect())
+                .unwrap_or_default()
+        })
     }
 
     /// The file the call targets.

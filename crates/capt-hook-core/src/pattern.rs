@@ -111,7 +111,8 @@ impl Pattern {
 
 fn first_line(s: &str) -> String {
     let lines: Vec<&str> = s.lines().map(str::trim_end).filter(|l| !l.is_empty()).collect();
-    lines.last().copied().unwrap_or(s).trim().to_owned()
+    let last = lines.last().copied().unwrap_or(s).trim();
+    last.strip_prefix("error: ").unwrap_or(last).to_owned()
 }
 
 /// Rewrites Python-only syntax to the equivalent the Rust engines understand.

@@ -65,6 +65,18 @@ impl Tokens {
             })
     }
 
+    /// True when a command's `executable` and `args` start with these tokens (no allocation).
+    pub fn is_prefix_of_command(&self, cmd: &capt_hook_shell::Command) -> bool {
+        if cmd.executable.is_empty() || cmd.args.len() + 1 < self.0.len() {
+            return false;
+        }
+        let words = std::iter::once(cmd.executable.as_str()).chain(cmd.args.iter().map(String::as_str));
+        self.0.iter().zip(words).all(|(t, w)| match t {
+            Token::Any => true,
+            Token::Word(alts) => alts.iter().any(|a| a == w),
+        })
+    }
+
     /// The regex a token list stands for when it has to match raw text: each token escaped,
     /// `*` as one run of non-space, alternatives grouped, joined by whitespace.
     pub fn to_regex(&self) -> String {

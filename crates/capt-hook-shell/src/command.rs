@@ -5,7 +5,7 @@ use std::ops::Range;
 use tree_sitter::Node;
 
 use crate::source::{Src, SrcMap};
-use crate::walk::{Level, MAX_DEPTH, StmtExtra, Walker, parse_redirect};
+use crate::walk::{Level, MAX_DEPTH, StmtExtra, Walker, parse_redirect, read_heredoc};
 use crate::words::{Word, dequote, one_layer};
 use crate::wrappers::{Payload, basename, find_payload, wrapper_prefix_len};
 use crate::{Command, Part, QuoteLayer, Redirect};
@@ -123,7 +123,7 @@ impl Walker {
                     p.swallowed.extend(swallowed);
                 }
                 ("heredoc_redirect", _) => {
-                    let doc = self.heredoc(child, src);
+                    let doc = read_heredoc(child, src);
                     p.redirects.extend(doc.redirects);
                     if let Some(end) = doc.dead_end {
                         p.spanless = true;
@@ -314,6 +314,10 @@ impl Walker {
         let mut text = String::new();
         let mut table = Vec::new();
         let mut layers = Vec::new();
+        // A payload holding an unresolved expansion (`bash -c "git stash $X"`) is still read,
+        // with the expansion kept literally, as the original does: the commands around the
+        // expansion are real. Such a payload cannot be mapped back to the outer line.
+        let mut tainted = false;
         for (k, i) in indices.enumerate() {
             let (kind, range) = &wsrc[i];
             if k > 0 {
@@ -321,13 +325,20 @@ impl Walker {
                 text.push(' ');
                 table.push(table.last().map_or(range.start, |&e: &usize| e + 1));
             }
-            let Some(value) =
-                dequote(src.slice(range.clone()), range.start, Some(&mut table)).value
-            else {
-                return;
-            };
-            text.push_str(&value);
+            match dequote(src.slice(range.clone()), range.start, Some(&mut table)).value {
+                Some(value) => text.push_str(&value),
+                None => {
+                    tainted = true;
+                    let Some(word) = self.parts[host].command.words.get(i) else {
+                        return;
+                    };
+                    text.push_str(&word.text);
+                }
+            }
             layers.push(layer_of(kind));
+        }
+        if tainted {
+            table.clear();
         }
         let layer = match layers.first() {
             Some(&first) if layers.iter().all(|l| *l == first) => first,

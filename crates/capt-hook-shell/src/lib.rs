@@ -3,6 +3,15 @@
 //! A [`CommandLine`] keeps every command it can find: top-level ones joined by operators, and
 //! nested ones (`$(…)`, backticks, `sh -c '…'`, `eval …`) placed right after the command that
 //! hosts them, with `nesting >= 1`. Conditions in `capt-hook-core` match against these parts.
+//!
+//! Choices worth knowing:
+//! - heredoc bodies are data, never commands, and substitutions in redirect targets, heredoc
+//!   bodies and here-strings are not enumerated;
+//! - words a redirect swallowed (`rm >log -rf /`) are arguments, as bash runs them, and the
+//!   command loses its span;
+//! - `sh -c` / `eval` payloads are re-parsed up to three levels deep; a payload holding an
+//!   unresolved expansion is not re-parsed;
+//! - nesting is capped (about 50 levels of `$(…)`), so hostile input cannot exhaust the stack.
 
 use std::ops::Range;
 use std::rc::Rc;
@@ -90,7 +99,7 @@ pub struct Command {
     pub host: Option<usize>,
     /// The quote layers enclosing a payload command, outermost first.
     pub contexts: Vec<QuoteLayer>,
-    /// True when some word contains an unresolved expansion (`$V`, `${V}`, `$(…)`, backticks).
+    /// True when an argv word holds an unresolved expansion (`$V`, `${V}`, `$(…)`, backticks).
     pub tainted: bool,
     /// Structural info for `executable` then each of `args` (empty for a redirect-only part).
     pub words: Vec<Word>,
@@ -142,7 +151,8 @@ pub fn unwrap_argv<'a>(argv: &[&'a str]) -> Vec<&'a str> {
 pub struct Part {
     /// The command.
     pub command: Command,
-    /// The operator after this command, if any.
+    /// The operator after this command, if any. A host keeps the operator that follows it even
+    /// though its nested parts sit between it and the next command of its level.
     pub op: Option<Op>,
 }
 

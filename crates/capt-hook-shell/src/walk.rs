@@ -80,7 +80,7 @@ fn op_of(kind: &str) -> Option<Op> {
 }
 
 impl Walker {
-    /// Parses `src.text` (if not already parsed) and walks it as a program. After a degraded
+    /// Parses `src.text` and walks it as a program. After a degraded
     /// multi-heredoc the rest of the text is parsed again from where the bodies end, since
     /// tree-sitter's recovery has turned body lines into commands.
     pub(crate) fn walk_text(&mut self, src: &Src<'_>, lvl: Level, depth: usize) {
@@ -128,6 +128,7 @@ impl Walker {
             "comment" => self.comment(node, src),
             "command" => self.walk_command(node, src, lvl, depth, StmtExtra::default()),
             "redirected_statement" => self.walk_redirected(node, src, lvl, depth),
+            "list" => self.walk_list(node, src, lvl, depth),
             // Heredoc bodies are data, and redirect targets are not enumerated.
             "heredoc_body" | "heredoc_redirect" | "file_redirect" | "herestring_redirect" => {}
             kind => {
@@ -143,6 +144,24 @@ impl Walker {
                         _ => self.walk(child, src, lvl, depth + 1),
                     }
                 }
+            }
+        }
+    }
+
+    /// `a && b && c` nests as `list(list(a && b) && c)`: a long chain would be as deep as it is
+    /// long, so the left spine is walked in a loop instead of by recursion.
+    fn walk_list(&mut self, node: Node<'_>, src: &Src<'_>, lvl: Level, depth: usize) {
+        let mut spine = vec![node];
+        let mut current = node;
+        while let Some(first) = current.child(0).filter(|c| c.kind() == "list") {
+            spine.push(first);
+            current = first;
+        }
+        for (k, list) in spine.iter().rev().enumerate() {
+            let mut cursor = list.walk();
+            // Past the innermost list, the first child is the list just walked.
+            for child in list.children(&mut cursor).skip(usize::from(k > 0)) {
+                self.walk_tail(child, src, lvl, depth + 1);
             }
         }
     }
@@ -210,7 +229,7 @@ impl Walker {
                     extra.extra_args.extend(swallowed);
                 }
                 "heredoc_redirect" => {
-                    let doc = self.heredoc(child, src);
+                    let doc = read_heredoc(child, src);
                     extra.redirects.extend(doc.redirects);
                     if let Some(end) = doc.dead_end {
                         extra.spanless = true;
@@ -285,66 +304,68 @@ impl Walker {
         command.tainted |= words.iter().any(|w| w.value.is_none());
         command.words.extend(words);
     }
-
-    /// Reads a heredoc redirect: its redirect(s), the commands written after the delimiter on
-    /// the same line (`cat <<EOF | sh`), and where a degraded multi-heredoc's bodies end.
-    pub(crate) fn heredoc<'t>(&mut self, node: Node<'t>, src: &Src<'_>) -> Heredoc<'t> {
-        let mut doc = Heredoc {
-            redirects: Vec::new(),
-            tails: Vec::new(),
-            dead_end: None,
-        };
-        let mut op = "<<";
-        let mut delimiter = String::new();
-        let mut fd = None;
-        let mut extras = Vec::new();
-        let mut cursor = node.walk();
-        for child in node.children(&mut cursor) {
-            match child.kind() {
-                "<<" | "<<-" => op = child.kind(),
-                "file_descriptor" => fd = src.slice(child.byte_range()).parse().ok(),
-                "heredoc_start" => {
-                    let text = src.slice(child.byte_range());
-                    delimiter = dequote(text, 0, None)
-                        .value
-                        .unwrap_or_else(|| text.to_owned());
-                    let from = child.end_byte();
-                    let line_end = src
-                        .text
-                        .get(from..)
-                        .and_then(|t| t.find('\n'))
-                        .map_or(src.text.len(), |i| from + i);
-                    extras = extra_heredocs(src.text, from..line_end);
-                }
-                "heredoc_body" | "heredoc_end" => {}
-                "file_redirect" | "herestring_redirect" => {
-                    // A mangled extra `<<B` shows up as a `<B` file redirect: not a real one.
-                    if !extras
-                        .iter()
-                        .any(|x: &ExtraDoc| x.range.contains(&child.start_byte()))
-                    {
-                        doc.redirects.push(parse_redirect(child, src).0);
-                    }
-                }
-                "ERROR" | "comment" => {}
-                _ => doc.tails.push(child),
-            }
-        }
-        doc.redirects.insert(
-            0,
-            Redirect {
-                fd,
-                op: op.to_owned(),
-                target: delimiter,
-            },
-        );
-        if !extras.is_empty() {
-            doc.dead_end = Some(bodies_end(src.text, node.end_byte(), &extras));
-        }
-        doc
-    }
 }
 
+/// Reads a heredoc redirect: its redirect(s), the commands written after the delimiter on
+/// the same line (`cat <<EOF | sh`), and where a degraded multi-heredoc's bodies end.
+pub(crate) fn read_heredoc<'t>(node: Node<'t>, src: &Src<'_>) -> Heredoc<'t> {
+    let mut doc = Heredoc {
+        redirects: Vec::new(),
+        tails: Vec::new(),
+        dead_end: None,
+    };
+    let mut op = "<<";
+    let mut delimiter = String::new();
+    let mut fd = None;
+    let mut extras = Vec::new();
+    let mut cursor = node.walk();
+    for child in node.children(&mut cursor) {
+        match child.kind() {
+            "<<" | "<<-" => op = child.kind(),
+            "file_descriptor" => fd = src.slice(child.byte_range()).parse().ok(),
+            "heredoc_start" => {
+                let text = src.slice(child.byte_range());
+                delimiter = dequote(text, 0, None)
+                    .value
+                    .unwrap_or_else(|| text.to_owned());
+                let from = child.end_byte();
+                let line_end = src
+                    .text
+                    .get(from..)
+                    .and_then(|t| t.find('\n'))
+                    .map_or(src.text.len(), |i| from + i);
+                extras = extra_heredocs(src.text, from..line_end);
+            }
+            "heredoc_body" | "heredoc_end" => {}
+            "file_redirect" | "herestring_redirect" => {
+                // A mangled extra `<<B` shows up as a `<B` file redirect: not a real one.
+                if !extras
+                    .iter()
+                    .any(|x: &ExtraDoc| x.range.contains(&child.start_byte()))
+                {
+                    doc.redirects.push(parse_redirect(child, src).0);
+                }
+            }
+            "ERROR" => {}
+            // Operators, the commands after them, and comments.
+            _ => doc.tails.push(child),
+        }
+    }
+    doc.redirects.insert(
+        0,
+        Redirect {
+            fd,
+            op: op.to_owned(),
+            target: delimiter,
+        },
+    );
+    if !extras.is_empty() {
+        doc.dead_end = Some(bodies_end(src.text, node.end_byte(), &extras));
+    }
+    doc
+}
+
+/// What a heredoc redirect contributes to its statement.
 pub(crate) struct Heredoc<'t> {
     pub redirects: Vec<Redirect>,
     pub tails: Vec<Node<'t>>,

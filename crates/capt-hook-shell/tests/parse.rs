@@ -124,6 +124,12 @@ const FIXTURES: &[&str] = &[
     r#"bash -c "echo \"hi\" && git push""#,
     r#"cat <<< "x $y""#,
     r#"echo $"x" $'a\nb'"#,
+    "echo  `h`  z",
+    "cat <<EOF # note\nx\nEOF",
+    "x=1 y=$(a) && b",
+    "bash -ce 'git push'",
+    "xargs -I{} sh -c 'rm {}'",
+    "git commit -m \"$(cat <<'EOF'\nfix: rm -rf\nEOF\n)\"",
     r#"echo "unterminated"#,
     "",
     "   \n\t ",
@@ -319,12 +325,15 @@ fn large_and_binary_input() {
     assert_eq!(cl.parts.len(), 1);
     assert_eq!(cl.parts[0].command.args[0].len(), 1 << 20);
 
-    // ~1 MB of commands, and a 10 MB line of quoted escapes.
+    // ~1 MB of commands, a 10 MB quoted word, and a 1 MB payload.
     let many = "git status && ls -la | grep x; ".repeat(32_000);
     assert_eq!(parse(&many).parts.len(), 96_000);
-    let huge = format!(r#"sh -c "{}""#, r#"a\"b "#.repeat(1_700_000));
-    let cl = parse(&huge);
-    assert_eq!(cl.parts[0].command.executable, "sh");
+    let huge = format!(r#"echo "{}""#, r#"a\"b "#.repeat(2_000_000));
+    assert_eq!(parse(&huge).parts[0].command.args[0].len(), 10_000_000);
+    let payload = format!(r#"sh -c "{}""#, r#"echo \"a\" && "#.repeat(70_000));
+    let cl = parse(&payload);
+    assert_eq!(cl.parts.len(), 70_002);
+    assert!(cl.has_error);
 
     let cl = parse("echo a\0b | c \0");
     assert_eq!(cl.parts[0].command.args, ["a\0b"]);

@@ -119,15 +119,21 @@ impl Dispatcher {
 
     /// Evaluates every hook and returns the folded verdict.
     pub fn dispatch(&self, evt: &Arc<Event>, opts: DispatchOptions) -> Option<HookResult> {
-        self.run(evt, opts).0
+        self.run(evt, opts, false).0
     }
 
     /// Evaluates every hook and returns the verdict plus one trace per registered hook.
     pub fn explain(&self, evt: &Arc<Event>, opts: DispatchOptions) -> (Option<HookResult>, Vec<Trace>) {
-        self.run(evt, opts)
+        self.run(evt, opts, true)
     }
 
-    fn run(&self, evt: &Arc<Event>, opts: DispatchOptions) -> (Option<HookResult>, Vec<Trace>) {
+    /// `explain` also renders why each hook missed; dispatch skips that work.
+    fn run(
+        &self,
+        evt: &Arc<Event>,
+        opts: DispatchOptions,
+        explain: bool,
+    ) -> (Option<HookResult>, Vec<Trace>) {
         let hooks = self.registry.hooks();
         let mut slots: Vec<Slot> = Vec::with_capacity(hooks.len());
         let mut traces: Vec<Option<Trace>> = Vec::with_capacity(hooks.len());
@@ -140,7 +146,11 @@ impl Dispatcher {
             }
             if let Some(miss) = first_miss(evt, &hook.only_if, &hook.skip_if) {
                 slots.push(Slot::Ready(None));
-                traces.push(Some(Trace::NoMatch(miss.to_string())));
+                traces.push(Some(Trace::NoMatch(if explain {
+                    miss.to_string()
+                } else {
+                    String::new()
+                })));
                 continue;
             }
             let doomed = blocked && !hook.declarative && !hook.advisory_on_deny;
@@ -176,7 +186,7 @@ impl Dispatcher {
                     }
                 },
             };
-            if trace.is_none() {
+            if explain && trace.is_none() {
                 *trace = Some(Trace::Matched(result.clone()));
             }
             inputs.push(FoldInput {

@@ -118,36 +118,42 @@ pub fn load_file(path: &Path, registry: &mut Registry) -> Vec<LoadError> {
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_default();
-    match parse_str(&text, &path.display().to_string()) {
-        Ok(defs) => {
-            let mut errors = Vec::new();
-            let mut built = Vec::new();
-            for (index, def, span) in defs {
-                match def.build(&stem) {
-                    Ok(h) => built.push(h),
-                    Err(e) => errors.push(LocatedDefError { index, span, error: e }),
-                }
+    match load_text(&text, &stem, path) {
+        Ok(hooks) => {
+            for h in hooks {
+                registry.push(h);
             }
-            if errors.is_empty() {
-                for h in built {
-                    registry.push(h);
-                }
-                Vec::new()
-            } else {
-                let located = Located::new(&text);
-                errors
-                    .into_iter()
-                    .map(|e| located.def_error(path, e))
-                    .collect()
+            Vec::new()
+        }
+        Err(errors) => errors,
+    }
+}
+
+/// Parses and builds every hook of a file's text; all errors are reported, in file order,
+/// and nothing is returned unless the whole file is good.
+fn load_text(text: &str, stem: &str, path: &Path) -> Result<Vec<crate::Hook>, Vec<LoadError>> {
+    let located = Located::new(text);
+    let (defs, raw) = parse_str(text, &path.display().to_string());
+    let mut errors: Vec<(usize, LoadError)> = raw
+        .into_iter()
+        .map(|e| (e.span.clone().map(|s| s.start).unwrap_or(0), located.raw_error(path, e)))
+        .collect();
+    let mut built = Vec::new();
+    for (index, def, span) in defs {
+        match def.build(stem) {
+            Ok(h) => built.push(h),
+            Err(error) => {
+                let start = span.start;
+                let e = located.def_error(path, LocatedDefError { index, span, error });
+                errors.push((start, e));
             }
         }
-        Err(errors) => {
-            let located = Located::new(&text);
-            errors
-                .into_iter()
-                .map(|e| located.raw_error(path, e))
-                .collect()
-        }
+    }
+    if errors.is_empty() {
+        Ok(built)
+    } else {
+        errors.sort_by_key(|(offset, _)| *offset);
+        Err(errors.into_iter().map(|(_, e)| e).collect())
     }
 }
 
@@ -170,14 +176,18 @@ struct RawError {
 fn parse_str(
     text: &str,
     source: &str,
-) -> Result<Vec<(usize, HookDef, Range<usize>)>, Vec<RawError>> {
-    let doc = DeTable::parse(text).map_err(|e| {
-        vec![RawError {
-            span: e.span(),
-            field: None,
-            message: clean_message(e.message()),
-        }]
-    })?;
+) -> (Vec<(usize, HookDef, Range<usize>)>, Vec<RawError>) {
+    let doc = match DeTable::parse(text) {
+        Ok(d) => d,
+        Err(e) => {
+            let error = RawError {
+                span: e.span(),
+                field: None,
+                message: clean_message(e.message()),
+            };
+            return (Vec::new(), vec![error]);
+        }
+    };
     let mut defs = Vec::new();
     let mut errors = Vec::new();
     for (key, value) in doc.get_ref() {
@@ -228,15 +238,25 @@ fn parse_str(
             }
         }
     }
-    if errors.is_empty() {
-        Ok(defs)
-    } else {
-        Err(errors)
-    }
+    (defs, errors)
 }
 
 fn clean_message(m: &str) -> String {
-    m.trim().replace('\n', " ")
+    let m = m.trim().replace('\n', " ");
+    // Untagged enums only say that nothing matched; say what would have.
+    const EXPECTED: &[(&str, &str)] = &[
+        ("OneOrMany", "expected a string or a list of strings"),
+        ("MaxFiresSpec", "expected a non-negative integer or \"unlimited\""),
+        ("ContentSpec", "expected a regex or { pattern, project_only }"),
+        ("FilePathSpec", "expected a glob, a list of globs, or { globs, project_only }"),
+        ("AnnotatedSpec", "expected a key or { key, value }"),
+    ];
+    for (name, text) in EXPECTED {
+        if m.contains(&format!("untagged enum {name}")) {
+            return (*text).to_owned();
+        }
+    }
+    m
 }
 
 /// Narrows a serde error to the key it names (`unknown field`, `unknown variant`).
@@ -257,8 +277,8 @@ fn refine(
         {
             return (kind.1.span(), Some("kind".into()));
         }
-        if let Some((key_span, _)) = find_key(item, name) {
-            return (key_span, Some(name.to_owned()));
+        if let Some((key_span, path)) = find_key_path(item, name, String::new()) {
+            return (key_span, Some(path));
         }
     }
     if message.starts_with("missing field")
@@ -284,6 +304,30 @@ fn find_key<'a, 'i>(
             t.iter().find_map(|(_, v)| find_key(v, name))
         }
         DeValue::Array(a) => a.iter().find_map(|v| find_key(v, name)),
+        _ => None,
+    }
+}
+
+/// Like [`find_key`], also returning the key's path (`only_if[0].nope`).
+fn find_key_path(
+    value: &Spanned<DeValue<'_>>,
+    name: &str,
+    prefix: String,
+) -> Option<(Range<usize>, String)> {
+    let join = |p: &str, k: &str| if p.is_empty() { k.to_owned() } else { format!("{p}.{k}") };
+    match value.get_ref() {
+        DeValue::Table(t) => {
+            for (k, _) in t.iter() {
+                if k.get_ref().as_ref() == name {
+                    return Some((k.span(), join(&prefix, name)));
+                }
+            }
+            t.iter().find_map(|(k, v)| find_key_path(v, name, join(&prefix, k.get_ref().as_ref())))
+        }
+        DeValue::Array(a) => a
+            .iter()
+            .enumerate()
+            .find_map(|(i, v)| find_key_path(v, name, format!("{prefix}[{i}]"))),
         _ => None,
     }
 }
@@ -357,7 +401,15 @@ impl<'t> Located<'t> {
         // Build-time errors concern the hook as a whole or one of its top-level fields; find
         // that field's key in the hook's table.
         let key = e.error.field.split(['.', '[']).next().unwrap_or_default();
-        let table = &self.text[e.span.clone()];
+        // An array-of-tables entry's span may cover only its header, so search up to the next
+        // `[[hook]]` header instead.
+        let rest = &self.text[e.span.start.min(self.text.len())..];
+        let end = rest
+            .match_indices("\n[[hook]]")
+            .map(|(i, _)| i)
+            .find(|i| *i > 0)
+            .unwrap_or(rest.len());
+        let table = &rest[..end];
         let offset = find_key_offset(table, key)
             .map(|o| e.span.start + o)
             .unwrap_or(e.span.start);
@@ -387,24 +439,10 @@ fn find_key_offset(table: &str, key: &str) -> Option<usize> {
     None
 }
 
-/// Parses hook-file text and registers its hooks; used by tests and `check`.
+/// Parses hook-file text and registers its hooks (tests and embedding).
 pub fn load_str(text: &str, stem: &str, registry: &mut Registry) -> Result<(), Vec<LoadError>> {
     let path = PathBuf::from(format!("{stem}.toml"));
-    let located = Located::new(text);
-    let defs = parse_str(text, &path.display().to_string())
-        .map_err(|errs| errs.into_iter().map(|e| located.raw_error(&path, e)).collect::<Vec<_>>())?;
-    let mut built = Vec::new();
-    let mut errors = Vec::new();
-    for (index, def, span) in defs {
-        match def.build(stem) {
-            Ok(h) => built.push(h),
-            Err(error) => errors.push(located.def_error(&path, LocatedDefError { index, span, error })),
-        }
-    }
-    if !errors.is_empty() {
-        return Err(errors);
-    }
-    for h in built {
+    for h in load_text(text, stem, &path)? {
         registry.push(h);
     }
     Ok(())
@@ -548,7 +586,14 @@ macro_rules! common {
             d = d.name(label.clone());
         }
         if let Some(events) = &spec.events {
-            let kinds: Vec<EventKind> = events.to_vec().into_iter().map(EventName::kind).collect();
+            let kinds = events
+                .to_vec()
+                .iter()
+                .map(|name| {
+                    name.parse::<EventKind>()
+                        .map_err(|_| err("events", format!("unknown event `{name}`; valid events are {}", EventKind::valid_names())))
+                })
+                .collect::<Result<Vec<_>, _>>()?;
             d = d.events(&kinds);
         }
         for (i, c) in spec.only_if.iter().enumerate() {

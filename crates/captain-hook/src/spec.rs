@@ -288,7 +288,8 @@ macro_rules! kind_spec {
             /// Optional stable label; the name becomes `<file stem>:<kind>_<slug(name)>`.
             pub name: Option<String>,
             /// The events to listen to (default per kind).
-            pub events: Option<OneOrMany<EventName>>,
+            #[schemars(with = "Option<OneOrMany<EventName>>")]
+            pub events: Option<OneOrMany<String>>,
             /// Conditions that must all hold, checked in order.
             #[serde(default)]
             pub only_if: Vec<ConditionSpec>,

@@ -1,0 +1,358 @@
+//! The messages. Every decoder refuses unknown fields, so a peer from another build fails loudly
+//! instead of being half-understood.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+/// One event as the client prepares it; the host forwards it to a worker unchanged except for
+/// the deadline, and `capt-hook-worker evaluate` reads the same shape.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EventRequest {
+    /// Shape version of this struct; always 1.
+    pub schema: u32,
+    /// The Claude Code event name from the client's argv (`PreToolUse`, `Stop`, …).
+    pub event: String,
+    /// The project root: `CLAUDE_PROJECT_DIR`, else `FACTORY_PROJECT_DIR`, else the payload's `cwd`.
+    pub root: String,
+    /// The payload's `cwd` (the root when the payload has none).
+    pub cwd: String,
+    /// The request-scoped environment subset (see [`request_env`]).
+    pub env: BTreeMap<String, String>,
+    /// The stdin bytes, untouched.
+    pub payload_raw: String,
+    /// The client's pid; the host checks it against the socket peer's.
+    pub client_pid: u32,
+    /// The client's parent pid (the agent that ran the hook).
+    pub client_ppid: u32,
+    /// Unix milliseconds after which nobody waits for the answer; 0 = none.
+    pub deadline_unix_ms: u64,
+    /// The session guard flagged this event: it must never pass unchecked.
+    pub mandatory: bool,
+}
+
+impl EventRequest {
+    /// Checks the fields a receiver relies on; the error names the first bad one.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.schema != 1 {
+            return Err(format!("unsupported event schema {}", self.schema));
+        }
+        if self.event.is_empty() {
+            return Err("event is required".into());
+        }
+        if self.root.is_empty() {
+            return Err("root is required".into());
+        }
+        if self.cwd.is_empty() {
+            return Err("cwd is required".into());
+        }
+        if self.payload_raw.len() > crate::MAX_EVENT_INPUT {
+            return Err(format!(
+                "payload of {} bytes exceeds {} bytes",
+                self.payload_raw.len(),
+                crate::MAX_EVENT_INPUT
+            ));
+        }
+        if self.client_pid <= 1 {
+            return Err("client_pid must be greater than 1".into());
+        }
+        Ok(())
+    }
+}
+
+/// Whether a worker dispatched the event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    /// The engine ran; stdout/stderr/exit are its answer.
+    Ok,
+    /// The worker failed to run the event; stderr says why.
+    Error,
+}
+
+/// The answer to one event: what `hook` prints and how it exits.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EventResponse {
+    /// Shape version of this struct; always 1.
+    pub schema: u32,
+    /// Whether the event was dispatched.
+    pub status: Status,
+    /// Bytes for the client's stdout, verbatim.
+    pub stdout: String,
+    /// Bytes for the client's stderr, verbatim.
+    pub stderr: String,
+    /// The client's exit code.
+    pub exit: i32,
+    /// Time the worker spent on the event.
+    pub elapsed_ms: f64,
+    /// `true` when every hook finished inside the deadline, so a mandatory event was checked.
+    #[serde(default)]
+    pub guard_completed: bool,
+}
+
+/// A message from a client (`hook`, `capt-hookd status`, …) to the host: one per connection.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HostRequest {
+    /// The sender's [`crate::PROTOCOL`]; the host refuses any other.
+    pub protocol: u32,
+    /// The sender's [`crate::BUILD`]; events from another build are refused.
+    pub build: String,
+    /// The sender's pid; must equal the pid the kernel reports for the socket peer.
+    pub client_pid: u32,
+    /// What the sender wants.
+    pub op: Op,
+}
+
+impl HostRequest {
+    /// An event request from this build.
+    pub fn event(client_pid: u32, request: EventRequest) -> HostRequest {
+        HostRequest::new(client_pid, Op::Event(request))
+    }
+
+    /// A request from this build.
+    pub fn new(client_pid: u32, op: Op) -> HostRequest {
+        HostRequest { protocol: crate::PROTOCOL, build: crate::BUILD.into(), client_pid, op }
+    }
+}
+
+/// The host operations.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Op {
+    /// Evaluate one event on the project's worker.
+    Event(EventRequest),
+    /// Describe the host and its workers.
+    Status,
+    /// Stop and reap every worker; keep the host.
+    RestartWorkers,
+    /// Stop admitting, drain, stop the workers, exit.
+    Shutdown,
+    /// Report the host's protocol and build.
+    Version,
+}
+
+/// Why the host did not dispatch a request: the client may retry or fall back, knowing the
+/// event did not run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Refusal {
+    /// The request's protocol is not the host's.
+    ProtocolMismatch,
+    /// The client's build is not the host's (a half-finished upgrade).
+    BuildMismatch,
+    /// The peer is another user, or its claimed pid is not the kernel's.
+    Untrusted,
+    /// The host is shutting down.
+    Draining,
+    /// The request's deadline passed before it could be dispatched.
+    DeadlinePassed,
+    /// The request is malformed (a field failed validation).
+    BadRequest,
+}
+
+/// The host's single reply on a connection.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HostReply {
+    /// The worker's answer to an event.
+    Event(EventResponse),
+    /// The request was not dispatched.
+    Refused {
+        /// The class of refusal.
+        code: Refusal,
+        /// A sentence for logs and stderr.
+        reason: String,
+    },
+    /// The request was dispatched and failed in flight (worker died, timed out, broke protocol).
+    Failed {
+        /// A sentence for logs and stderr.
+        message: String,
+        /// The worker did not answer before the deadline (the client may retry a mandatory
+        /// event once); otherwise it broke or crashed.
+        timed_out: bool,
+    },
+    /// The answer to [`Op::Status`].
+    Status(HostStatus),
+    /// The answer to [`Op::Version`].
+    Version {
+        /// The host's [`crate::PROTOCOL`].
+        protocol: u32,
+        /// The host's [`crate::BUILD`].
+        build: String,
+        /// The host's pid.
+        pid: u32,
+    },
+    /// A control operation completed.
+    Done,
+}
+
+/// The host and its live workers.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HostStatus {
+    /// Shape version of this struct; always 1.
+    pub schema: u32,
+    /// The host's pid.
+    pub pid: u32,
+    /// The host's build.
+    pub build: String,
+    /// Milliseconds since the host started.
+    pub uptime_ms: u64,
+    /// Unix milliseconds when the host started.
+    pub started_at_unix_ms: u64,
+    /// Events being served right now, across workers.
+    pub in_flight: u64,
+    /// Every live worker, sorted by key.
+    pub workers: Vec<WorkerStatus>,
+}
+
+/// One live worker.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorkerStatus {
+    /// 16 hex characters of a hash of the canonical root and the semantic environment.
+    pub key: String,
+    /// The canonical project root.
+    pub root: String,
+    /// The worker's pid.
+    pub pid: u32,
+    /// Counts workers started by this host; a retired worker's successor has a higher one.
+    pub generation: u64,
+    /// Events sent and not yet answered (including ones whose caller gave up).
+    pub outstanding: u64,
+    /// Events answered.
+    pub served: u64,
+    /// Unix milliseconds when the worker started.
+    pub started_at_unix_ms: u64,
+}
+
+/// Frames on a worker's stdin/stdout.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "snake_case", deny_unknown_fields)]
+pub enum WorkerFrame {
+    /// First frame each way: the host names its build; the worker echoes its own.
+    Hello {
+        /// The sender's [`crate::PROTOCOL`].
+        protocol: u32,
+        /// The sender's [`crate::BUILD`].
+        build: String,
+    },
+    /// Host → worker: evaluate this event and answer with the same id.
+    Event {
+        /// Unique per worker connection, never 0.
+        id: u64,
+        /// The event.
+        request: EventRequest,
+    },
+    /// Worker → host: the answer to the event with this id.
+    Result {
+        /// The event's id.
+        id: u64,
+        /// The answer.
+        response: EventResponse,
+    },
+    /// Worker → host: the event with this id was not evaluated.
+    Error {
+        /// The event's id.
+        id: u64,
+        /// Why.
+        error: String,
+    },
+}
+
+/// Variables that belong to one request: sent along with the event, never copied into a
+/// worker's base environment.
+pub fn is_request_env(name: &str) -> bool {
+    matches!(name, "XDG_CACHE_HOME" | "CEREBRAS_API_KEY")
+        || ["CAPT_HOOK_", "CAPTAIN_HOOK_", "HOOKS_", "CLAUDE_", "FACTORY_", "ORCA_"]
+            .iter()
+            .any(|p| name.starts_with(p))
+}
+
+/// Variables that change what hooks do, so workers are keyed by them: two sessions that differ
+/// in any of these never share a worker.
+pub fn is_semantic_env(name: &str) -> bool {
+    matches!(
+        name,
+        "XDG_CACHE_HOME"
+            | "CAPTAIN_HOOK_STATE_DIR"
+            | "CAPTAIN_HOOK_LOG_DIR"
+            | "CAPTAIN_HOOK_TASKS_DIR"
+            | "CAPT_HOOK_DECISIONS_DB"
+    ) || name.starts_with("HOOKS_")
+}
+
+/// The request-scoped subset of an environment.
+pub fn request_env<I: IntoIterator<Item = (String, String)>>(vars: I) -> BTreeMap<String, String> {
+    vars.into_iter().filter(|(k, _)| is_request_env(k)).collect()
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::{decode, encode};
+
+    pub(crate) fn sample_request() -> EventRequest {
+        EventRequest {
+            schema: 1,
+            event: "PreToolUse".into(),
+            root: "/p".into(),
+            cwd: "/p".into(),
+            env: BTreeMap::from([("HOOKS_X".into(), "1".into())]),
+            payload_raw: "{\"cwd\":\"/p\"}".into(),
+            client_pid: 1234,
+            client_ppid: 1,
+            deadline_unix_ms: 0,
+            mandatory: false,
+        }
+    }
+
+    #[test]
+    fn messages_round_trip() {
+        let req = HostRequest::event(9, sample_request());
+        assert_eq!(decode::<HostRequest>(&encode(&req)).unwrap(), req);
+        let frame = WorkerFrame::Event { id: 3, request: sample_request() };
+        let text = String::from_utf8(encode(&frame)).unwrap();
+        assert!(text.starts_with("{\"op\":\"event\",\"id\":3,"), "{text}");
+        assert_eq!(decode::<WorkerFrame>(text.as_bytes()).unwrap(), frame);
+        let status = HostRequest::new(9, Op::Status);
+        assert!(String::from_utf8(encode(&status)).unwrap().contains("\"op\":\"status\""));
+        let refused = HostReply::Refused { code: Refusal::Draining, reason: "bye".into() };
+        assert_eq!(decode::<HostReply>(&encode(&refused)).unwrap(), refused);
+    }
+
+    #[test]
+    fn unknown_fields_and_trailing_json_are_refused() {
+        let mut v: serde_json::Value = serde_json::from_slice(&encode(&sample_request())).unwrap();
+        v["extra"] = 1.into();
+        assert!(decode::<EventRequest>(v.to_string().as_bytes()).is_err());
+        let hello = br#"{"op":"hello","protocol":1,"build":"x","id":4}"#;
+        assert!(decode::<WorkerFrame>(hello).is_err());
+        let mut body = encode(&sample_request());
+        body.extend_from_slice(b" {}");
+        assert!(decode::<EventRequest>(&body).is_err());
+    }
+
+    #[test]
+    fn validation_names_the_bad_field() {
+        let mut r = sample_request();
+        r.cwd.clear();
+        assert_eq!(r.validate().unwrap_err(), "cwd is required");
+        let mut r = sample_request();
+        r.client_pid = 1;
+        assert!(r.validate().is_err());
+        assert!(sample_request().validate().is_ok());
+    }
+
+    #[test]
+    fn env_families() {
+        assert!(is_request_env("CLAUDE_PROJECT_DIR"));
+        assert!(is_request_env("HOOKS_FOO"));
+        assert!(!is_request_env("PATH"));
+        assert!(is_semantic_env("HOOKS_FOO"));
+        assert!(!is_semantic_env("CLAUDE_CODE_SESSION_ID"));
+    }
+}

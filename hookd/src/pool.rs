@@ -1,0 +1,244 @@
+//! The workers, one per key (canonical root + semantic environment): started on demand,
+//! reused while warm, retired when idle, broken, timed out, or serving a temp-dir root.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use capt_hook_proto::{EventRequest, HostReply, Refusal, WorkerStatus};
+use tokio::sync::Mutex as AsyncMutex;
+
+use crate::records::Records;
+use crate::worker::{CallError, Spawn, Worker};
+
+/// Time kept back from the caller's deadline so the reply reaches it before it gives up.
+const REPLY_MARGIN: Duration = Duration::from_millis(50);
+/// Time the worker's own deadline is kept before the host's, so the engine abandons slow hooks
+/// and answers before the host stops waiting.
+const WORKER_MARGIN: Duration = Duration::from_millis(100);
+
+/// The pool.
+pub struct Pool {
+    /// One slot per key. The async mutex serializes starting: concurrent first events for a
+    /// cold root wait for one worker instead of starting many.
+    slots: Mutex<HashMap<String, Arc<AsyncMutex<Option<Arc<Worker>>>>>>,
+    /// Live workers by generation, for status, sweeping and shutdown (a starting slot is
+    /// locked, so the slots map cannot be read without waiting).
+    live: Arc<Mutex<BTreeMap<u64, Arc<Worker>>>>,
+    /// Last generation handed out.
+    generation: AtomicU64,
+    /// The worker binary.
+    exe: PathBuf,
+    /// The host log, which also receives every worker's stderr.
+    log: File,
+    /// Workers idle this long are retired.
+    pub idle: Duration,
+    /// The temp directory: roots inside it are ephemeral.
+    temp: PathBuf,
+    /// Durable pids of live workers, for reaping after a host crash.
+    records: Arc<Records>,
+}
+
+impl Pool {
+    /// An empty pool.
+    pub fn new(exe: PathBuf, log: File, idle: Duration, records: Records) -> Pool {
+        let temp = std::env::temp_dir();
+        Pool {
+            slots: Mutex::new(HashMap::new()),
+            live: Arc::new(Mutex::new(BTreeMap::new())),
+            generation: AtomicU64::new(0),
+            exe,
+            log,
+            idle,
+            temp: temp.canonicalize().unwrap_or(temp),
+            records: Arc::new(records),
+        }
+    }
+
+    /// Evaluates one event on its worker, starting one if needed.
+    pub async fn dispatch(&self, mut req: EventRequest, deadline: Instant) -> HostReply {
+        let root = canonical_root(&req.root);
+        let semantic: BTreeMap<String, String> = req
+            .env
+            .iter()
+            .filter(|(k, _)| capt_hook_proto::is_semantic_env(k))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        let key = worker_key(&root, &semantic);
+        let reply_by = deadline.checked_sub(REPLY_MARGIN).unwrap_or(deadline);
+        let worker_deadline = reply_by.checked_sub(WORKER_MARGIN).filter(|d| *d > Instant::now());
+        req.deadline_unix_ms = crate::unix_ms_at(worker_deadline.unwrap_or(reply_by));
+
+        let worker = match self.worker(&key, &root, &semantic, reply_by).await {
+            Ok(w) => w,
+            Err(message) => return HostReply::Failed { message, timed_out: false },
+        };
+        let outcome = worker.call(req, reply_by).await;
+        let reply = match outcome {
+            Ok(resp) => HostReply::Event(resp),
+            Err(CallError::NoSlot) => HostReply::Refused {
+                code: Refusal::DeadlinePassed,
+                reason: "the deadline passed while the worker's 64 slots were busy".into(),
+            },
+            Err(CallError::Refused(reason)) => {
+                HostReply::Refused { code: Refusal::DeadlinePassed, reason }
+            }
+            Err(CallError::TimedOut) => {
+                tracing::warn!(key, pid = worker.pid, "worker missed the deadline; retiring it");
+                retire_later(&worker);
+                HostReply::Failed {
+                    message: "the worker did not answer before the deadline".into(),
+                    timed_out: true,
+                }
+            }
+            Err(CallError::Broken(message)) => {
+                retire_later(&worker);
+                HostReply::Failed { message, timed_out: false }
+            }
+        };
+        // A temp-dir root will not be seen again: do not keep a worker warm for it.
+        if root.starts_with(&self.temp) && worker.outstanding() == 0 {
+            retire_later(&worker);
+        }
+        reply
+    }
+
+    /// The live worker for `key`, started if there is none. Waiting for another event's start
+    /// is bounded by the caller's deadline.
+    async fn worker(
+        &self,
+        key: &str,
+        root: &Path,
+        semantic: &BTreeMap<String, String>,
+        reply_by: Instant,
+    ) -> Result<Arc<Worker>, String> {
+        let slot = {
+            let mut slots = self.slots.lock().unwrap_or_else(|p| p.into_inner());
+            Arc::clone(slots.entry(key.to_owned()).or_default())
+        };
+        let mut guard = tokio::time::timeout_at(reply_by.into(), slot.lock())
+            .await
+            .map_err(|_| "the deadline passed while a worker was starting".to_owned())?;
+        if let Some(w) = guard.as_ref().filter(|w| !w.is_broken()) {
+            return Ok(Arc::clone(w));
+        }
+        let generation = self.generation.fetch_add(1, Ordering::SeqCst) + 1;
+        let (live, records) = (Arc::clone(&self.live), Arc::clone(&self.records));
+        let spec = Spawn { key, root, semantic_env: semantic, generation, exe: &self.exe, log: &self.log };
+        let start = Worker::spawn(spec, move |w: &Worker| {
+            let mut live = live.lock().unwrap_or_else(|p| p.into_inner());
+            live.remove(&w.generation);
+            records.save(live.values().map(|w| w.pid));
+        });
+        let worker = tokio::time::timeout_at(reply_by.into(), start)
+            .await
+            .map_err(|_| "the deadline passed while the worker was starting".to_owned())??;
+        tracing::info!(key, root = %root.display(), pid = worker.pid, generation, "worker started");
+        {
+            let mut live = self.live.lock().unwrap_or_else(|p| p.into_inner());
+            live.insert(generation, Arc::clone(&worker));
+            self.records.save(live.values().map(|w| w.pid));
+        }
+        *guard = Some(Arc::clone(&worker));
+        Ok(worker)
+    }
+
+    /// Every live worker.
+    pub fn workers(&self) -> Vec<Arc<Worker>> {
+        self.live.lock().unwrap_or_else(|p| p.into_inner()).values().cloned().collect()
+    }
+
+    /// Status rows, sorted by key.
+    pub fn status(&self) -> Vec<WorkerStatus> {
+        let mut rows: Vec<WorkerStatus> = self
+            .workers()
+            .iter()
+            .filter(|w| !w.is_broken())
+            .map(|w| WorkerStatus {
+                key: w.key.clone(),
+                root: w.root.display().to_string(),
+                pid: w.pid,
+                generation: w.generation,
+                outstanding: w.outstanding(),
+                served: w.served(),
+                started_at_unix_ms: w.started_at_unix_ms,
+            })
+            .collect();
+        rows.sort_by(|a, b| (&a.key, a.generation).cmp(&(&b.key, b.generation)));
+        rows
+    }
+
+    /// Stops and reaps every worker, concurrently.
+    pub async fn retire_all(&self) {
+        let workers = self.workers();
+        let mut set = tokio::task::JoinSet::new();
+        for w in workers {
+            set.spawn(async move { w.retire().await });
+        }
+        while set.join_next().await.is_some() {}
+        self.slots.lock().unwrap_or_else(|p| p.into_inner()).clear();
+    }
+
+    /// Retires workers idle past the idle period or whose root no longer exists.
+    pub async fn sweep(&self) {
+        for w in self.workers() {
+            let gone = matches!(std::fs::metadata(&w.root), Err(e) if e.kind() == std::io::ErrorKind::NotFound);
+            if w.outstanding() == 0 && (w.idle_for() >= self.idle || gone) {
+                tracing::info!(key = %w.key, pid = w.pid, gone, "retiring an idle worker");
+                w.retire().await;
+            }
+        }
+        // Forget slots whose worker is gone, so the map does not grow with every temp root.
+        let mut slots = self.slots.lock().unwrap_or_else(|p| p.into_inner());
+        slots.retain(|_, s| s.try_lock().map(|w| w.as_ref().is_some_and(|w| !w.is_broken())).unwrap_or(true));
+    }
+}
+
+/// Retires a worker in the background, so the reply does not wait for the grace period.
+fn retire_later(worker: &Arc<Worker>) {
+    let w = Arc::clone(worker);
+    tokio::spawn(async move { w.retire().await });
+}
+
+/// The root made absolute with symlinks resolved (kept as given when it cannot be resolved).
+pub fn canonical_root(root: &str) -> PathBuf {
+    let p = Path::new(root);
+    let abs = if p.is_absolute() {
+        p.to_path_buf()
+    } else {
+        std::env::current_dir().map(|d| d.join(p)).unwrap_or_else(|_| p.to_path_buf())
+    };
+    abs.canonicalize().unwrap_or(abs)
+}
+
+/// 16 hex characters of blake3 over the root and each semantic `NAME=value`, NUL-separated.
+pub fn worker_key(root: &Path, semantic: &BTreeMap<String, String>) -> String {
+    let mut h = blake3::Hasher::new();
+    h.update(root.as_os_str().as_encoded_bytes());
+    for (k, v) in semantic {
+        h.update(b"\0");
+        h.update(k.as_bytes());
+        h.update(b"=");
+        h.update(v.as_bytes());
+    }
+    h.finalize().to_hex()[..16].to_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_split_on_semantic_env_only() {
+        let root = Path::new("/p");
+        let none = BTreeMap::new();
+        let hooks = BTreeMap::from([("HOOKS_X".to_owned(), "1".to_owned())]);
+        assert_eq!(worker_key(root, &none).len(), 16);
+        assert_ne!(worker_key(root, &none), worker_key(root, &hooks));
+        assert_ne!(worker_key(root, &none), worker_key(Path::new("/q"), &none));
+        assert_eq!(worker_key(root, &hooks), worker_key(root, &hooks.clone()));
+    }
+}

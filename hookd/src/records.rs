@@ -1,0 +1,92 @@
+//! Durable records of live workers (`workers.json`), so a host that starts after a crash can
+//! reap the previous generation's workers instead of leaving them running.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+/// One worker as recorded: its pid plus its start time, so a reused pid is never mistaken for it.
+#[derive(Debug, Serialize, Deserialize, PartialEq)]
+struct Record {
+    pid: u32,
+    start_ticks: u64,
+}
+
+/// The record file.
+#[derive(Debug)]
+pub struct Records {
+    path: PathBuf,
+}
+
+impl Records {
+    /// Records kept at `path`.
+    pub fn new(path: PathBuf) -> Records {
+        Records { path }
+    }
+
+    /// Replaces the records with the given live pids.
+    pub fn save(&self, pids: impl Iterator<Item = u32>) {
+        let records: Vec<Record> = pids
+            .filter_map(|pid| start_ticks(pid).map(|start_ticks| Record { pid, start_ticks }))
+            .collect();
+        let tmp = self.path.with_extension("json.tmp");
+        let body = serde_json::to_vec(&records).unwrap_or_default();
+        if let Err(e) = std::fs::write(&tmp, body).and_then(|()| std::fs::rename(&tmp, &self.path)) {
+            tracing::warn!(error = %e, path = %self.path.display(), "cannot save worker records");
+        }
+    }
+
+    /// Stops every recorded worker that is still the same process (TERM, then KILL), then
+    /// clears the records. Runs before the new host admits any event.
+    pub fn reap_leftovers(&self) {
+        let Ok(body) = std::fs::read(&self.path) else { return };
+        let records: Vec<Record> = match serde_json::from_slice(&body) {
+            Ok(r) => r,
+            Err(e) => {
+                tracing::warn!(error = %e, "unreadable worker records; ignoring them");
+                Vec::new()
+            }
+        };
+        let alive: Vec<&Record> =
+            records.iter().filter(|r| start_ticks(r.pid) == Some(r.start_ticks)).collect();
+        for r in &alive {
+            tracing::info!(pid = r.pid, "stopping a worker left by a previous host");
+            crate::worker::signal_group(r.pid, rustix::process::Signal::TERM);
+        }
+        let until = std::time::Instant::now() + Duration::from_secs(2);
+        while alive.iter().any(|r| start_ticks(r.pid) == Some(r.start_ticks))
+            && std::time::Instant::now() < until
+        {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        for r in alive.iter().filter(|r| start_ticks(r.pid) == Some(r.start_ticks)) {
+            crate::worker::signal_group(r.pid, rustix::process::Signal::KILL);
+        }
+        self.save(std::iter::empty());
+    }
+}
+
+/// The process's start time in clock ticks since boot (`/proc/<pid>/stat` field 22); `None`
+/// when it is gone, a zombie, or the platform has no procfs.
+fn start_ticks(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name may contain spaces and parentheses: fields start after the last ')'.
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let fields: Vec<&str> = rest.split(' ').collect();
+    if fields.first() == Some(&"Z") {
+        return None;
+    }
+    fields.get(19)?.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn own_start_time_is_readable() {
+        assert!(start_ticks(std::process::id()).is_some());
+        assert!(start_ticks(u32::MAX).is_none());
+    }
+}

@@ -1,0 +1,346 @@
+//! One worker process as the host sees it: spawn and hello, events multiplexed by id over its
+//! stdin/stdout, and retirement (TERM, grace, KILL, reap).
+
+use std::collections::{BTreeMap, HashMap};
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use capt_hook_proto::{
+    BUILD, EventRequest, EventResponse, MAX_FRAME, PROTOCOL, WorkerFrame, decode, encode,
+};
+use tokio::process::{Child, ChildStdin, ChildStdout};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, oneshot, watch};
+use tokio::time::timeout;
+
+use crate::framing::{read_frame, write_frame};
+
+/// Events one worker may have outstanding; a further event waits for a slot.
+pub const MAX_OUTSTANDING: usize = 64;
+/// How long a new worker has to answer the hello.
+const STARTUP: Duration = Duration::from_secs(10);
+/// How long a retiring worker has between TERM and KILL.
+const GRACE: Duration = Duration::from_secs(2);
+
+/// What a caller waiting on an event gets.
+type Reply = Result<EventResponse, String>;
+
+/// An event sent and not yet answered. Holding the slot permit here (not in the caller) keeps
+/// an abandoned event counted against the worker until the worker actually answers it.
+struct Pending {
+    reply: oneshot::Sender<Reply>,
+    _slot: OwnedSemaphorePermit,
+}
+
+/// Why a call did not produce a response.
+#[derive(Debug)]
+pub enum CallError {
+    /// No slot freed up before the deadline; the event was never sent.
+    NoSlot,
+    /// The worker did not answer before the deadline.
+    TimedOut,
+    /// The worker died or broke the protocol.
+    Broken(String),
+    /// The worker refused the event (for example, its deadline passed before dispatch).
+    Refused(String),
+}
+
+/// A running worker.
+pub struct Worker {
+    /// Hash of the canonical root and semantic environment.
+    pub key: String,
+    /// The canonical project root.
+    pub root: PathBuf,
+    /// Host-wide sequence number: tells a worker apart from its successor under the same key.
+    pub generation: u64,
+    /// The worker's pid, also its process group (it leads its own group).
+    pub pid: u32,
+    /// Unix milliseconds at spawn, for status.
+    pub started_at_unix_ms: u64,
+    /// Frames for the writer task, which owns the worker's stdin.
+    frames: mpsc::UnboundedSender<Vec<u8>>,
+    /// Outstanding events by id.
+    pending: Mutex<HashMap<u64, Pending>>,
+    /// Next event id; ids are never reused within a worker.
+    next_id: AtomicU64,
+    /// The 64 outstanding-event slots.
+    slots: Arc<Semaphore>,
+    /// Events answered, for status.
+    served: AtomicU64,
+    /// When the last event finished, for idle retirement.
+    last_used: Mutex<Instant>,
+    /// Set once the worker is retiring or gone; no new event is sent to it.
+    broken: AtomicBool,
+    /// Tells the supervisor task to stop the process.
+    retire: watch::Sender<bool>,
+    /// Becomes true once the process has been reaped.
+    reaped: watch::Receiver<bool>,
+}
+
+impl std::fmt::Debug for Worker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "worker {} gen {} pid {}", self.key, self.generation, self.pid)
+    }
+}
+
+/// Everything needed to start a worker.
+pub struct Spawn<'a> {
+    /// Worker key.
+    pub key: &'a str,
+    /// Canonical root.
+    pub root: &'a Path,
+    /// The key's semantic environment, added to the worker's base environment.
+    pub semantic_env: &'a BTreeMap<String, String>,
+    /// Generation number.
+    pub generation: u64,
+    /// Worker binary.
+    pub exe: &'a Path,
+    /// Where the worker's stderr goes (the host log).
+    pub log: &'a File,
+}
+
+impl Worker {
+    /// Starts a worker and completes the hello within the startup bound. `on_exit` runs once
+    /// the process has been reaped, whatever the cause.
+    pub async fn spawn(
+        spec: Spawn<'_>,
+        on_exit: impl FnOnce(&Worker) + Send + 'static,
+    ) -> Result<Arc<Worker>, String> {
+        let mut cmd = tokio::process::Command::new(spec.exe);
+        let cwd = if spec.root.is_dir() { spec.root.to_path_buf() } else { std::env::temp_dir() };
+        cmd.arg("serve")
+            .arg("--root")
+            .arg(spec.root)
+            .current_dir(cwd)
+            .env_clear()
+            .envs(base_env())
+            .envs(spec.semantic_env)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(spec.log.try_clone().map(Stdio::from).unwrap_or_else(|_| Stdio::null()))
+            // Its own process group, so retirement reaches the hooks' subprocesses too.
+            .process_group(0);
+        let mut child = cmd.spawn().map_err(|e| format!("cannot start {}: {e}", spec.exe.display()))?;
+        let pid = child.id().unwrap_or(0);
+        let (Some(mut stdin), Some(mut stdout)) = (child.stdin.take(), child.stdout.take()) else {
+            return Err("worker pipes missing".into());
+        };
+        let hello = async {
+            let ours = WorkerFrame::Hello { protocol: PROTOCOL, build: BUILD.into() };
+            write_frame(&mut stdin, &encode(&ours)).await.map_err(|e| e.to_string())?;
+            match read_frame(&mut stdout, MAX_FRAME).await {
+                Ok(Some(body)) => match decode::<WorkerFrame>(&body) {
+                    Ok(theirs) if theirs == ours => Ok(()),
+                    Ok(theirs) => Err(format!("worker refused: it answered {theirs:?}")),
+                    Err(e) => Err(e.to_string()),
+                },
+                Ok(None) => Err("worker exited before its hello".into()),
+                Err(e) => Err(e.to_string()),
+            }
+        };
+        match timeout(STARTUP, hello).await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => {
+                stop(&mut child, pid).await;
+                return Err(format!("worker {} failed its hello: {e}", spec.exe.display()));
+            }
+            Err(_) => {
+                stop(&mut child, pid).await;
+                return Err(format!("worker did not say hello within {STARTUP:?}"));
+            }
+        }
+
+        let (frames, frames_rx) = mpsc::unbounded_channel();
+        let (retire, retire_rx) = watch::channel(false);
+        let (reaped_tx, reaped) = watch::channel(false);
+        let worker = Arc::new(Worker {
+            key: spec.key.to_owned(),
+            root: spec.root.to_path_buf(),
+            generation: spec.generation,
+            pid,
+            started_at_unix_ms: crate::now_unix_ms(),
+            frames,
+            pending: Mutex::new(HashMap::new()),
+            next_id: AtomicU64::new(1),
+            slots: Arc::new(Semaphore::new(MAX_OUTSTANDING)),
+            served: AtomicU64::new(0),
+            last_used: Mutex::new(Instant::now()),
+            broken: AtomicBool::new(false),
+            retire,
+            reaped,
+        });
+        tokio::spawn(write_loop(stdin, frames_rx));
+        tokio::spawn(read_loop(Arc::clone(&worker), stdout));
+        tokio::spawn(supervise(Arc::clone(&worker), child, retire_rx, reaped_tx, on_exit));
+        Ok(worker)
+    }
+
+    /// Sends one event and waits for its answer until `reply_by`.
+    pub async fn call(&self, mut req: EventRequest, reply_by: Instant) -> Result<EventResponse, CallError> {
+        let reply_by = tokio::time::Instant::from_std(reply_by);
+        let slot = tokio::time::timeout_at(reply_by, Arc::clone(&self.slots).acquire_owned())
+            .await
+            .map_err(|_| CallError::NoSlot)?
+            .map_err(|_| CallError::Broken("worker retired".into()))?;
+        if self.broken.load(Ordering::SeqCst) {
+            return Err(CallError::Broken("worker retired".into()));
+        }
+        let id = self.next_id.fetch_add(1, Ordering::SeqCst);
+        let (tx, rx) = oneshot::channel();
+        self.lock_pending().insert(id, Pending { reply: tx, _slot: slot });
+        req.schema = 1;
+        let frame = encode(&WorkerFrame::Event { id, request: req });
+        if self.frames.send(frame).is_err() {
+            self.lock_pending().remove(&id);
+            return Err(CallError::Broken("worker stdin closed".into()));
+        }
+        let outcome = tokio::time::timeout_at(reply_by, rx).await;
+        *self.last_used.lock().unwrap_or_else(|p| p.into_inner()) = Instant::now();
+        match outcome {
+            Ok(Ok(Ok(resp))) => Ok(resp),
+            Ok(Ok(Err(refusal))) => Err(CallError::Refused(refusal)),
+            Ok(Err(_)) => Err(CallError::Broken(self.death_note())),
+            Err(_) => Err(CallError::TimedOut),
+        }
+    }
+
+    /// Events sent and not answered.
+    pub fn outstanding(&self) -> u64 {
+        self.lock_pending().len() as u64
+    }
+
+    /// Events answered.
+    pub fn served(&self) -> u64 {
+        self.served.load(Ordering::Relaxed)
+    }
+
+    /// Time since the last event finished, or zero while events are outstanding.
+    pub fn idle_for(&self) -> Duration {
+        if self.outstanding() > 0 {
+            return Duration::ZERO;
+        }
+        self.last_used.lock().unwrap_or_else(|p| p.into_inner()).elapsed()
+    }
+
+    /// True once the worker is retiring or gone.
+    pub fn is_broken(&self) -> bool {
+        self.broken.load(Ordering::SeqCst)
+    }
+
+    /// Stops the worker (TERM, grace, KILL) and waits until it has been reaped.
+    pub async fn retire(&self) {
+        self.broken.store(true, Ordering::SeqCst);
+        let _ = self.retire.send(true);
+        let mut reaped = self.reaped.clone();
+        let _ = reaped.wait_for(|r| *r).await;
+    }
+
+    fn lock_pending(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Pending>> {
+        self.pending.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn death_note(&self) -> String {
+        format!("worker pid {} exited before answering", self.pid)
+    }
+
+    /// Fails every outstanding event: the worker can no longer answer them.
+    fn fail_all(&self, why: &str) {
+        self.broken.store(true, Ordering::SeqCst);
+        let drained: Vec<Pending> = self.lock_pending().drain().map(|(_, p)| p).collect();
+        for p in drained {
+            let _ = p.reply.send(Err(why.to_owned()));
+        }
+    }
+}
+
+/// The worker's base environment: the host's, minus every request-scoped variable, so the first
+/// client's session never leaks into a shared worker.
+fn base_env() -> Vec<(String, String)> {
+    let mut env: Vec<(String, String)> = std::env::vars()
+        .filter(|(k, _)| !capt_hook_proto::is_request_env(k) && k != crate::env::PATH && k != "LANG")
+        .collect();
+    let path = std::env::var(crate::env::PATH).unwrap_or_else(|_| "/usr/bin:/bin:/usr/sbin:/sbin".into());
+    env.push((crate::env::PATH.into(), path));
+    env.push(("LANG".into(), "C.UTF-8".into()));
+    env
+}
+
+async fn write_loop(mut stdin: ChildStdin, mut frames: mpsc::UnboundedReceiver<Vec<u8>>) {
+    while let Some(body) = frames.recv().await {
+        if let Err(e) = write_frame(&mut stdin, &body).await {
+            tracing::warn!(error = %e, "writing to a worker failed");
+            break;
+        }
+    }
+}
+
+/// Routes answers to their callers. Anything unexpected (an unknown id, a frame the host never
+/// asks for, bad bytes) means the channel can no longer be trusted: the worker is retired.
+async fn read_loop(worker: Arc<Worker>, mut stdout: ChildStdout) {
+    let why = loop {
+        let body = match read_frame(&mut stdout, MAX_FRAME).await {
+            Ok(Some(b)) => b,
+            Ok(None) => break worker.death_note(),
+            Err(e) => break format!("worker broke the protocol: {e}"),
+        };
+        let (id, reply) = match decode::<WorkerFrame>(&body) {
+            Ok(WorkerFrame::Result { id, response }) => (id, Ok(response)),
+            Ok(WorkerFrame::Error { id, error }) => (id, Err(error)),
+            Ok(other) => break format!("worker broke the protocol: unexpected {other:?}"),
+            Err(e) => break format!("worker broke the protocol: {e}"),
+        };
+        let Some(pending) = worker.lock_pending().remove(&id) else {
+            break format!("worker broke the protocol: answer for unknown id {id}");
+        };
+        worker.served.fetch_add(1, Ordering::Relaxed);
+        // A caller that gave up has dropped its receiver; the answer is discarded.
+        let _ = pending.reply.send(reply);
+    };
+    if !worker.is_broken() {
+        tracing::warn!(key = %worker.key, pid = worker.pid, "{why}; retiring the worker");
+    }
+    worker.fail_all(&why);
+    let _ = worker.retire.send(true);
+}
+
+/// Owns the child: waits for it to exit on its own, or stops it when asked, then reaps it.
+async fn supervise(
+    worker: Arc<Worker>,
+    mut child: Child,
+    mut retire: watch::Receiver<bool>,
+    reaped: watch::Sender<bool>,
+    on_exit: impl FnOnce(&Worker),
+) {
+    tokio::select! {
+        status = child.wait() => {
+            tracing::warn!(key = %worker.key, pid = worker.pid, ?status, "worker exited");
+        }
+        _ = async { drop(retire.wait_for(|r| *r).await) } => {
+            stop(&mut child, worker.pid).await;
+            tracing::info!(key = %worker.key, pid = worker.pid, "worker retired");
+        }
+    }
+    worker.fail_all(&worker.death_note());
+    on_exit(&worker);
+    let _ = reaped.send(true);
+}
+
+/// TERM to the worker's process group, KILL after the grace period, then reap.
+async fn stop(child: &mut Child, pid: u32) {
+    signal_group(pid, rustix::process::Signal::TERM);
+    if timeout(GRACE, child.wait()).await.is_err() {
+        signal_group(pid, rustix::process::Signal::KILL);
+        let _ = child.wait().await;
+    }
+    // No signal after the reap: the pid may already name another process.
+}
+
+/// Signals a process group; a group that is already gone is fine.
+pub fn signal_group(pgid: u32, sig: rustix::process::Signal) {
+    if let Some(pid) = i32::try_from(pgid).ok().and_then(rustix::process::Pid::from_raw) {
+        let _ = rustix::process::kill_process_group(pid, sig);
+    }
+}

@@ -1,0 +1,96 @@
+//! One project's hooks kept loaded, reloaded when a hook file changes, and the translation of an
+//! engine evaluation into the wire's [`EventResponse`].
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use capt_hook_proto::{EventRequest, EventResponse, Status};
+use captain_hook::project::default_hooks_dir;
+use captain_hook::{DispatchOptions, Project};
+
+/// The loaded project of a worker.
+pub struct Warm {
+    /// Where the hook files live; reloaded from here when they change.
+    hooks_dir: PathBuf,
+    /// The project root the hooks were loaded for.
+    root: PathBuf,
+    /// The current load. Events hold their own `Arc`, so a reload never disturbs one in flight.
+    current: Mutex<Arc<Project>>,
+}
+
+impl Warm {
+    /// Loads the hooks of `root`.
+    pub fn load(root: &Path) -> Warm {
+        let hooks_dir = default_hooks_dir(root);
+        let project = Arc::new(Project::load(root, &hooks_dir));
+        Warm { hooks_dir, root: root.to_path_buf(), current: Mutex::new(project) }
+    }
+
+    /// The project to evaluate with, reloaded first if a hook file changed. The check is a few
+    /// `stat` calls; doing it under the lock means concurrent events reload once, not N times.
+    pub fn project(&self) -> Arc<Project> {
+        let mut current = self.current.lock().unwrap_or_else(|p| p.into_inner());
+        if current.is_stale() {
+            *current = Arc::new(Project::load(&self.root, &self.hooks_dir));
+        }
+        Arc::clone(&current)
+    }
+}
+
+/// Unix milliseconds now.
+pub fn now_unix_ms() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
+}
+
+/// The request's deadline as an `Instant`, or `Err` when it has already passed.
+pub fn deadline_of(req: &EventRequest) -> Result<Option<Instant>, String> {
+    if req.deadline_unix_ms == 0 {
+        return Ok(None);
+    }
+    let now = now_unix_ms();
+    if req.deadline_unix_ms <= now {
+        return Err("deadline passed before dispatch".into());
+    }
+    Ok(Some(Instant::now() + Duration::from_millis(req.deadline_unix_ms - now)))
+}
+
+/// Evaluates `req` with `project` (sync hooks), answering as the client should print it.
+pub fn respond(project: &Project, req: &EventRequest, deadline: Option<Instant>) -> EventResponse {
+    let started = Instant::now();
+    let eval = project.evaluate(
+        &req.event,
+        req.payload_raw.as_bytes(),
+        DispatchOptions { deadline, run_async: false },
+    );
+    let mut stderr = String::new();
+    for e in project.errors() {
+        stderr.push_str(&format!("capt-hook: {e}\n"));
+    }
+    for line in &eval.stderr {
+        stderr.push_str(line);
+        stderr.push('\n');
+    }
+    EventResponse {
+        schema: 1,
+        status: Status::Ok,
+        stdout: eval.stdout.map(|s| s + "\n").unwrap_or_default(),
+        stderr,
+        exit: i32::from(eval.exit_code),
+        elapsed_ms: started.elapsed().as_secs_f64() * 1000.0,
+        // The engine abandons hooks still running at the deadline; finishing before it means
+        // every matched hook, mandatory ones included, gave its verdict.
+        guard_completed: deadline.is_none_or(|d| Instant::now() < d),
+    }
+}
+
+/// Runs the project's async hooks for an event whose reply has been sent, if it has any.
+pub fn run_async_hooks(project: &Project, req: &EventRequest) {
+    if project.dispatcher().registry().hooks().iter().any(|h| h.is_async) {
+        project.evaluate(
+            &req.event,
+            req.payload_raw.as_bytes(),
+            DispatchOptions { deadline: None, run_async: true },
+        );
+    }
+}
