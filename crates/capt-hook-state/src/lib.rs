@@ -1,0 +1,1 @@
+//! Session and durable state (to be filled).

@@ -1,0 +1,1 @@
+//! Transcript reading (to be filled).
