@@ -11,8 +11,8 @@ use std::sync::Arc;
 
 use anyhow::Context as _;
 use capt_hook_core::{EventContext, EventKind, envelope};
-use captain_hook::testing::{TestOutcome, all_passed, human_report, json_report, run_test};
 use captain_hook::project::resolve_root;
+use captain_hook::testing::{TestOutcome, all_passed, human_report, json_report, run_test};
 use captain_hook::{
     DispatchOptions, Dispatcher, Event, LoadError, Project, Registry, Trace, load_dir,
 };
@@ -190,7 +190,10 @@ fn prepare(
         }
         Payload::Json(v) => v,
     };
-    let cwd = payload.get("cwd").and_then(|c| c.as_str()).map(str::to_owned);
+    let cwd = payload
+        .get("cwd")
+        .and_then(|c| c.as_str())
+        .map(str::to_owned);
     let root = project_root(root_flag, cwd.as_deref());
     let context = EventContext {
         project_root: Some(root.clone()),
@@ -305,7 +308,10 @@ fn explain(
                     .unwrap_or_default()
             ),
         };
-        out.push_str(&format!("  {} ({}{source})\n    {what}\n", hook.name, hook.kind));
+        out.push_str(&format!(
+            "  {} ({}{source})\n    {what}\n",
+            hook.name, hook.kind
+        ));
     }
     match envelope(kind, result.as_ref()) {
         Some(o) => out.push_str(&format!(
@@ -319,7 +325,11 @@ fn explain(
     Ok(ExitCode::SUCCESS)
 }
 
-fn test(root: &Option<PathBuf>, hooks: &Option<PathBuf>, format: Format) -> anyhow::Result<ExitCode> {
+fn test(
+    root: &Option<PathBuf>,
+    hooks: &Option<PathBuf>,
+    format: Format,
+) -> anyhow::Result<ExitCode> {
     let root = project_root(root, None);
     let (registry, errors) = load(&root, hooks);
     let mut outcomes: Vec<TestOutcome> = Vec::new();
@@ -349,7 +359,9 @@ fn check(root: &Option<PathBuf>, hooks: &Option<PathBuf>) -> anyhow::Result<Exit
     for e in &errors {
         eprintln!("{e}");
     }
-    let files = captain_hook::loader::hook_files(&dir).map(|f| f.len()).unwrap_or(0);
+    let files = captain_hook::loader::hook_files(&dir)
+        .map(|f| f.len())
+        .unwrap_or(0);
     if errors.is_empty() {
         println!(
             "{} hooks in {} files under {}: OK",
@@ -369,7 +381,11 @@ fn list(root: &Option<PathBuf>, hooks: &Option<PathBuf>) -> anyhow::Result<ExitC
     let (registry, errors) = load(&root, hooks);
     report_load_errors(&errors);
     for h in registry.hooks() {
-        let source = h.source.as_ref().map(ToString::to_string).unwrap_or_default();
+        let source = h
+            .source
+            .as_ref()
+            .map(ToString::to_string)
+            .unwrap_or_default();
         println!("{}\t{}\t{}\t{}", h.name, h.kind, h.events, source);
     }
     Ok(if errors.is_empty() {

@@ -51,7 +51,12 @@ pub fn is_test_file(file: &str) -> bool {
     use std::sync::OnceLock;
     static GLOBS: OnceLock<Vec<Glob>> = OnceLock::new();
     let globs = GLOBS.get_or_init(|| {
-        compile_globs(&TEST_FILE_GLOBS.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>())
+        compile_globs(
+            &TEST_FILE_GLOBS
+                .iter()
+                .map(|s| (*s).to_owned())
+                .collect::<Vec<_>>(),
+        )
     });
     globs.iter().any(|g| g.matches_path(file))
 }
@@ -281,7 +286,8 @@ impl Condition {
                 .is_some_and(|c| tokens.is_prefix_of(&c.unwrapped())),
             Condition::Command(pattern) => match evt.command() {
                 Some(raw) if !raw.is_empty() => {
-                    pattern.is_match(raw) || evt.joined_commands().iter().any(|j| pattern.is_match(j))
+                    pattern.is_match(raw)
+                        || evt.joined_commands().iter().any(|j| pattern.is_match(j))
                 }
                 _ => false,
             },
@@ -414,4 +420,3 @@ impl fmt::Display for Miss<'_> {
         }
     }
 }
-

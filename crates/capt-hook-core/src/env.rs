@@ -37,14 +37,20 @@ pub fn planning_agents() -> Vec<String> {
             .map(|s| s.trim().to_owned())
             .filter(|s| !s.is_empty())
             .collect(),
-        _ => DEFAULT_PLANNING_AGENTS.iter().map(|s| (*s).to_owned()).collect(),
+        _ => DEFAULT_PLANNING_AGENTS
+            .iter()
+            .map(|s| (*s).to_owned())
+            .collect(),
     }
 }
 
 /// True when `CAPT_HOOK_CCX_RAW` asks for the `raw` annotation.
 pub fn ccx_raw() -> bool {
     matches!(
-        std::env::var(CAPT_HOOK_CCX_RAW).as_deref().map(str::to_ascii_lowercase).as_deref(),
+        std::env::var(CAPT_HOOK_CCX_RAW)
+            .as_deref()
+            .map(str::to_ascii_lowercase)
+            .as_deref(),
         Ok("1" | "true" | "yes")
     )
 }

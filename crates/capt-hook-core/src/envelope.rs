@@ -187,7 +187,10 @@ mod tests {
             render(EventKind::PreCompact, HookResult::warn("keep")).unwrap(),
             "keep"
         );
-        assert_eq!(render(EventKind::PermissionRequest, HookResult::warn("w")), None);
+        assert_eq!(
+            render(EventKind::PermissionRequest, HookResult::warn("w")),
+            None
+        );
         assert_eq!(
             render(EventKind::PermissionRequest, HookResult::block("")).unwrap(),
             r#"{"hookSpecificOutput":{"hookEventName":"PermissionRequest","decision":{"behavior":"deny"}}}"#

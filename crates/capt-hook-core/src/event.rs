@@ -58,7 +58,11 @@ fn kind_name(v: &Value) -> &'static str {
 
 impl Event {
     /// Builds an event from a parsed payload.
-    pub fn new(kind: EventKind, payload: Value, context: EventContext) -> Result<Event, EventError> {
+    pub fn new(
+        kind: EventKind,
+        payload: Value,
+        context: EventContext,
+    ) -> Result<Event, EventError> {
         let payload = match payload {
             Value::Object(map) => map,
             other => return Err(EventError::NotAnObject(kind_name(&other))),
@@ -75,7 +79,9 @@ impl Event {
         let tool = match &tool_name {
             Some(name) => ToolCall::parse(
                 name,
-                payload.get("tool_input").unwrap_or(&Value::Object(Map::new())),
+                payload
+                    .get("tool_input")
+                    .unwrap_or(&Value::Object(Map::new())),
             ),
             None => ToolCall::Other,
         };
@@ -141,7 +147,10 @@ impl Event {
 
     /// True when Claude Code is already continuing because of a stop hook.
     pub fn stop_hook_active(&self) -> bool {
-        self.payload.get("stop_hook_active").and_then(Value::as_bool) == Some(true)
+        self.payload
+            .get("stop_hook_active")
+            .and_then(Value::as_bool)
+            == Some(true)
     }
 
     /// The transcript to read: the agent's own when given, else the session's.
@@ -438,8 +447,14 @@ mod tests {
 
     #[test]
     fn agent_id_normalises_empty_and_null() {
-        assert_eq!(ev(EventKind::Stop, json!({"agent_id": ""})).agent_id(), None);
-        assert_eq!(ev(EventKind::Stop, json!({"agent_id": null})).agent_id(), None);
+        assert_eq!(
+            ev(EventKind::Stop, json!({"agent_id": ""})).agent_id(),
+            None
+        );
+        assert_eq!(
+            ev(EventKind::Stop, json!({"agent_id": null})).agent_id(),
+            None
+        );
         assert!(ev(EventKind::Stop, json!({"agent_id": "a1"})).is_subagent());
     }
 
@@ -468,7 +483,10 @@ mod tests {
             EventKind::PreToolUse,
             json!({"tool_name": "Agent", "tool_input": {"prompt": "ccx: review=deep\nDo it"}}),
         );
-        assert_eq!(a.annotations().get("review"), Some(&Some("deep".to_owned())));
+        assert_eq!(
+            a.annotations().get("review"),
+            Some(&Some("deep".to_owned()))
+        );
     }
 
     #[test]

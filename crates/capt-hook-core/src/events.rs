@@ -99,7 +99,10 @@ impl fmt::Display for EventKind {
 
 /// The error for an unknown event name.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("Invalid event type: '{name}'. Valid event names are: {}", EventKind::valid_names())]
+#[error(
+    "Invalid event type: '{name}'. Valid event names are: {}",
+    EventKind::valid_names()
+)]
 pub struct UnknownEvent {
     /// The name that matched no event.
     pub name: String,
@@ -167,7 +170,9 @@ impl EventSet {
 
     /// The members in declaration order.
     pub fn iter(self) -> impl Iterator<Item = EventKind> {
-        EventKind::ALL.into_iter().filter(move |e| self.contains(*e))
+        EventKind::ALL
+            .into_iter()
+            .filter(move |e| self.contains(*e))
     }
 
     /// The first member in declaration order.

@@ -110,7 +110,11 @@ impl Pattern {
 }
 
 fn first_line(s: &str) -> String {
-    let lines: Vec<&str> = s.lines().map(str::trim_end).filter(|l| !l.is_empty()).collect();
+    let lines: Vec<&str> = s
+        .lines()
+        .map(str::trim_end)
+        .filter(|l| !l.is_empty())
+        .collect();
     let last = lines.last().copied().unwrap_or(s).trim();
     last.strip_prefix("error: ").unwrap_or(last).to_owned()
 }
@@ -157,8 +161,11 @@ fn python_template(repl: &str) -> String {
                 i = j;
                 continue;
             }
-            if n == 'g' && chars.get(i + 2) == Some(&'<') {
-                if let Some(end) = chars[i + 3..].iter().position(|&ch| ch == '>') {
+            if n == 'g'
+                && chars.get(i + 2) == Some(&'<')
+                && let Some(end) = chars[i + 3..].iter().position(|&ch| ch == '>')
+            {
+                {
                     let name: String = chars[i + 3..i + 3 + end].iter().collect();
                     out.push_str(&format!("${{{name}}}"));
                     i = i + 3 + end + 1;
@@ -225,12 +232,16 @@ mod tests {
         let p = Pattern::new(r"^cat\s+(\S+)$", Mode::Plain).unwrap();
         assert_eq!(p.replace_all("cat x", r"bat \1").unwrap(), "bat x");
         assert_eq!(p.replace_all("cat x", r"bat \g<1>!").unwrap(), "bat x!");
-        assert_eq!(p.replace_all("cat x", "bat $1 $HOME").unwrap(), "bat x $HOME");
+        assert_eq!(
+            p.replace_all("cat x", "bat $1 $HOME").unwrap(),
+            "bat x $HOME"
+        );
         let named = Pattern::new(r"(?P<f>\w+)\.txt", Mode::Plain).unwrap();
         assert_eq!(named.replace_all("a.txt", r"\g<f>.md").unwrap(), "a.md");
         let look = Pattern::new(r"git push --force\b(?!-)", Mode::Plain).unwrap();
         assert_eq!(
-            look.replace_all("git push --force", "git push --force-with-lease").unwrap(),
+            look.replace_all("git push --force", "git push --force-with-lease")
+                .unwrap(),
             "git push --force-with-lease"
         );
     }

@@ -8,11 +8,58 @@ use capt_hook_shell::CommandLine;
 
 /// Programs that only read, whatever their arguments (within the per-program checks below).
 const READ_ONLY: &[&str] = &[
-    "basename", "cat", "cd", "column", "comm", "cut", "date", "df", "diff", "dirname", "du",
-    "echo", "env", "false", "file", "fd", "find", "grep", "egrep", "fgrep", "head", "hostname",
-    "id", "jq", "less", "ls", "md5sum", "more", "nl", "printenv", "printf", "ps", "pwd",
-    "readlink", "realpath", "rg", "sha1sum", "sha256sum", "sort", "stat", "tail", "test", "tr",
-    "tree", "true", "type", "uname", "uniq", "wc", "which", "whoami", "[",
+    "basename",
+    "cat",
+    "cd",
+    "column",
+    "comm",
+    "cut",
+    "date",
+    "df",
+    "diff",
+    "dirname",
+    "du",
+    "echo",
+    "env",
+    "false",
+    "file",
+    "fd",
+    "find",
+    "grep",
+    "egrep",
+    "fgrep",
+    "head",
+    "hostname",
+    "id",
+    "jq",
+    "less",
+    "ls",
+    "md5sum",
+    "more",
+    "nl",
+    "printenv",
+    "printf",
+    "ps",
+    "pwd",
+    "readlink",
+    "realpath",
+    "rg",
+    "sha1sum",
+    "sha256sum",
+    "sort",
+    "stat",
+    "tail",
+    "test",
+    "tr",
+    "tree",
+    "true",
+    "type",
+    "uname",
+    "uniq",
+    "wc",
+    "which",
+    "whoami",
+    "[",
 ];
 
 /// Subcommands of multi-level tools that only read.
@@ -20,8 +67,18 @@ const READ_ONLY_SUBCOMMANDS: &[(&str, &[&str])] = &[
     (
         "git",
         &[
-            "blame", "describe", "diff", "grep", "log", "ls-files", "ls-tree", "rev-parse",
-            "show", "status", "shortlog", "reflog",
+            "blame",
+            "describe",
+            "diff",
+            "grep",
+            "log",
+            "ls-files",
+            "ls-tree",
+            "rev-parse",
+            "show",
+            "status",
+            "shortlog",
+            "reflog",
         ],
     ),
     ("cargo", &["metadata", "tree", "--version", "version"]),
@@ -31,7 +88,12 @@ const READ_ONLY_SUBCOMMANDS: &[(&str, &[&str])] = &[
 
 /// Arguments that turn an otherwise read-only program into a writer or executor.
 const DANGEROUS_ARGS: &[(&str, &[&str])] = &[
-    ("find", &["-exec", "-execdir", "-delete", "-ok", "-okdir", "-fprint", "-fprintf", "-fls"]),
+    (
+        "find",
+        &[
+            "-exec", "-execdir", "-delete", "-ok", "-okdir", "-fprint", "-fprintf", "-fls",
+        ],
+    ),
     ("sort", &["-o", "--output"]),
     ("env", &[]),
 ];
@@ -53,7 +115,11 @@ pub fn is_read_only(line: &CommandLine) -> bool {
         if cmd.nesting > 0 || cmd.tainted || !cmd.env.is_empty() {
             return false;
         }
-        if !cmd.redirects.iter().all(|r| safe_redirect(&r.op, &r.target)) {
+        if !cmd
+            .redirects
+            .iter()
+            .all(|r| safe_redirect(&r.op, &r.target))
+        {
             return false;
         }
         let argv = cmd.argv();
@@ -75,14 +141,15 @@ pub fn is_read_only(line: &CommandLine) -> bool {
         if !READ_ONLY.contains(&program) {
             return false;
         }
-        if let Some((_, bad)) = DANGEROUS_ARGS.iter().find(|(p, _)| *p == program) {
-            if argv[1..]
-                .iter()
-                .any(|a| bad.iter().any(|b| a == b || a.starts_with(&format!("{b}="))))
-            {
-                return false;
-            }
-        }
-        true
+        let dangerous = DANGEROUS_ARGS
+            .iter()
+            .find(|(p, _)| *p == program)
+            .is_some_and(|(_, bad)| {
+                argv[1..].iter().any(|a| {
+                    bad.iter()
+                        .any(|b| a == b || a.starts_with(&format!("{b}=")))
+                })
+            });
+        !dangerous
     })
 }

@@ -70,7 +70,8 @@ impl Tokens {
         if cmd.executable.is_empty() || cmd.args.len() + 1 < self.0.len() {
             return false;
         }
-        let words = std::iter::once(cmd.executable.as_str()).chain(cmd.args.iter().map(String::as_str));
+        let words =
+            std::iter::once(cmd.executable.as_str()).chain(cmd.args.iter().map(String::as_str));
         self.0.iter().zip(words).all(|(t, w)| match t {
             Token::Any => true,
             Token::Word(alts) => alts.iter().any(|a| a == w),

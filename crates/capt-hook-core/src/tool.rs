@@ -267,7 +267,10 @@ mod tests {
         let c = ToolCall::parse("Execute", &json!({"command": "ls"}));
         assert_eq!(c.command(), Some("ls"));
         assert_eq!(ToolCall::parse("Bash", &json!({})), ToolCall::Other);
-        assert_eq!(ToolCall::parse("Bash", &json!({"command": 3})), ToolCall::Other);
+        assert_eq!(
+            ToolCall::parse("Bash", &json!({"command": 3})),
+            ToolCall::Other
+        );
         assert_eq!(ToolCall::parse("Bash", &json!("ls")), ToolCall::Other);
         let t = ToolCall::parse("Task", &json!({"prompt": "p", "subagent_type": "Explore"}));
         assert_eq!(t.agent_type(), Some("Explore"));
@@ -293,9 +296,15 @@ mod tests {
             new_string: "X".into(),
             replace_all: all,
         };
-        assert_eq!(apply_edit("a b a", &op("b", false)).as_deref(), Some("a X a"));
+        assert_eq!(
+            apply_edit("a b a", &op("b", false)).as_deref(),
+            Some("a X a")
+        );
         assert_eq!(apply_edit("a b a", &op("a", false)), None);
-        assert_eq!(apply_edit("a b a", &op("a", true)).as_deref(), Some("X b X"));
+        assert_eq!(
+            apply_edit("a b a", &op("a", true)).as_deref(),
+            Some("X b X")
+        );
         assert_eq!(apply_edit("a b a", &op("z", false)), None);
     }
 }

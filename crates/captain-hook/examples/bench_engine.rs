@@ -15,8 +15,22 @@ use serde_json::json;
 /// 100 hooks in the shapes real projects use: argv prefixes, regexes, tool and file guards.
 fn hundred_hooks() -> String {
     let mut toml = String::new();
-    let tools = ["git", "npm", "cargo", "docker", "kubectl", "terraform", "pip", "uv", "gh", "make"];
-    let subs = ["push", "publish", "install", "prune", "delete", "destroy", "upgrade", "run", "merge", "clean"];
+    let tools = [
+        "git",
+        "npm",
+        "cargo",
+        "docker",
+        "kubectl",
+        "terraform",
+        "pip",
+        "uv",
+        "gh",
+        "make",
+    ];
+    let subs = [
+        "push", "publish", "install", "prune", "delete", "destroy", "upgrade", "run", "merge",
+        "clean",
+    ];
     for i in 0..100 {
         let tool = tools[i % tools.len()];
         let sub = subs[(i / tools.len()) % subs.len()];
@@ -68,8 +82,12 @@ fn bench(command: &str) {
 
     let iterations = 20_000u32;
     let run_once = || {
-        let evt = Event::new(EventKind::PreToolUse, payload.clone(), EventContext::default())
-            .expect("object payload");
+        let evt = Event::new(
+            EventKind::PreToolUse,
+            payload.clone(),
+            EventContext::default(),
+        )
+        .expect("object payload");
         let evt = Arc::new(evt);
         let r = dispatcher.dispatch(&evt, DispatchOptions::default());
         std::hint::black_box(envelope(EventKind::PreToolUse, r.as_ref()));
@@ -92,7 +110,10 @@ fn bench(command: &str) {
     let per_event = total / iterations;
     let per_parse = parse / iterations;
     println!("engine: PreToolUse Bash `{command}` x 100 declarative hooks ({iterations} events)");
-    println!("  {:>10.1} events/s", iterations as f64 / total.as_secs_f64());
+    println!(
+        "  {:>10.1} events/s",
+        iterations as f64 / total.as_secs_f64()
+    );
     println!("  {:>10.2} µs/event (target <= 20)", micros(per_event));
     println!(
         "  {:>10.2} µs/event in Bash parsing ({:.0}% of the event)",

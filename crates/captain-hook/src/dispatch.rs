@@ -7,7 +7,7 @@
 //! what a sequential run would give.
 
 use std::path::Path;
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
 
@@ -71,7 +71,10 @@ pub fn planning_skip(hook: &Hook, evt: &Event) -> bool {
 
 fn planning_skip_with(hook: &Hook, evt: &Event, agents: &[String]) -> bool {
     hook.skip_planning_agents
-        && matches!(evt.kind(), EventKind::SubagentStart | EventKind::SubagentStop)
+        && matches!(
+            evt.kind(),
+            EventKind::SubagentStart | EventKind::SubagentStop
+        )
         && evt
             .agent_type()
             .is_some_and(|t| agents.iter().any(|a| a == t))
@@ -123,7 +126,11 @@ impl Dispatcher {
     }
 
     /// Evaluates every hook and returns the verdict plus one trace per registered hook.
-    pub fn explain(&self, evt: &Arc<Event>, opts: DispatchOptions) -> (Option<HookResult>, Vec<Trace>) {
+    pub fn explain(
+        &self,
+        evt: &Arc<Event>,
+        opts: DispatchOptions,
+    ) -> (Option<HookResult>, Vec<Trace>) {
         self.run(evt, opts, true)
     }
 
@@ -205,15 +212,15 @@ impl Dispatcher {
 
 /// Waits for a handler's result until the deadline; `None` when it did not arrive in time (or
 /// its job died without answering, which `run_handler` makes impossible short of an abort).
-fn wait(rx: &Receiver<Option<HookResult>>, deadline: Option<Instant>) -> Option<Option<HookResult>> {
+fn wait(
+    rx: &Receiver<Option<HookResult>>,
+    deadline: Option<Instant>,
+) -> Option<Option<HookResult>> {
     match deadline {
         None => rx.recv().ok(),
         Some(d) => {
             let left = d.saturating_duration_since(Instant::now());
-            match rx.recv_timeout(left) {
-                Ok(r) => Some(r),
-                Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => None,
-            }
+            rx.recv_timeout(left).ok()
         }
     }
 }

@@ -56,8 +56,7 @@ pub fn hook_files(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
         .filter(|p| {
             p.is_file()
                 && p.extension().is_some_and(|e| e == "toml")
-                && p
-                    .file_name()
+                && p.file_name()
                     .and_then(|n| n.to_str())
                     .is_some_and(|n| !n.starts_with('_'))
         })
@@ -136,7 +135,12 @@ fn load_text(text: &str, stem: &str, path: &Path) -> Result<Vec<crate::Hook>, Ve
     let (defs, raw) = parse_str(text, &path.display().to_string());
     let mut errors: Vec<(usize, LoadError)> = raw
         .into_iter()
-        .map(|e| (e.span.clone().map(|s| s.start).unwrap_or(0), located.raw_error(path, e)))
+        .map(|e| {
+            (
+                e.span.clone().map(|s| s.start).unwrap_or(0),
+                located.raw_error(path, e),
+            )
+        })
         .collect();
     let mut built = Vec::new();
     for (index, def, span) in defs {
@@ -173,10 +177,10 @@ struct RawError {
 
 /// Parses hook-file text into definitions, each with its index and span; `source` names the file
 /// in test sources.
-fn parse_str(
-    text: &str,
-    source: &str,
-) -> (Vec<(usize, HookDef, Range<usize>)>, Vec<RawError>) {
+/// A lowered hook with its index in the file and the span of its table.
+type ParsedDef = (usize, HookDef, Range<usize>);
+
+fn parse_str(text: &str, source: &str) -> (Vec<ParsedDef>, Vec<RawError>) {
     let doc = match DeTable::parse(text) {
         Ok(d) => d,
         Err(e) => {
@@ -246,9 +250,18 @@ fn clean_message(m: &str) -> String {
     // Untagged enums only say that nothing matched; say what would have.
     const EXPECTED: &[(&str, &str)] = &[
         ("OneOrMany", "expected a string or a list of strings"),
-        ("MaxFiresSpec", "expected a non-negative integer or \"unlimited\""),
-        ("ContentSpec", "expected a regex or { pattern, project_only }"),
-        ("FilePathSpec", "expected a glob, a list of globs, or { globs, project_only }"),
+        (
+            "MaxFiresSpec",
+            "expected a non-negative integer or \"unlimited\"",
+        ),
+        (
+            "ContentSpec",
+            "expected a regex or { pattern, project_only }",
+        ),
+        (
+            "FilePathSpec",
+            "expected a glob, a list of globs, or { globs, project_only }",
+        ),
         ("AnnotatedSpec", "expected a key or { key, value }"),
     ];
     for (name, text) in EXPECTED {
@@ -314,7 +327,13 @@ fn find_key_path(
     name: &str,
     prefix: String,
 ) -> Option<(Range<usize>, String)> {
-    let join = |p: &str, k: &str| if p.is_empty() { k.to_owned() } else { format!("{p}.{k}") };
+    let join = |p: &str, k: &str| {
+        if p.is_empty() {
+            k.to_owned()
+        } else {
+            format!("{p}.{k}")
+        }
+    };
     match value.get_ref() {
         DeValue::Table(t) => {
             for (k, _) in t.iter() {
@@ -322,7 +341,8 @@ fn find_key_path(
                     return Some((k.span(), join(&prefix, name)));
                 }
             }
-            t.iter().find_map(|(k, v)| find_key_path(v, name, join(&prefix, k.get_ref().as_ref())))
+            t.iter()
+                .find_map(|(k, v)| find_key_path(v, name, join(&prefix, k.get_ref().as_ref())))
         }
         DeValue::Array(a) => a
             .iter()
@@ -382,7 +402,10 @@ impl<'t> Located<'t> {
             .rposition(|b| *b == b'\n')
             .map(|p| p + 1)
             .unwrap_or(0);
-        let column = String::from_utf8_lossy(&before[line_start..]).chars().count() + 1;
+        let column = String::from_utf8_lossy(&before[line_start..])
+            .chars()
+            .count()
+            + 1;
         (line, column)
     }
 
@@ -491,7 +514,12 @@ pub fn compile_condition(spec: &ConditionSpec, field: &str) -> Result<Condition,
             Condition::ToolInput(
                 fields
                     .iter()
-                    .map(|(k, v)| Ok((k.clone(), regex(&sub(&format!("tool_input.{k}")), v, Mode::Multiline)?)))
+                    .map(|(k, v)| {
+                        Ok((
+                            k.clone(),
+                            regex(&sub(&format!("tool_input.{k}")), v, Mode::Multiline)?,
+                        ))
+                    })
                     .collect::<Result<_, DefError>>()?,
             )
         }
@@ -543,7 +571,9 @@ pub fn compile_condition(spec: &ConditionSpec, field: &str) -> Result<Condition,
             },
         },
         ConditionSpec::ReadOnlyCommand(b) => Condition::ReadOnlyCommand(*b),
-        ConditionSpec::Not(inner) => Condition::Not(Box::new(compile_condition(inner, &sub("not"))?)),
+        ConditionSpec::Not(inner) => {
+            Condition::Not(Box::new(compile_condition(inner, &sub("not"))?))
+        }
         ConditionSpec::Any(list) => Condition::Any(
             list.iter()
                 .enumerate()
@@ -559,12 +589,18 @@ pub fn compile_condition(spec: &ConditionSpec, field: &str) -> Result<Condition,
     })
 }
 
-fn command_match(argv: &Option<Vec<String>>, pattern: &Option<String>) -> Result<CommandMatch, DefError> {
+fn command_match(
+    argv: &Option<Vec<String>>,
+    pattern: &Option<String>,
+) -> Result<CommandMatch, DefError> {
     match (argv, pattern) {
         (Some(_), Some(_)) => Err(err("argv", "give either `argv` or `pattern`, not both")),
         (Some(a), None) => CommandMatch::argv(a),
         (None, Some(p)) => CommandMatch::pattern(p),
-        (None, None) => Err(err("argv", "give `argv` (a token list) or `pattern` (a regex)")),
+        (None, None) => Err(err(
+            "argv",
+            "give `argv` (a token list) or `pattern` (a regex)",
+        )),
     }
 }
 
@@ -574,7 +610,8 @@ fn is_structural(pattern: &str) -> bool {
     (0..b.len()).any(|i| {
         b[i] == b'$'
             && (i == 0 || b[i - 1] != b'\\')
-            && b.get(i + 1).is_some_and(|c| c.is_ascii_uppercase() || *c == b'_' || *c == b'$')
+            && b.get(i + 1)
+                .is_some_and(|c| c.is_ascii_uppercase() || *c == b'_' || *c == b'$')
     })
 }
 
@@ -590,8 +627,15 @@ macro_rules! common {
                 .to_vec()
                 .iter()
                 .map(|name| {
-                    name.parse::<EventKind>()
-                        .map_err(|_| err("events", format!("unknown event `{name}`; valid events are {}", EventKind::valid_names())))
+                    name.parse::<EventKind>().map_err(|_| {
+                        err(
+                            "events",
+                            format!(
+                                "unknown event `{name}`; valid events are {}",
+                                EventKind::valid_names()
+                            ),
+                        )
+                    })
                 })
                 .collect::<Result<Vec<_>, _>>()?;
             d = d.events(&kinds);
@@ -612,7 +656,10 @@ macro_rules! common {
         if let Some(s) = spec.skip_planning_agents {
             d = d.skip_planning_agents(s);
         }
-        d = d.respect_gitignore(spec.respect_gitignore).run_async(spec.is_async).mandatory(spec.mandatory);
+        d = d
+            .respect_gitignore(spec.respect_gitignore)
+            .run_async(spec.is_async)
+            .mandatory(spec.mandatory);
         let located = Located::new($text);
         d = d.source($source, located.line_col($item.span().start).0);
         for (i, t) in spec.test.iter().enumerate() {
@@ -636,7 +683,13 @@ fn lower(
             if s.events.is_none() {
                 return Err(err("events", "`hook` needs `events`"));
             }
-            common!(hook(&[], s.message.clone()).block(s.block), s, item, source.clone(), text)
+            common!(
+                hook(&[], s.message.clone()).block(s.block),
+                s,
+                item,
+                source.clone(),
+                text
+            )
         }
         HookEntry::BlockCommand(s) => {
             let mut d = block_command(command_match(&s.argv, &s.pattern)?, s.reason.clone());
@@ -714,7 +767,10 @@ fn lower_test(t: &TestSpec, field: &str, line: Option<usize>) -> Result<InlineTe
         ExpectSpec::Rewrite => Verdict::Rewrite,
     };
     if t.fields.is_some() && verdict != Verdict::Rewrite {
-        return Err(err(format!("{field}.fields"), "`fields` only applies to expect = \"rewrite\""));
+        return Err(err(
+            format!("{field}.fields"),
+            "`fields` only applies to expect = \"rewrite\"",
+        ));
     }
     // Rewrite patterns are substrings, not regexes; every other text check is a regex.
     if let Some(p) = &t.pattern
@@ -730,12 +786,7 @@ fn lower_test(t: &TestSpec, field: &str, line: Option<usize>) -> Result<InlineTe
         expect: Expect {
             verdict,
             pattern: t.pattern.clone(),
-            fields: t
-                .fields
-                .clone()
-                .unwrap_or_default()
-                .into_iter()
-                .collect(),
+            fields: t.fields.clone().unwrap_or_default().into_iter().collect(),
             system_message: t.system_message.clone(),
         },
         line,

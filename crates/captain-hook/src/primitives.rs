@@ -8,8 +8,8 @@ use std::sync::Arc;
 use capt_hook_core::condition::never_matches;
 use capt_hook_core::events::DECISION_EVENTS;
 use capt_hook_core::{
-    Condition, Event, EventKind, EventSet, HookResult, Mode, Pattern, Tokens, pattern::PatternError,
-    tokens::TokenError,
+    Condition, Event, EventKind, EventSet, HookResult, Mode, Pattern, Tokens,
+    pattern::PatternError, tokens::TokenError,
 };
 use serde_json::Value;
 

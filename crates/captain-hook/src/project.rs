@@ -8,10 +8,10 @@ use std::time::{Instant, SystemTime};
 use capt_hook_core::{EventContext, EventKind, envelope};
 use serde_json::Value;
 
+use crate::Event;
 use crate::dispatch::{DispatchOptions, Dispatcher};
 use crate::loader::{LoadError, hook_files, load_dir};
 use crate::registry::Registry;
-use crate::Event;
 
 /// What evaluating one event printed and how the process should exit.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -198,7 +198,10 @@ pub fn resolve_root(explicit: Option<&Path>, stdin: &[u8]) -> PathBuf {
         }
     }
     if let Ok(Some(v)) = parse_payload(stdin)
-        && let Some(cwd) = v.get("cwd").and_then(Value::as_str).filter(|c| !c.is_empty())
+        && let Some(cwd) = v
+            .get("cwd")
+            .and_then(Value::as_str)
+            .filter(|c| !c.is_empty())
     {
         return PathBuf::from(cwd);
     }

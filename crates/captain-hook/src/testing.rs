@@ -95,7 +95,10 @@ impl Input {
             parts.push(format!("output={o}"));
         }
         if let Some(b) = self.skip_permissions {
-            parts.push(format!("skip_permissions={}", if b { "True" } else { "False" }));
+            parts.push(format!(
+                "skip_permissions={}",
+                if b { "True" } else { "False" }
+            ));
         }
         if let Some(o) = self.offset {
             parts.push(format!("offset={o}"));
@@ -335,13 +338,21 @@ pub fn build_payload(hook: &Hook, input: &Input, event: EventKind) -> Value {
         EventKind::SessionStart => {
             p.insert(
                 "source".into(),
-                input.source.clone().unwrap_or_else(|| "startup".into()).into(),
+                input
+                    .source
+                    .clone()
+                    .unwrap_or_else(|| "startup".into())
+                    .into(),
             );
         }
         EventKind::SessionEnd => {
             p.insert(
                 "reason".into(),
-                input.reason.clone().unwrap_or_else(|| "other".into()).into(),
+                input
+                    .reason
+                    .clone()
+                    .unwrap_or_else(|| "other".into())
+                    .into(),
             );
         }
         EventKind::SubagentStart | EventKind::SubagentStop => {
@@ -590,7 +601,10 @@ pub fn human_report(outcomes: &[TestOutcome]) -> String {
 /// The JSON report: one object per line.
 pub fn json_report(outcomes: &[TestOutcome]) -> String {
     if outcomes.is_empty() {
-        return format!("{}\n", json!({"status": "empty", "reason": "no inline tests"}));
+        return format!(
+            "{}\n",
+            json!({"status": "empty", "reason": "no inline tests"})
+        );
     }
     outcomes
         .iter()

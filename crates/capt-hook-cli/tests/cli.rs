@@ -1,0 +1,312 @@
+//! The `capt-hook` binary, run as a real process.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_capt-hook")
+}
+
+fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// A temporary project with `.claude/hooks/` and a private HOME.
+struct Project {
+    dir: tempfile::TempDir,
+}
+
+impl Project {
+    fn new(files: &[(&str, &str)]) -> Project {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join(".claude/hooks")).unwrap();
+        std::fs::create_dir_all(dir.path().join("home")).unwrap();
+        for (name, text) in files {
+            std::fs::write(dir.path().join(".claude/hooks").join(name), text).unwrap();
+        }
+        Project { dir }
+    }
+
+    fn root(&self) -> &Path {
+        self.dir.path()
+    }
+
+    fn run(&self, args: &[&str], stdin: &[u8]) -> Output {
+        let mut child = Command::new(bin())
+            .args(args)
+            .current_dir(self.root())
+            .env("CLAUDE_PROJECT_DIR", self.root())
+            .env("HOME", self.root().join("home"))
+            .env("CAPTAIN_HOOK_LOG_DIR", self.root().join("logs"))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // A child that exits early closes its stdin; that is not our failure.
+        let _ = child.stdin.take().unwrap().write_all(stdin);
+        child.wait_with_output().unwrap()
+    }
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+const STASH: &str = r#"
+[[hook]]
+kind = "block_command"
+argv = ["git", "stash"]
+reason = "No stashing"
+hint = "Commit to a branch"
+
+  [[hook.test]]
+  input = { command = "git stash pop" }
+  expect = "block"
+  pattern = "branch"
+
+  [[hook.test]]
+  input = { command = "echo 'git stash'" }
+  expect = "allow"
+"#;
+
+#[test]
+fn run_blocks_and_prints_one_line_of_json() {
+    let p = Project::new(&[("stash.toml", STASH)]);
+    let out = p.run(
+        &["run", "PreToolUse"],
+        br#"{"session_id":"s","tool_name":"Bash","tool_input":{"command":"cd a && git stash"}}"#,
+    );
+    assert_eq!(out.status.code(), Some(0));
+    let stdout = text(&out.stdout);
+    assert_eq!(stdout.lines().count(), 1);
+    let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(
+        v["hookSpecificOutput"]["permissionDecisionReason"],
+        "BLOCKED: No stashing. Commit to a branch."
+    );
+}
+
+#[test]
+fn run_edges_unknown_event_blank_and_malformed_stdin() {
+    let p = Project::new(&[("stash.toml", STASH)]);
+    let out = p.run(&["run", "PreToolUze"], b"{}");
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr)
+            .contains("Invalid event type: 'PreToolUze'. Valid event names are: PreToolUse")
+    );
+
+    let out = p.run(&["run", "PreToolUse"], b"  \n\t ");
+    assert_eq!(out.status.code(), Some(0));
+    assert!(out.stdout.is_empty() && out.stderr.is_empty());
+
+    let out = p.run(&["run", "PreToolUse"], b"{not json");
+    assert_eq!(out.status.code(), Some(0));
+    assert!(out.stdout.is_empty());
+    assert!(text(&out.stderr).starts_with("Malformed stdin: "));
+}
+
+/// Malformed payloads of every kind: never a panic, never exit 2, never a verdict.
+#[test]
+fn thirty_malformed_payloads() {
+    let p = Project::new(&[("stash.toml", STASH)]);
+    let big = format!(
+        r#"{{"tool_name":"Bash","tool_input":{{"command":"echo {}"}}}}"#,
+        "x".repeat(10 << 20)
+    );
+    let deep = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
+    let payloads: Vec<Vec<u8>> = vec![
+        b"{".to_vec(),
+        br#"{"tool_name": "Bash", "tool_input": {"command": "git st"#.to_vec(),
+        b"[]".to_vec(),
+        b"[1, 2]".to_vec(),
+        b"\"just a string\"".to_vec(),
+        b"42".to_vec(),
+        b"true".to_vec(),
+        b"null".to_vec(),
+        br#"{"tool_name": 7}"#.to_vec(),
+        br#"{"tool_name": "Bash"}"#.to_vec(),
+        br#"{"tool_name": "Bash", "tool_input": "git stash"}"#.to_vec(),
+        br#"{"tool_name": "Bash", "tool_input": {"command": 42}}"#.to_vec(),
+        br#"{"tool_name": "Bash", "tool_input": {"command": null}}"#.to_vec(),
+        br#"{"tool_name": "Bash", "tool_input": {"command": ["git", "stash"]}}"#.to_vec(),
+        br#"{"tool_name": ["Bash"], "tool_input": {"command": "git stash"}}"#.to_vec(),
+        br#"{"tool_name": "Edit", "tool_input": {"file_path": 1, "old_string": {}}}"#.to_vec(),
+        br#"{"tool_name": "MultiEdit", "tool_input": {"file_path": "/a", "edits": "x"}}"#.to_vec(),
+        br#"{"tool_name": "MultiEdit", "tool_input": {"file_path": "/a", "edits": [1, 2]}}"#
+            .to_vec(),
+        br#"{"session_id": 5, "agent_id": [], "cwd": false}"#.to_vec(),
+        br#"{"tool_name": "", "tool_input": {}}"#.to_vec(),
+        b"\xff\xfe\xfd".to_vec(),
+        b"{\"tool_name\": \"Bash\", \"tool_input\": {\"command\": \"\xff\"}}".to_vec(),
+        br#"{"tool_name": "Bash", "tool_input": {"command": "\u0000git stash"}}"#.to_vec(),
+        br#"{"tool_name": "Bash", "tool_input": {"command": "echo \"unterminated"}}"#.to_vec(),
+        br#"{"tool_name": "Bash", "tool_input": {"command": "$($($($($("}}"#.to_vec(),
+        br#"{"a": 1} {"b": 2}"#.to_vec(),
+        br#"{"tool_name": "Bash", "tool_input": {"command": "ls"}, "tool_name": "Edit"}"#.to_vec(),
+        big.into_bytes(),
+        deep.into_bytes(),
+        br#"{"tool_name": "Bash", "tool_input": {"command": "git stash", "timeout": 1e999}}"#
+            .to_vec(),
+    ];
+    assert_eq!(payloads.len(), 30);
+    for (i, payload) in payloads.iter().enumerate() {
+        let out = p.run(&["run", "PreToolUse"], payload);
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "payload {i}: {stderr}");
+        assert!(!stderr.contains("panicked"), "payload {i}: {stderr}");
+        if !out.stdout.is_empty() {
+            // The only payloads that may produce a verdict are well-formed Bash calls.
+            let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+            assert!(v["hookSpecificOutput"].is_object(), "payload {i}");
+        }
+    }
+}
+
+#[test]
+fn test_command_output_and_exit_codes() {
+    let p = Project::new(&[("stash.toml", STASH)]);
+    let out = p.run(&["test"], b"");
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stdout));
+    let stdout = text(&out.stdout);
+    assert!(stdout.contains("  PASS  stash:block_command_"));
+    assert!(stdout.ends_with("\n2 tests: 2 passed, 0 failed, 0 errors, 0 skipped\n"));
+
+    let out = p.run(&["test", "--format", "json"], b"");
+    let lines: Vec<serde_json::Value> = text(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 2);
+    assert_eq!(lines[0]["status"], "pass");
+    assert_eq!(lines[0]["expected"], "block");
+
+    let failing = STASH.replace("pattern = \"branch\"", "pattern = \"mercurial\"");
+    let p = Project::new(&[("stash.toml", &failing)]);
+    let out = p.run(&["test"], b"");
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stdout).contains("doesn't match 'mercurial'"));
+
+    let p = Project::new(&[(
+        "none.toml",
+        "[[hook]]\nkind = \"hook\"\nevents = \"Stop\"\nmessage = \"m\"\n",
+    )]);
+    let out = p.run(&["test"], b"");
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(text(&out.stdout), "No inline tests found.\n");
+
+    let p = Project::new(&[("stash.toml", STASH), ("bad.toml", "[[hook]]\nkind = 3\n")]);
+    let out = p.run(&["test"], b"");
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "a file that does not load fails the run"
+    );
+    assert!(text(&out.stderr).contains("bad.toml:2:"));
+}
+
+#[test]
+fn check_and_list() {
+    let p = Project::new(&[("stash.toml", STASH)]);
+    let out = p.run(&["check"], b"");
+    assert_eq!(out.status.code(), Some(0));
+    assert!(text(&out.stdout).starts_with("1 hooks in 1 files"));
+    let out = p.run(&["list"], b"");
+    let line = text(&out.stdout);
+    let cols: Vec<&str> = line.trim_end().split('\t').collect();
+    assert_eq!(cols[1], "block_command");
+    assert_eq!(cols[2], "PreToolUse");
+    assert!(cols[3].ends_with("stash.toml:2"), "{line}");
+
+    let p = Project::new(&[(
+        "bad.toml",
+        "[[hook]]\nkind = \"hook\"\nevents = \"Stop\"\nmessage = \"m\"\nonly_if = [{ command = \"(\" }]\n",
+    )]);
+    let out = p.run(&["check"], b"");
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains("bad.toml:5:"), "{stderr}");
+    assert!(stderr.contains("hook[0].only_if[0]"), "{stderr}");
+}
+
+#[test]
+fn explain_says_why_each_hook_did_or_did_not_fire() {
+    let hooks = r#"
+[[hook]]
+kind = "block_command"
+argv = ["git", "stash"]
+reason = "No stashing"
+
+[[hook]]
+kind = "hook"
+name = "edits"
+events = "PreToolUse"
+message = "careful"
+only_if = [{ tool = "Edit" }]
+
+[[hook]]
+kind = "hook"
+name = "stop"
+events = "Stop"
+message = "later"
+"#;
+    let p = Project::new(&[("h.toml", hooks)]);
+    let out = p.run(
+        &["explain", "PreToolUse"],
+        br#"{"tool_name":"Bash","tool_input":{"command":"git stash"}}"#,
+    );
+    assert_eq!(out.status.code(), Some(0));
+    let stdout = text(&out.stdout);
+    let stdout: String = stdout
+        .lines()
+        .map(|l| {
+            // Hash suffixes and paths vary; keep the shape.
+            if l.starts_with("  h:block_command_") {
+                "  h:block_command_<hash> (block_command, <source>)".to_owned()
+            } else if let Some(i) = l.find(", /") {
+                format!("{}, <source>)", &l[..i])
+            } else {
+                l.to_owned()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    insta::assert_snapshot!(stdout);
+}
+
+#[test]
+fn init_scaffolds_a_passing_file_and_never_overwrites() {
+    let p = Project::new(&[]);
+    let out = p.run(&["init"], b"");
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let out = p.run(&["test"], b"");
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stdout));
+    assert!(text(&out.stdout).contains("3 tests: 3 passed"));
+    let out = p.run(&["init"], b"");
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stderr).contains("already exists"));
+}
+
+#[test]
+fn committed_schema_is_up_to_date() {
+    let p = Project::new(&[]);
+    let out = p.run(&["schema"], b"");
+    let committed = std::fs::read_to_string(workspace().join("docs/hooks.schema.json"))
+        .expect("docs/hooks.schema.json is committed");
+    assert!(
+        text(&out.stdout) == committed,
+        "docs/hooks.schema.json is stale: run `cargo run -p capt-hook-cli -- schema > docs/hooks.schema.json`"
+    );
+}
+
+#[test]
+fn examples_pass_their_inline_tests() {
+    let p = Project::new(&[]);
+    let examples = workspace().join("examples");
+    let out = p.run(&["test", "--hooks", examples.to_str().unwrap()], b"");
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{}", text(&out.stderr));
+    assert!(!stdout.contains("No inline tests"), "{stdout}");
+}

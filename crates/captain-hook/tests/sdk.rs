@@ -1,0 +1,332 @@
+//! The SDK end to end in one process: Rust builders, TOML loading and its errors, dispatch
+//! (fold order, concurrency, deadlines, failing handlers) and the inline-test runner.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use captain_hook::core::{Action, EventContext, EventKind, envelope};
+use captain_hook::loader::load_str;
+use captain_hook::testing::{Status, human_report, run_test};
+use captain_hook::{
+    CommandMatch, Condition, DispatchOptions, Dispatcher, Event, Expect, HandlerError, Input,
+    Registry, approve, block_command, deny, hook, on, rewrite_command, rewrite_command_to,
+    set_tool_input, warn_command,
+};
+use serde_json::{Value, json};
+
+fn bash(command: &str) -> Arc<Event> {
+    Arc::new(
+        Event::new(
+            EventKind::PreToolUse,
+            json!({"tool_name": "Bash", "tool_input": {"command": command, "timeout": 5}}),
+            EventContext::default(),
+        )
+        .unwrap(),
+    )
+}
+
+fn verdict(registry: Registry, evt: &Arc<Event>) -> Option<Value> {
+    let d = Dispatcher::new(Arc::new(registry), None);
+    let r = d.dispatch(evt, DispatchOptions::default());
+    envelope(evt.kind(), r.as_ref()).map(|o| serde_json::from_str(&o.render()).unwrap())
+}
+
+#[test]
+fn rust_builders_lower_like_toml() {
+    let mut reg = Registry::new();
+    reg.add(
+        "mine",
+        block_command(
+            CommandMatch::argv(&["git", "stash"]).unwrap(),
+            "No stashing.",
+        )
+        .hint("Commit instead...")
+        .test(
+            Input::command("git stash pop"),
+            Expect::block().matching("Commit"),
+        ),
+    )
+    .unwrap();
+    let h = &reg.hooks()[0];
+    assert!(h.name.starts_with("mine:block_command_"));
+    assert_eq!(h.kind, "block_command");
+    let out = verdict(reg.clone(), &bash("cd x && git stash")).unwrap();
+    assert_eq!(
+        out["hookSpecificOutput"]["permissionDecisionReason"],
+        "BLOCKED: No stashing. Commit instead."
+    );
+    assert_eq!(verdict(reg.clone(), &bash("echo 'git stash'")), None);
+    let outcome = run_test(h, &h.tests[0], None);
+    assert_eq!(outcome.status, Status::Pass, "{outcome:?}");
+
+    let mut toml = Registry::new();
+    load_str(
+        "[[hook]]\nkind = \"block_command\"\nargv = [\"git\", \"stash\"]\nreason = \"No stashing.\"\nhint = \"Commit instead...\"\n",
+        "mine",
+        &mut toml,
+    )
+    .unwrap();
+    assert_eq!(
+        toml.hooks()[0].name,
+        reg.hooks()[0].name,
+        "same def, same name"
+    );
+}
+
+#[test]
+fn deny_wins_over_approve_whatever_the_order() {
+    for approve_first in [true, false] {
+        let mut reg = Registry::new();
+        let a = approve("everything");
+        let d = deny("not this").only_if(Condition::tool(&["Bash"]));
+        if approve_first {
+            reg.add("p", a).unwrap();
+            reg.add("p", d).unwrap();
+        } else {
+            reg.add("p", d).unwrap();
+            reg.add("p", a).unwrap();
+        }
+        let out = verdict(reg, &bash("ls")).unwrap();
+        assert_eq!(out["hookSpecificOutput"]["permissionDecision"], "deny");
+    }
+}
+
+#[test]
+fn rewrites_keep_other_input_keys_and_conditional_form_blocks() {
+    let mut reg = Registry::new();
+    reg.add(
+        "r",
+        rewrite_command(r"^cat\s+(\S+)$", r"bat \1")
+            .unwrap()
+            .note("prettier"),
+    )
+    .unwrap();
+    let out = verdict(reg, &bash("cat a.txt")).unwrap();
+    assert_eq!(
+        out["hookSpecificOutput"]["updatedInput"],
+        json!({"command": "bat a.txt", "timeout": 5})
+    );
+    assert_eq!(out["hookSpecificOutput"]["additionalContext"], "prettier");
+
+    let mut reg = Registry::new();
+    reg.add(
+        "r",
+        rewrite_command_to(|evt| {
+            let cmd = evt.command()?;
+            cmd.starts_with("pip ").then(|| format!("uv {cmd}"))
+        })
+        .block_with("Use uv")
+        .only_if(Condition::Runs(
+            captain_hook::core::Tokens::new(&["pip|npm"]).unwrap(),
+        )),
+    )
+    .unwrap();
+    let out = verdict(reg.clone(), &bash("pip install x")).unwrap();
+    assert_eq!(
+        out["hookSpecificOutput"]["updatedInput"]["command"],
+        "uv pip install x"
+    );
+    let out = verdict(reg.clone(), &bash("npm install x")).unwrap();
+    assert_eq!(out["hookSpecificOutput"]["permissionDecision"], "deny");
+    assert_eq!(verdict(reg, &bash("ls")), None);
+}
+
+#[test]
+fn set_tool_input_never_clobbers() {
+    let mut reg = Registry::new();
+    reg.add("s", set_tool_input("Bash", "timeout", 60)).unwrap();
+    reg.add("s", set_tool_input("Bash", "description", "ran by a hook"))
+        .unwrap();
+    let out = verdict(reg, &bash("ls")).unwrap();
+    // The first rewrite wins; its field was already present, so the second one does.
+    assert_eq!(
+        out["hookSpecificOutput"]["updatedInput"]["description"],
+        "ran by a hook"
+    );
+    assert_eq!(out["hookSpecificOutput"]["updatedInput"]["timeout"], 5);
+}
+
+#[test]
+fn failing_and_panicking_handlers_yield_nothing_and_others_still_count() {
+    let mut reg = Registry::new();
+    reg.add(
+        "h",
+        on(&[EventKind::PreToolUse], |_| Err(HandlerError::new("boom"))),
+    )
+    .unwrap();
+    reg.add(
+        "h",
+        on(&[EventKind::PreToolUse], |_| panic!("handler bug")).name("panics"),
+    )
+    .unwrap();
+    reg.add("h", hook(&[EventKind::PreToolUse], "still here"))
+        .unwrap();
+    let out = verdict(reg, &bash("ls")).unwrap();
+    assert_eq!(out["hookSpecificOutput"]["additionalContext"], "still here");
+}
+
+#[test]
+fn handlers_run_concurrently_but_fold_in_registration_order() {
+    let mut reg = Registry::new();
+    let running = Arc::new(AtomicUsize::new(0));
+    let peak = Arc::new(AtomicUsize::new(0));
+    for i in 0..4 {
+        let (running, peak) = (Arc::clone(&running), Arc::clone(&peak));
+        reg.add(
+            "c",
+            on(&[EventKind::PreToolUse], move |_| {
+                let now = running.fetch_add(1, Ordering::SeqCst) + 1;
+                peak.fetch_max(now, Ordering::SeqCst);
+                // Later-registered handlers finish first.
+                std::thread::sleep(Duration::from_millis(80 - 20 * i));
+                running.fetch_sub(1, Ordering::SeqCst);
+                Ok(Some(captain_hook::HookResult::warn(format!("w{i}"))))
+            })
+            .name(format!("slow {i}")),
+        )
+        .unwrap();
+    }
+    let out = verdict(reg, &bash("ls")).unwrap();
+    assert_eq!(
+        out["hookSpecificOutput"]["additionalContext"],
+        "w0\n\nw1\n\nw2\n\nw3"
+    );
+    assert!(peak.load(Ordering::SeqCst) > 1, "handlers never overlapped");
+}
+
+#[test]
+fn a_handler_past_the_deadline_is_abandoned() {
+    let mut reg = Registry::new();
+    reg.add(
+        "d",
+        on(&[EventKind::PreToolUse], |_| {
+            std::thread::sleep(Duration::from_secs(2));
+            Ok(Some(captain_hook::HookResult::block("too late")))
+        }),
+    )
+    .unwrap();
+    reg.add("d", hook(&[EventKind::PreToolUse], "on time"))
+        .unwrap();
+    let d = Dispatcher::new(Arc::new(reg), None);
+    let evt = bash("ls");
+    let started = Instant::now();
+    let r = d
+        .dispatch(
+            &evt,
+            DispatchOptions {
+                deadline: Some(Instant::now() + Duration::from_millis(100)),
+                run_async: false,
+            },
+        )
+        .unwrap();
+    assert!(started.elapsed() < Duration::from_secs(2));
+    assert_eq!(r.action, Action::Warn);
+    assert_eq!(r.message.as_deref(), Some("on time"));
+}
+
+#[test]
+fn definition_errors_name_the_field() {
+    let cases: Vec<(captain_hook::HookDef, &str)> = vec![
+        (hook(&[], "x"), "events"),
+        (
+            hook(&[EventKind::Stop], "x").only_if(Condition::tool(&["Bash"])),
+            "only_if[0]",
+        ),
+        (
+            warn_command(CommandMatch::pattern("ls").unwrap(), "m").events(&[EventKind::Stop]),
+            "events",
+        ),
+        (hook(&[EventKind::PreToolUse], "x").run_async(true), "async"),
+        (
+            hook(&[EventKind::PostToolUse], "x").mandatory(true),
+            "mandatory",
+        ),
+        (deny(""), "reason"),
+    ];
+    for (def, field) in cases {
+        let err = def.build("f").unwrap_err();
+        assert_eq!(err.field, field, "{err}");
+    }
+    assert_eq!(CommandMatch::argv::<&str>(&[]).unwrap_err().field, "argv");
+    assert_eq!(CommandMatch::pattern("(").unwrap_err().field, "pattern");
+}
+
+fn load_errors(text: &str) -> String {
+    let mut reg = Registry::new();
+    match load_str(text, "case", &mut reg) {
+        Ok(()) => "loaded".to_owned(),
+        Err(errors) => errors
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join("\n"),
+    }
+}
+
+#[test]
+fn load_errors_are_located() {
+    insta::assert_snapshot!(load_errors(include_str!("fixtures/bad.toml")));
+}
+
+#[test]
+fn one_bad_hook_rejects_its_whole_file_only() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("a.toml"),
+        "[[hook]]\nkind = \"hook\"\nevents = \"Stop\"\nmessage = \"a\"\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("b.toml"),
+        "[[hook]]\nkind = \"hook\"\nevents = \"Stop\"\nmessage = \"b\"\n\n[[hook]]\nkind = \"nope\"\n",
+    )
+    .unwrap();
+    std::fs::write(dir.path().join("_skip.toml"), "not toml at all [").unwrap();
+    std::fs::write(dir.path().join("c.toml"), [0xff, 0xfe]).unwrap();
+    let mut reg = Registry::new();
+    let errors = captain_hook::load_dir(dir.path(), &mut reg);
+    let names: Vec<&str> = reg.hooks().iter().map(|h| h.name.as_str()).collect();
+    assert_eq!(names.len(), 1);
+    assert!(names[0].starts_with("a:hook_"));
+    assert_eq!(errors.len(), 2, "{errors:?}");
+    assert!(
+        errors[0]
+            .to_string()
+            .contains("b.toml:7:8: hook[1].kind: unknown variant `nope`")
+    );
+    assert!(errors[1].to_string().contains("c.toml: not UTF-8"));
+}
+
+#[test]
+fn inline_test_report_format() {
+    let mut reg = Registry::new();
+    load_str(
+        r#"
+[[hook]]
+kind = "block_command"
+argv = ["git", "stash"]
+reason = "Use jj instead of git stash"
+
+  [[hook.test]]
+  input = { command = "git stash" }
+  expect = "block"
+  pattern = "mercurial"
+
+  [[hook.test]]
+  input = { command = "git stash" }
+  expect = "block"
+
+  [[hook.test]]
+  input = { command = "ls" }
+  expect = "warn"
+"#,
+        "no_stash",
+        &mut reg,
+    )
+    .unwrap();
+    let h = &reg.hooks()[0];
+    let outcomes: Vec<_> = h.tests.iter().map(|t| run_test(h, t, None)).collect();
+    let report = human_report(&outcomes).replace(&h.name, "<name>");
+    insta::assert_snapshot!(report);
+}
