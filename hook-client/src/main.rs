@@ -1,1 +1,6 @@
-fn main() {}
+//! `hook run <Event> [--async]`.
+
+fn main() -> std::process::ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    capt_hook_client::run::main(&args)
+}

@@ -5,17 +5,25 @@ use std::io;
 use std::os::unix::net::UnixStream;
 use std::time::{Duration, Instant};
 
-use capt_hook_proto::{HostReply, HostRequest, MAX_FRAME, Op, decode, encode, paths, read_frame, write_frame};
+use capt_hook_proto::{
+    HostReply, HostRequest, MAX_FRAME, Op, decode, encode, paths, read_frame, write_frame,
+};
 
 /// Sends one request to the running host and returns its reply.
 pub fn request(op: Op, budget: Duration) -> io::Result<HostReply> {
     let mut stream = UnixStream::connect(paths::socket_path())?;
     stream.set_read_timeout(Some(budget))?;
     stream.set_write_timeout(Some(budget))?;
-    write_frame(&mut stream, &encode(&HostRequest::new(std::process::id(), op)))?;
+    write_frame(
+        &mut stream,
+        &encode(&HostRequest::new(std::process::id(), op)),
+    )?;
     match read_frame(&mut stream, MAX_FRAME) {
         Ok(Some(body)) => decode(&body).map_err(io::Error::other),
-        Ok(None) => Err(io::Error::new(io::ErrorKind::UnexpectedEof, "host closed the connection")),
+        Ok(None) => Err(io::Error::new(
+            io::ErrorKind::UnexpectedEof,
+            "host closed the connection",
+        )),
         Err(capt_hook_proto::FrameError::Io(e)) => Err(e),
         Err(e) => Err(io::Error::other(e)),
     }

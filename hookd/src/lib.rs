@@ -1,6 +1,7 @@
 //! `capt-hookd`: the per-user host. One socket per user; one warm worker per project key;
 //! events multiplexed to workers over framed pipes.
 
+pub mod cli;
 pub mod ctl;
 pub mod env;
 mod framing;
@@ -13,7 +14,10 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 /// Unix milliseconds now.
 pub fn now_unix_ms() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
 }
 
 /// Unix milliseconds at a future (or past) instant.
@@ -30,7 +34,8 @@ pub fn unix_ms_at(at: Instant) -> u64 {
 /// Sends `tracing` output to the host log.
 pub fn init_logging(log: &std::fs::File) {
     use tracing_subscriber::EnvFilter;
-    let filter = EnvFilter::try_from_env(env::CAPT_HOOKD_LOG).unwrap_or_else(|_| EnvFilter::new("info"));
+    let filter =
+        EnvFilter::try_from_env(env::CAPT_HOOKD_LOG).unwrap_or_else(|_| EnvFilter::new("info"));
     if let Ok(file) = log.try_clone() {
         let _ = tracing_subscriber::fmt()
             .with_env_filter(filter)

@@ -20,11 +20,14 @@ const REPLY_MARGIN: Duration = Duration::from_millis(50);
 /// and answers before the host stops waiting.
 const WORKER_MARGIN: Duration = Duration::from_millis(100);
 
+/// A key's worker, if one is running; locked while one is starting.
+type Slot = Arc<AsyncMutex<Option<Arc<Worker>>>>;
+
 /// The pool.
 pub struct Pool {
     /// One slot per key. The async mutex serializes starting: concurrent first events for a
     /// cold root wait for one worker instead of starting many.
-    slots: Mutex<HashMap<String, Arc<AsyncMutex<Option<Arc<Worker>>>>>>,
+    slots: Mutex<HashMap<String, Slot>>,
     /// Live workers by generation, for status, sweeping and shutdown (a starting slot is
     /// locked, so the slots map cannot be read without waiting).
     live: Arc<Mutex<BTreeMap<u64, Arc<Worker>>>>,
@@ -69,12 +72,19 @@ impl Pool {
             .collect();
         let key = worker_key(&root, &semantic);
         let reply_by = deadline.checked_sub(REPLY_MARGIN).unwrap_or(deadline);
-        let worker_deadline = reply_by.checked_sub(WORKER_MARGIN).filter(|d| *d > Instant::now());
+        let worker_deadline = reply_by
+            .checked_sub(WORKER_MARGIN)
+            .filter(|d| *d > Instant::now());
         req.deadline_unix_ms = crate::unix_ms_at(worker_deadline.unwrap_or(reply_by));
 
         let worker = match self.worker(&key, &root, &semantic, reply_by).await {
             Ok(w) => w,
-            Err(message) => return HostReply::Failed { message, timed_out: false },
+            Err(message) => {
+                return HostReply::Failed {
+                    message,
+                    timed_out: false,
+                };
+            }
         };
         let outcome = worker.call(req, reply_by).await;
         let reply = match outcome {
@@ -83,11 +93,16 @@ impl Pool {
                 code: Refusal::DeadlinePassed,
                 reason: "the deadline passed while the worker's 64 slots were busy".into(),
             },
-            Err(CallError::Refused(reason)) => {
-                HostReply::Refused { code: Refusal::DeadlinePassed, reason }
-            }
+            Err(CallError::Refused(reason)) => HostReply::Refused {
+                code: Refusal::DeadlinePassed,
+                reason,
+            },
             Err(CallError::TimedOut) => {
-                tracing::warn!(key, pid = worker.pid, "worker missed the deadline; retiring it");
+                tracing::warn!(
+                    key,
+                    pid = worker.pid,
+                    "worker missed the deadline; retiring it"
+                );
                 retire_later(&worker);
                 HostReply::Failed {
                     message: "the worker did not answer before the deadline".into(),
@@ -96,7 +111,10 @@ impl Pool {
             }
             Err(CallError::Broken(message)) => {
                 retire_later(&worker);
-                HostReply::Failed { message, timed_out: false }
+                HostReply::Failed {
+                    message,
+                    timed_out: false,
+                }
             }
         };
         // A temp-dir root will not be seen again: do not keep a worker warm for it.
@@ -127,7 +145,14 @@ impl Pool {
         }
         let generation = self.generation.fetch_add(1, Ordering::SeqCst) + 1;
         let (live, records) = (Arc::clone(&self.live), Arc::clone(&self.records));
-        let spec = Spawn { key, root, semantic_env: semantic, generation, exe: &self.exe, log: &self.log };
+        let spec = Spawn {
+            key,
+            root,
+            semantic_env: semantic,
+            generation,
+            exe: &self.exe,
+            log: &self.log,
+        };
         let start = Worker::spawn(spec, move |w: &Worker| {
             let mut live = live.lock().unwrap_or_else(|p| p.into_inner());
             live.remove(&w.generation);
@@ -148,7 +173,12 @@ impl Pool {
 
     /// Every live worker.
     pub fn workers(&self) -> Vec<Arc<Worker>> {
-        self.live.lock().unwrap_or_else(|p| p.into_inner()).values().cloned().collect()
+        self.live
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .values()
+            .cloned()
+            .collect()
     }
 
     /// Status rows, sorted by key.
@@ -193,7 +223,11 @@ impl Pool {
         }
         // Forget slots whose worker is gone, so the map does not grow with every temp root.
         let mut slots = self.slots.lock().unwrap_or_else(|p| p.into_inner());
-        slots.retain(|_, s| s.try_lock().map(|w| w.as_ref().is_some_and(|w| !w.is_broken())).unwrap_or(true));
+        slots.retain(|_, s| {
+            s.try_lock()
+                .map(|w| w.as_ref().is_some_and(|w| !w.is_broken()))
+                .unwrap_or(true)
+        });
     }
 }
 
@@ -209,7 +243,9 @@ pub fn canonical_root(root: &str) -> PathBuf {
     let abs = if p.is_absolute() {
         p.to_path_buf()
     } else {
-        std::env::current_dir().map(|d| d.join(p)).unwrap_or_else(|_| p.to_path_buf())
+        std::env::current_dir()
+            .map(|d| d.join(p))
+            .unwrap_or_else(|_| p.to_path_buf())
     };
     abs.canonicalize().unwrap_or(abs)
 }

@@ -32,7 +32,8 @@ impl Records {
             .collect();
         let tmp = self.path.with_extension("json.tmp");
         let body = serde_json::to_vec(&records).unwrap_or_default();
-        if let Err(e) = std::fs::write(&tmp, body).and_then(|()| std::fs::rename(&tmp, &self.path)) {
+        if let Err(e) = std::fs::write(&tmp, body).and_then(|()| std::fs::rename(&tmp, &self.path))
+        {
             tracing::warn!(error = %e, path = %self.path.display(), "cannot save worker records");
         }
     }
@@ -40,7 +41,9 @@ impl Records {
     /// Stops every recorded worker that is still the same process (TERM, then KILL), then
     /// clears the records. Runs before the new host admits any event.
     pub fn reap_leftovers(&self) {
-        let Ok(body) = std::fs::read(&self.path) else { return };
+        let Ok(body) = std::fs::read(&self.path) else {
+            return;
+        };
         let records: Vec<Record> = match serde_json::from_slice(&body) {
             Ok(r) => r,
             Err(e) => {
@@ -48,19 +51,26 @@ impl Records {
                 Vec::new()
             }
         };
-        let alive: Vec<&Record> =
-            records.iter().filter(|r| start_ticks(r.pid) == Some(r.start_ticks)).collect();
+        let alive: Vec<&Record> = records
+            .iter()
+            .filter(|r| start_ticks(r.pid) == Some(r.start_ticks))
+            .collect();
         for r in &alive {
             tracing::info!(pid = r.pid, "stopping a worker left by a previous host");
             crate::worker::signal_group(r.pid, rustix::process::Signal::TERM);
         }
         let until = std::time::Instant::now() + Duration::from_secs(2);
-        while alive.iter().any(|r| start_ticks(r.pid) == Some(r.start_ticks))
+        while alive
+            .iter()
+            .any(|r| start_ticks(r.pid) == Some(r.start_ticks))
             && std::time::Instant::now() < until
         {
             std::thread::sleep(Duration::from_millis(20));
         }
-        for r in alive.iter().filter(|r| start_ticks(r.pid) == Some(r.start_ticks)) {
+        for r in alive
+            .iter()
+            .filter(|r| start_ticks(r.pid) == Some(r.start_ticks))
+        {
             crate::worker::signal_group(r.pid, rustix::process::Signal::KILL);
         }
         self.save(std::iter::empty());

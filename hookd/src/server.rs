@@ -65,8 +65,10 @@ pub fn serve() -> anyhow::Result<()> {
 
     let state_dir = paths::state_dir();
     let sock_dir = paths::socket_dir();
-    paths::ensure_private_dir(&state_dir).with_context(|| format!("state dir {}", state_dir.display()))?;
-    paths::ensure_private_dir(&sock_dir).with_context(|| format!("socket dir {}", sock_dir.display()))?;
+    paths::ensure_private_dir(&state_dir)
+        .with_context(|| format!("state dir {}", state_dir.display()))?;
+    paths::ensure_private_dir(&sock_dir)
+        .with_context(|| format!("socket dir {}", sock_dir.display()))?;
     let log = open_log(&state_dir.join(paths::LOG_NAME))?;
     crate::init_logging(&log);
 
@@ -95,7 +97,9 @@ pub fn serve() -> anyhow::Result<()> {
     std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o600))?;
     std_listener.set_nonblocking(true)?;
 
-    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
     runtime.block_on(async move {
         let listener = UnixListener::from_std(std_listener)?;
         let records = Records::new(state_dir.join(paths::WORKER_RECORDS));
@@ -163,7 +167,9 @@ async fn run(listener: UnixListener, pool: Pool, socket: &PathBuf) {
     });
     let limit = Arc::new(Semaphore::new(MAX_CONNECTIONS));
     let (drained_tx, mut drained_rx) = mpsc::channel::<()>(1);
-    let mut sweep = tokio::time::interval((host.pool.idle / 4).clamp(Duration::from_millis(100), Duration::from_secs(60)));
+    let mut sweep = tokio::time::interval(
+        (host.pool.idle / 4).clamp(Duration::from_millis(100), Duration::from_secs(60)),
+    );
     let (mut term, mut int) = match (
         tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()),
         tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt()),
@@ -176,7 +182,9 @@ async fn run(listener: UnixListener, pool: Pool, socket: &PathBuf) {
     };
 
     loop {
-        let Ok(permit) = Arc::clone(&limit).acquire_owned().await else { break };
+        let Ok(permit) = Arc::clone(&limit).acquire_owned().await else {
+            break;
+        };
         tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok((stream, _)) => {
@@ -204,7 +212,10 @@ async fn run(listener: UnixListener, pool: Pool, socket: &PathBuf) {
     drop(listener);
     let _ = std::fs::remove_file(socket);
     drop(drained_tx);
-    if tokio::time::timeout(DRAIN, drained_rx.recv()).await.is_err() {
+    if tokio::time::timeout(DRAIN, drained_rx.recv())
+        .await
+        .is_err()
+    {
         tracing::warn!("events still running after the drain period");
     }
     host.pool.retire_all().await;
@@ -228,16 +239,22 @@ async fn handle(mut stream: UnixStream, host: &Host) {
 /// Reads and authenticates the request: same uid as the host, and the pid it claims is the
 /// kernel's pid for the peer.
 async fn read_request(stream: &mut UnixStream, host: &Host) -> Result<HostRequest, HostReply> {
-    let cred = stream.peer_cred().map_err(|e| refuse(Refusal::Untrusted, &format!("no peer credentials: {e}")))?;
+    let cred = stream
+        .peer_cred()
+        .map_err(|e| refuse(Refusal::Untrusted, &format!("no peer credentials: {e}")))?;
     if cred.uid() != host.euid {
-        return Err(refuse(Refusal::Untrusted, &format!("peer uid {} is not the host's", cred.uid())));
+        return Err(refuse(
+            Refusal::Untrusted,
+            &format!("peer uid {} is not the host's", cred.uid()),
+        ));
     }
     let body = match read_frame(stream, MAX_FRAME).await {
         Ok(Some(b)) => b,
         Ok(None) => return Err(refuse(Refusal::BadRequest, "no request")),
         Err(e) => return Err(refuse(Refusal::BadRequest, &e.to_string())),
     };
-    let req: HostRequest = decode(&body).map_err(|e| refuse(Refusal::BadRequest, &e.to_string()))?;
+    let req: HostRequest =
+        decode(&body).map_err(|e| refuse(Refusal::BadRequest, &e.to_string()))?;
     if req.protocol != PROTOCOL {
         return Err(refuse(
             Refusal::ProtocolMismatch,
@@ -246,14 +263,21 @@ async fn read_request(stream: &mut UnixStream, host: &Host) -> Result<HostReques
     }
     let peer_pid = cred.pid().and_then(|p| u32::try_from(p).ok());
     if peer_pid.is_some_and(|p| p != req.client_pid) {
-        return Err(refuse(Refusal::Untrusted, "claimed client pid does not match the socket peer"));
+        return Err(refuse(
+            Refusal::Untrusted,
+            "claimed client pid does not match the socket peer",
+        ));
     }
     Ok(req)
 }
 
 async fn answer(req: HostRequest, host: &Host) -> HostReply {
     match req.op {
-        Op::Version => HostReply::Version { protocol: PROTOCOL, build: BUILD.into(), pid: std::process::id() },
+        Op::Version => HostReply::Version {
+            protocol: PROTOCOL,
+            build: BUILD.into(),
+            pid: std::process::id(),
+        },
         Op::Status => HostReply::Status(HostStatus {
             schema: 1,
             pid: std::process::id(),
@@ -278,11 +302,17 @@ async fn answer(req: HostRequest, host: &Host) -> HostReply {
             if req.build != BUILD {
                 return refuse(
                     Refusal::BuildMismatch,
-                    &format!("client build {} is not host build {BUILD}; run `capt-hookd shutdown`", req.build),
+                    &format!(
+                        "client build {} is not host build {BUILD}; run `capt-hookd shutdown`",
+                        req.build
+                    ),
                 );
             }
             if event.client_pid != req.client_pid {
-                return refuse(Refusal::Untrusted, "event client pid does not match the request's");
+                return refuse(
+                    Refusal::Untrusted,
+                    "event client pid does not match the request's",
+                );
             }
             if let Err(e) = event.validate() {
                 return refuse(Refusal::BadRequest, &e);
@@ -290,7 +320,12 @@ async fn answer(req: HostRequest, host: &Host) -> HostReply {
             let now = crate::now_unix_ms();
             let remaining = match event.deadline_unix_ms {
                 0 => DEFAULT_DEADLINE,
-                d if d <= now => return refuse(Refusal::DeadlinePassed, "the event's deadline passed before dispatch"),
+                d if d <= now => {
+                    return refuse(
+                        Refusal::DeadlinePassed,
+                        "the event's deadline passed before dispatch",
+                    );
+                }
                 d => Duration::from_millis(d - now).min(MAX_DEADLINE),
             };
             host.in_flight.fetch_add(1, Ordering::SeqCst);
@@ -302,5 +337,8 @@ async fn answer(req: HostRequest, host: &Host) -> HostReply {
 }
 
 fn refuse(code: Refusal, reason: &str) -> HostReply {
-    HostReply::Refused { code, reason: reason.to_owned() }
+    HostReply::Refused {
+        code,
+        reason: reason.to_owned(),
+    }
 }

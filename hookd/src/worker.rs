@@ -26,7 +26,7 @@ const STARTUP: Duration = Duration::from_secs(10);
 const GRACE: Duration = Duration::from_secs(2);
 
 /// What a caller waiting on an event gets.
-type Reply = Result<EventResponse, String>;
+type Reply = Result<EventResponse, CallError>;
 
 /// An event sent and not yet answered. Holding the slot permit here (not in the caller) keeps
 /// an abandoned event counted against the worker until the worker actually answers it.
@@ -82,7 +82,11 @@ pub struct Worker {
 
 impl std::fmt::Debug for Worker {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "worker {} gen {} pid {}", self.key, self.generation, self.pid)
+        write!(
+            f,
+            "worker {} gen {} pid {}",
+            self.key, self.generation, self.pid
+        )
     }
 }
 
@@ -110,7 +114,11 @@ impl Worker {
         on_exit: impl FnOnce(&Worker) + Send + 'static,
     ) -> Result<Arc<Worker>, String> {
         let mut cmd = tokio::process::Command::new(spec.exe);
-        let cwd = if spec.root.is_dir() { spec.root.to_path_buf() } else { std::env::temp_dir() };
+        let cwd = if spec.root.is_dir() {
+            spec.root.to_path_buf()
+        } else {
+            std::env::temp_dir()
+        };
         cmd.arg("serve")
             .arg("--root")
             .arg(spec.root)
@@ -120,17 +128,29 @@ impl Worker {
             .envs(spec.semantic_env)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(spec.log.try_clone().map(Stdio::from).unwrap_or_else(|_| Stdio::null()))
+            .stderr(
+                spec.log
+                    .try_clone()
+                    .map(Stdio::from)
+                    .unwrap_or_else(|_| Stdio::null()),
+            )
             // Its own process group, so retirement reaches the hooks' subprocesses too.
             .process_group(0);
-        let mut child = cmd.spawn().map_err(|e| format!("cannot start {}: {e}", spec.exe.display()))?;
+        let mut child = cmd
+            .spawn()
+            .map_err(|e| format!("cannot start {}: {e}", spec.exe.display()))?;
         let pid = child.id().unwrap_or(0);
         let (Some(mut stdin), Some(mut stdout)) = (child.stdin.take(), child.stdout.take()) else {
             return Err("worker pipes missing".into());
         };
         let hello = async {
-            let ours = WorkerFrame::Hello { protocol: PROTOCOL, build: BUILD.into() };
-            write_frame(&mut stdin, &encode(&ours)).await.map_err(|e| e.to_string())?;
+            let ours = WorkerFrame::Hello {
+                protocol: PROTOCOL,
+                build: BUILD.into(),
+            };
+            write_frame(&mut stdin, &encode(&ours))
+                .await
+                .map_err(|e| e.to_string())?;
             match read_frame(&mut stdout, MAX_FRAME).await {
                 Ok(Some(body)) => match decode::<WorkerFrame>(&body) {
                     Ok(theirs) if theirs == ours => Ok(()),
@@ -145,7 +165,10 @@ impl Worker {
             Ok(Ok(())) => {}
             Ok(Err(e)) => {
                 stop(&mut child, pid).await;
-                return Err(format!("worker {} failed its hello: {e}", spec.exe.display()));
+                return Err(format!(
+                    "worker {} failed its hello: {e}",
+                    spec.exe.display()
+                ));
             }
             Err(_) => {
                 stop(&mut child, pid).await;
@@ -174,12 +197,22 @@ impl Worker {
         });
         tokio::spawn(write_loop(stdin, frames_rx));
         tokio::spawn(read_loop(Arc::clone(&worker), stdout));
-        tokio::spawn(supervise(Arc::clone(&worker), child, retire_rx, reaped_tx, on_exit));
+        tokio::spawn(supervise(
+            Arc::clone(&worker),
+            child,
+            retire_rx,
+            reaped_tx,
+            on_exit,
+        ));
         Ok(worker)
     }
 
     /// Sends one event and waits for its answer until `reply_by`.
-    pub async fn call(&self, mut req: EventRequest, reply_by: Instant) -> Result<EventResponse, CallError> {
+    pub async fn call(
+        &self,
+        mut req: EventRequest,
+        reply_by: Instant,
+    ) -> Result<EventResponse, CallError> {
         let reply_by = tokio::time::Instant::from_std(reply_by);
         let slot = tokio::time::timeout_at(reply_by, Arc::clone(&self.slots).acquire_owned())
             .await
@@ -190,7 +223,13 @@ impl Worker {
         }
         let id = self.next_id.fetch_add(1, Ordering::SeqCst);
         let (tx, rx) = oneshot::channel();
-        self.lock_pending().insert(id, Pending { reply: tx, _slot: slot });
+        self.lock_pending().insert(
+            id,
+            Pending {
+                reply: tx,
+                _slot: slot,
+            },
+        );
         req.schema = 1;
         let frame = encode(&WorkerFrame::Event { id, request: req });
         if self.frames.send(frame).is_err() {
@@ -201,7 +240,7 @@ impl Worker {
         *self.last_used.lock().unwrap_or_else(|p| p.into_inner()) = Instant::now();
         match outcome {
             Ok(Ok(Ok(resp))) => Ok(resp),
-            Ok(Ok(Err(refusal))) => Err(CallError::Refused(refusal)),
+            Ok(Ok(Err(e))) => Err(e),
             Ok(Err(_)) => Err(CallError::Broken(self.death_note())),
             Err(_) => Err(CallError::TimedOut),
         }
@@ -222,7 +261,10 @@ impl Worker {
         if self.outstanding() > 0 {
             return Duration::ZERO;
         }
-        self.last_used.lock().unwrap_or_else(|p| p.into_inner()).elapsed()
+        self.last_used
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .elapsed()
     }
 
     /// True once the worker is retiring or gone.
@@ -251,7 +293,7 @@ impl Worker {
         self.broken.store(true, Ordering::SeqCst);
         let drained: Vec<Pending> = self.lock_pending().drain().map(|(_, p)| p).collect();
         for p in drained {
-            let _ = p.reply.send(Err(why.to_owned()));
+            let _ = p.reply.send(Err(CallError::Broken(why.to_owned())));
         }
     }
 }
@@ -260,9 +302,12 @@ impl Worker {
 /// client's session never leaks into a shared worker.
 fn base_env() -> Vec<(String, String)> {
     let mut env: Vec<(String, String)> = std::env::vars()
-        .filter(|(k, _)| !capt_hook_proto::is_request_env(k) && k != crate::env::PATH && k != "LANG")
+        .filter(|(k, _)| {
+            !capt_hook_proto::is_request_env(k) && k != crate::env::PATH && k != "LANG"
+        })
         .collect();
-    let path = std::env::var(crate::env::PATH).unwrap_or_else(|_| "/usr/bin:/bin:/usr/sbin:/sbin".into());
+    let path =
+        std::env::var(crate::env::PATH).unwrap_or_else(|_| "/usr/bin:/bin:/usr/sbin:/sbin".into());
     env.push((crate::env::PATH.into(), path));
     env.push(("LANG".into(), "C.UTF-8".into()));
     env
@@ -288,7 +333,7 @@ async fn read_loop(worker: Arc<Worker>, mut stdout: ChildStdout) {
         };
         let (id, reply) = match decode::<WorkerFrame>(&body) {
             Ok(WorkerFrame::Result { id, response }) => (id, Ok(response)),
-            Ok(WorkerFrame::Error { id, error }) => (id, Err(error)),
+            Ok(WorkerFrame::Error { id, error }) => (id, Err(CallError::Refused(error))),
             Ok(other) => break format!("worker broke the protocol: unexpected {other:?}"),
             Err(e) => break format!("worker broke the protocol: {e}"),
         };
@@ -340,7 +385,10 @@ async fn stop(child: &mut Child, pid: u32) {
 
 /// Signals a process group; a group that is already gone is fine.
 pub fn signal_group(pgid: u32, sig: rustix::process::Signal) {
-    if let Some(pid) = i32::try_from(pgid).ok().and_then(rustix::process::Pid::from_raw) {
+    if let Some(pid) = i32::try_from(pgid)
+        .ok()
+        .and_then(rustix::process::Pid::from_raw)
+    {
         let _ = rustix::process::kill_process_group(pid, sig);
     }
 }

@@ -12,7 +12,11 @@ use crate::warm::{Warm, deadline_of, respond};
 /// Runs the one-shot evaluation; exit 0 when a response was written, 1 otherwise.
 pub fn run() -> ExitCode {
     let mut input = Vec::new();
-    if let Err(e) = std::io::stdin().lock().take(MAX_FRAME as u64 + 1).read_to_end(&mut input) {
+    if let Err(e) = std::io::stdin()
+        .lock()
+        .take(MAX_FRAME as u64 + 1)
+        .read_to_end(&mut input)
+    {
         eprintln!("capt-hook-worker: reading the request: {e}");
         return ExitCode::from(1);
     }

@@ -1,27 +1,6 @@
-//! `capt-hook-worker`: evaluates events for one project, either for the host over framed
-//! stdin/stdout (`serve --root R`) or once for the client's fallback (`evaluate`).
+//! `capt-hook-worker`: see [`capt_hook_worker`].
 
-mod evaluate;
-mod serve;
-mod warm;
-
-use std::process::ExitCode;
-
-const USAGE: &str = "usage: capt-hook-worker serve --root ROOT | evaluate | version";
-
-fn main() -> ExitCode {
+fn main() -> std::process::ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    match args.as_slice() {
-        ["serve", "--root", root] => serve::run(root.as_ref()),
-        ["evaluate"] => evaluate::run(),
-        ["version"] => {
-            println!("{{\"schema\":1,\"build\":{:?}}}", capt_hook_proto::BUILD);
-            ExitCode::SUCCESS
-        }
-        _ => {
-            eprintln!("{USAGE}");
-            ExitCode::from(2)
-        }
-    }
+    capt_hook_worker::main(&args)
 }

@@ -11,7 +11,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use capt_hook_proto::{BUILD, MAX_FRAME, PROTOCOL, WorkerFrame, decode, encode, read_frame, write_frame};
+use capt_hook_proto::{
+    BUILD, MAX_FRAME, PROTOCOL, WorkerFrame, decode, encode, read_frame, write_frame,
+};
 
 use crate::warm::{Warm, deadline_of, respond, run_async_hooks};
 
@@ -36,7 +38,13 @@ pub fn run(root: &Path) -> ExitCode {
     match read_frame(&mut input, MAX_FRAME).map(|b| b.map(|b| decode::<WorkerFrame>(&b))) {
         Ok(None) => return ExitCode::SUCCESS,
         Ok(Some(Ok(WorkerFrame::Hello { protocol, build }))) => {
-            send(&out, &WorkerFrame::Hello { protocol: PROTOCOL, build: BUILD.into() });
+            send(
+                &out,
+                &WorkerFrame::Hello {
+                    protocol: PROTOCOL,
+                    build: BUILD.into(),
+                },
+            );
             if protocol != PROTOCOL || build != BUILD {
                 eprintln!(
                     "capt-hook-worker: host is build {build} (protocol {protocol}), this worker \
@@ -72,7 +80,13 @@ pub fn run(root: &Path) -> ExitCode {
                 });
                 if let Err(e) = spawned {
                     running.fetch_sub(1, Ordering::SeqCst);
-                    send(&out, &WorkerFrame::Error { id, error: format!("no thread: {e}") });
+                    send(
+                        &out,
+                        &WorkerFrame::Error {
+                            id,
+                            error: format!("no thread: {e}"),
+                        },
+                    );
                 }
             }
             other => {

@@ -24,7 +24,11 @@ impl Warm {
     pub fn load(root: &Path) -> Warm {
         let hooks_dir = default_hooks_dir(root);
         let project = Arc::new(Project::load(root, &hooks_dir));
-        Warm { hooks_dir, root: root.to_path_buf(), current: Mutex::new(project) }
+        Warm {
+            hooks_dir,
+            root: root.to_path_buf(),
+            current: Mutex::new(project),
+        }
     }
 
     /// The project to evaluate with, reloaded first if a hook file changed. The check is a few
@@ -40,7 +44,10 @@ impl Warm {
 
 /// Unix milliseconds now.
 pub fn now_unix_ms() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
 }
 
 /// The request's deadline as an `Instant`, or `Err` when it has already passed.
@@ -52,7 +59,9 @@ pub fn deadline_of(req: &EventRequest) -> Result<Option<Instant>, String> {
     if req.deadline_unix_ms <= now {
         return Err("deadline passed before dispatch".into());
     }
-    Ok(Some(Instant::now() + Duration::from_millis(req.deadline_unix_ms - now)))
+    Ok(Some(
+        Instant::now() + Duration::from_millis(req.deadline_unix_ms - now),
+    ))
 }
 
 /// Evaluates `req` with `project` (sync hooks), answering as the client should print it.
@@ -61,7 +70,10 @@ pub fn respond(project: &Project, req: &EventRequest, deadline: Option<Instant>)
     let eval = project.evaluate(
         &req.event,
         req.payload_raw.as_bytes(),
-        DispatchOptions { deadline, run_async: false },
+        DispatchOptions {
+            deadline,
+            run_async: false,
+        },
     );
     let mut stderr = String::new();
     for e in project.errors() {
@@ -86,11 +98,20 @@ pub fn respond(project: &Project, req: &EventRequest, deadline: Option<Instant>)
 
 /// Runs the project's async hooks for an event whose reply has been sent, if it has any.
 pub fn run_async_hooks(project: &Project, req: &EventRequest) {
-    if project.dispatcher().registry().hooks().iter().any(|h| h.is_async) {
+    if project
+        .dispatcher()
+        .registry()
+        .hooks()
+        .iter()
+        .any(|h| h.is_async)
+    {
         project.evaluate(
             &req.event,
             req.payload_raw.as_bytes(),
-            DispatchOptions { deadline: None, run_async: true },
+            DispatchOptions {
+                deadline: None,
+                run_async: true,
+            },
         );
     }
 }

@@ -71,6 +71,8 @@ enum Command {
     },
     /// Scaffold .claude/hooks/example.toml (never overwrites).
     Init,
+    /// Check the installation: duplicate hook registrations, a missing or stale host.
+    Doctor,
 }
 
 /// Runs the command line and returns the exit code.
@@ -98,6 +100,13 @@ fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Command::List => list(&cli.root, &cli.hooks),
         Command::Init => scaffold::init(&project_root(&cli.root, None)),
+        Command::Doctor => {
+            let root = project_root(&cli.root, None);
+            let home = PathBuf::from(std::env::var_os("HOME").unwrap_or_default());
+            let report = capt_hook_client::doctor::doctor(&root, &home);
+            print!("{report}");
+            Ok(ExitCode::from(if report.is_healthy() { 0 } else { 1 }))
+        }
     }
 }
 

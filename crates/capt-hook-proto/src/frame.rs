@@ -56,7 +56,8 @@ impl From<io::Error> for FrameError {
 pub fn encode<T: Serialize>(msg: &T) -> Vec<u8> {
     // Our message types hold only strings, numbers, maps with string keys and enums: serializing
     // them cannot fail, so an error here would be a bug in this crate's types.
-    serde_json::to_vec(msg).unwrap_or_else(|e| format!("{{\"encode_error\":{:?}}}", e.to_string()).into_bytes())
+    serde_json::to_vec(msg)
+        .unwrap_or_else(|e| format!("{{\"encode_error\":{:?}}}", e.to_string()).into_bytes())
 }
 
 /// Decodes a frame body; trailing bytes after the JSON value are an error.
@@ -136,7 +137,10 @@ mod tests {
     #[test]
     fn over_cap_is_refused_before_reading_the_body() {
         let mut r = &[0xffu8, 0xff, 0xff, 0xff][..];
-        assert!(matches!(read_frame(&mut r, 1 << 20), Err(FrameError::TooLarge { .. })));
+        assert!(matches!(
+            read_frame(&mut r, 1 << 20),
+            Err(FrameError::TooLarge { .. })
+        ));
     }
 
     #[test]
@@ -174,7 +178,7 @@ mod tests {
             let n = (rng.next() % 64) as usize;
             let mut bytes: Vec<u8> = (0..n).map(|_| rng.next() as u8).collect();
             // Half the time, make the length prefix plausible so bodies get decoded too.
-            if n >= 4 && rng.next() % 2 == 0 {
+            if n >= 4 && rng.next().is_multiple_of(2) {
                 let len = (n - 4) as u32;
                 bytes[..4].copy_from_slice(&len.to_be_bytes());
             }

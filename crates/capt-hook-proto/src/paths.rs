@@ -19,7 +19,10 @@ pub const LOG_NAME: &str = "capt-hookd.log";
 pub const WORKER_RECORDS: &str = "workers.json";
 
 fn home() -> PathBuf {
-    std::env::var_os(HOME).filter(|h| !h.is_empty()).map(PathBuf::from).unwrap_or_else(|| "/".into())
+    std::env::var_os(HOME)
+        .filter(|h| !h.is_empty())
+        .map(PathBuf::from)
+        .unwrap_or_else(|| "/".into())
 }
 
 /// The per-user host state directory (log, worker records):
@@ -51,16 +54,25 @@ pub fn socket_path() -> PathBuf {
 /// directory owned by someone else, since the socket inside is the user's trust boundary.
 pub fn ensure_private_dir(dir: &std::path::Path) -> std::io::Result<()> {
     use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
-    std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)?;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)?;
     let meta = std::fs::symlink_metadata(dir)?;
     if !meta.file_type().is_dir() {
-        return Err(std::io::Error::other(format!("{} is not a real directory", dir.display())));
+        return Err(std::io::Error::other(format!(
+            "{} is not a real directory",
+            dir.display()
+        )));
     }
     let me = std::fs::metadata("/proc/self").map(|m| m.uid()).ok();
     if let Some(uid) = me
         && meta.uid() != uid
     {
-        return Err(std::io::Error::other(format!("{} is owned by another user", dir.display())));
+        return Err(std::io::Error::other(format!(
+            "{} is owned by another user",
+            dir.display()
+        )));
     }
     if meta.permissions().mode() & 0o777 != 0o700 {
         std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;

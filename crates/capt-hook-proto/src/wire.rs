@@ -114,7 +114,12 @@ impl HostRequest {
 
     /// A request from this build.
     pub fn new(client_pid: u32, op: Op) -> HostRequest {
-        HostRequest { protocol: crate::PROTOCOL, build: crate::BUILD.into(), client_pid, op }
+        HostRequest {
+            protocol: crate::PROTOCOL,
+            build: crate::BUILD.into(),
+            client_pid,
+            op,
+        }
     }
 }
 
@@ -267,9 +272,16 @@ pub enum WorkerFrame {
 /// worker's base environment.
 pub fn is_request_env(name: &str) -> bool {
     matches!(name, "XDG_CACHE_HOME" | "CEREBRAS_API_KEY")
-        || ["CAPT_HOOK_", "CAPTAIN_HOOK_", "HOOKS_", "CLAUDE_", "FACTORY_", "ORCA_"]
-            .iter()
-            .any(|p| name.starts_with(p))
+        || [
+            "CAPT_HOOK_",
+            "CAPTAIN_HOOK_",
+            "HOOKS_",
+            "CLAUDE_",
+            "FACTORY_",
+            "ORCA_",
+        ]
+        .iter()
+        .any(|p| name.starts_with(p))
 }
 
 /// Variables that change what hooks do, so workers are keyed by them: two sessions that differ
@@ -287,7 +299,9 @@ pub fn is_semantic_env(name: &str) -> bool {
 
 /// The request-scoped subset of an environment.
 pub fn request_env<I: IntoIterator<Item = (String, String)>>(vars: I) -> BTreeMap<String, String> {
-    vars.into_iter().filter(|(k, _)| is_request_env(k)).collect()
+    vars.into_iter()
+        .filter(|(k, _)| is_request_env(k))
+        .collect()
 }
 
 #[cfg(test)]
@@ -314,13 +328,23 @@ pub(crate) mod tests {
     fn messages_round_trip() {
         let req = HostRequest::event(9, sample_request());
         assert_eq!(decode::<HostRequest>(&encode(&req)).unwrap(), req);
-        let frame = WorkerFrame::Event { id: 3, request: sample_request() };
+        let frame = WorkerFrame::Event {
+            id: 3,
+            request: sample_request(),
+        };
         let text = String::from_utf8(encode(&frame)).unwrap();
         assert!(text.starts_with("{\"op\":\"event\",\"id\":3,"), "{text}");
         assert_eq!(decode::<WorkerFrame>(text.as_bytes()).unwrap(), frame);
         let status = HostRequest::new(9, Op::Status);
-        assert!(String::from_utf8(encode(&status)).unwrap().contains("\"op\":\"status\""));
-        let refused = HostReply::Refused { code: Refusal::Draining, reason: "bye".into() };
+        assert!(
+            String::from_utf8(encode(&status))
+                .unwrap()
+                .contains("\"op\":\"status\"")
+        );
+        let refused = HostReply::Refused {
+            code: Refusal::Draining,
+            reason: "bye".into(),
+        };
         assert_eq!(decode::<HostReply>(&encode(&refused)).unwrap(), refused);
     }
 

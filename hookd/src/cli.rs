@@ -1,0 +1,86 @@
+//! The command line: `capt-hookd serve | version | status | restart-workers | shutdown`.
+//! Exit codes are decided here: 0 success, 1 a failed operation, 2 bad usage.
+
+use std::process::ExitCode;
+use std::time::Duration;
+
+use capt_hook_proto::{BUILD, HostReply, Op};
+
+use crate::ctl;
+
+const USAGE: &str = "usage: capt-hookd serve | version | status | restart-workers | shutdown";
+
+/// Runs `capt-hookd` with its arguments (without the program name).
+pub fn main(args: &[String]) -> ExitCode {
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    match args.as_slice() {
+        ["serve"] => match crate::server::serve() {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("capt-hookd: {e:#}");
+                ExitCode::from(1)
+            }
+        },
+        ["version" | "--version"] => {
+            println!("{{\"schema\":1,\"build\":{BUILD:?}}}");
+            ExitCode::SUCCESS
+        }
+        ["status"] => control(Op::Status, Duration::from_secs(3)),
+        ["restart-workers"] => control(Op::RestartWorkers, Duration::from_secs(10)),
+        ["shutdown"] => control(Op::Shutdown, Duration::from_secs(5)),
+        [] => {
+            eprintln!("{USAGE}");
+            ExitCode::from(2)
+        }
+        [cmd, ..] => {
+            eprintln!("capt-hookd: unknown command {cmd:?}\n{USAGE}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// Runs a control op against the running host; never starts one.
+fn control(op: Op, budget: Duration) -> ExitCode {
+    let shutdown = op == Op::Shutdown;
+    match ctl::request(op, budget) {
+        Ok(HostReply::Status(status)) => {
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&status).unwrap_or_default()
+            );
+            ExitCode::SUCCESS
+        }
+        Ok(HostReply::Done) if shutdown => {
+            if ctl::wait_for_exit(Duration::from_secs(40)) {
+                println!("host stopped");
+                ExitCode::SUCCESS
+            } else {
+                eprintln!("capt-hookd: the host did not exit within 40s");
+                ExitCode::from(1)
+            }
+        }
+        Ok(HostReply::Done) => ExitCode::SUCCESS,
+        Ok(other) => {
+            eprintln!("capt-hookd: unexpected reply {other:?}");
+            ExitCode::from(1)
+        }
+        Err(e) if shutdown && is_absent(&e) => {
+            println!("no host is running");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!(
+                "capt-hookd: no host answered at {}: {e}",
+                capt_hook_proto::paths::socket_path().display()
+            );
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn is_absent(e: &std::io::Error) -> bool {
+    matches!(
+        e.kind(),
+        std::io::ErrorKind::NotFound | std::io::ErrorKind::ConnectionRefused
+    )
+}

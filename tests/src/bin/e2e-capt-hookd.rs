@@ -1,0 +1,6 @@
+//! The runtime binary, for the end-to-end tests.
+
+fn main() -> std::process::ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    capt_hookd::cli::main(&args)
+}

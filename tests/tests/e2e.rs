@@ -1,0 +1,614 @@
+//! End-to-end: real `hook`, `capt-hookd` and worker processes in a temp user. No test asserts a
+//! duration; waits are synchronization with a generous bound.
+
+mod support;
+
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::net::UnixStream;
+
+use capt_hook_proto::serde_json::Value;
+use capt_hook_proto::{
+    EventRequest, HostReply, HostRequest, MAX_FRAME, Op, Refusal, decode, encode, read_frame,
+    write_frame,
+};
+use rustix::process::Signal;
+use support::*;
+
+const SKIP_MARK: &str = "the session guard could not finish";
+
+#[test]
+fn first_event_starts_the_host_and_later_ones_reuse_it() {
+    let env = Env::new();
+    let root = env.project("p", HOOKS);
+    assert!(env.status().is_none(), "status must not start a host");
+    assert!(
+        !env.run_dir().exists(),
+        "status must not create the socket dir"
+    );
+
+    let out = env.hook("PreToolUse", &bash(&root, "git stash pop"), &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(decision(&json_out(&out)), Some("deny"));
+
+    let out = env.hook("Stop", &stop(&root), &[]);
+    assert_eq!(json_out(&out)["decision"], "block");
+    let out = env.hook("PreToolUse", &bash(&root, "ls"), &[]);
+    assert_eq!(json_out(&out), Value::Null);
+
+    let status = env.status().expect("host answers");
+    let workers = status["workers"].as_array().expect("workers");
+    assert_eq!(workers.len(), 1, "{status}");
+    assert_eq!(workers[0]["served"], 3);
+    assert_eq!(workers[0]["outstanding"], 0);
+    assert_eq!(
+        workers[0]["root"],
+        root.canonicalize().unwrap().display().to_string()
+    );
+
+    // Modes: directory 0700, socket 0600.
+    let dir_mode = std::fs::metadata(env.run_dir())
+        .unwrap()
+        .permissions()
+        .mode()
+        & 0o777;
+    let sock_mode = std::fs::metadata(env.run_dir().join("capt-hookd.sock"))
+        .unwrap()
+        .permissions()
+        .mode()
+        & 0o777;
+    assert_eq!((dir_mode, sock_mode), (0o700, 0o600));
+    let log = env
+        .dir
+        .path()
+        .join("home/.cache/captain-hook/host-v1/capt-hookd.log");
+    assert!(
+        std::fs::read_to_string(log)
+            .unwrap()
+            .contains("worker started")
+    );
+}
+
+#[test]
+fn async_twin_exits_at_once() {
+    let env = Env::new();
+    let out = env
+        .cmd("hook")
+        .args(["run", "Stop", "--async"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert!(out.stdout.is_empty());
+    assert!(env.status().is_none(), "--async must not start a host");
+}
+
+#[test]
+fn killed_host_is_replaced_by_the_next_event() {
+    let env = Env::new();
+    let root = env.project("p", HOOKS);
+    env.hook("Stop", &stop(&root), &[]);
+    let old = env.status().unwrap()["pid"].as_u64().unwrap() as u32;
+    signal(old, Signal::KILL);
+    env.wait_until("old host gone", || env.status().is_none());
+
+    // The socket file is stale now; the next event must start a fresh host anyway.
+    assert!(env.run_dir().join("capt-hookd.sock").exists());
+    let out = env.hook("PreToolUse", &bash(&root, "git stash"), &[]);
+    assert_eq!(decision(&json_out(&out)), Some("deny"), "{}", stderr(&out));
+    let new = env.status().unwrap()["pid"].as_u64().unwrap() as u32;
+    assert_ne!(old, new);
+}
+
+#[test]
+fn worker_killed_mid_event() {
+    let env = Env::with(&[
+        ("CAPT_HOOKD_WORKER", Env::fake_worker()),
+        ("FAKE_WORKER_MODE", "hang"),
+    ]);
+    let root = env.project("p", HOOKS);
+
+    // Mandatory (names pkill): the host fails, the client evaluates locally with the real
+    // worker, and the real verdict (git stash is blocked) comes back.
+    let child = env.spawn_hook("PreToolUse", &bash(&root, "pkill -f x; git stash"), &[]);
+    env.wait_until("event in flight", || {
+        env.status()
+            .is_some_and(|s| s["workers"][0]["outstanding"] == 1)
+    });
+    for pid in env.worker_pids() {
+        signal(pid, Signal::KILL);
+    }
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(decision(&json_out(&out)), Some("deny"), "{}", stderr(&out));
+
+    // Not mandatory: one line on stderr, exit 1.
+    let child = env.spawn_hook("Stop", &stop(&root), &[]);
+    env.wait_until("event in flight", || {
+        env.status().is_some_and(|s| {
+            s["workers"]
+                .as_array()
+                .is_some_and(|w| w.iter().any(|w| w["outstanding"] == 1))
+        })
+    });
+    for pid in env.worker_pids() {
+        signal(pid, Signal::KILL);
+    }
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(out.stdout.is_empty());
+    assert_eq!(stderr(&out).lines().count(), 1, "{}", stderr(&out));
+}
+
+#[test]
+fn mandatory_event_without_any_evaluator_gets_a_skip_note() {
+    let env = Env::with(&[
+        ("CAPT_HOOKD_WORKER", Env::fake_worker()),
+        ("FAKE_WORKER_MODE", "garbage"),
+    ]);
+    let root = env.project("p", HOOKS);
+    // No local evaluator either.
+    std::fs::remove_file(env.bin.join("capt-hook-worker")).unwrap();
+
+    let out = env.hook("PreToolUse", &bash(&root, "kill 1"), &[]);
+    assert_eq!(out.status.code(), Some(0));
+    let v = json_out(&out);
+    assert!(
+        v["systemMessage"]
+            .as_str()
+            .unwrap()
+            .contains("(transport-error)"),
+        "{v}"
+    );
+    assert_eq!(v["hookSpecificOutput"]["hookEventName"], "PreToolUse");
+    assert!(v["hookSpecificOutput"].get("permissionDecision").is_none());
+    assert!(stderr(&out).contains("skipped"));
+
+    let out = env.hook("PermissionRequest", &bash(&root, "kill 1"), &[]);
+    let v = json_out(&out);
+    assert!(v["systemMessage"].as_str().unwrap().contains(SKIP_MARK));
+    assert_eq!(v.as_object().unwrap().len(), 1);
+
+    // The broken worker was retired, not kept.
+    let out = env.hook("Stop", &stop(&root), &[]);
+    assert_eq!(out.status.code(), Some(1));
+}
+
+#[test]
+fn deadline_passing() {
+    let env = Env::with(&[
+        ("CAPT_HOOKD_WORKER", Env::fake_worker()),
+        ("FAKE_WORKER_MODE", "hang"),
+    ]);
+    let root = env.project("p", HOOKS);
+    let quick = [("CAPT_HOOK_CLIENT_TIMEOUT", "1")];
+
+    let out = env.hook("Stop", &stop(&root), &quick);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("deadline"), "{}", stderr(&out));
+
+    // Mandatory: retried once, then evaluated locally by the real worker.
+    let out = env.hook("PreToolUse", &bash(&root, "pkill x; git stash"), &quick);
+    assert_eq!(decision(&json_out(&out)), Some("deny"), "{}", stderr(&out));
+
+    // A deadline already in the past is refused before dispatch.
+    let mut stream = UnixStream::connect(env.run_dir().join("capt-hookd.sock")).unwrap();
+    let mut req = event_request(&root);
+    req.deadline_unix_ms = 1;
+    let reply = exchange(&mut stream, HostRequest::event(std::process::id(), req));
+    assert!(
+        matches!(
+            reply,
+            HostReply::Refused {
+                code: Refusal::DeadlinePassed,
+                ..
+            }
+        ),
+        "{reply:?}"
+    );
+}
+
+#[test]
+fn many_concurrent_clients_each_get_one_answer() {
+    let env = Env::new();
+    let root = env.project("p", HOOKS);
+    env.hook("Stop", &stop(&root), &[]);
+    let payload = bash(&root, "git stash list");
+    let answers: Vec<_> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..80)
+            .map(|_| s.spawn(|| env.hook("PreToolUse", &payload, &[])))
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    for out in &answers {
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(out));
+        assert_eq!(decision(&json_out(out)), Some("deny"));
+    }
+    let status = env.status().unwrap();
+    assert_eq!(status["workers"][0]["served"], 81, "{status}");
+}
+
+#[test]
+fn malformed_and_oversized_stdin() {
+    let env = Env::new();
+    let root = env.project("p", HOOKS);
+    let root_var = [("CLAUDE_PROJECT_DIR", root.to_str().unwrap())];
+
+    let out = env.hook("PreToolUse", b"{not json", &root_var);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(stderr(&out).contains("Malformed stdin"), "{}", stderr(&out));
+
+    let out = env.hook("PreToolUse", b"{not json", &[]);
+    assert_eq!(out.status.code(), Some(1), "no root to send it to");
+
+    let out = env.hook("PreToolUse", b"\xff\xfe", &root_var);
+    assert_eq!(out.status.code(), Some(1));
+
+    let big = vec![b' '; capt_hook_proto::MAX_EVENT_INPUT + 1];
+    let out = env.hook("PreToolUse", &big, &root_var);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("exceeds"), "{}", stderr(&out));
+
+    let out = env.hook("NoSuchEvent", &stop(&root), &[]);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "the worker's unknown-event exit passes through"
+    );
+    assert_eq!(
+        env.cmd("hook").arg("run").output().unwrap().status.code(),
+        Some(1)
+    );
+}
+
+#[test]
+fn foreign_pid_and_bad_frames_are_refused() {
+    let env = Env::new();
+    let root = env.project("p", HOOKS);
+    env.hook("Stop", &stop(&root), &[]);
+    let socket = env.run_dir().join("capt-hookd.sock");
+
+    let mut stream = UnixStream::connect(&socket).unwrap();
+    let reply = exchange(
+        &mut stream,
+        HostRequest::event(std::process::id() + 1, event_request(&root)),
+    );
+    assert!(
+        matches!(
+            reply,
+            HostReply::Refused {
+                code: Refusal::Untrusted,
+                ..
+            }
+        ),
+        "{reply:?}"
+    );
+
+    let mut stream = UnixStream::connect(&socket).unwrap();
+    write_frame(&mut stream, b"{\"protocol\":1}").unwrap();
+    let reply: HostReply = decode(&read_frame(&mut stream, MAX_FRAME).unwrap().unwrap()).unwrap();
+    assert!(matches!(
+        reply,
+        HostReply::Refused {
+            code: Refusal::BadRequest,
+            ..
+        }
+    ));
+
+    // An oversized length prefix is refused without the host reading (or allocating) it.
+    let mut stream = UnixStream::connect(&socket).unwrap();
+    std::io::Write::write_all(&mut stream, &u32::MAX.to_be_bytes()).unwrap();
+    let reply: HostReply = decode(&read_frame(&mut stream, MAX_FRAME).unwrap().unwrap()).unwrap();
+    assert!(matches!(
+        reply,
+        HostReply::Refused {
+            code: Refusal::BadRequest,
+            ..
+        }
+    ));
+
+    let mut req = HostRequest::event(std::process::id(), event_request(&root));
+    req.build = "0.0.0-elsewhere".into();
+    let mut stream = UnixStream::connect(&socket).unwrap();
+    let reply = exchange(&mut stream, req);
+    assert!(matches!(
+        reply,
+        HostReply::Refused {
+            code: Refusal::BuildMismatch,
+            ..
+        }
+    ));
+    assert!(env.status().is_some(), "the host survives bad clients");
+}
+
+#[test]
+fn foreign_uid_is_refused() {
+    if !rustix::process::geteuid().is_root() {
+        eprintln!("skipped: needs root to run a client as another uid");
+        return;
+    }
+    let env = Env::new();
+    let root = env.project("p", HOOKS);
+    env.hook("Stop", &stop(&root), &[]);
+    // Open the way to the socket, so only the peer-credential check stands between.
+    for p in [
+        env.dir.path().to_path_buf(),
+        env.dir.path().join("run"),
+        env.dir.path().join("projects"),
+        root.clone(),
+    ] {
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    std::fs::set_permissions(env.run_dir(), std::fs::Permissions::from_mode(0o711)).unwrap();
+    std::fs::set_permissions(
+        env.run_dir().join("capt-hookd.sock"),
+        std::fs::Permissions::from_mode(0o777),
+    )
+    .unwrap();
+    let hook = env!("CARGO_BIN_EXE_e2e-hook");
+    let mut cmd = std::process::Command::new(hook);
+    std::os::unix::process::CommandExt::uid(&mut cmd, 65534);
+    let out = cmd
+        .args(["run", "Stop"])
+        .env("XDG_RUNTIME_DIR", env.dir.path().join("run"))
+        .env("HOME", env.dir.path().join("nobody"))
+        .stdin(std::fs::File::open(write_tmp(&env, &stop(&root))).unwrap())
+        .output()
+        .unwrap();
+    if stderr(&out).contains("Permission denied") && stderr(&out).contains("cannot start") {
+        eprintln!("skipped: the test binary is not executable by uid 65534");
+        return;
+    }
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(stderr(&out).contains("peer uid 65534"), "{}", stderr(&out));
+}
+
+#[test]
+fn status_idle_and_under_load() {
+    let env = Env::with(&[
+        ("CAPT_HOOKD_WORKER", Env::fake_worker()),
+        ("FAKE_WORKER_MODE", "hang"),
+    ]);
+    let root = env.project("p", HOOKS);
+    let quick = [("CAPT_HOOK_CLIENT_TIMEOUT", "30")];
+    let children: Vec<_> = (0..3)
+        .map(|_| env.spawn_hook("Stop", &stop(&root), &quick))
+        .collect();
+    env.wait_until("three events in flight", || {
+        env.status()
+            .is_some_and(|s| s["in_flight"] == 3 && s["workers"][0]["outstanding"] == 3)
+    });
+    let status = env.status().unwrap();
+    assert_eq!(status["workers"].as_array().unwrap().len(), 1);
+    for key in [
+        "key",
+        "root",
+        "pid",
+        "generation",
+        "outstanding",
+        "served",
+        "started_at_unix_ms",
+    ] {
+        assert!(
+            status["workers"][0].get(key).is_some(),
+            "status lacks {key}: {status}"
+        );
+    }
+    // restart-workers fails the stuck events and leaves an idle host with no workers.
+    let out = env
+        .cmd("capt-hookd")
+        .arg("restart-workers")
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    for child in children {
+        assert_eq!(child.wait_with_output().unwrap().status.code(), Some(1));
+    }
+    let status = env.status().unwrap();
+    assert_eq!(status["in_flight"], 0);
+    assert_eq!(status["workers"].as_array().unwrap().len(), 0, "{status}");
+}
+
+#[test]
+fn shutdown_answers_events_in_flight() {
+    let env = Env::with(&[
+        ("CAPT_HOOKD_WORKER", Env::fake_worker()),
+        ("FAKE_WORKER_MODE", "slow"),
+    ]);
+    let root = env.project("p", HOOKS);
+    let children: Vec<_> = (0..5)
+        .map(|i| {
+            let payload = if i % 2 == 0 {
+                stop(&root)
+            } else {
+                bash(&root, "pkill x")
+            };
+            let event = if i % 2 == 0 { "Stop" } else { "PreToolUse" };
+            env.spawn_hook(event, &payload, &[])
+        })
+        .collect();
+    env.wait_until("five events in flight", || {
+        env.status().is_some_and(|s| s["in_flight"] == 5)
+    });
+    let out = env.cmd("capt-hookd").arg("shutdown").output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    for child in children {
+        let out = child.wait_with_output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        let v = json_out(&out);
+        assert!(
+            v["slow"] == true
+                || v["systemMessage"]
+                    .as_str()
+                    .is_some_and(|m| m.contains(SKIP_MARK)),
+            "{v}"
+        );
+    }
+    assert!(env.status().is_none());
+    assert!(!env.run_dir().join("capt-hookd.sock").exists());
+}
+
+#[test]
+fn edited_hook_files_are_reloaded() {
+    let env = Env::new();
+    let root = env.project("p", HOOKS);
+    let out = env.hook("PreToolUse", &bash(&root, "git stash"), &[]);
+    assert!(json_out(&out).to_string().contains("use jj shelve"));
+    write_hooks(
+        &root,
+        &HOOKS.replace("use jj shelve", "shelve it with jj, please"),
+    );
+    let out = env.hook("PreToolUse", &bash(&root, "git stash"), &[]);
+    assert!(
+        json_out(&out)
+            .to_string()
+            .contains("shelve it with jj, please"),
+        "{}",
+        json_out(&out)
+    );
+    write_hooks(&root, "");
+    let out = env.hook("PreToolUse", &bash(&root, "git stash"), &[]);
+    assert_eq!(json_out(&out), Value::Null);
+    let pids = env.worker_pids();
+    assert_eq!(pids.len(), 1, "reloaded in place, not by a new worker");
+}
+
+#[test]
+fn temp_dir_roots_do_not_keep_a_worker() {
+    let env = Env::new();
+    let root = env.host_tmp().join("scratch");
+    write_hooks(&root, HOOKS);
+    let out = env.hook("PreToolUse", &bash(&root, "git stash"), &[]);
+    assert_eq!(decision(&json_out(&out)), Some("deny"));
+    env.wait_until("temp-root worker retired", || env.worker_pids().is_empty());
+}
+
+#[test]
+fn workers_are_keyed_by_semantic_env_only() {
+    let env = Env::new();
+    let root = env.project("p", HOOKS);
+    env.hook("Stop", &stop(&root), &[("CLAUDE_CODE_SESSION_ID", "a")]);
+    env.hook("Stop", &stop(&root), &[("CLAUDE_CODE_SESSION_ID", "b")]);
+    assert_eq!(env.worker_pids().len(), 1);
+    env.hook("Stop", &stop(&root), &[("HOOKS_FLAVOR", "x")]);
+    assert_eq!(env.worker_pids().len(), 2);
+}
+
+#[test]
+fn plugin_shim_without_a_client() {
+    if std::process::Command::new("python3")
+        .arg("-c")
+        .arg("pass")
+        .output()
+        .is_err()
+    {
+        eprintln!("skipped: no python3");
+        return;
+    }
+    let env = Env::new();
+    std::fs::remove_dir_all(&env.bin).unwrap();
+    let shim = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../plugin/bin/hook");
+    let root = env.project("p", HOOKS);
+    let run = |event: &str, payload: &[u8]| {
+        let mut cmd = env.cmd("hook");
+        let mut shim_cmd = std::process::Command::new(&shim);
+        for (k, v) in cmd.get_envs() {
+            match v {
+                Some(v) => shim_cmd.env(k, v),
+                None => shim_cmd.env_remove(k),
+            };
+        }
+        let _ = &mut cmd;
+        shim_cmd
+            .args(["run", event])
+            .stdin(std::fs::File::open(write_tmp(&env, payload)).unwrap())
+            .output()
+            .unwrap()
+    };
+    let out = run("Stop", &stop(&root));
+    assert_eq!(out.status.code(), Some(0));
+    assert!(
+        json_out(&out)["systemMessage"]
+            .as_str()
+            .unwrap()
+            .contains("not installed")
+    );
+    let out = run("Stop", &stop(&root));
+    assert_eq!(
+        json_out(&out),
+        Value::Null,
+        "only the session's first event carries the note"
+    );
+    let out = run("PreToolUse", &bash(&root, "pkill node"));
+    assert_eq!(out.status.code(), Some(0));
+    assert!(
+        json_out(&out)["systemMessage"]
+            .as_str()
+            .unwrap()
+            .contains("(host-unavailable)")
+    );
+    let out = run("PreToolUse", &bash(&root, "git status"));
+    assert_eq!(json_out(&out), Value::Null);
+}
+
+fn event_request(root: &std::path::Path) -> EventRequest {
+    EventRequest {
+        schema: 1,
+        event: "Stop".into(),
+        root: root.display().to_string(),
+        cwd: root.display().to_string(),
+        env: Default::default(),
+        payload_raw: String::from_utf8(stop(root)).unwrap(),
+        client_pid: std::process::id(),
+        client_ppid: 1,
+        deadline_unix_ms: 0,
+        mandatory: false,
+    }
+}
+
+fn exchange(stream: &mut UnixStream, req: HostRequest) -> HostReply {
+    write_frame(stream, &encode(&req)).unwrap();
+    decode(&read_frame(stream, MAX_FRAME).unwrap().expect("a reply")).unwrap()
+}
+
+fn write_tmp(env: &Env, body: &[u8]) -> std::path::PathBuf {
+    let path = env.dir.path().join(format!("stdin-{}", body.len()));
+    std::fs::write(&path, body).unwrap();
+    path
+}
+
+#[test]
+fn version_and_usage() {
+    let env = Env::new();
+    let out = env.cmd("capt-hookd").arg("version").output().unwrap();
+    let v: Value = capt_hook_proto::serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["build"], capt_hook_proto::BUILD);
+    assert_eq!(
+        env.cmd("capt-hookd").output().unwrap().status.code(),
+        Some(2)
+    );
+    assert_eq!(
+        env.cmd("capt-hookd")
+            .arg("bogus")
+            .output()
+            .unwrap()
+            .status
+            .code(),
+        Some(2)
+    );
+    let _ = Op::Version;
+}
+
+#[test]
+fn idle_workers_are_retired() {
+    let env = Env::with(&[("CAPT_HOOKD_IDLE_SECS", "0.3")]);
+    let root = env.project("p", HOOKS);
+    let out = env.hook("Stop", &stop(&root), &[]);
+    assert_eq!(json_out(&out)["decision"], "block");
+    env.wait_until("idle worker retired", || env.worker_pids().is_empty());
+    assert!(env.status().is_some(), "the host stays");
+    let out = env.hook("Stop", &stop(&root), &[]);
+    assert_eq!(
+        json_out(&out)["decision"],
+        "block",
+        "the next event starts a fresh worker"
+    );
+}

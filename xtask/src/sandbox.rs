@@ -1,0 +1,136 @@
+//! A throwaway user for demos and benchmarks: temp HOME and runtime dir, so nothing touches the
+//! real user's host, plus helpers to run `hook` and the host's control commands in it.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use anyhow::{Context, bail};
+
+/// The sandbox; its directory is removed on drop.
+pub struct Sandbox {
+    /// Root of everything (HOME lives here).
+    pub dir: PathBuf,
+    /// Where the binaries are.
+    pub bins: PathBuf,
+}
+
+impl Sandbox {
+    /// A fresh sandbox using the binaries in `bins`.
+    pub fn new(bins: &Path, name: &str) -> anyhow::Result<Sandbox> {
+        let dir =
+            std::env::temp_dir().join(format!("capt-hook-xtask-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        for sub in ["home", "run", "tmp", "projects"] {
+            std::fs::create_dir_all(dir.join(sub))?;
+        }
+        Ok(Sandbox {
+            dir,
+            bins: bins.to_path_buf(),
+        })
+    }
+
+    /// A command for one of the binaries with the sandbox's environment. TMPDIR points inside
+    /// the sandbox so the projects (outside it) are not treated as throwaway roots.
+    pub fn command(&self, bin: &str) -> Command {
+        let mut cmd = Command::new(self.bins.join(bin));
+        cmd.env("HOME", self.dir.join("home"))
+            .env("XDG_RUNTIME_DIR", self.dir.join("run"))
+            .env("TMPDIR", self.dir.join("tmp"))
+            .env_remove("CLAUDE_PROJECT_DIR")
+            .env_remove("FACTORY_PROJECT_DIR")
+            .env_remove("CAPT_HOOK_CLIENT_TIMEOUT");
+        cmd
+    }
+
+    /// The host socket.
+    pub fn socket(&self) -> PathBuf {
+        self.dir.join("run/captain-hook/capt-hookd.sock")
+    }
+
+    /// Creates a project with the given hook files; returns its root.
+    pub fn project(&self, name: &str, hooks: &[(&str, &str)]) -> anyhow::Result<PathBuf> {
+        let root = self.dir.join("projects").join(name);
+        let hooks_dir = root.join(".claude/hooks");
+        std::fs::create_dir_all(&hooks_dir)?;
+        for (file, text) in hooks {
+            std::fs::write(hooks_dir.join(file), text)?;
+        }
+        Ok(root)
+    }
+
+    /// Starts the host in the background and waits for its `ready` line; returns its pid.
+    pub fn start_host(&self) -> anyhow::Result<u32> {
+        let mut child = self
+            .command("capt-hookd")
+            .arg("serve")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .context("starting capt-hookd")?;
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().context("no stdout")?).read_line(&mut line)?;
+        if !line.starts_with("ready") {
+            bail!("capt-hookd did not become ready: {line:?}");
+        }
+        Ok(child.id())
+    }
+
+    /// Runs `hook run <event>` with `payload` on stdin.
+    pub fn hook(&self, event: &str, payload: &[u8]) -> anyhow::Result<Output> {
+        let mut child = self
+            .command("hook")
+            .args(["run", event])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()?;
+        child.stdin.take().context("no stdin")?.write_all(payload)?;
+        Ok(child.wait_with_output()?)
+    }
+
+    /// `capt-hookd status`, parsed.
+    pub fn status(&self) -> anyhow::Result<serde_json::Value> {
+        let out = self.command("capt-hookd").arg("status").output()?;
+        if !out.status.success() {
+            bail!("status failed: {}", String::from_utf8_lossy(&out.stderr));
+        }
+        Ok(serde_json::from_slice(&out.stdout)?)
+    }
+
+    /// `capt-hookd shutdown`, waiting for the host to exit.
+    pub fn shutdown(&self) -> anyhow::Result<()> {
+        let out = self.command("capt-hookd").arg("shutdown").output()?;
+        if !out.status.success() {
+            bail!("shutdown failed: {}", String::from_utf8_lossy(&out.stderr));
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Sandbox {
+    fn drop(&mut self) {
+        let _ = self.shutdown();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// A Claude Code payload for `event` in `root`; PreToolUse carries a Bash `command`.
+pub fn payload(event: &str, root: &Path, command: Option<&str>, session: &str) -> Vec<u8> {
+    let mut v = serde_json::json!({
+        "session_id": session,
+        "transcript_path": "/dev/null",
+        "cwd": root,
+        "hook_event_name": event,
+    });
+    if let Some(command) = command {
+        v["tool_name"] = "Bash".into();
+        v["tool_input"] = serde_json::json!({"command": command, "description": "demo"});
+        v["tool_use_id"] = "toolu_demo".into();
+    }
+    if event == "Stop" {
+        v["stop_hook_active"] = false.into();
+    }
+    v.to_string().into_bytes()
+}
