@@ -143,11 +143,7 @@ impl Language for Lang {
     }
 
     fn expando_char(&self) -> char {
-        if self.needs_expando() {
-            EXPANDO
-        } else {
-            '$'
-        }
+        if self.needs_expando() { EXPANDO } else { '$' }
     }
 
     fn pre_process_pattern<'q>(&self, query: &'q str) -> Cow<'q, str> {

@@ -106,7 +106,11 @@ pub fn lint_parsed(
     parsed
         .find(pattern)
         .iter()
-        .filter(|m| changed.as_ref().is_none_or(|c| c.touches(m.line, m.end_line)))
+        .filter(|m| {
+            changed
+                .as_ref()
+                .is_none_or(|c| c.touches(m.line, m.end_line))
+        })
         .map(Violation::from_match)
         .collect()
 }
@@ -142,7 +146,11 @@ pub fn diff_lint(pattern: &CodePattern, before: &str, after: &str) -> Vec<Violat
 }
 
 /// [`diff_lint`] over texts already parsed.
-pub fn diff_lint_parsed(pattern: &CodePattern, before: &ParsedCode, after: &ParsedCode) -> Vec<Violation> {
+pub fn diff_lint_parsed(
+    pattern: &CodePattern,
+    before: &ParsedCode,
+    after: &ParsedCode,
+) -> Vec<Violation> {
     let seen: HashSet<String> = before.find(pattern).iter().map(Match::normalized).collect();
     after
         .find(pattern)
@@ -317,13 +325,18 @@ mod tests {
 
     #[test]
     fn format_truncates_with_a_count() {
-        let v: Vec<Violation> = (1..=7).map(|n| Violation::new(n, format!("x{n}"))).collect();
+        let v: Vec<Violation> = (1..=7)
+            .map(|n| Violation::new(n, format!("x{n}")))
+            .collect();
         assert_eq!(
             format_violations(&v, ", ", 5),
             "x1 (line 1), x2 (line 2), x3 (line 3), x4 (line 4), x5 (line 5), …(+2 more)"
         );
         assert_eq!(format_violations(&v, " | ", 0), "…(+7 more)");
-        assert_eq!(format_violations(&v[..2], ", ", 2), "x1 (line 1), x2 (line 2)");
+        assert_eq!(
+            format_violations(&v[..2], ", ", 2),
+            "x1 (line 1), x2 (line 2)"
+        );
         assert_eq!(format_violations(&[], ", ", 5), "");
     }
 
@@ -332,7 +345,10 @@ mod tests {
         assert_eq!(changed_lines("", "a\nb\n"), vec![1..=2]);
         assert_eq!(changed_lines("", ""), Vec::<RangeInclusive<usize>>::new());
         assert_eq!(changed_lines("a\nb\nc\n", "a\nb\nc\n"), vec![]);
-        assert_eq!(changed_lines("a\nb\nc\n", "a\nX\nc\nd\n"), vec![2..=2, 4..=4]);
+        assert_eq!(
+            changed_lines("a\nb\nc\n", "a\nX\nc\nd\n"),
+            vec![2..=2, 4..=4]
+        );
         assert_eq!(changed_lines("a\nb\nc\n", "a\nc\n"), vec![]);
         assert_eq!(changed_lines("a\nb", "a\nb\n"), vec![]);
         assert_eq!(changed_lines("a\r\nb\r\n", "a\r\nc\r\n"), vec![2..=2]);
@@ -356,7 +372,10 @@ mod tests {
         // CA19: one print was there, the other is new.
         let before = "import os\nprint(\"loaded config\")\n";
         let after = "import os\nimport sys\nprint(\"loaded config\")\nprint(\"argv\", sys.argv)\n";
-        assert_eq!(shown(&diff_lint(&p, before, after)), "print(\"argv\", sys.argv) (line 4)");
+        assert_eq!(
+            shown(&diff_lint(&p, before, after)),
+            "print(\"argv\", sys.argv) (line 4)"
+        );
         // CA20: a move, and a second copy of an existing call, introduce nothing.
         let moved = diff_lint(
             &p,
@@ -380,6 +399,9 @@ mod tests {
         );
         // A new file: everything is new.
         let ts = pat("console.log($$$)", Lang::TypeScript);
-        assert_eq!(shown(&diff_lint(&ts, "", "console.log(1);\n")), "console.log(1) (line 1)");
+        assert_eq!(
+            shown(&diff_lint(&ts, "", "console.log(1);\n")),
+            "console.log(1) (line 1)"
+        );
     }
 }

@@ -7,7 +7,8 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::OnceLock;
 
 use ast_grep_core::matcher::PatternNode;
-use ast_grep_core::tree_sitter::{LanguageExt, StrDoc};
+use ast_grep_core::meta_var::MetaVariable;
+use ast_grep_core::tree_sitter::StrDoc;
 use ast_grep_core::{AstGrep, Language, Pattern};
 
 use crate::{CodeError, Lang};
@@ -19,6 +20,9 @@ pub struct CodePattern {
     lang: Lang,
     pattern: Pattern,
     captured: BTreeSet<String>,
+    /// A metavariable used twice (`$A == $A`): matching then compares whole subtrees, which
+    /// ast-grep does recursively, so deep input needs a deep stack.
+    compares: bool,
 }
 
 impl fmt::Debug for CodePattern {
@@ -38,10 +42,25 @@ impl CodePattern {
         if source.trim().is_empty() {
             return Err(fail("the pattern is empty".into()));
         }
-        if let Some(reason) = syntax_error(source, lang) {
+        // ast-grep converts a pattern recursively; a stack overflow would abort the process,
+        // which no unwind guard can catch, so absurdly deep patterns are refused up front.
+        if pattern_depth(source, lang) > MAX_PATTERN_DEPTH {
+            return Err(fail(format!(
+                "the pattern nests more than {MAX_PATTERN_DEPTH} levels deep"
+            )));
+        }
+        // When ast-grep refuses a pattern that also fails to parse, the parse error says more
+        // ("near `)`") than "multiple AST nodes".
+        let mut pattern =
+            compile(source, lang).map_err(|e| fail(syntax_error(source, lang).unwrap_or(e)))?;
+        // The pattern's own parse may contain `ERROR` around the node it keeps (Rust reads a
+        // bare `return $X` that way) and `MISSING` tokens (Go and Rust fragments have no
+        // `package` or `;`); both are fine. An error inside the kept node is not: it would
+        // match nothing, silently.
+        if pattern.has_error() || contains_error(&pattern.node) {
+            let reason = syntax_error(source, lang).unwrap_or_else(|| "syntax error".into());
             return Err(fail(reason));
         }
-        let mut pattern = compile(source, lang).map_err(fail)?;
         if lang == Lang::Go && root_kind(&pattern, lang).as_deref() == Some(GO_CONVERSION) {
             // Outside a function body tree-sitter-go reads `pkg.F(x)` as a type conversion, so
             // `fmt.Println($$$)` would never match a call; re-read it inside a body, where the
@@ -58,11 +77,13 @@ impl CodePattern {
             .into_iter()
             .map(str::to_owned)
             .collect();
+        let compares = repeats_a_metavariable(&pattern.node);
         Ok(CodePattern {
             source: source.to_owned(),
             lang,
             pattern,
             captured,
+            compares,
         })
     }
 
@@ -89,10 +110,6 @@ impl CodePattern {
         self.captured.iter().map(String::as_str)
     }
 
-    pub(crate) fn captures(&self, name: &str) -> bool {
-        self.captured.contains(name)
-    }
-
     pub(crate) fn inner(&self) -> &Pattern {
         &self.pattern
     }
@@ -104,6 +121,7 @@ impl CodePattern {
             .into_iter()
             .map(str::to_owned)
             .collect();
+        self.compares = repeats_a_metavariable(&pattern.node);
         self.pattern = pattern;
         self
     }
@@ -116,21 +134,81 @@ impl CodePattern {
 
 const GO_CONVERSION: &str = "type_conversion_expression";
 
+/// Deepest syntax tree accepted for a pattern; real patterns stay well under a hundred.
+const MAX_PATTERN_DEPTH: usize = 512;
+
+fn pattern_depth(source: &str, lang: Lang) -> usize {
+    let processed = lang.pre_process_pattern(source);
+    let mut parser = tree_sitter::Parser::new();
+    if parser.set_language(&lang.grammar()).is_err() {
+        return 0;
+    }
+    parser
+        .parse(processed.as_bytes(), None)
+        .map_or(0, |tree| tree_depth(tree.root_node()))
+}
+
+/// The deepest nesting below `root`, walked with a cursor (no recursion).
+fn tree_depth(root: tree_sitter::Node<'_>) -> usize {
+    let mut cursor = root.walk();
+    let (mut depth, mut max) = (0usize, 0usize);
+    loop {
+        if cursor.goto_first_child() {
+            depth += 1;
+            max = max.max(depth);
+            continue;
+        }
+        loop {
+            if cursor.goto_next_sibling() {
+                break;
+            }
+            if depth == 0 || !cursor.goto_parent() {
+                return max;
+            }
+            depth -= 1;
+        }
+    }
+}
+
 fn compile(source: &str, lang: Lang) -> Result<Pattern, String> {
     // `Pattern::try_new` reports bad input as an error; the unwind guard is for any panic left
     // inside ast-grep, so a hostile pattern can never take the worker down.
     let built = catch_unwind(AssertUnwindSafe(|| Pattern::try_new(source, lang)))
         .map_err(|_| "ast-grep could not compile the pattern".to_owned())?;
     // Messages quote the pre-processed text; show the author's `$` again.
-    let pattern = built.map_err(|e| e.to_string().replace(lang.expando_char(), "$"))?;
-    if pattern.has_error() {
-        return Err("the pattern does not parse as a single node".into());
-    }
-    Ok(pattern)
+    built.map_err(|e| e.to_string().replace(lang.expando_char(), "$"))
 }
 
-/// Looks for an `ERROR` node in the pattern's own parse. `MISSING` nodes are fine: Go and Rust
-/// patterns are fragments (no `package`, no `;`) and always carry one.
+fn repeats_a_metavariable(node: &PatternNode) -> bool {
+    fn walk<'p>(node: &'p PatternNode, seen: &mut BTreeSet<&'p str>) -> bool {
+        match node {
+            PatternNode::MetaVar { meta_var } => match meta_var {
+                MetaVariable::Capture(name, _) | MetaVariable::MultiCapture(name) => {
+                    !seen.insert(name.as_str())
+                }
+                MetaVariable::Dropped(_) | MetaVariable::Multiple => false,
+            },
+            PatternNode::Terminal { .. } => false,
+            PatternNode::Internal { children, .. } => children.iter().any(|c| walk(c, seen)),
+        }
+    }
+    walk(node, &mut BTreeSet::new())
+}
+
+/// tree-sitter's kind id for `ERROR` nodes.
+const ERROR_KIND: u16 = u16::MAX;
+
+fn contains_error(node: &PatternNode) -> bool {
+    match node {
+        PatternNode::MetaVar { .. } => false,
+        PatternNode::Terminal { kind_id, .. } => *kind_id == ERROR_KIND,
+        PatternNode::Internal { kind_id, children } => {
+            *kind_id == ERROR_KIND || children.iter().any(contains_error)
+        }
+    }
+}
+
+/// Where the pattern's own parse first went wrong, for the error message.
 fn syntax_error(source: &str, lang: Lang) -> Option<String> {
     let processed = lang.pre_process_pattern(source);
     let mut parser = tree_sitter::Parser::new();
@@ -264,7 +342,16 @@ pub(crate) fn normalize_ws(text: &str) -> String {
 pub struct ParsedCode {
     lang: Lang,
     root: AstGrep<StrDoc<Lang>>,
+    /// Nesting depth of the tree, measured on demand.
+    depth: OnceLock<usize>,
 }
+
+/// Trees up to this deep are matched on the caller's stack whatever the pattern.
+const INLINE_DEPTH: usize = 512;
+/// Stack reserved per level of nesting for a subtree comparison (generous for debug builds).
+const STACK_PER_LEVEL: usize = 4 << 10;
+/// Beyond this depth a comparing pattern is not run at all (it would need gigabytes of stack).
+const MAX_COMPARE_DEPTH: usize = 200_000;
 
 impl fmt::Debug for ParsedCode {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -276,8 +363,13 @@ impl ParsedCode {
     /// Parses `text`; tree-sitter recovers from syntax errors, so this only fails when no parser
     /// could be set up at all.
     pub fn parse(lang: Lang, text: &str) -> Result<ParsedCode, CodeError> {
-        let root = AstGrep::try_new(text, lang).map_err(|reason| CodeError::Parse { lang, reason })?;
-        Ok(ParsedCode { lang, root })
+        let root =
+            AstGrep::try_new(text, lang).map_err(|reason| CodeError::Parse { lang, reason })?;
+        Ok(ParsedCode {
+            lang,
+            root,
+            depth: OnceLock::new(),
+        })
     }
 
     /// The language the text was parsed as.
@@ -303,12 +395,29 @@ impl ParsedCode {
     /// Every match of `pattern` in document order, nested matches included. A pattern compiled
     /// for another language matches nothing.
     pub fn find(&self, pattern: &CodePattern) -> Vec<Match> {
+        self.find_where(pattern, |_, _| true)
+    }
+
+    /// The matches whose 1-based line span passes `keep`; the others are never copied out.
+    pub(crate) fn find_where(
+        &self,
+        pattern: &CodePattern,
+        keep: impl Fn(usize, usize) -> bool + Sync,
+    ) -> Vec<Match> {
         if pattern.lang() != self.lang {
             return Vec::new();
         }
+        self.with_stack_for(pattern, Vec::new, || self.collect(pattern, &keep))
+    }
+
+    fn collect(&self, pattern: &CodePattern, keep: &impl Fn(usize, usize) -> bool) -> Vec<Match> {
         let root = self.root.root();
         root.find_all(pattern.inner())
-            .map(|m| {
+            .filter_map(|m| {
+                let (line, end_line) = (m.start_pos().line() + 1, m.end_pos().line() + 1);
+                if !keep(line, end_line) {
+                    return None;
+                }
                 let env = m.get_env();
                 let mut single = BTreeMap::new();
                 let mut multi = BTreeMap::new();
@@ -327,21 +436,63 @@ impl ParsedCode {
                         }
                     }
                 }
-                Match {
-                    line: m.start_pos().line() + 1,
-                    end_line: m.end_pos().line() + 1,
+                Some(Match {
+                    line,
+                    end_line,
                     bytes: m.range(),
                     text: m.text().into_owned(),
                     single,
                     multi,
-                }
+                })
             })
             .collect()
     }
 
+    /// Runs `work` (a match of `pattern` over this tree) where it cannot overflow the stack: on
+    /// the caller's thread normally, on a helper thread with a stack sized to the tree when the
+    /// pattern compares subtrees and the tree is deep, and not at all (`fallback`) when even
+    /// that would be unreasonable.
+    pub(crate) fn with_stack_for<R: Send>(
+        &self,
+        pattern: &CodePattern,
+        fallback: impl FnOnce() -> R,
+        work: impl FnOnce() -> R + Send,
+    ) -> R {
+        if !pattern.compares {
+            return work();
+        }
+        let depth = self.depth();
+        if depth <= INLINE_DEPTH {
+            return work();
+        }
+        if depth > MAX_COMPARE_DEPTH {
+            return fallback();
+        }
+        let stack = depth * STACK_PER_LEVEL + (1 << 20);
+        let ran = std::thread::scope(|scope| {
+            std::thread::Builder::new()
+                .name("capt-hook-code-deep".into())
+                .stack_size(stack)
+                .spawn_scoped(scope, work)
+                .ok()
+                .and_then(|handle| handle.join().ok())
+        });
+        ran.unwrap_or_else(fallback)
+    }
+
+    /// The deepest nesting of the tree, walked once without recursion.
+    fn depth(&self) -> usize {
+        *self.depth.get_or_init(|| tree_depth(self.ts_root()))
+    }
+
     /// Whether `pattern` matches anywhere (stops at the first match).
     pub fn contains(&self, pattern: &CodePattern) -> bool {
-        pattern.lang() == self.lang && self.root.root().find(pattern.inner()).is_some()
+        pattern.lang() == self.lang
+            && self.with_stack_for(
+                pattern,
+                || false,
+                || self.root.root().find(pattern.inner()).is_some(),
+            )
     }
 
     pub(crate) fn grep(&self) -> &AstGrep<StrDoc<Lang>> {
@@ -396,7 +547,10 @@ mod tests {
             vec![(2, "b().unwrap()".into())]
         );
         let go = "package m\n\nfunc f() {\n\tpanic(err)\n}\n";
-        assert_eq!(texts(Lang::Go, "panic($$$)", go), vec![(4, "panic(err)".into())]);
+        assert_eq!(
+            texts(Lang::Go, "panic($$$)", go),
+            vec![(4, "panic(err)".into())]
+        );
         let sh = "cat a | grep cat\necho cat\n";
         assert_eq!(
             texts(Lang::Bash, "cat $$$ARGS", sh),
@@ -453,15 +607,60 @@ mod tests {
             (Lang::JavaScript, "eval(}", "syntax error"),
             (Lang::Rust, "fn (", "syntax error"),
             (Lang::Go, "func {", "syntax error"),
-            (Lang::Bash, "cat )", "syntax error"),
+            (Lang::Bash, "cat )", "near `)`"),
+            (Lang::Bash, "cat \"unterminated", "syntax error"),
         ];
         for (lang, src, want) in cases {
             let err = CodePattern::new(src, lang).unwrap_err().to_string();
             assert!(err.contains(want), "{lang} {src:?}: {err}");
             assert!(err.contains(&format!("invalid {lang} pattern")), "{err}");
         }
+        let deep = format!("f({}1{})", "(".repeat(5000), ")".repeat(5000));
+        let err = CodePattern::new(&deep, Lang::Python)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("more than 512 levels"));
+        let chain = format!("a{}", ".b".repeat(5000));
+        let err = CodePattern::new(&chain, Lang::TypeScript)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("more than 512 levels"));
         let err = CodePattern::with_lang_id("x", "cobol").unwrap_err();
         assert_eq!(err, CodeError::UnknownLanguage("cobol".into()));
+    }
+
+    #[test]
+    fn statement_patterns_compile_and_match() {
+        let go = "package m\nfunc f() {\n\tx := g(1)\n\tdefer h()\n\treturn x\n}\n";
+        assert_eq!(
+            texts(Lang::Go, "$A := $B", go),
+            vec![(3, "x := g(1)".into())]
+        );
+        assert_eq!(
+            texts(Lang::Go, "defer $F()", go),
+            vec![(4, "defer h()".into())]
+        );
+        let rs = "fn f() -> u8 {\n    let a = b.unwrap();\n    return a;\n}\n";
+        assert_eq!(
+            texts(Lang::Rust, "return $X", rs),
+            vec![(3, "return a".into())]
+        );
+        assert_eq!(
+            texts(Lang::Rust, "let $A = $B.unwrap();", rs),
+            vec![(2, "let a = b.unwrap();".into())]
+        );
+        let py = "async def f():\n    x = await g()\n    return x\n";
+        assert_eq!(
+            texts(Lang::Python, "await $X", py),
+            vec![(2, "await g()".into())]
+        );
+        let ts = "const a = b as any;\n";
+        assert_eq!(
+            texts(Lang::TypeScript, "$A as any", ts),
+            vec![(1, "b as any".into())]
+        );
+        let sh = "if [ -f x ]; then echo y; fi\n";
+        assert_eq!(texts(Lang::Bash, "if [ $A ]; then $$$B; fi", sh).len(), 1);
     }
 
     #[test]
@@ -469,14 +668,22 @@ mod tests {
         fn check<T: Send + Sync>() {}
         check::<CodePattern>();
         check::<AnyLangPattern>();
+        check::<crate::CommandRewrite>();
+        check::<crate::StyleRule>();
     }
 
     #[test]
     fn any_lang_pattern_compiles_per_file_language() {
         let p = AnyLangPattern::new("eval($$$)").unwrap();
         for (lang, src) in [
-            (Lang::JavaScript, "export function run(code) {\n  return eval(code);\n}\n"),
-            (Lang::TypeScript, "export function run(code: string): unknown {\n  return eval(code);\n}\n"),
+            (
+                Lang::JavaScript,
+                "export function run(code) {\n  return eval(code);\n}\n",
+            ),
+            (
+                Lang::TypeScript,
+                "export function run(code: string): unknown {\n  return eval(code);\n}\n",
+            ),
             (Lang::Python, "def calc(expr):\n    return eval(expr)\n"),
         ] {
             assert!(matches(p.for_lang(lang).unwrap(), src), "{lang}");

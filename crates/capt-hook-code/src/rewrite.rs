@@ -2,10 +2,10 @@
 
 use std::collections::BTreeSet;
 
+use ast_grep_core::replacer::Replacer;
 use ast_grep_core::source::Edit;
 use ast_grep_core::tree_sitter::StrDoc;
-use ast_grep_core::{Matcher, NodeMatch, Pattern};
-use ast_grep_core::replacer::Replacer;
+use ast_grep_core::{NodeMatch, Pattern};
 
 use crate::pattern::{CodePattern, ParsedCode};
 use crate::{CodeError, Lang};
@@ -88,72 +88,131 @@ pub fn is_structural(pattern: &str) -> bool {
 #[derive(Debug, Clone)]
 struct Fix {
     template: String,
-    /// Byte ranges of references to keep literally.
-    literal: Vec<(usize, usize)>,
+    /// Names the pattern captures; every other `$NAME` in the template is literal text.
+    captured: BTreeSet<String>,
+    /// Drop a `$$$NAME` that bound nothing together with the whitespace beside it, so a
+    /// command does not end up with doubled or trailing spaces.
+    tidy_empty: bool,
 }
 
 impl Fix {
-    fn new(template: &str, pattern: &CodePattern) -> Fix {
-        let literal = meta_refs(template)
-            .into_iter()
-            .filter(|r| r.name.as_deref().is_none_or(|n| !pattern.captures(n)))
-            .map(|r| (r.start, r.end))
-            .collect();
+    fn new(template: &str, pattern: &CodePattern, tidy_empty: bool) -> Fix {
         Fix {
             template: template.to_owned(),
-            literal,
+            captured: pattern.captured().map(str::to_owned).collect(),
+            tidy_empty,
         }
     }
 
-    /// A replacer for one document: the `$` of each literal reference is swapped for a
-    /// character that occurs nowhere in the document or template, and swapped back after
-    /// ast-grep rendered the template, because ast-grep's templates have no escape for `$`.
-    fn replacer(&self, source: &str) -> Rendered {
-        if self.literal.is_empty() {
-            return Rendered {
-                template: self.template.clone(),
-                sentinel: None,
-            };
-        }
+    fn is_captured(&self, r: &MetaRef) -> bool {
+        r.name.as_ref().is_some_and(|n| self.captured.contains(n))
+    }
+
+    /// A replacer for one document. ast-grep's templates have no escape for `$`, so the `$` of
+    /// each literal reference is swapped for a character found nowhere in the document or the
+    /// template, and swapped back once ast-grep rendered the match.
+    fn replacer(&self, source: &str) -> Rendered<'_> {
         let sentinel = ('\u{E000}'..='\u{F8FF}')
             .find(|c| !source.contains(*c) && !self.template.contains(*c))
             .unwrap_or('\u{F8FF}');
-        let mut template = String::with_capacity(self.template.len() + 16);
-        let mut last = 0;
-        for &(start, end) in &self.literal {
-            template.push_str(&self.template[last..start]);
-            template.push_str(&self.template[start..end].replace('$', &sentinel.to_string()));
-            last = end;
-        }
-        template.push_str(&self.template[last..]);
         Rendered {
-            template,
-            sentinel: Some(sentinel),
+            fix: self,
+            sentinel,
+            whole: self.protect(&self.template, sentinel),
         }
+    }
+
+    /// `template` with the `$` of every uncaptured reference replaced by `sentinel`.
+    fn protect(&self, template: &str, sentinel: char) -> String {
+        let mut out = String::with_capacity(template.len() + 8);
+        let mut last = 0;
+        for r in meta_refs(template).iter().filter(|r| !self.is_captured(r)) {
+            out.push_str(&template[last..r.start]);
+            out.extend(
+                template[r.start..r.end]
+                    .chars()
+                    .map(|c| if c == '$' { sentinel } else { c }),
+            );
+            last = r.end;
+        }
+        out.push_str(&template[last..]);
+        out
     }
 }
 
-struct Rendered {
-    template: String,
-    sentinel: Option<char>,
+/// A [`Fix`] ready for one document.
+struct Rendered<'f> {
+    fix: &'f Fix,
+    sentinel: char,
+    /// The template with literal references protected.
+    whole: String,
 }
 
-impl Replacer<StrDoc<Lang>> for Rendered {
+impl Replacer<StrDoc<Lang>> for Rendered<'_> {
     fn generate_replacement(&self, nm: &NodeMatch<'_, StrDoc<Lang>>) -> Vec<u8> {
-        let bytes = self.template.as_str().generate_replacement(nm);
-        match self.sentinel {
-            None => bytes,
-            Some(s) => String::from_utf8_lossy(&bytes)
-                .replace(s, "$")
-                .into_bytes(),
+        let reduced;
+        let template = if self.fix.tidy_empty {
+            let empty: Vec<(usize, usize)> = meta_refs(&self.fix.template)
+                .into_iter()
+                .filter(|r| r.multi && self.fix.is_captured(r))
+                .filter(|r| {
+                    r.name
+                        .as_ref()
+                        .is_some_and(|n| nm.get_env().get_multiple_matches(n).is_empty())
+                })
+                .map(|r| (r.start, r.end))
+                .collect();
+            if empty.is_empty() {
+                &self.whole
+            } else {
+                reduced = self
+                    .fix
+                    .protect(&remove_spans(&self.fix.template, &empty), self.sentinel);
+                &reduced
+            }
+        } else {
+            &self.whole
+        };
+        let bytes = template.as_str().generate_replacement(nm);
+        let text = String::from_utf8_lossy(&bytes);
+        if text.contains(self.sentinel) {
+            text.replace(self.sentinel, "$").into_bytes()
+        } else {
+            bytes
         }
     }
 }
 
 /// The edits (byte position, deleted length, inserted text) of every outermost match.
-fn edits(parsed: &ParsedCode, pattern: &Pattern, fix: &Fix) -> Vec<Edit<String>> {
-    let replacer = fix.replacer(parsed.text());
-    parsed.grep().root().replace_all(pattern, &replacer)
+///
+/// Code edits end where the pattern's last node matched (ast-grep's rule, which keeps a `;`
+/// the pattern did not mention); command edits replace the whole matched command, so a
+/// single `$F` drops the arguments after it, as the original did.
+fn edits(
+    parsed: &ParsedCode,
+    pattern: &CodePattern,
+    fix: &Fix,
+    whole_node: bool,
+) -> Vec<Edit<String>> {
+    parsed.with_stack_for(pattern, Vec::new, || {
+        let replacer = fix.replacer(parsed.text());
+        let root = parsed.grep().root();
+        if !whole_node {
+            return root.replace_all(pattern.inner(), &replacer);
+        }
+        let mut out: Vec<Edit<String>> = Vec::new();
+        let mut covered_until = 0;
+        // `find_all` walks in document pre-order, so an outer match comes before those inside it.
+        for nm in root.find_all(pattern.inner()) {
+            let range = nm.range();
+            if !out.is_empty() && range.start < covered_until {
+                continue;
+            }
+            covered_until = range.end;
+            out.push(nm.replace_by(&replacer));
+        }
+        out
+    })
 }
 
 /// Applies non-overlapping edits to `text`.
@@ -177,8 +236,8 @@ fn apply(text: &str, mut edits: Vec<Edit<String>>) -> String {
 /// so a rewrite that already happened is not done again.
 pub fn rewrite_code(pattern: &CodePattern, replace: &str, text: &str) -> Option<String> {
     let parsed = ParsedCode::parse(pattern.lang(), text).ok()?;
-    let fix = Fix::new(replace, pattern);
-    let found = edits(&parsed, pattern.inner(), &fix);
+    let fix = Fix::new(replace, pattern, false);
+    let found = edits(&parsed, pattern, &fix, false);
     if found.is_empty() {
         return None;
     }
@@ -203,7 +262,7 @@ impl CommandRewrite {
     /// Compiles `pattern` over tree-sitter-bash with the fix template `replace`.
     pub fn new(pattern: &str, replace: &str) -> Result<CommandRewrite, CodeError> {
         let full = CodePattern::new(pattern, Lang::Bash)?;
-        let mut variants = vec![(full.clone(), Fix::new(replace, &full))];
+        let mut variants = vec![(full.clone(), Fix::new(replace, &full, true))];
         let droppable: Vec<MetaRef> = meta_refs(pattern).into_iter().filter(|r| r.multi).collect();
         if !droppable.is_empty() && droppable.len() <= MAX_DROPPABLE {
             let root_kind = full.root_kind();
@@ -218,7 +277,8 @@ impl CommandRewrite {
                     .map(|(_, r)| r)
                     .collect();
                 let spans: Vec<(usize, usize)> = dropped.iter().map(|r| (r.start, r.end)).collect();
-                let names: BTreeSet<&str> = dropped.iter().filter_map(|r| r.name.as_deref()).collect();
+                let names: BTreeSet<&str> =
+                    dropped.iter().filter_map(|r| r.name.as_deref()).collect();
                 let reduced = remove_spans(pattern, &spans);
                 let template_spans: Vec<(usize, usize)> = meta_refs(replace)
                     .into_iter()
@@ -227,7 +287,7 @@ impl CommandRewrite {
                     .collect();
                 let reduced_template = remove_spans(replace, &template_spans);
                 if let Some(p) = zero_form(&reduced, root_kind.as_deref()) {
-                    let fix = Fix::new(&reduced_template, &p);
+                    let fix = Fix::new(&reduced_template, &p, true);
                     variants.push((p, fix));
                 }
             }
@@ -255,7 +315,7 @@ impl CommandRewrite {
         let parsed = ParsedCode::parse(Lang::Bash, command).ok()?;
         let mut taken: Vec<Edit<String>> = Vec::new();
         for (pattern, fix) in &self.variants {
-            for edit in edits(&parsed, pattern.inner(), fix) {
+            for edit in edits(&parsed, pattern, fix, true) {
                 let (start, end) = (edit.position, edit.position + edit.deleted_length);
                 let overlaps = taken.iter().any(|t| {
                     let (ts, te) = (t.position, t.position + t.deleted_length);
@@ -284,9 +344,10 @@ fn zero_form(source: &str, root_kind: Option<&str>) -> Option<CodePattern> {
     let plain = CodePattern::new(source, Lang::Bash).ok()?;
     match root_kind {
         Some(kind) if plain.root_kind().as_deref() != Some(kind) => {
-            let contextual = std::panic::catch_unwind(|| Pattern::contextual(source, kind, Lang::Bash))
-                .ok()?
-                .ok()?;
+            let contextual =
+                std::panic::catch_unwind(|| Pattern::contextual(source, kind, Lang::Bash))
+                    .ok()?
+                    .ok()?;
             Some(plain.with_inner(contextual))
         }
         _ => Some(plain),
@@ -300,11 +361,18 @@ fn remove_spans(text: &str, spans: &[(usize, usize)]) -> String {
     let mut cuts: Vec<(usize, usize)> = spans
         .iter()
         .map(|&(mut s, mut e)| {
-            let before = b[..s].iter().rev().take_while(|c| c.is_ascii_whitespace()).count();
+            let before = b[..s]
+                .iter()
+                .rev()
+                .take_while(|c| c.is_ascii_whitespace())
+                .count();
             if before > 0 {
                 s -= before;
             } else {
-                e += b[e..].iter().take_while(|c| c.is_ascii_whitespace()).count();
+                e += b[e..]
+                    .iter()
+                    .take_while(|c| c.is_ascii_whitespace())
+                    .count();
             }
             (s, e)
         })
@@ -346,7 +414,13 @@ mod tests {
         let refs = meta_refs("a $X $$$ARGS $$$ $$$$Y $1");
         let got: Vec<(&str, Option<&str>, bool)> = refs
             .iter()
-            .map(|r| (&"a $X $$$ARGS $$$ $$$$Y $1"[r.start..r.end], r.name.as_deref(), r.multi))
+            .map(|r| {
+                (
+                    &"a $X $$$ARGS $$$ $$$$Y $1"[r.start..r.end],
+                    r.name.as_deref(),
+                    r.multi,
+                )
+            })
             .collect();
         assert_eq!(
             got,
@@ -362,13 +436,19 @@ mod tests {
     #[test]
     fn command_rewrites_from_the_cases() {
         // W04, W06, W07.
-        assert_eq!(cmd("cat $$$ARGS", "bat $$$ARGS", "cat -n foo.txt").as_deref(), Some("bat -n foo.txt"));
+        assert_eq!(
+            cmd("cat $$$ARGS", "bat $$$ARGS", "cat -n foo.txt").as_deref(),
+            Some("bat -n foo.txt")
+        );
         assert_eq!(cmd("cat $$$ARGS", "bat $$$ARGS", "ls -la"), None);
         assert_eq!(
             cmd("cat $$$A", "bat $$$A && echo $HOME", "cat foo.txt").as_deref(),
             Some("bat foo.txt && echo $HOME")
         );
-        assert_eq!(cmd("cat $F", "bat $F", "cat -n foo.txt").as_deref(), Some("bat -n"));
+        assert_eq!(
+            cmd("cat $F", "bat $F", "cat -n foo.txt").as_deref(),
+            Some("bat -n")
+        );
         // CA29: every command of a list, extra template text kept.
         let r = CommandRewrite::new("cat $$$ARGS", "bat --paging=never $$$ARGS").unwrap();
         assert_eq!(
@@ -382,12 +462,27 @@ mod tests {
         // CA30: pipelines, substitutions, subshells; the rest of the line untouched.
         let r = CommandRewrite::new("cat $$$ARGS", "bat $$$ARGS").unwrap();
         for (line, want) in [
-            ("cat server.log | grep -i error | tail -n 20", "bat server.log | grep -i error | tail -n 20"),
-            ("wc -l $(cat changed_files.txt)", "wc -l $(bat changed_files.txt)"),
-            ("(cd web && cat package.json) | jq .scripts", "(cd web && bat package.json) | jq .scripts"),
-            ("cat a.txt 'b c.txt' | grep x && cat -n f", "bat a.txt 'b c.txt' | grep x && bat -n f"),
+            (
+                "cat server.log | grep -i error | tail -n 20",
+                "bat server.log | grep -i error | tail -n 20",
+            ),
+            (
+                "wc -l $(cat changed_files.txt)",
+                "wc -l $(bat changed_files.txt)",
+            ),
+            (
+                "(cd web && cat package.json) | jq .scripts",
+                "(cd web && bat package.json) | jq .scripts",
+            ),
+            (
+                "cat a.txt 'b c.txt' | grep x && cat -n f",
+                "bat a.txt 'b c.txt' | grep x && bat -n f",
+            ),
             // CA32: a bare cat takes the zero-argument form.
-            ("git show HEAD:README.md | cat", "git show HEAD:README.md | bat"),
+            (
+                "git show HEAD:README.md | cat",
+                "git show HEAD:README.md | bat",
+            ),
             ("cat", "bat"),
             ("cat x; cat", "bat x; bat"),
         ] {
@@ -406,12 +501,19 @@ mod tests {
 
     #[test]
     fn zero_argument_forms_in_the_middle() {
-        let r = CommandRewrite::new("git push $$$A --force $$$B", "git push $$$A --force-with-lease $$$B").unwrap();
+        let r = CommandRewrite::new(
+            "git push $$$A --force $$$B",
+            "git push $$$A --force-with-lease $$$B",
+        )
+        .unwrap();
         assert_eq!(
             r.rewrite("git push origin --force main").as_deref(),
             Some("git push origin --force-with-lease main")
         );
-        assert_eq!(r.rewrite("git push --force").as_deref(), Some("git push --force-with-lease"));
+        assert_eq!(
+            r.rewrite("git push --force").as_deref(),
+            Some("git push --force-with-lease")
+        );
         assert_eq!(r.rewrite("git push origin main"), None);
     }
 
@@ -431,7 +533,10 @@ mod tests {
         );
         assert_eq!(rewrite_code(&py, tpl, "x = 1\n"), None);
         // Idempotent: the rewritten text does not match again.
-        assert_eq!(rewrite_code(&py, tpl, "subprocess.run([\"ls\"], check=True)\n"), None);
+        assert_eq!(
+            rewrite_code(&py, tpl, "subprocess.run([\"ls\"], check=True)\n"),
+            None
+        );
         let tpl2 = "subprocess.run($CMD, shell=True, check=True)";
         assert_eq!(
             rewrite_code(&py, tpl2, "import os\n\nos.system(\"rm -rf build/\")\n").as_deref(),
@@ -442,12 +547,19 @@ mod tests {
         let src = "for (const id of ids) {\n    console.log(\"syncing\", id);\n}\nconsole.log(\"synced\", count, \"accounts\");\n";
         assert_eq!(
             rewrite_code(&ts, "logger.debug($$$ARGS)", src).as_deref(),
-            Some("for (const id of ids) {\n    logger.debug(\"syncing\", id);\n}\nlogger.debug(\"synced\", count, \"accounts\");\n")
+            Some(
+                "for (const id of ids) {\n    logger.debug(\"syncing\", id);\n}\nlogger.debug(\"synced\", count, \"accounts\");\n"
+            )
         );
 
         let tsx = CodePattern::new("<img $$$ATTRS />", Lang::Tsx).unwrap();
         assert_eq!(
-            rewrite_code(&tsx, "<Image $$$ATTRS />", "const a = <img src={s} alt={n} />;\n").as_deref(),
+            rewrite_code(
+                &tsx,
+                "<Image $$$ATTRS />",
+                "const a = <img src={s} alt={n} />;\n"
+            )
+            .as_deref(),
             Some("const a = <Image src={s} alt={n} />;\n")
         );
 
@@ -465,7 +577,12 @@ mod tests {
 
         let go = CodePattern::new("fmt.Println($$$A)", Lang::Go).unwrap();
         assert_eq!(
-            rewrite_code(&go, "log.Println($$$A)", "package m\n\nfunc f() {\n\tfmt.Println(\"a\", b)\n}\n").as_deref(),
+            rewrite_code(
+                &go,
+                "log.Println($$$A)",
+                "package m\n\nfunc f() {\n\tfmt.Println(\"a\", b)\n}\n"
+            )
+            .as_deref(),
             Some("package m\n\nfunc f() {\n\tlog.Println(\"a\", b)\n}\n")
         );
 
@@ -491,13 +608,20 @@ mod tests {
         let py = CodePattern::new("os.system($CMD)", Lang::Python).unwrap();
         let src = "def f():\n    os.system(\n        \"ls\"\n        \" -l\"\n    )\n";
         let out = rewrite_code(&py, "subprocess.run($CMD, shell=True)", src).unwrap();
-        assert_eq!(out, "def f():\n    subprocess.run(\"ls\"\n        \" -l\", shell=True)\n");
+        // ast-grep re-indents a multi-line capture to the indentation of the line it lands on.
+        assert_eq!(
+            out,
+            "def f():\n    subprocess.run(\"ls\"\n    \" -l\", shell=True)\n"
+        );
     }
 
     #[test]
     fn remove_spans_takes_one_side_of_whitespace() {
         assert_eq!(remove_spans("cat $$$ARGS", &[(4, 11)]), "cat");
         assert_eq!(remove_spans("$$$A cat", &[(0, 4)]), "cat");
-        assert_eq!(remove_spans("a $$$A --force $$$B", &[(2, 6), (15, 19)]), "a --force");
+        assert_eq!(
+            remove_spans("a $$$A --force $$$B", &[(2, 6), (15, 19)]),
+            "a --force"
+        );
     }
 }

@@ -5,9 +5,9 @@ use std::fmt;
 use std::ops::RangeInclusive;
 use std::sync::Arc;
 
+use crate::Lang;
 use crate::lint::{Changed, Violation, more_marker};
 use crate::pattern::{CodePattern, Match, ParsedCode, normalize_ws};
-use crate::Lang;
 
 /// A check written as code: it reads the parsed post-edit file and returns violations.
 pub type CustomCheck = Arc<dyn Fn(&ParsedCode) -> Vec<Violation> + Send + Sync>;
@@ -139,17 +139,24 @@ pub fn check_style<'r>(
             StyleCheck::Pattern(p) => {
                 let seen = prior(&|code| code.find(p).iter().map(Match::normalized).collect());
                 after
-                    .find(p)
+                    .find_where(p, touches)
                     .iter()
-                    .filter(|m| touches(m.line, m.end_line) && !seen.contains(&m.normalized()))
+                    .filter(|m| !seen.contains(&m.normalized()))
                     .map(Violation::from_match)
                     .collect()
             }
             StyleCheck::Custom { check, .. } => {
-                let seen = prior(&|code| check(code).iter().map(|v| normalize_ws(&v.snippet)).collect());
+                let seen = prior(&|code| {
+                    check(code)
+                        .iter()
+                        .map(|v| normalize_ws(&v.snippet))
+                        .collect()
+                });
                 check(&after)
                     .into_iter()
-                    .filter(|v| touches(v.line, v.line) && !seen.contains(&normalize_ws(&v.snippet)))
+                    .filter(|v| {
+                        touches(v.line, v.line) && !seen.contains(&normalize_ws(&v.snippet))
+                    })
                     .collect()
             }
         };
@@ -264,28 +271,42 @@ mod tests {
         );
 
         // A closure over the tree: flag functions with more than one parameter.
-        let wide = StyleRule::custom("WideFn", Lang::Rust, "Too many parameters: {violations}", true, |code| {
-            let mut out = Vec::new();
-            let mut stack = vec![code.ts_root()];
-            while let Some(node) = stack.pop() {
-                if node.kind() == "function_item"
-                    && let Some(params) = node.child_by_field_name("parameters")
-                    && params.named_child_count() > 1
-                {
-                    let name = node.child_by_field_name("name").map(|n| &code.text()[n.byte_range()]);
-                    out.push(Violation::new(node.start_position().row + 1, format!("fn {}", name.unwrap_or("?"))));
+        let wide = StyleRule::custom(
+            "WideFn",
+            Lang::Rust,
+            "Too many parameters: {violations}",
+            true,
+            |code| {
+                let mut out = Vec::new();
+                let mut stack = vec![code.ts_root()];
+                while let Some(node) = stack.pop() {
+                    if node.kind() == "function_item"
+                        && let Some(params) = node.child_by_field_name("parameters")
+                        && params.named_child_count() > 1
+                    {
+                        let name = node
+                            .child_by_field_name("name")
+                            .map(|n| &code.text()[n.byte_range()]);
+                        out.push(Violation::new(
+                            node.start_position().row + 1,
+                            format!("fn {}", name.unwrap_or("?")),
+                        ));
+                    }
+                    let mut cursor = node.walk();
+                    stack.extend(node.children(&mut cursor));
                 }
-                let mut cursor = node.walk();
-                stack.extend(node.children(&mut cursor));
-            }
-            out.sort_by_key(|v| v.line);
-            out
-        });
+                out.sort_by_key(|v| v.line);
+                out
+            },
+        );
         let rules = [wide];
         let pre = "fn a(x: u8, y: u8) {}\n";
         let post = "fn a(x: u8, y: u8) {}\nfn b(x: u8, y: u8) {}\nfn c(x: u8) {}\n";
         let changed = changed_lines(pre, post);
         let found = check_style(&rules, Lang::Rust, pre, post, Some(&changed));
-        assert_eq!(format_style_report(&found, 5).unwrap(), "Too many parameters: fn b (line 2)");
+        assert_eq!(
+            format_style_report(&found, 5).unwrap(),
+            "Too many parameters: fn b (line 2)"
+        );
     }
 }
