@@ -310,3 +310,58 @@ fn examples_pass_their_inline_tests() {
     assert_eq!(out.status.code(), Some(0), "{stdout}{}", text(&out.stderr));
     assert!(!stdout.contains("No inline tests"), "{stdout}");
 }
+
+#[test]
+fn code_hooks_survive_binary_huge_and_mismatched_files() {
+    let hooks = r#"
+[[hook]]
+kind = "lint"
+pattern = "print($$$)"
+message = "no print: {violations}"
+
+[[hook]]
+kind = "rewrite_code"
+pattern = "os.system($CMD)"
+replace = "subprocess.run($CMD)"
+"#;
+    let p = Project::new(&[("code.toml", hooks)]);
+    let root = p.root().to_str().unwrap().to_owned();
+    std::fs::write(p.root().join("bin.py"), [0u8, 159, 146, 150, 0xff, b'\n']).unwrap();
+    let big: String = "x = 1\nprint(x)\n".repeat(5 * 1024 * 1024 / 15);
+    std::fs::write(p.root().join("big.py"), &big).unwrap();
+    std::fs::write(p.root().join("small.py"), "a = 1\n").unwrap();
+
+    // A binary file: no result, no panic.
+    let payload = format!(
+        r#"{{"tool_name":"Edit","tool_input":{{"file_path":"{root}/bin.py","old_string":"a","new_string":"print(1)"}},"tool_response":{{}}}}"#
+    );
+    let out = p.run(&["run", "PostToolUse"], payload.as_bytes());
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(out.stdout.is_empty());
+
+    // A 5 MB file written whole: every line changed, the list is capped.
+    let payload = serde_json::json!({
+        "tool_name": "Write",
+        "tool_input": {"file_path": format!("{root}/big.py"), "content": big},
+        "tool_response": {"type": "create", "originalFile": null},
+    });
+    let out = p.run(&["run", "PostToolUse"], payload.to_string().as_bytes());
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let ctx = v["hookSpecificOutput"]["additionalContext"]
+        .as_str()
+        .unwrap();
+    assert!(
+        ctx.starts_with("no print: print(x) (line 2), print(x) (line 4)"),
+        "{ctx}"
+    );
+    assert!(ctx.contains("more)"), "{ctx}");
+
+    // An Edit whose old_string is not in the file: nothing to rewrite against, no result.
+    let payload = format!(
+        r#"{{"tool_name":"Edit","tool_input":{{"file_path":"{root}/small.py","old_string":"zzz","new_string":"import os"}}}}"#
+    );
+    let out = p.run(&["run", "PreToolUse"], payload.as_bytes());
+    assert_eq!(out.status.code(), Some(0));
+    assert!(out.stdout.is_empty(), "{}", text(&out.stdout));
+}

@@ -257,7 +257,7 @@ fn root_kind(pattern: &Pattern, lang: Lang) -> Option<String> {
 
 /// A pattern given without a language (the `pattern` condition), compiled lazily for the
 /// language of each file it meets.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct AnyLangPattern {
     source: String,
     compiled: [OnceLock<Option<CodePattern>>; 7],

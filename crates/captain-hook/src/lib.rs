@@ -4,6 +4,7 @@
 //! [`primitives`] or from `.claude/hooks/*.toml` files with [`loader`]; both produce the same
 //! [`Hook`] values, so the [`Dispatcher`], the fold and the inline-test runner are shared.
 
+pub mod code;
 pub mod dispatch;
 pub mod hook;
 pub mod loader;

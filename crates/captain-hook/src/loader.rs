@@ -11,6 +11,7 @@ use serde::de::IntoDeserializer;
 use toml::Spanned;
 use toml::de::{DeTable, DeValue};
 
+use crate::code;
 use crate::primitives::{
     self, CommandMatch, DefError, HookDef, MaxFires, approve, block_command, deny, hook,
     set_tool_input, warn_command,
@@ -571,6 +572,19 @@ pub fn compile_condition(spec: &ConditionSpec, field: &str) -> Result<Condition,
             },
         },
         ConditionSpec::ReadOnlyCommand(b) => Condition::ReadOnlyCommand(*b),
+        ConditionSpec::Pattern(p) => {
+            let (pattern, lang, project_only) = match p {
+                PatternCondSpec::Pattern(p) => (p, None, true),
+                PatternCondSpec::Options {
+                    pattern,
+                    lang,
+                    project_only,
+                } => (pattern, lang.as_deref(), *project_only),
+            };
+            let compiled = code::LangPattern::new(pattern, lang)
+                .map_err(|e| err(sub("pattern"), e.message))?;
+            code::pattern_condition(compiled, project_only)
+        }
         ConditionSpec::Not(inner) => {
             Condition::Not(Box::new(compile_condition(inner, &sub("not"))?))
         }
@@ -604,15 +618,50 @@ fn command_match(
     }
 }
 
-/// True when a rewrite pattern uses ast-grep metavariables (`$NAME`, `$$$NAME`).
-fn is_structural(pattern: &str) -> bool {
-    let b = pattern.as_bytes();
-    (0..b.len()).any(|i| {
-        b[i] == b'$'
-            && (i == 0 || b[i - 1] != b'\\')
-            && b.get(i + 1)
-                .is_some_and(|c| c.is_ascii_uppercase() || *c == b'_' || *c == b'$')
+fn code_lang(id: Option<&str>) -> Result<capt_hook_code::Lang, DefError> {
+    let id = id.unwrap_or("py");
+    capt_hook_code::Lang::from_id(id).ok_or_else(|| {
+        err(
+            "lang",
+            format!("unknown language `{id}` (known: py, ts, tsx, js, rs, go, bash)"),
+        )
     })
+}
+
+fn code_pattern(
+    pattern: &str,
+    lang: capt_hook_code::Lang,
+) -> Result<capt_hook_code::CodePattern, DefError> {
+    capt_hook_code::CodePattern::new(pattern, lang).map_err(|e| err("pattern", e.to_string()))
+}
+
+fn lint_options(
+    lang: capt_hook_code::Lang,
+    message: &str,
+    sep: &Option<String>,
+    max_shown: Option<usize>,
+    trigger: &Option<String>,
+    block: bool,
+) -> Result<code::LintOptions, DefError> {
+    if message.trim().is_empty() {
+        return Err(err(
+            "message",
+            "a lint needs a message (use {violations} for the list)",
+        ));
+    }
+    let mut o = code::LintOptions::new(lang, message);
+    if let Some(s) = sep {
+        o.sep = s.clone();
+    }
+    if let Some(m) = max_shown {
+        if m == 0 {
+            return Err(err("max_shown", "show at least one violation"));
+        }
+        o.max_shown = m;
+    }
+    o.trigger = trigger.clone();
+    o.block = block;
+    Ok(o)
 }
 
 macro_rules! common {
@@ -706,15 +755,11 @@ fn lower(
             text
         ),
         HookEntry::RewriteCommand(s) => {
-            if is_structural(&s.pattern) {
-                return Err(err(
-                    "pattern",
-                    "this pattern uses ast-grep metavariables ($NAME / $$$NAME); structural \
-                     rewrites are not available in this build yet. Escape the `$` (\\$) to use \
-                     it as a regex anchor",
-                ));
-            }
-            let mut d = primitives::rewrite_command(&s.pattern, s.replace.clone())?;
+            let mut d = if code::is_structural(&s.pattern) {
+                code::rewrite_command_structural(&s.pattern, &s.replace)?
+            } else {
+                primitives::rewrite_command(&s.pattern, s.replace.clone())?
+            };
             if let Some(n) = &s.note {
                 d = d.note(n.clone());
             }
@@ -729,6 +774,58 @@ fn lower(
         }
         HookEntry::Approve(s) => common!(approve(s.label.clone()), s, item, source.clone(), text),
         HookEntry::Deny(s) => common!(deny(s.reason.clone()), s, item, source.clone(), text),
+        HookEntry::Lint(s) => {
+            let lang = code_lang(s.lang.as_deref())?;
+            let check = match (&s.pattern, &s.regex) {
+                (Some(_), Some(_)) => {
+                    return Err(err("pattern", "give either `pattern` or `regex`, not both"));
+                }
+                (Some(p), None) => code::LintCheck::Pattern(code_pattern(p, lang)?),
+                (None, Some(r)) => code::LintCheck::Regex(regex("regex", r, Mode::Plain)?),
+                (None, None) => return Err(err("pattern", "give `pattern` (ast-grep) or `regex`")),
+            };
+            let options = lint_options(lang, &s.message, &s.sep, s.max_shown, &s.trigger, s.block)?;
+            common!(code::lint(check, options), s, item, source.clone(), text)
+        }
+        HookEntry::DiffLint(s) => {
+            let lang = code_lang(s.lang.as_deref())?;
+            let pattern = code_pattern(&s.pattern, lang)?;
+            let options = lint_options(lang, &s.message, &s.sep, s.max_shown, &s.trigger, s.block)?;
+            common!(
+                code::diff_lint(pattern, options),
+                s,
+                item,
+                source.clone(),
+                text
+            )
+        }
+        HookEntry::RewriteCode(s) => {
+            let pattern = code::LangPattern::new(&s.pattern, s.lang.as_deref())?;
+            let d = code::rewrite_code(pattern, s.replace.clone(), s.note.clone(), s.project_only);
+            common!(d, s, item, source.clone(), text)
+        }
+        HookEntry::Styleguide(s) => {
+            if s.rules.is_empty() {
+                return Err(err("rules", "list at least one rule"));
+            }
+            let default_lang = s.lang.as_deref();
+            let mut rules = Vec::new();
+            for (i, r) in s.rules.iter().enumerate() {
+                let field = format!("rules[{i}]");
+                let lang = code_lang(r.lang.as_deref().or(default_lang))
+                    .map_err(|e| err(format!("{field}.lang"), e.message))?;
+                let p = code_pattern(&r.pattern, lang)
+                    .map_err(|e| err(format!("{field}.pattern"), e.message))?;
+                rules.push(capt_hook_code::StyleRule::pattern(
+                    r.name.clone(),
+                    p,
+                    r.message.clone(),
+                    r.diff,
+                ));
+            }
+            let d = code::styleguide(rules, s.block, s.max_shown.unwrap_or(5));
+            common!(d, s, item, source.clone(), text)
+        }
     };
     Ok(def)
 }

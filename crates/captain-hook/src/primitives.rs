@@ -146,6 +146,37 @@ enum Kind {
     Deny {
         reason: String,
     },
+    Custom(CustomKind),
+}
+
+/// A handler-backed primitive defined outside this module (code-aware kinds, session kinds):
+/// its guards, defaults and handler, lowered like any built-in kind.
+#[derive(Clone)]
+pub struct CustomKind {
+    /// The kind's name (`lint`, `gate`, …), used in hook names and `list`.
+    pub kind: &'static str,
+    /// Events when the definition names none.
+    pub default_events: EventSet,
+    /// Conditions prepended to `only_if`.
+    pub guards: Vec<Condition>,
+    /// Conditions prepended to `skip_if`.
+    pub skip_guards: Vec<Condition>,
+    /// Computes the result once the conditions held.
+    pub handler: HandlerFn,
+    /// Text hashed into the name when no `name` is given.
+    pub identity: String,
+    /// Default for `skip_planning_agents`.
+    pub skip_planning_agents: bool,
+    /// Default for `max_fires` (`None`: unlimited).
+    pub default_max_fires: Option<u32>,
+    /// Pure and fast: run on the dispatching thread rather than the pool.
+    pub inline: bool,
+}
+
+/// Defines a hook of a [`CustomKind`].
+#[track_caller]
+pub fn custom(kind: CustomKind) -> HookDef {
+    def(Kind::Custom(kind))
 }
 
 impl Kind {
@@ -161,6 +192,7 @@ impl Kind {
             Kind::SetToolInput { .. } => "set_tool_input",
             Kind::Approve { .. } => "approve",
             Kind::Deny { .. } => "deny",
+            Kind::Custom(c) => c.kind,
         }
     }
 }
@@ -479,6 +511,7 @@ impl HookDef {
             Kind::Approve { .. } | Kind::Deny { .. } => {
                 EventSet::of(&[PreToolUse, PermissionRequest])
             }
+            Kind::Custom(c) => c.default_events,
             _ => EventSet::of(&[PreToolUse]),
         })
     }
@@ -514,6 +547,7 @@ impl HookDef {
             } => short_hash(&format!("{tool}\n{field}\n{value}")),
             Kind::Approve { label } => slug(label),
             Kind::Deny { reason } => slug(reason),
+            Kind::Custom(c) => short_hash(&c.identity),
         }
     }
 
@@ -542,8 +576,23 @@ impl HookDef {
                 inline: true,
             })
         };
+        let mut skip_guards: Vec<Condition> = Vec::new();
+        let mut default_max_fires: Option<u32> = None;
         let (guards, body, declarative, default_skip_planning): (Vec<Condition>, Body, bool, bool) =
             match self.kind.clone() {
+                Kind::Custom(c) => {
+                    skip_guards = c.skip_guards;
+                    default_max_fires = c.default_max_fires;
+                    (
+                        c.guards,
+                        Body::Handler(Handler {
+                            func: c.handler,
+                            inline: c.inline,
+                        }),
+                        false,
+                        c.skip_planning_agents,
+                    )
+                }
                 Kind::Hook { message, block } => {
                     (vec![], Body::Message { message, block }, true, !block)
                 }
@@ -713,19 +762,22 @@ impl HookDef {
 
         let mut only_if = guards;
         only_if.extend(self.only_if);
+        let mut skip_if = skip_guards;
+        skip_if.extend(self.skip_if);
         Ok(Hook {
             name,
             kind: kind_name,
             events,
             only_if,
-            skip_if: self.skip_if,
+            skip_if,
             body,
             declarative,
             advisory_on_deny: self.advisory_on_deny,
             skip_planning_agents: self.skip_planning_agents.unwrap_or(default_skip_planning),
             respect_gitignore: self.respect_gitignore,
             max_fires: match self.max_fires {
-                MaxFires::Default | MaxFires::Unlimited => None,
+                MaxFires::Default => default_max_fires,
+                MaxFires::Unlimited => None,
                 MaxFires::Count(n) => Some(n),
             },
             is_async: self.is_async,

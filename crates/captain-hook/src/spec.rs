@@ -151,6 +151,41 @@ fn yes() -> bool {
     true
 }
 
+/// An ast-grep pattern with options.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum PatternCondSpec {
+    /// A pattern; the language comes from the file's extension.
+    Pattern(String),
+    /// A pattern, its language and whether the file must lie in the project.
+    Options {
+        /// The ast-grep pattern.
+        pattern: String,
+        /// The language (`py`, `ts`, `tsx`, `js`, `rs`, `go`, `bash`).
+        lang: Option<String>,
+        /// The file must lie in the project (default true).
+        #[serde(default = "yes")]
+        project_only: bool,
+    },
+}
+
+/// One rule of a `styleguide`.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct StyleRuleSpec {
+    /// The rule's name.
+    pub name: String,
+    /// The ast-grep pattern that finds violations.
+    pub pattern: String,
+    /// The section's message; `{violations}` is replaced by the list, else the list follows.
+    pub message: String,
+    /// The language (default: the styleguide's `lang`).
+    pub lang: Option<String>,
+    /// Flag only violations the edit introduces.
+    #[serde(default)]
+    pub diff: bool,
+}
+
 /// A condition: an inline table with exactly one key.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
@@ -187,6 +222,8 @@ pub enum ConditionSpec {
     Annotated(AnnotatedSpec),
     /// Every command in the line is (or is not) a known read-only program.
     ReadOnlyCommand(bool),
+    /// The edit's new text contains a structural (ast-grep) match.
+    Pattern(PatternCondSpec),
     /// The inner condition does not hold.
     Not(Box<ConditionSpec>),
     /// At least one holds (`[]` never holds).
@@ -398,6 +435,82 @@ kind_spec!(
     }
 );
 
+kind_spec!(
+    /// Lint the edited file (PostToolUse by default); only changed lines are reported.
+    LintSpec {
+        /// An ast-grep pattern; each match is a violation.
+        pattern: Option<String>,
+        /// A regex; each matching line is a violation.
+        regex: Option<String>,
+        /// The language (default `py`); its extensions guard the hook.
+        lang: Option<String>,
+        /// The message; `{violations}` is replaced by the list.
+        message: String,
+        /// Between listed violations (default `, `).
+        sep: Option<String>,
+        /// How many violations to list (default 5).
+        max_shown: Option<usize>,
+        /// Lint only files containing this text.
+        trigger: Option<String>,
+        /// Deny instead of warning.
+        #[serde(default)]
+        block: bool,
+    }
+);
+
+kind_spec!(
+    /// Lint only what an edit introduces.
+    DiffLintSpec {
+        /// An ast-grep pattern.
+        pattern: String,
+        /// The language (default `py`).
+        lang: Option<String>,
+        /// The message; `{violations}` is replaced by the list.
+        message: String,
+        /// Between listed violations (default `, `).
+        sep: Option<String>,
+        /// How many violations to list (default 5).
+        max_shown: Option<usize>,
+        /// Lint only files containing this text.
+        trigger: Option<String>,
+        /// Deny instead of warning.
+        #[serde(default)]
+        block: bool,
+    }
+);
+
+kind_spec!(
+    /// Rewrite the new text of an edit with an ast-grep fix template (PreToolUse).
+    RewriteCodeSpec {
+        /// The ast-grep pattern.
+        pattern: String,
+        /// The replacement template (`$X`, `$$$X`).
+        replace: String,
+        /// The language (default: from the file extension).
+        lang: Option<String>,
+        /// Context for the agent.
+        note: Option<String>,
+        /// Only rewrite files inside the project (default true).
+        #[serde(default = "yes")]
+        project_only: bool,
+    }
+);
+
+kind_spec!(
+    /// Apply a list of ast-grep style rules to an edit; one aggregated warning or deny.
+    StyleguideSpec {
+        /// The rules.
+        rules: Vec<StyleRuleSpec>,
+        /// The default language of the rules (default `py`).
+        lang: Option<String>,
+        /// Deny instead of warning.
+        #[serde(default)]
+        block: bool,
+        /// How many violations to list per rule (default 5).
+        max_shown: Option<usize>,
+    }
+);
+
 /// One `[[hook]]` table; `kind` picks the primitive.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(tag = "kind", rename_all = "snake_case")]
@@ -416,6 +529,14 @@ pub enum HookEntry {
     Approve(ApproveSpec),
     /// Deny calls.
     Deny(DenySpec),
+    /// Lint edits.
+    Lint(LintSpec),
+    /// Lint what edits introduce.
+    DiffLint(DiffLintSpec),
+    /// Rewrite code in edits.
+    RewriteCode(RewriteCodeSpec),
+    /// Apply style rules to edits.
+    Styleguide(StyleguideSpec),
 }
 
 /// The JSON Schema of a hook file, pretty-printed.

@@ -1,0 +1,443 @@
+//! Code-aware primitives on ast-grep: `lint`, `diff_lint`, `rewrite_code`, `styleguide`, the
+//! structural form of `rewrite_command`, and the `pattern` condition.
+//!
+//! Lints read whole files: the post-edit file (on disk after PostToolUse, computed before it)
+//! and the pre-edit file (the tool response's `originalFile`, or the edit undone), so a
+//! violation's line number is the file's, and only lines the edit changed are reported.
+
+use std::ops::RangeInclusive;
+use std::sync::Arc;
+
+use capt_hook_code::{
+    AnyLangPattern, CodePattern, CommandRewrite, Lang, StyleRule, Violation, changed_lines,
+    check_style, format_style_report, format_violations,
+};
+use capt_hook_core::condition::is_test_file;
+use capt_hook_core::paths::is_project_path;
+use capt_hook_core::{Condition, Event, EventKind, EventSet, HookResult, Pattern, ToolCall};
+use serde_json::Value;
+
+use crate::hook::HandlerFn;
+use crate::primitives::{CustomKind, DefError, HookDef, custom, rewrite_command_with};
+
+/// What a lint looks for.
+#[derive(Debug, Clone)]
+pub enum LintCheck {
+    /// An ast-grep pattern; each match is one violation.
+    Pattern(CodePattern),
+    /// A regex; each matching line is one violation.
+    Regex(Pattern),
+}
+
+/// The options of a `lint` or `diff_lint` hook.
+#[derive(Debug, Clone)]
+pub struct LintOptions {
+    /// The language (its extensions guard the hook).
+    pub lang: Lang,
+    /// The message; `{violations}` is replaced by the list.
+    pub message: String,
+    /// Between listed violations.
+    pub sep: String,
+    /// How many violations to list before `…(+K more)`.
+    pub max_shown: usize,
+    /// Only lint when the file contains this text.
+    pub trigger: Option<String>,
+    /// Deny instead of warning.
+    pub block: bool,
+}
+
+impl LintOptions {
+    /// Defaults: `, ` between items, five shown, warn.
+    pub fn new(lang: Lang, message: impl Into<String>) -> LintOptions {
+        LintOptions {
+            lang,
+            message: message.into(),
+            sep: ", ".into(),
+            max_shown: 5,
+            trigger: None,
+            block: false,
+        }
+    }
+}
+
+/// The edited file before and after the call, and the lines the call changed (`None`: all).
+struct Images {
+    pre: String,
+    post: String,
+    changed: Option<Vec<RangeInclusive<usize>>>,
+}
+
+/// The file's text; `Err` when it exists but is not text we can lint (binary, non-UTF-8,
+/// unreadable), `Ok(None)` when it is not there.
+fn read_text(path: &str) -> Result<Option<String>, ()> {
+    match std::fs::read(path) {
+        Ok(bytes) => String::from_utf8(bytes).map(Some).map_err(|_| ()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(_) => Err(()),
+    }
+}
+
+/// Undoes an edit on the post-edit text (for PostToolUse without `originalFile`).
+fn undo(post: &str, edits: &[(String, String)]) -> Option<String> {
+    let mut text = post.to_owned();
+    for (old, new) in edits.iter().rev() {
+        if new.is_empty() {
+            return None;
+        }
+        let at = text.find(new.as_str())?;
+        text.replace_range(at..at + new.len(), old);
+    }
+    Some(text)
+}
+
+fn images(evt: &Event) -> Option<Images> {
+    let edits: Vec<(String, String)> = match evt.tool() {
+        ToolCall::Edit {
+            old_string,
+            new_string,
+            ..
+        } => vec![(old_string.clone(), new_string.clone())],
+        ToolCall::MultiEdit { edits, .. } => edits
+            .iter()
+            .map(|e| (e.old_string.clone(), e.new_string.clone()))
+            .collect(),
+        ToolCall::Write { .. } => Vec::new(),
+        _ => return None,
+    };
+    let is_write = matches!(evt.tool(), ToolCall::Write { .. });
+    let (pre, post) = if evt.kind() == EventKind::PreToolUse {
+        (evt.pre_image()?.to_owned(), evt.post_image()?.to_owned())
+    } else {
+        let file = evt.file()?;
+        let Some(post) = read_text(file).ok()? else {
+            // No file to read (an inline test, or the file moved on): judge the edit's own
+            // text, numbered from its first line.
+            let post = evt.content()?;
+            let pre = if is_write {
+                String::new()
+            } else {
+                evt.old().unwrap_or_default()
+            };
+            let changed = (!is_write).then(|| changed_lines(&pre, &post));
+            return Some(Images { pre, post, changed });
+        };
+        let original = evt.tool_response().and_then(|r| r.get("originalFile"));
+        let pre = match original {
+            Some(Value::String(s)) => s.clone(),
+            Some(Value::Null) => String::new(),
+            _ if is_write => String::new(),
+            _ if edits.iter().all(|(old, _)| old.is_empty()) => String::new(),
+            _ => undo(&post, &edits)?,
+        };
+        (pre, post)
+    };
+    let changed = (!is_write).then(|| changed_lines(&pre, &post));
+    Some(Images { pre, post, changed })
+}
+
+fn render(options: &LintOptions, violations: &[Violation]) -> Option<HookResult> {
+    if violations.is_empty() {
+        return None;
+    }
+    let list = format_violations(violations, &options.sep, options.max_shown);
+    let message = options.message.replace("{violations}", &list);
+    Some(if options.block {
+        HookResult::block(message)
+    } else {
+        HookResult::warn(message)
+    })
+}
+
+fn edit_tools() -> Condition {
+    Condition::tool(&["Edit", "MultiEdit", "Write"])
+}
+
+fn not_test_file() -> Condition {
+    Condition::Custom {
+        name: "{ test_file = true }".into(),
+        reads_tool: true,
+        check: Arc::new(|evt: &Event| evt.file().is_some_and(is_test_file)),
+    }
+}
+
+fn lang_files(lang: Lang) -> Condition {
+    let globs = lang
+        .globs()
+        .iter()
+        .filter_map(|g| capt_hook_core::Glob::new(g).ok())
+        .collect();
+    Condition::file_path(globs, false)
+}
+
+fn lint_kind(
+    kind: &'static str,
+    identity: String,
+    options: &LintOptions,
+    handler: HandlerFn,
+) -> HookDef {
+    custom(CustomKind {
+        kind,
+        default_events: EventSet::of(&[EventKind::PostToolUse]),
+        guards: vec![edit_tools(), lang_files(options.lang)],
+        skip_guards: vec![not_test_file()],
+        handler,
+        identity,
+        skip_planning_agents: !options.block,
+        default_max_fires: None,
+        inline: true,
+    })
+}
+
+/// Lints the edited file; reports only violations on lines the edit changed.
+#[track_caller]
+pub fn lint(check: LintCheck, options: LintOptions) -> HookDef {
+    let identity = format!(
+        "{}\n{}",
+        options.message,
+        match &check {
+            LintCheck::Pattern(p) => p.as_str().to_owned(),
+            LintCheck::Regex(r) => r.as_str().to_owned(),
+        }
+    );
+    let opts = options.clone();
+    let handler: HandlerFn = Arc::new(move |evt: &Event| {
+        let Some(img) = images(evt) else {
+            return Ok(None);
+        };
+        if let Some(t) = &opts.trigger
+            && !img.post.contains(t.as_str())
+        {
+            return Ok(None);
+        }
+        let changed = img.changed.as_deref();
+        let violations = match &check {
+            LintCheck::Pattern(p) => capt_hook_code::lint_pattern(p, &img.post, changed),
+            LintCheck::Regex(r) => capt_hook_code::lint_regex(r, &img.post, changed),
+        };
+        Ok(render(&opts, &violations))
+    });
+    lint_kind("lint", identity, &options, handler)
+}
+
+/// Lints only what the edit introduces: matches present after it and absent before.
+#[track_caller]
+pub fn diff_lint(pattern: CodePattern, options: LintOptions) -> HookDef {
+    let identity = format!("{}\n{}", options.message, pattern.as_str());
+    let opts = options.clone();
+    let handler: HandlerFn = Arc::new(move |evt: &Event| {
+        let Some(img) = images(evt) else {
+            return Ok(None);
+        };
+        if let Some(t) = &opts.trigger
+            && !img.post.contains(t.as_str())
+        {
+            return Ok(None);
+        }
+        Ok(render(
+            &opts,
+            &capt_hook_code::diff_lint(&pattern, &img.pre, &img.post),
+        ))
+    });
+    lint_kind("diff_lint", identity, &options, handler)
+}
+
+/// Applies a set of style rules to an edit: one aggregated warning (or deny) with a section per
+/// rule that found something on a changed line.
+#[track_caller]
+pub fn styleguide(rules: Vec<StyleRule>, block: bool, max_shown: usize) -> HookDef {
+    let mut langs: Vec<Lang> = Vec::new();
+    for r in &rules {
+        if !langs.contains(&r.lang()) {
+            langs.push(r.lang());
+        }
+    }
+    let identity = rules
+        .iter()
+        .map(|r| format!("{}:{}", r.name, r.message))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let globs = langs
+        .iter()
+        .flat_map(|l| l.globs())
+        .filter_map(|g| capt_hook_core::Glob::new(&g).ok())
+        .collect();
+    let handler: HandlerFn = Arc::new(move |evt: &Event| {
+        let Some(lang) = evt.file().and_then(Lang::from_path) else {
+            return Ok(None);
+        };
+        let Some(img) = images(evt) else {
+            return Ok(None);
+        };
+        let found = check_style(&rules, lang, &img.pre, &img.post, img.changed.as_deref());
+        Ok(format_style_report(&found, max_shown).map(|m| {
+            if block {
+                HookResult::block(m)
+            } else {
+                HookResult::warn(m)
+            }
+        }))
+    });
+    custom(CustomKind {
+        kind: "styleguide",
+        default_events: EventSet::of(&[EventKind::PostToolUse]),
+        guards: vec![edit_tools(), Condition::file_path(globs, false)],
+        skip_guards: vec![not_test_file()],
+        handler,
+        identity,
+        skip_planning_agents: !block,
+        default_max_fires: None,
+        inline: true,
+    })
+}
+
+/// The language a code pattern applies to: fixed, or taken from each event's file.
+#[derive(Debug, Clone)]
+pub enum LangPattern {
+    /// Compiled for one language.
+    Fixed(CodePattern),
+    /// Compiled for every language it parses in; the file's extension picks one.
+    ByFile(Box<AnyLangPattern>),
+}
+
+impl LangPattern {
+    /// Compiles `pattern` for `lang`, or for every language when `lang` is `None`.
+    pub fn new(pattern: &str, lang: Option<&str>) -> Result<LangPattern, DefError> {
+        match lang {
+            Some(l) => CodePattern::with_lang_id(pattern, l)
+                .map(LangPattern::Fixed)
+                .map_err(|e| DefError::new("pattern", e.to_string())),
+            None => AnyLangPattern::new(pattern)
+                .map(|p| LangPattern::ByFile(Box::new(p)))
+                .map_err(|e| DefError::new("pattern", e.to_string())),
+        }
+    }
+
+    fn for_file(&self, file: Option<&str>) -> Option<&CodePattern> {
+        match self {
+            LangPattern::Fixed(p) => Some(p),
+            LangPattern::ByFile(any) => any.for_lang(Lang::from_path(file?)?),
+        }
+    }
+
+    fn as_str(&self) -> &str {
+        match self {
+            LangPattern::Fixed(p) => p.as_str(),
+            LangPattern::ByFile(p) => p.as_str(),
+        }
+    }
+}
+
+/// The `pattern` condition: the edit's new text contains a structural match.
+pub fn pattern_condition(pattern: LangPattern, project_only: bool) -> Condition {
+    let name = format!("{{ pattern = {:?} }}", pattern.as_str());
+    Condition::Custom {
+        name,
+        reads_tool: true,
+        check: Arc::new(move |evt: &Event| {
+            if project_only
+                && !evt
+                    .file()
+                    .is_some_and(|f| is_project_path(f, evt.project_root()))
+            {
+                return false;
+            }
+            let Some(content) = evt.content().filter(|c| !c.is_empty()) else {
+                return false;
+            };
+            pattern
+                .for_file(evt.file())
+                .is_some_and(|p| capt_hook_code::matches(p, &content))
+        }),
+    }
+}
+
+/// Rewrites the new text of Edit / Write / MultiEdit / NotebookEdit calls with an ast-grep fix
+/// template; nothing when the text comes out unchanged.
+#[track_caller]
+pub fn rewrite_code(
+    pattern: LangPattern,
+    replace: String,
+    note: Option<String>,
+    project_only: bool,
+) -> HookDef {
+    let identity = format!("{}\n{replace}", pattern.as_str());
+    let handler: HandlerFn = Arc::new(move |evt: &Event| {
+        let Some(file) = evt.file() else {
+            return Ok(None);
+        };
+        if project_only && !is_project_path(file, evt.project_root()) {
+            return Ok(None);
+        }
+        let Some(p) = pattern.for_file(Some(file)) else {
+            return Ok(None);
+        };
+        let Some(input) = evt.tool_input() else {
+            return Ok(None);
+        };
+        let mut updated = input.clone();
+        let mut changed = false;
+        let mut apply = |v: &mut Value| {
+            if let Some(text) = v.as_str()
+                && let Some(new) = capt_hook_code::rewrite_code(p, &replace, text)
+            {
+                *v = Value::String(new);
+                changed = true;
+            }
+        };
+        match evt.tool() {
+            ToolCall::Edit { .. } => updated.get_mut("new_string").map(&mut apply),
+            ToolCall::Write { .. } => updated.get_mut("content").map(&mut apply),
+            ToolCall::NotebookEdit { .. } => updated.get_mut("new_source").map(&mut apply),
+            ToolCall::MultiEdit { .. } => updated
+                .get_mut("edits")
+                .and_then(Value::as_array_mut)
+                .map(|edits| {
+                    for e in edits {
+                        if let Some(v) = e.get_mut("new_string") {
+                            apply(v);
+                        }
+                    }
+                }),
+            _ => None,
+        };
+        Ok(changed.then(|| HookResult::rewrite(updated, note.clone())))
+    });
+    custom(CustomKind {
+        kind: "rewrite_code",
+        default_events: EventSet::of(&[EventKind::PreToolUse]),
+        guards: vec![Condition::tool(&[
+            "Edit",
+            "Write",
+            "MultiEdit",
+            "NotebookEdit",
+        ])],
+        skip_guards: Vec::new(),
+        handler,
+        identity,
+        skip_planning_agents: true,
+        default_max_fires: None,
+        inline: true,
+    })
+}
+
+struct Structural(CommandRewrite);
+
+impl crate::primitives::CommandRewriter for Structural {
+    fn rewrite(&self, command: &str) -> Option<String> {
+        self.0.rewrite(command)
+    }
+}
+
+/// The structural `rewrite_command`: `$NAME` / `$$$NAME` metavariables matched over the
+/// tree-sitter-bash tree; the rest of the line is untouched; nothing when unchanged.
+#[track_caller]
+pub fn rewrite_command_structural(pattern: &str, replace: &str) -> Result<HookDef, DefError> {
+    let rw = CommandRewrite::new(pattern, replace)
+        .map_err(|e| DefError::new("pattern", e.to_string()))?;
+    Ok(rewrite_command_with(
+        &format!("{pattern}\n{replace}"),
+        Arc::new(Structural(rw)),
+    ))
+}
+
+pub use capt_hook_code::is_structural;
