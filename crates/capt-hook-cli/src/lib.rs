@@ -207,6 +207,8 @@ fn prepare(
     let context = EventContext {
         project_root: Some(root.clone()),
         skip_permissions: None,
+        // Explaining must not spend fires or trip once-per-turn throttles.
+        state_root: None,
     };
     match Event::new(kind, payload, context) {
         Ok(evt) => Ok(Ok(Some((evt, root)))),
@@ -307,6 +309,7 @@ fn explain(
             Trace::NoMatch(why) => format!("no match: {why}"),
             Trace::Doomed => "not run: an earlier hook already blocked".to_owned(),
             Trace::Abandoned => "abandoned: the handler missed the deadline".to_owned(),
+            Trace::Capped => "skipped: max_fires reached for this session and agent".to_owned(),
             Trace::Matched(None) => "matched, returned nothing".to_owned(),
             Trace::Matched(Some(r)) => format!(
                 "MATCHED -> {}{}",

@@ -9,6 +9,7 @@ use crate::paths::is_project_path;
 use crate::pattern::Pattern;
 use crate::tokens::Tokens;
 use crate::tool::tool_spellings;
+pub use capt_hook_transcript::Scope;
 
 /// A predicate written in Rust, for what data cannot say.
 pub type CustomCheck = Arc<dyn Fn(&Event) -> bool + Send + Sync>;
@@ -116,6 +117,41 @@ pub enum Condition {
     },
     /// Every command of the line is (or is not) known to be read-only.
     ReadOnlyCommand(bool),
+    /// An earlier Bash call ran a command whose unwrapped argv starts with these tokens.
+    RanCommand(Tokens),
+    /// An earlier edit of the main agent targeted a matching file.
+    TouchedFile(Vec<String>),
+    /// An earlier Read (subagents' included) targeted a matching file.
+    ReadFile(Vec<String>),
+    /// The tool was called in scope.
+    UsedTool {
+        /// Tool names (aliases and MCP tails count).
+        names: Vec<String>,
+        /// The current turn or the whole session.
+        scope: Scope,
+    },
+    /// A Skill call in scope named one of these skills.
+    UsedSkill {
+        /// Skill names (`plugin:skill` also matches `skill`).
+        names: Vec<String>,
+        /// The current turn or the whole session.
+        scope: Scope,
+        /// Search subagent transcripts too.
+        subagents: bool,
+    },
+    /// A user prompt in scope matches (case-insensitive).
+    UserSaid {
+        /// The regex.
+        pattern: Pattern,
+        /// The current turn or the whole session.
+        scope: Scope,
+    },
+    /// The session's prose (prompts and assistant text) matches.
+    TextMatches(Pattern),
+    /// The session is (or is not) waiting on background work.
+    Waiting(bool),
+    /// Plan mode is (or is not) on.
+    InPlanMode(bool),
     /// The inner condition does not hold.
     Not(Box<Condition>),
     /// At least one holds.
@@ -189,6 +225,34 @@ impl fmt::Display for Condition {
                 None => write!(f, "{{ annotated = {key:?} }}"),
             },
             Condition::ReadOnlyCommand(b) => write!(f, "{{ read_only_command = {b} }}"),
+            Condition::RanCommand(t) => write!(f, "{{ ran_command = {t} }}"),
+            Condition::TouchedFile(g) => write!(f, "{{ touched_file = {} }}", list(g)),
+            Condition::ReadFile(g) => write!(f, "{{ read_file = {} }}", list(g)),
+            Condition::UsedTool { names, scope } => write!(
+                f,
+                "{{ used_tool = {{ names = {}, scope = \"{}\" }} }}",
+                list(names),
+                scope_name(*scope)
+            ),
+            Condition::UsedSkill {
+                names,
+                scope,
+                subagents,
+            } => write!(
+                f,
+                "{{ used_skill = {{ names = {}, scope = \"{}\", subagents = {subagents} }} }}",
+                list(names),
+                scope_name(*scope)
+            ),
+            Condition::UserSaid { pattern, scope } => write!(
+                f,
+                "{{ user_said = {{ pattern = {:?}, scope = \"{}\" }} }}",
+                pattern.as_str(),
+                scope_name(*scope)
+            ),
+            Condition::TextMatches(p) => write!(f, "{{ text_matches = {:?} }}", p.as_str()),
+            Condition::Waiting(b) => write!(f, "{{ waiting = {b} }}"),
+            Condition::InPlanMode(b) => write!(f, "{{ in_plan_mode = {b} }}"),
             Condition::Not(c) => write!(f, "{{ not = {c} }}"),
             Condition::Any(cs) | Condition::All(cs) => {
                 let key = if matches!(self, Condition::Any(_)) {
@@ -199,6 +263,7 @@ impl fmt::Display for Condition {
                 let inner: Vec<String> = cs.iter().map(ToString::to_string).collect();
                 write!(f, "{{ {key} = [{}] }}", inner.join(", "))
             }
+            Condition::Custom { name, .. } if name.starts_with('{') => f.write_str(name),
             Condition::Custom { name, .. } => write!(f, "{{ custom = {name:?} }}"),
         }
     }
@@ -355,12 +420,86 @@ impl Condition {
                     .is_some_and(crate::readonly::is_read_only);
                 is == *want
             }
+            Condition::RanCommand(tokens) => evt
+                .transcript()
+                .session()
+                .with_subagents()
+                .tool_calls()
+                .named("Bash")
+                .any(|call| crate::history::call_runs(&call, tokens)),
+            Condition::TouchedFile(globs) => evt.transcript().session().has_edit_to(globs),
+            Condition::ReadFile(globs) => {
+                evt.transcript().session().with_subagents().has_read(globs)
+            }
+            Condition::UsedTool { names, scope } => evt
+                .transcript()
+                .scope(*scope)
+                .tool_calls()
+                .named_any(names)
+                .exists(),
+            Condition::UsedSkill {
+                names,
+                scope,
+                subagents,
+            } => {
+                let window = evt.transcript().scope(*scope);
+                let window = if *subagents {
+                    window.with_subagents()
+                } else {
+                    window
+                };
+                let names: Vec<&str> = names.iter().map(String::as_str).collect();
+                window.has_skill(&names)
+            }
+            Condition::UserSaid { pattern, scope } => {
+                let window = evt.transcript().scope(*scope);
+                let mut prompts = window.prompts();
+                // On UserPromptSubmit the new prompt is not in the transcript yet.
+                evt.prompt().is_some_and(|p| pattern.is_match(p))
+                    || prompts.any(|p| pattern.is_match(p))
+            }
+            Condition::TextMatches(pattern) => {
+                pattern.is_match(&evt.transcript().session().prose_text())
+            }
+            Condition::Waiting(want) => is_waiting(evt) == *want,
+            Condition::InPlanMode(want) => {
+                let on = evt.permission_mode() == Some("plan") || {
+                    let (enter, exit) = evt.transcript().session().plan_mode_counts();
+                    enter > exit
+                };
+                on == *want
+            }
             Condition::Not(c) => !c.check(evt),
             Condition::Any(cs) => cs.iter().any(|c| c.check(evt)),
             Condition::All(cs) => cs.iter().all(|c| c.check(evt)),
             Condition::Custom { check, .. } => check(evt),
         }
     }
+}
+
+/// The name of a transcript scope as written in hook files.
+pub fn scope_name(scope: Scope) -> &'static str {
+    match scope {
+        Scope::Turn => "turn",
+        Scope::Session => "session",
+    }
+}
+
+/// Background work the session waits on: payload-reported tasks or crons, or what the
+/// transcript shows (engine.md §2.6).
+pub fn is_waiting(evt: &Event) -> bool {
+    let listed = |key: &str| {
+        evt.payload()
+            .get(key)
+            .and_then(serde_json::Value::as_array)
+            .is_some_and(|a| !a.is_empty())
+    };
+    if listed("background_tasks") || listed("session_crons") {
+        return true;
+    }
+    let tools = crate::history::waiting_tools();
+    let tools: Vec<&str> = tools.iter().map(String::as_str).collect();
+    evt.transcript().waiting(&tools).is_waiting()
 }
 
 fn in_project(evt: &Event) -> bool {

@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use capt_hook_shell::CommandLine;
+use capt_hook_transcript::{LazyTranscript, Transcript};
 use serde_json::{Map, Value};
 
 use crate::events::EventKind;
@@ -26,6 +27,8 @@ pub struct EventContext {
     pub project_root: Option<PathBuf>,
     /// Overrides the process-tree check for `--dangerously-skip-permissions` (tests set it).
     pub skip_permissions: Option<bool>,
+    /// Root of session state (fire counts, throttles); `None` keeps nothing across events.
+    pub state_root: Option<PathBuf>,
 }
 
 /// One event: its kind, the raw payload kept verbatim, and typed accessors over it.
@@ -43,6 +46,8 @@ pub struct Event {
     joined: OnceLock<Vec<String>>,
     annotations: OnceLock<BTreeMap<String, Option<String>>>,
     images: OnceLock<(Option<String>, Option<String>)>,
+    /// Read on first use, through the process-wide cache.
+    transcript: LazyTranscript,
 }
 
 fn kind_name(v: &Value) -> &'static str {
@@ -95,7 +100,28 @@ impl Event {
             joined: OnceLock::new(),
             annotations: OnceLock::new(),
             images: OnceLock::new(),
-        })
+            transcript: LazyTranscript::new(None),
+        }
+        .with_transcript_path())
+    }
+
+    fn with_transcript_path(mut self) -> Event {
+        let path = self.transcript_path().map(PathBuf::from);
+        self.transcript = crate::history::transcripts().lazy(path);
+        self
+    }
+
+    /// Uses `transcript` instead of reading the payload's transcript file (inline tests,
+    /// replay).
+    pub fn with_transcript(mut self, transcript: Transcript) -> Event {
+        self.transcript = LazyTranscript::ready(transcript);
+        self
+    }
+
+    /// The session's transcript (the agent's own for a subagent), read on first use; empty
+    /// when there is none or it cannot be read.
+    pub fn transcript(&self) -> &Transcript {
+        self.transcript.get()
     }
 
     /// The event's kind.

@@ -8,6 +8,7 @@ pub mod event;
 pub mod events;
 pub mod fold;
 pub mod glob;
+pub mod history;
 pub mod paths;
 pub mod pattern;
 pub mod readonly;

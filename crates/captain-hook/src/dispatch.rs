@@ -14,6 +14,7 @@ use std::time::Instant;
 use capt_hook_core::condition::first_miss;
 use capt_hook_core::paths::Gitignore;
 use capt_hook_core::{Event, EventKind, FoldInput, HookResult, fold};
+use capt_hook_state::{FireCounter, Reservation, SessionStore};
 
 use crate::hook::{Body, Hook, run_handler};
 use crate::registry::Registry;
@@ -49,6 +50,8 @@ pub enum Trace {
     Matched(Option<HookResult>),
     /// Its handler missed the deadline.
     Abandoned,
+    /// It already delivered `max_fires` results in this session for this agent.
+    Capped,
 }
 
 /// A registry bound to a project, ready to evaluate events.
@@ -78,6 +81,35 @@ fn planning_skip_with(hook: &Hook, evt: &Event, agents: &[String]) -> bool {
         && evt
             .agent_type()
             .is_some_and(|t| agents.iter().any(|a| a == t))
+}
+
+/// Reserves one of a capped hook's fires before it runs; `Err` when none is left. Uncapped
+/// hooks need no reservation.
+fn reserve(
+    hook: &Hook,
+    evt: &Event,
+    store: &OnceLock<SessionStore>,
+) -> Result<Option<Reservation>, ()> {
+    let Some(cap) = hook.max_fires else {
+        return Ok(None);
+    };
+    let store = store.get_or_init(|| match &evt.context().state_root {
+        Some(root) => SessionStore::for_session(root, evt.session_id()),
+        None => SessionStore::null(),
+    });
+    FireCounter::new(store, &hook.name, evt.agent_id())
+        .reserve(cap)
+        .map(Some)
+        .ok_or(())
+}
+
+/// Keeps the reserved fire when the hook delivered a result, gives it back otherwise.
+fn settle(reservation: Option<Reservation>, result: &Option<HookResult>) {
+    if let Some(r) = reservation
+        && result.is_some()
+    {
+        r.commit();
+    }
 }
 
 enum Slot {
@@ -145,6 +177,7 @@ impl Dispatcher {
         let mut slots: Vec<Slot> = Vec::with_capacity(hooks.len());
         let mut traces: Vec<Option<Trace>> = Vec::with_capacity(hooks.len());
         let mut blocked = false;
+        let store: OnceLock<SessionStore> = OnceLock::new();
         for hook in hooks {
             if let Some(t) = self.opt_out(hook, evt, opts) {
                 slots.push(Slot::Skipped);
@@ -166,11 +199,20 @@ impl Dispatcher {
                 traces.push(Some(Trace::Doomed));
                 continue;
             }
+            let Ok(reservation) = reserve(hook, evt, &store) else {
+                slots.push(Slot::Skipped);
+                traces.push(Some(Trace::Capped));
+                continue;
+            };
             let slot = match &hook.body {
                 Body::Handler(h) if !h.inline => {
-                    Slot::Pending(submit(Arc::clone(hook), Arc::clone(evt)))
+                    Slot::Pending(submit(Arc::clone(hook), Arc::clone(evt), reservation))
                 }
-                _ => Slot::Ready(hook.execute(evt)),
+                _ => {
+                    let result = hook.execute(evt);
+                    settle(reservation, &result);
+                    Slot::Ready(result)
+                }
             };
             if let Slot::Ready(Some(r)) = &slot {
                 blocked |= r.is_block();
@@ -258,13 +300,18 @@ fn pool() -> &'static Sender<Job> {
     })
 }
 
-fn submit(hook: Arc<Hook>, evt: Arc<Event>) -> Receiver<Option<HookResult>> {
+fn submit(
+    hook: Arc<Hook>,
+    evt: Arc<Event>,
+    reservation: Option<Reservation>,
+) -> Receiver<Option<HookResult>> {
     let (tx, rx) = mpsc::channel();
     let job: Job = Box::new(move || {
         let result = match &hook.body {
             Body::Handler(h) => run_handler(&hook.name, &h.func, &evt),
             Body::Message { .. } => hook.execute(&evt),
         };
+        settle(reservation, &result);
         // The dispatcher may have given up on us; that is fine.
         let _ = tx.send(result);
     });

@@ -11,6 +11,7 @@ pub mod loader;
 pub mod primitives;
 pub mod project;
 pub mod registry;
+pub mod session;
 pub mod spec;
 pub mod testing;
 

@@ -12,6 +12,7 @@ use toml::Spanned;
 use toml::de::{DeTable, DeValue};
 
 use crate::code;
+use crate::session;
 use crate::primitives::{
     self, CommandMatch, DefError, HookDef, MaxFires, approve, block_command, deny, hook,
     set_tool_input, warn_command,
@@ -585,6 +586,66 @@ pub fn compile_condition(spec: &ConditionSpec, field: &str) -> Result<Condition,
                 .map_err(|e| err(sub("pattern"), e.message))?;
             code::pattern_condition(compiled, project_only)
         }
+        ConditionSpec::RanCommand(t) => Condition::RanCommand(tokens(&sub("ran_command"), t)?),
+        ConditionSpec::TouchedFile(g) => {
+            let list = g.to_vec();
+            globs(&sub("touched_file"), &list)?;
+            Condition::TouchedFile(list)
+        }
+        ConditionSpec::ReadFile(g) => {
+            let list = g.to_vec();
+            globs(&sub("read_file"), &list)?;
+            Condition::ReadFile(list)
+        }
+        ConditionSpec::UsedTool(u) => {
+            let (names, scope) = match u {
+                UsedToolSpec::One(n) => (vec![n.clone()], ScopeSpec::Turn),
+                UsedToolSpec::Many(n) => (n.clone(), ScopeSpec::Turn),
+                UsedToolSpec::Options { names, scope } => (names.to_vec(), *scope),
+            };
+            let names = capt_hook_core::condition::split_names(&names);
+            if names.is_empty() {
+                return Err(err(sub("used_tool"), "no tool names given"));
+            }
+            Condition::UsedTool {
+                names,
+                scope: scope_of(scope),
+            }
+        }
+        ConditionSpec::UsedSkill(u) => {
+            let (names, scope, subagents) = match u {
+                UsedSkillSpec::One(n) => (vec![n.clone()], ScopeSpec::Turn, true),
+                UsedSkillSpec::Many(n) => (n.clone(), ScopeSpec::Turn, true),
+                UsedSkillSpec::Options {
+                    names,
+                    scope,
+                    subagents,
+                } => (names.to_vec(), *scope, *subagents),
+            };
+            if names.is_empty() {
+                return Err(err(sub("used_skill"), "no skill names given"));
+            }
+            Condition::UsedSkill {
+                names,
+                scope: scope_of(scope),
+                subagents,
+            }
+        }
+        ConditionSpec::UserSaid(u) => {
+            let (pattern, scope) = match u {
+                UserSaidSpec::Pattern(p) => (p, ScopeSpec::Turn),
+                UserSaidSpec::Options { pattern, scope } => (pattern, *scope),
+            };
+            Condition::UserSaid {
+                pattern: regex(&sub("user_said"), pattern, Mode::IgnoreCase)?,
+                scope: scope_of(scope),
+            }
+        }
+        ConditionSpec::TextMatches(p) => {
+            Condition::TextMatches(regex(&sub("text_matches"), p, Mode::Multiline)?)
+        }
+        ConditionSpec::Waiting(b) => Condition::Waiting(*b),
+        ConditionSpec::InPlanMode(b) => Condition::InPlanMode(*b),
         ConditionSpec::Not(inner) => {
             Condition::Not(Box::new(compile_condition(inner, &sub("not"))?))
         }
@@ -615,6 +676,72 @@ fn command_match(
             "argv",
             "give `argv` (a token list) or `pattern` (a regex)",
         )),
+    }
+}
+
+fn signals(spec: &Option<SignalsSpec>) -> Result<Option<session::Signals>, DefError> {
+    let Some(spec) = spec else {
+        return Ok(None);
+    };
+    let compile = |i: usize, p: &str| regex(&format!("signals.patterns[{i}]"), p, Mode::Plain);
+    let out = match spec {
+        SignalsSpec::List(list) => {
+            if list.is_empty() {
+                return Err(err("signals", "list at least one pattern"));
+            }
+            let patterns = list
+                .iter()
+                .enumerate()
+                .map(|(i, p)| compile(i, p))
+                .collect::<Result<Vec<_>, _>>()?;
+            session::Signals::any_of(patterns)
+        }
+        SignalsSpec::Options {
+            patterns,
+            threshold,
+            window,
+            origin,
+        } => {
+            if patterns.is_empty() {
+                return Err(err("signals.patterns", "list at least one pattern"));
+            }
+            let mut compiled = Vec::new();
+            for (i, p) in patterns.iter().enumerate() {
+                let (text, weight) = match p {
+                    SignalPatternSpec::Pattern(t) => (t, 1),
+                    SignalPatternSpec::Weighted { pattern, weight } => (pattern, *weight),
+                };
+                if weight == 0 {
+                    return Err(err(format!("signals.patterns[{i}].weight"), "weights must be positive"));
+                }
+                compiled.push((compile(i, text)?, weight));
+            }
+            if *threshold == 0 {
+                return Err(err("signals.threshold", "the threshold must be positive"));
+            }
+            let window = match window {
+                None => session::SignalWindow::Last(15),
+                Some(WindowSpec::Count(0)) => {
+                    return Err(err("signals.window", "the window must hold at least one entry"));
+                }
+                Some(WindowSpec::Count(n)) => session::SignalWindow::Last(*n),
+                Some(WindowSpec::Turn(_)) => session::SignalWindow::Turn,
+            };
+            session::Signals {
+                patterns: compiled,
+                threshold: *threshold,
+                window,
+                include_user: *origin == OriginSpec::Any,
+            }
+        }
+    };
+    Ok(Some(out))
+}
+
+fn scope_of(s: ScopeSpec) -> capt_hook_core::condition::Scope {
+    match s {
+        ScopeSpec::Turn => capt_hook_core::condition::Scope::Turn,
+        ScopeSpec::Session => capt_hook_core::condition::Scope::Session,
     }
 }
 
@@ -803,6 +930,63 @@ fn lower(
             let pattern = code::LangPattern::new(&s.pattern, s.lang.as_deref())?;
             let d = code::rewrite_code(pattern, s.replace.clone(), s.note.clone(), s.project_only);
             common!(d, s, item, source.clone(), text)
+        }
+        HookEntry::Nudge(s) => {
+            let mut o = session::NudgeOptions::new(s.message.clone());
+            o.block = s.block;
+            o.signals = signals(&s.signals)?;
+            if s.message.trim().is_empty() {
+                return Err(err("message", "a nudge needs a message"));
+            }
+            common!(session::nudge(o), s, item, source.clone(), text)
+        }
+        HookEntry::Gate(s) => {
+            let mut o = session::NudgeOptions::new(s.message.clone());
+            o.block = true;
+            o.signals = signals(&s.signals)?;
+            if s.message.trim().is_empty() {
+                return Err(err("message", "a gate needs a message"));
+            }
+            common!(session::nudge(o), s, item, source.clone(), text)
+        }
+        HookEntry::Workflow(s) => {
+            if s.events.is_some() {
+                return Err(err("events", "a workflow always guards SubagentStop; drop `events`"));
+            }
+            let mut steps = Vec::new();
+            for (i, st) in s.steps.iter().enumerate() {
+                let check = compile_condition(&st.check, &format!("steps[{i}].check"))?;
+                steps.push(session::Step::condition(
+                    st.name.clone().unwrap_or_default(),
+                    check,
+                    st.message.clone(),
+                ));
+            }
+            let mut artifacts = Vec::new();
+            for (i, a) in s.artifacts.iter().enumerate() {
+                let asserts = a
+                    .asserts
+                    .iter()
+                    .map(|x| session::Assert {
+                        pointer: x.pointer.clone(),
+                        max: x.max,
+                        min: x.min,
+                        equals: x.equals.clone(),
+                        message: x.message.clone(),
+                    })
+                    .collect();
+                let artifact = session::Artifact::new(a.path.clone(), a.schema.as_ref(), asserts)
+                    .map_err(|e| err(format!("artifacts[{i}].schema"), e.message))?;
+                artifacts.push(artifact);
+            }
+            let flow = session::Workflow {
+                label: s.label.clone(),
+                marker: s.marker.clone(),
+                steps,
+                artifacts,
+                post_complete: None,
+            };
+            common!(session::workflow(flow)?, s, item, source.clone(), text)
         }
         HookEntry::Styleguide(s) => {
             if s.rules.is_empty() {

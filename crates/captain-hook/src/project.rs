@@ -133,6 +133,7 @@ impl Project {
         let context = EventContext {
             project_root: Some(self.root.clone()),
             skip_permissions: None,
+            state_root: Some(capt_hook_state::state_root()),
         };
         let evt = match Event::new(kind, payload, context) {
             Ok(e) => Arc::new(e),

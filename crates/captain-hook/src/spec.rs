@@ -169,6 +169,183 @@ pub enum PatternCondSpec {
     },
 }
 
+/// A transcript scope.
+#[derive(Debug, Clone, Copy, Deserialize, JsonSchema, PartialEq, Eq, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum ScopeSpec {
+    /// The current turn (from the latest user prompt on).
+    #[default]
+    Turn,
+    /// The whole session.
+    Session,
+}
+
+/// Tool names, optionally with a scope.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum UsedToolSpec {
+    /// One name (current turn).
+    One(String),
+    /// Several names (current turn).
+    Many(Vec<String>),
+    /// Names and scope.
+    Options {
+        /// Tool names.
+        names: OneOrMany<String>,
+        /// `turn` (default) or `session`.
+        #[serde(default)]
+        scope: ScopeSpec,
+    },
+}
+
+/// Skill names, optionally with a scope.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum UsedSkillSpec {
+    /// One name (current turn).
+    One(String),
+    /// Several names (current turn).
+    Many(Vec<String>),
+    /// Names, scope and whether subagents count.
+    Options {
+        /// Skill names.
+        names: OneOrMany<String>,
+        /// `turn` (default) or `session`.
+        #[serde(default)]
+        scope: ScopeSpec,
+        /// Subagents' skill calls count too (default true).
+        #[serde(default = "yes")]
+        subagents: bool,
+    },
+}
+
+/// A regex over user prompts, optionally with a scope.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum UserSaidSpec {
+    /// A regex (current turn, case-insensitive).
+    Pattern(String),
+    /// A regex and scope.
+    Options {
+        /// The regex.
+        pattern: String,
+        /// `turn` (default) or `session`.
+        #[serde(default)]
+        scope: ScopeSpec,
+    },
+}
+
+/// A signal pattern, optionally weighted.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum SignalPatternSpec {
+    /// A regex of weight 1.
+    Pattern(String),
+    /// A regex and its weight.
+    Weighted {
+        /// The regex, searched in each piece of prose.
+        pattern: String,
+        /// Its weight (default 1).
+        #[serde(default = "one")]
+        weight: u32,
+    },
+}
+
+fn one() -> u32 {
+    1
+}
+
+/// The literal `"turn"`.
+#[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum TurnLiteral {
+    /// The current turn.
+    Turn,
+}
+
+/// How much prose signals read: the last N pieces, or the current turn.
+#[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum WindowSpec {
+    /// The last N pieces of prose.
+    Count(usize),
+    /// The current turn.
+    Turn(TurnLiteral),
+}
+
+/// Whose prose signals read.
+#[derive(Debug, Clone, Copy, Deserialize, JsonSchema, Default, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum OriginSpec {
+    /// The agent's own text.
+    #[default]
+    Assistant,
+    /// The agent's text and the user's prompts.
+    Any,
+}
+
+/// Signals: a list of regexes (weight 1, threshold 1), or weighted patterns with options.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum SignalsSpec {
+    /// Regexes of weight 1; any match fires.
+    List(Vec<String>),
+    /// Weighted patterns with a threshold and a window.
+    Options {
+        /// The patterns.
+        patterns: Vec<SignalPatternSpec>,
+        /// The score at which the nudge fires (default 1).
+        #[serde(default = "one")]
+        threshold: u32,
+        /// The last N pieces of prose (default 15), or `"turn"`.
+        window: Option<WindowSpec>,
+        /// `assistant` (default) or `any` (user prompts too).
+        #[serde(default)]
+        origin: OriginSpec,
+    },
+}
+
+/// One workflow step.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct StepSpec {
+    /// A label for the step.
+    pub name: Option<String>,
+    /// Holds once the step is done (any condition, against the stopping agent's transcript).
+    pub check: ConditionSpec,
+    /// What to tell the agent while it is not done.
+    pub message: String,
+}
+
+/// One assertion on an artifact's JSON.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AssertSpec {
+    /// JSON pointer to the value (`/errors`).
+    pub pointer: String,
+    /// Largest allowed number.
+    pub max: Option<f64>,
+    /// Smallest allowed number.
+    pub min: Option<f64>,
+    /// Required value.
+    pub equals: Option<serde_json::Value>,
+    /// The block message when the assertion fails.
+    pub message: String,
+}
+
+/// A file the workflow must produce.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ArtifactSpec {
+    /// The path (relative to the agent's working directory).
+    pub path: String,
+    /// A JSON Schema the file must satisfy.
+    pub schema: Option<serde_json::Value>,
+    /// Assertions on the file's content.
+    #[serde(default, rename = "assert")]
+    pub asserts: Vec<AssertSpec>,
+}
+
 /// One rule of a `styleguide`.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -224,6 +401,24 @@ pub enum ConditionSpec {
     ReadOnlyCommand(bool),
     /// The edit's new text contains a structural (ast-grep) match.
     Pattern(PatternCondSpec),
+    /// An earlier Bash call ran a command whose unwrapped argv starts with these tokens.
+    RanCommand(Vec<String>),
+    /// An earlier edit of the main agent targeted a matching file.
+    TouchedFile(OneOrMany<String>),
+    /// An earlier Read (subagents' included) targeted a matching file.
+    ReadFile(OneOrMany<String>),
+    /// The tool was called in scope (default: the current turn).
+    UsedTool(UsedToolSpec),
+    /// A Skill call in scope named the skill (default: the current turn).
+    UsedSkill(UsedSkillSpec),
+    /// A user prompt in scope matches (case-insensitive; default: the current turn).
+    UserSaid(UserSaidSpec),
+    /// The transcript's prose (user prompts and assistant text) matches.
+    TextMatches(String),
+    /// The session is (or is not) waiting on background work.
+    Waiting(bool),
+    /// Plan mode is (or is not) on.
+    InPlanMode(bool),
     /// The inner condition does not hold.
     Not(Box<ConditionSpec>),
     /// At least one holds (`[]` never holds).
@@ -511,6 +706,44 @@ kind_spec!(
     }
 );
 
+kind_spec!(
+    /// Warn (or block) with a message; once per session by default.
+    NudgeSpec {
+        /// The message (dedented and trimmed).
+        message: String,
+        /// Block instead of warning (then once per turn, and never while waiting).
+        #[serde(default)]
+        block: bool,
+        /// Fire only when the agent's recent prose scores.
+        signals: Option<SignalsSpec>,
+    }
+);
+
+kind_spec!(
+    /// Block Stop/SubagentStop once per turn per agent; skipped while waiting.
+    GateSpec {
+        /// The message (dedented and trimmed).
+        message: String,
+        /// Fire only when the agent's recent prose scores.
+        signals: Option<SignalsSpec>,
+    }
+);
+
+kind_spec!(
+    /// A multi-step workflow a subagent must finish before it stops.
+    WorkflowSpec {
+        /// Prefixes every message: `<LABEL> INCOMPLETE: …`.
+        label: String,
+        /// The text the agent writes when it believes it is done.
+        marker: String,
+        /// The steps, in order.
+        steps: Vec<StepSpec>,
+        /// Files that must exist and validate once the marker appears.
+        #[serde(default)]
+        artifacts: Vec<ArtifactSpec>,
+    }
+);
+
 /// One `[[hook]]` table; `kind` picks the primitive.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(tag = "kind", rename_all = "snake_case")]
@@ -537,6 +770,12 @@ pub enum HookEntry {
     RewriteCode(RewriteCodeSpec),
     /// Apply style rules to edits.
     Styleguide(StyleguideSpec),
+    /// Nudge the agent.
+    Nudge(NudgeSpec),
+    /// Gate the agent's stop.
+    Gate(GateSpec),
+    /// Hold a subagent to a workflow.
+    Workflow(WorkflowSpec),
 }
 
 /// The JSON Schema of a hook file, pretty-printed.

@@ -467,6 +467,7 @@ pub fn run_test(hook: &Hook, test: &InlineTest, root: Option<&Path>) -> TestOutc
     let context = EventContext {
         project_root: root.map(Path::to_path_buf),
         skip_permissions: test.input.skip_permissions,
+        state_root: None,
     };
     let evt = match Event::new(event, payload, context) {
         Ok(e) => e,

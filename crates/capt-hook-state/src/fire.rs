@@ -1,0 +1,350 @@
+//! Fire limits (`max_fires`, state-cli.md §1.5) and the once-per-turn throttle of blocking gates
+//! and LLM hooks (§1.6), both kept per agent context.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+use std::time::Duration;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::deque::Deque;
+use crate::error::StateError;
+use crate::file::LockWait;
+use crate::paths;
+use crate::slot::Slot;
+use crate::store::SessionStore;
+
+/// How many results a hook delivered in one (session, hook, agent context); backs `max_fires`.
+/// Written only by [`FireCounter`].
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(default)]
+pub struct HookState {
+    /// Delivered (or currently reserved) fires.
+    pub fire_count: u32,
+}
+
+/// How long a fire counter waits for its lock before the hook is skipped. Holders only do a
+/// read and a write, so waiting this long means something is wedged.
+pub const FIRE_LOCK_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The `max_fires` counter of one hook in one agent context:
+/// `<session>/<hook state key>/<agent_id or "main">/hook_state.json`.
+///
+/// Reserve-then-release: [`FireCounter::reserve`] increments the count under the lock *before*
+/// the handler runs, so parallel processes can never together exceed the cap; a handler that
+/// delivers nothing drops its [`Reservation`], which gives the fire back.
+#[derive(Clone, Debug)]
+pub struct FireCounter {
+    slot: Slot<HookState>,
+    wait: LockWait,
+}
+
+impl FireCounter {
+    /// The counter of hook `hook_state_key` for `agent_id` (`None` or empty is the main agent).
+    /// A null store gives a counter that allows every fire (nothing can be remembered).
+    pub fn new(store: &SessionStore, hook_state_key: &str, agent_id: Option<&str>) -> FireCounter {
+        let path = store
+            .hook_dir(hook_state_key, agent_id)
+            .map(|d| d.join("hook_state.json"));
+        FireCounter {
+            slot: Slot::at(path),
+            wait: LockWait::Timeout(FIRE_LOCK_TIMEOUT),
+        }
+    }
+
+    /// Changes how long [`FireCounter::reserve`] waits for the lock.
+    pub fn with_wait(mut self, wait: LockWait) -> FireCounter {
+        self.wait = wait;
+        self
+    }
+
+    /// The counter file, or `None` without a session.
+    pub fn path(&self) -> Option<&Path> {
+        self.slot.path()
+    }
+
+    /// Fires delivered or reserved so far.
+    pub fn count(&self) -> u32 {
+        self.slot.load().fire_count
+    }
+
+    /// Reserves one fire if fewer than `cap` are spent: `None` means the hook must not run.
+    /// `cap == 0` never fires. Commit the reservation when the handler delivered a result;
+    /// dropping it gives the fire back. A state failure (logged) also returns `None`, so a broken
+    /// state directory silences capped hooks rather than letting them fire without limit.
+    pub fn reserve(&self, cap: u32) -> Option<Reservation> {
+        if cap == 0 {
+            return None;
+        }
+        if self.slot.is_null() {
+            return Some(Reservation::noop());
+        }
+        let taken = self.slot.mutate_with(self.wait, |s| {
+            if s.fire_count >= cap {
+                false
+            } else {
+                s.fire_count += 1;
+                true
+            }
+        });
+        match taken {
+            Ok(true) => Some(Reservation {
+                slot: Some(self.slot.clone()),
+                wait: self.wait,
+                done: false,
+            }),
+            Ok(false) => None,
+            Err(e) => {
+                tracing::warn!(error = %e, "fire counter unavailable; skipping the capped hook");
+                None
+            }
+        }
+    }
+}
+
+/// One reserved fire. [`Reservation::commit`] keeps it; dropping it (handler returned nothing,
+/// failed, or panicked) gives it back under the lock.
+#[must_use = "dropping a reservation gives the fire back; commit it when a result was delivered"]
+#[derive(Debug)]
+pub struct Reservation {
+    slot: Option<Slot<HookState>>,
+    wait: LockWait,
+    done: bool,
+}
+
+impl Reservation {
+    fn noop() -> Reservation {
+        Reservation {
+            slot: None,
+            wait: LockWait::Forever,
+            done: true,
+        }
+    }
+
+    /// Keeps the fire: the handler delivered a result.
+    pub fn commit(mut self) {
+        self.done = true;
+    }
+}
+
+impl Drop for Reservation {
+    fn drop(&mut self) {
+        if self.done {
+            return;
+        }
+        if let Some(slot) = &self.slot
+            && let Err(e) =
+                slot.mutate_with(self.wait, |s| s.fire_count = s.fire_count.saturating_sub(1))
+        {
+            tracing::warn!(error = %e, "could not give back a reserved fire; it stays spent");
+        }
+    }
+}
+
+/// Session-wide primitive bookkeeping in `primitive_state.json`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(default)]
+pub struct PrimitiveState {
+    /// Per agent context (`main` or the agent id): the transcript length when a blocking gate or
+    /// LLM hook last fired there.
+    pub last_fired_at: BTreeMap<String, u64>,
+    /// Per hook name: hashes ([`text_hash`]) of texts that already triggered it.
+    pub consumed: BTreeMap<String, BTreeSet<String>>,
+    /// Content lemmas of recently fired nudges (echo damping).
+    pub echo_lemmas: BTreeSet<String>,
+    /// Transcript length until which echo damping applies.
+    pub echo_window_end: u64,
+    /// Sentences of fired warnings, for stripping quoted echoes (oldest evicted first).
+    pub echo_verbatim: Deque<String, 40>,
+}
+
+impl PrimitiveState {
+    /// True when `text` already triggered `hook`.
+    pub fn is_consumed(&self, hook: &str, text: &str) -> bool {
+        self.consumed
+            .get(hook)
+            .is_some_and(|s| s.contains(&text_hash(text)))
+    }
+
+    /// Records that `text` triggered `hook`; true when it had not before.
+    pub fn consume(&mut self, hook: &str, text: &str) -> bool {
+        self.consumed
+            .entry(hook.to_owned())
+            .or_default()
+            .insert(text_hash(text))
+    }
+}
+
+/// First 16 hex characters of the blake3 hash of `text`: the consumption ledger's key.
+pub fn text_hash(text: &str) -> String {
+    blake3::hash(text.as_bytes()).to_hex()[..16].to_owned()
+}
+
+/// "At most once per turn per agent context" for blocking gates and LLM hooks: blocking one
+/// subagent never silences the gate for another agent or for the main agent's Stop.
+///
+/// Lengths are counted in the stopping agent's own transcript (the subagent's on SubagentStop),
+/// so positions from different agents are never compared.
+#[derive(Clone, Debug)]
+pub struct TurnThrottle {
+    slot: Slot<PrimitiveState>,
+    agent: String,
+}
+
+impl TurnThrottle {
+    /// The throttle of `agent_id`'s context (`None` or empty is the main agent).
+    pub fn new(store: &SessionStore, agent_id: Option<&str>) -> TurnThrottle {
+        TurnThrottle {
+            slot: store.slot(),
+            agent: paths::agent_segment(agent_id),
+        }
+    }
+
+    /// True when a fire was recorded inside the current turn: `last_fired_at > transcript_len -
+    /// current_turn_len`, i.e. after the turn's first event.
+    pub fn fired_this_turn(&self, transcript_len: usize, current_turn_len: usize) -> bool {
+        let turn_start = transcript_len.saturating_sub(current_turn_len) as u64;
+        self.slot
+            .load()
+            .last_fired_at
+            .get(&self.agent)
+            .is_some_and(|&at| at > turn_start)
+    }
+
+    /// Check and record in one locked step: when nothing fired in the current turn, records a
+    /// fire at `transcript_len` and returns true; otherwise returns false. Use it at the moment a
+    /// gate is about to block, so two gates racing in one agent context cannot both fire.
+    /// Always true without a session (nothing can be remembered).
+    pub fn claim(
+        &self,
+        transcript_len: usize,
+        current_turn_len: usize,
+    ) -> Result<bool, StateError> {
+        let turn_start = transcript_len.saturating_sub(current_turn_len) as u64;
+        let agent = self.agent.clone();
+        if self.slot.is_null() {
+            return Ok(true);
+        }
+        self.slot.mutate(|s| {
+            if s.last_fired_at
+                .get(&agent)
+                .is_some_and(|&at| at > turn_start)
+            {
+                return false;
+            }
+            s.last_fired_at.insert(agent, transcript_len as u64);
+            true
+        })
+    }
+
+    /// Records a fire at `transcript_len` (the number of events in the agent's transcript).
+    pub fn record_fire(&self, transcript_len: usize) -> Result<(), StateError> {
+        let agent = self.agent.clone();
+        self.slot.mutate(|s| {
+            s.last_fired_at.insert(agent, transcript_len as u64);
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn store() -> (tempfile::TempDir, SessionStore) {
+        let dir = tempfile::tempdir().unwrap();
+        let s = SessionStore::for_session(dir.path(), Some("s"));
+        (dir, s)
+    }
+
+    #[test]
+    fn caps_count_only_committed_fires() {
+        let (root, s) = store();
+        let c = FireCounter::new(&s, "pack:hook", None);
+        assert_eq!(
+            c.path().unwrap(),
+            root.path()
+                .join("hooks/sessions/s/pack:hook/main/hook_state.json")
+        );
+        assert!(c.reserve(0).is_none());
+        // Two empty results do not spend the single fire.
+        drop(c.reserve(1).unwrap());
+        drop(c.reserve(1).unwrap());
+        c.reserve(1).unwrap().commit();
+        assert!(c.reserve(1).is_none());
+        assert_eq!(c.count(), 1);
+        // A reservation held open blocks others from exceeding the cap.
+        let two = FireCounter::new(&s, "other", None);
+        let held = two.reserve(1).unwrap();
+        assert!(two.reserve(1).is_none());
+        drop(held);
+        assert!(two.reserve(1).is_some());
+    }
+
+    #[test]
+    fn each_agent_has_its_own_budget() {
+        let (_root, s) = store();
+        let main = FireCounter::new(&s, "h", None);
+        let sub = FireCounter::new(&s, "h", Some("a1"));
+        main.reserve(1).unwrap().commit();
+        assert!(main.reserve(1).is_none());
+        sub.reserve(1).unwrap().commit();
+        assert!(sub.reserve(1).is_none());
+        assert!(FireCounter::new(&s, "h", Some("a2")).reserve(1).is_some());
+    }
+
+    #[test]
+    fn null_store_always_allows() {
+        let c = FireCounter::new(&SessionStore::null(), "h", None);
+        c.reserve(1).unwrap().commit();
+        c.reserve(1).unwrap().commit();
+        assert!(c.reserve(0).is_none());
+    }
+
+    #[test]
+    fn throttle_is_per_turn_and_per_agent() {
+        let (_root, s) = store();
+        let main = TurnThrottle::new(&s, None);
+        let sub = TurnThrottle::new(&s, Some("a1"));
+        // Turn of 4 events starting at 0; the gate fires at length 4.
+        assert!(!main.fired_this_turn(4, 4));
+        main.record_fire(4).unwrap();
+        assert!(main.fired_this_turn(4, 4));
+        // The agent keeps working in the same turn.
+        assert!(main.fired_this_turn(8, 8));
+        // A new prompt at index 8 starts a fresh turn.
+        assert!(!main.fired_this_turn(10, 2));
+        // Other agent contexts are unaffected.
+        assert!(!sub.fired_this_turn(4, 4));
+        let null = TurnThrottle::new(&SessionStore::null(), None);
+        null.record_fire(3).unwrap();
+        assert!(!null.fired_this_turn(3, 3));
+        assert!(null.claim(3, 3).unwrap());
+        assert!(null.claim(3, 3).unwrap());
+        // claim = check + record under one lock.
+        let other = TurnThrottle::new(&s, Some("a2"));
+        assert!(other.claim(5, 5).unwrap());
+        assert!(!other.claim(6, 6).unwrap());
+        assert!(other.claim(9, 2).unwrap());
+    }
+
+    #[test]
+    fn handles_cross_threads() {
+        fn send_sync<T: Send + Sync>() {}
+        send_sync::<SessionStore>();
+        send_sync::<FireCounter>();
+        send_sync::<Reservation>();
+        send_sync::<TurnThrottle>();
+        send_sync::<Slot<HookState>>();
+    }
+
+    #[test]
+    fn consumption_ledger_hashes_texts() {
+        let mut p = PrimitiveState::default();
+        assert!(p.consume("h", "retry again"));
+        assert!(!p.consume("h", "retry again"));
+        assert!(p.is_consumed("h", "retry again"));
+        assert!(!p.is_consumed("g", "retry again"));
+        assert_eq!(text_hash("x").len(), 16);
+    }
+}

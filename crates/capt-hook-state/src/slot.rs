@@ -1,0 +1,194 @@
+//! A typed slot: one model stored as one JSON file.
+
+use std::marker::PhantomData;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use crate::error::StateError;
+use crate::file::{self, LockWait, Prior, ReadOutcome};
+
+/// One model `T` stored at one path, or a *null* slot (no session, or a project without a root)
+/// that reads as empty and persists nothing.
+///
+/// # Locking and the no-nesting rule
+///
+/// [`Slot::mutate`] holds an exclusive `flock` on `<file>.lock` while the closure runs. The lock
+/// belongs to the open file, not the thread or process, so calling `mutate` (or anything that
+/// mutates the same slot, such as [`crate::SessionStore::once`] for `SeenKeys`) from inside
+/// the closure waits for itself forever. Keep closures short and never nest them on one slot;
+/// [`LockWait::Timeout`] turns such a bug into an error instead of a hang.
+pub struct Slot<T> {
+    path: Option<PathBuf>,
+    _model: PhantomData<fn() -> T>,
+}
+
+impl<T> Clone for Slot<T> {
+    fn clone(&self) -> Self {
+        Slot {
+            path: self.path.clone(),
+            _model: PhantomData,
+        }
+    }
+}
+
+impl<T> std::fmt::Debug for Slot<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Slot")
+            .field("model", &std::any::type_name::<T>())
+            .field("path", &self.path)
+            .finish()
+    }
+}
+
+impl<T: Serialize + DeserializeOwned> Slot<T> {
+    /// A slot stored at `path` (`None` makes a null slot).
+    pub fn at(path: Option<PathBuf>) -> Slot<T> {
+        Slot {
+            path,
+            _model: PhantomData,
+        }
+    }
+
+    /// A slot that reads as empty and persists nothing.
+    pub fn null() -> Slot<T> {
+        Slot::at(None)
+    }
+
+    /// The file, or `None` for a null slot.
+    pub fn path(&self) -> Option<&Path> {
+        self.path.as_deref()
+    }
+
+    /// True for a slot that persists nothing.
+    pub fn is_null(&self) -> bool {
+        self.path.is_none()
+    }
+
+    /// The stored value: `None` when there is no file, the slot is null, or the file is corrupt
+    /// or unreadable (both logged as warnings, never raised).
+    pub fn get(&self) -> Option<T> {
+        match self.read() {
+            Ok(v) => v,
+            Err(e) => {
+                tracing::warn!(model = std::any::type_name::<T>(), error = %e, "failed to read session state");
+                None
+            }
+        }
+    }
+
+    /// The stored value, else `default` (also for a null slot or a corrupt file).
+    pub fn get_or(&self, default: T) -> T {
+        self.get().unwrap_or(default)
+    }
+
+    /// The stored value, else `T::default()`.
+    pub fn load(&self) -> T
+    where
+        T: Default,
+    {
+        self.get().unwrap_or_default()
+    }
+
+    /// Strict read: `Ok(None)` when missing or null, [`StateError::Corrupt`] when the file does
+    /// not hold a valid `T`, other errors for I/O failures.
+    pub fn read(&self) -> Result<Option<T>, StateError> {
+        let Some(path) = &self.path else {
+            return Ok(None);
+        };
+        match file::read_model::<T>(path)? {
+            ReadOutcome::Missing => Ok(None),
+            ReadOutcome::Valid(v) => Ok(Some(v)),
+            ReadOutcome::Corrupt(reason) => Err(StateError::Corrupt {
+                path: path.clone(),
+                model: std::any::type_name::<T>().to_owned(),
+                reason,
+            }),
+        }
+    }
+
+    /// Writes `value` atomically (nothing for a null slot). A corrupt file in the way is moved
+    /// aside as `<file>.bak.<timestamp>` first. This is last-writer-wins: use
+    /// [`Slot::mutate`] when several processes may update the same slot.
+    pub fn set(&self, value: &T) -> Result<(), StateError> {
+        match &self.path {
+            Some(path) => file::write_model(path, value, Prior::Unknown),
+            None => Ok(()),
+        }
+    }
+
+    /// Removes the file; a missing file or a null slot is fine.
+    pub fn delete(&self) -> Result<(), StateError> {
+        let Some(path) = &self.path else {
+            return Ok(());
+        };
+        match std::fs::remove_file(path) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(source) => Err(StateError::Delete {
+                path: path.clone(),
+                source,
+            }),
+        }
+    }
+
+    /// Loads (or defaults), applies `f` and saves, all under the slot's exclusive lock, waiting
+    /// as long as it takes. See the type's docs for the no-nesting rule.
+    pub fn mutate<R>(&self, f: impl FnOnce(&mut T) -> R) -> Result<R, StateError>
+    where
+        T: Default,
+    {
+        self.mutate_with(LockWait::Forever, f)
+    }
+
+    /// [`Slot::mutate`] with a choice of how long to wait for the lock.
+    pub fn mutate_with<R>(
+        &self,
+        wait: LockWait,
+        f: impl FnOnce(&mut T) -> R,
+    ) -> Result<R, StateError>
+    where
+        T: Default,
+    {
+        self.try_mutate(wait, |v| Ok::<R, std::convert::Infallible>(f(v)))
+            .map(|r| r.unwrap_or_else(|never| match never {}))
+    }
+
+    /// Like [`Slot::mutate_with`], but a closure returning `Err` saves nothing (and neither does
+    /// one that panics); the lock is released either way.
+    pub fn try_mutate<R, E>(
+        &self,
+        wait: LockWait,
+        f: impl FnOnce(&mut T) -> Result<R, E>,
+    ) -> Result<Result<R, E>, StateError>
+    where
+        T: Default,
+    {
+        let Some(path) = &self.path else {
+            let mut value = T::default();
+            return Ok(f(&mut value));
+        };
+        let _guard = file::lock(&file::lock_path(path), wait)?;
+        let (mut value, prior) = match file::read_model::<T>(path)? {
+            ReadOutcome::Missing => (T::default(), Prior::Fine),
+            ReadOutcome::Valid(v) => (v, Prior::Fine),
+            ReadOutcome::Corrupt(reason) => {
+                tracing::warn!(
+                    model = std::any::type_name::<T>(),
+                    path = %path.display(),
+                    %reason,
+                    "failed to read session state; starting from the default"
+                );
+                (T::default(), Prior::Corrupt)
+            }
+        };
+        match f(&mut value) {
+            Ok(r) => {
+                file::write_model(path, &value, prior)?;
+                Ok(Ok(r))
+            }
+            Err(e) => Ok(Err(e)),
+        }
+    }
+}

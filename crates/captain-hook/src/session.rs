@@ -1,0 +1,439 @@
+//! Primitives with memory: `nudge`, `gate` and `workflow`.
+//!
+//! They read the session's transcript (through [`Event::transcript`]) and keep their own
+//! bookkeeping in the session store: which prose already triggered a nudge, and when a gate
+//! last blocked in each agent context (gates fire at most once per turn per agent).
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use capt_hook_core::condition::is_waiting;
+use capt_hook_core::result::dedent;
+use capt_hook_core::{Condition, Event, EventKind, EventSet, HookResult, Pattern};
+use capt_hook_state::{PrimitiveState, SessionStore, TurnThrottle};
+use capt_hook_transcript::Transcript;
+use serde_json::Value;
+
+use crate::hook::{HandlerFn, HandlerResult};
+use crate::primitives::{CustomKind, DefError, HookDef, custom};
+
+/// The session store of the event's session (a null store without a session or state root).
+pub fn session_store(evt: &Event) -> SessionStore {
+    match &evt.context().state_root {
+        Some(root) => SessionStore::for_session(root, evt.session_id()),
+        None => SessionStore::null(),
+    }
+}
+
+/// Which prose a signal-scored nudge reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SignalWindow {
+    /// The last N pieces of prose.
+    Last(usize),
+    /// The current turn.
+    Turn,
+}
+
+/// Weighted patterns scored over the agent's recent prose.
+#[derive(Debug, Clone)]
+pub struct Signals {
+    /// Each pattern with its weight (positive).
+    pub patterns: Vec<(Pattern, u32)>,
+    /// The score at which the nudge fires.
+    pub threshold: u32,
+    /// How much prose is read.
+    pub window: SignalWindow,
+    /// Also read user prompts, not only the agent's own text.
+    pub include_user: bool,
+}
+
+impl Signals {
+    /// Patterns of weight 1 with threshold 1 over the last 15 pieces of prose.
+    pub fn any_of(patterns: Vec<Pattern>) -> Signals {
+        Signals {
+            patterns: patterns.into_iter().map(|p| (p, 1)).collect(),
+            threshold: 1,
+            window: SignalWindow::Last(15),
+            include_user: false,
+        }
+    }
+
+    /// The texts that score, or `None` when the threshold is not reached. A text that already
+    /// triggered this hook (`consumed`) never counts again.
+    fn score<'t>(&self, texts: &[&'t str], consumed: impl Fn(&str) -> bool) -> Option<Vec<&'t str>> {
+        let mut hit = vec![false; self.patterns.len()];
+        let mut matched: Vec<&str> = Vec::new();
+        for text in texts {
+            if consumed(text) {
+                continue;
+            }
+            let mut any = false;
+            for (i, (p, _)) in self.patterns.iter().enumerate() {
+                if p.is_match(text) {
+                    hit[i] = true;
+                    any = true;
+                }
+            }
+            if any {
+                matched.push(text);
+            }
+        }
+        // Each signal counts once, however many texts it matched.
+        let score: u32 = self
+            .patterns
+            .iter()
+            .zip(&hit)
+            .filter(|(_, h)| **h)
+            .map(|((_, w), _)| *w)
+            .sum();
+        (score >= self.threshold && !matched.is_empty()).then_some(matched)
+    }
+}
+
+/// The prose a nudge's signals read.
+fn signal_texts<'t>(evt: &'t Event, t: &'t Transcript, signals: &Signals) -> Vec<&'t str> {
+    let window = match signals.window {
+        SignalWindow::Turn => t.current_turn(),
+        SignalWindow::Last(_) => t.session(),
+    };
+    let mut texts: Vec<&str> = window
+        .prose()
+        .filter(|e| signals.include_user || !e.is_prompt())
+        .filter(|e| {
+            // Only the agent's own words (and, on request, the user's) are prose here.
+            signals.include_user
+                || e.kind() == capt_hook_transcript::EntryKind::Assistant
+        })
+        .map(|e| e.text())
+        .collect();
+    if signals.include_user
+        && evt.kind() == EventKind::UserPromptSubmit
+        && let Some(p) = evt.prompt()
+    {
+        texts.push(p);
+    }
+    if let SignalWindow::Last(n) = signals.window {
+        let skip = texts.len().saturating_sub(n);
+        texts.drain(..skip);
+    }
+    texts
+}
+
+/// A predicate written in Rust for `nudge` and `gate`.
+pub type When = Arc<dyn Fn(&Event) -> bool + Send + Sync>;
+
+/// The options of a `nudge` (and of a `gate`, which is a blocking nudge).
+#[derive(Clone)]
+pub struct NudgeOptions {
+    /// The message (dedented and trimmed when delivered).
+    pub message: String,
+    /// Block instead of warning.
+    pub block: bool,
+    /// Fire only when the recent prose scores.
+    pub signals: Option<Signals>,
+    /// Fire only when this holds (Rust SDK).
+    pub when: Option<When>,
+}
+
+impl NudgeOptions {
+    /// A plain warning nudge.
+    pub fn new(message: impl Into<String>) -> NudgeOptions {
+        NudgeOptions {
+            message: message.into(),
+            block: false,
+            signals: None,
+            when: None,
+        }
+    }
+}
+
+/// Skips a blocking hook on Stop/SubagentStop while the session waits on background work:
+/// stopping is how the agent waits, so blocking it would spin.
+fn waiting_guard() -> Condition {
+    Condition::Custom {
+        name: "{ waiting = true }".into(),
+        reads_tool: false,
+        check: Arc::new(|evt: &Event| {
+            matches!(evt.kind(), EventKind::Stop | EventKind::SubagentStop) && is_waiting(evt)
+        }),
+    }
+}
+
+fn nudge_handler(options: NudgeOptions, ledger_key: String) -> HandlerFn {
+    Arc::new(move |evt: &Event| -> HandlerResult {
+        let store = session_store(evt);
+        let t = evt.transcript();
+        let throttle = TurnThrottle::new(&store, evt.agent_id());
+        if options.block && throttle.fired_this_turn(t.len(), t.current_turn().len()) {
+            return Ok(None);
+        }
+        if let Some(when) = &options.when
+            && !when(evt)
+        {
+            return Ok(None);
+        }
+        if let Some(signals) = &options.signals {
+            let state: PrimitiveState = store.load();
+            let texts = signal_texts(evt, t, signals);
+            let Some(matched) = signals.score(&texts, |text| state.is_consumed(&ledger_key, text))
+            else {
+                return Ok(None);
+            };
+            let matched: Vec<String> = matched.into_iter().map(str::to_owned).collect();
+            let key = ledger_key.clone();
+            if let Err(e) = store.mutate(|s: &mut PrimitiveState| {
+                for text in &matched {
+                    s.consume(&key, text);
+                }
+            }) {
+                tracing::warn!(error = %e, "could not record consumed signal texts");
+            }
+        }
+        let message = dedent(&options.message);
+        if options.block {
+            // Claim the turn atomically, so two gates racing in one agent context cannot both
+            // block it.
+            if !throttle
+                .claim(t.len(), t.current_turn().len())
+                .unwrap_or(true)
+            {
+                return Ok(None);
+            }
+            return Ok(Some(HookResult::block(message)));
+        }
+        Ok(Some(HookResult::warn(message)))
+    })
+}
+
+/// A nudge: warns (or blocks) with `message`, by default once per session and agent.
+#[track_caller]
+pub fn nudge(options: NudgeOptions) -> HookDef {
+    use EventKind::*;
+    let default_events = if options.block {
+        EventSet::of(&[Stop, SubagentStop])
+    } else if options.signals.is_some() {
+        EventSet::of(&[PostToolUse])
+    } else {
+        EventSet::of(&[PreToolUse])
+    };
+    let default_max_fires = if options.block {
+        None
+    } else if options.signals.is_some() {
+        Some(3)
+    } else {
+        Some(1)
+    };
+    let identity = options.message.clone();
+    let ledger_key = format!("nudge_{}", crate::hook::short_hash(&identity));
+    let block = options.block;
+    custom(CustomKind {
+        kind: if block { "gate" } else { "nudge" },
+        default_events,
+        guards: Vec::new(),
+        skip_guards: if block { vec![waiting_guard()] } else { Vec::new() },
+        handler: nudge_handler(options, ledger_key),
+        identity,
+        skip_planning_agents: !block,
+        default_max_fires,
+        inline: true,
+    })
+}
+
+/// A gate: blocks Stop and SubagentStop with `message`, at most once per turn per agent, and
+/// never while the session waits on background work.
+#[track_caller]
+pub fn gate(message: impl Into<String>) -> HookDef {
+    let mut options = NudgeOptions::new(message);
+    options.block = true;
+    nudge(options)
+}
+
+/// A transcript predicate written in Rust, for workflow steps.
+pub type StepCheck = Arc<dyn Fn(&Event) -> bool + Send + Sync>;
+
+/// One step of a workflow: done when its check holds.
+#[derive(Clone)]
+pub struct Step {
+    /// A label for the step.
+    pub name: String,
+    /// Holds once the step is done.
+    pub check: StepCheck,
+    /// What to tell the agent while it is not done.
+    pub message: String,
+}
+
+impl Step {
+    /// A step checked by a condition.
+    pub fn condition(name: impl Into<String>, check: Condition, message: impl Into<String>) -> Step {
+        Step {
+            name: name.into(),
+            check: Arc::new(move |evt: &Event| check.check(evt)),
+            message: message.into(),
+        }
+    }
+}
+
+/// One assertion on an artifact's JSON: the value at `pointer` compared with bounds.
+#[derive(Debug, Clone)]
+pub struct Assert {
+    /// JSON pointer (`/errors`).
+    pub pointer: String,
+    /// Largest allowed number.
+    pub max: Option<f64>,
+    /// Smallest allowed number.
+    pub min: Option<f64>,
+    /// Required value.
+    pub equals: Option<Value>,
+    /// The block message when the assertion fails.
+    pub message: String,
+}
+
+impl Assert {
+    fn holds(&self, doc: &Value) -> bool {
+        let Some(v) = doc.pointer(&self.pointer) else {
+            return false;
+        };
+        if let Some(eq) = &self.equals
+            && v != eq
+        {
+            return false;
+        }
+        if self.max.is_some() || self.min.is_some() {
+            let Some(n) = v.as_f64() else {
+                return false;
+            };
+            if self.max.is_some_and(|m| n > m) || self.min.is_some_and(|m| n < m) {
+                return false;
+            }
+        }
+        true
+    }
+}
+
+/// A file the workflow must have produced once its marker appears.
+#[derive(Clone)]
+pub struct Artifact {
+    /// The path, relative to the agent's working directory unless absolute.
+    pub path: String,
+    /// A compiled JSON Schema the file must satisfy.
+    pub schema: Option<Arc<jsonschema::Validator>>,
+    /// Assertions on its content.
+    pub asserts: Vec<Assert>,
+}
+
+impl Artifact {
+    /// An artifact with an optional JSON Schema (compiled now, so a bad schema is a load error).
+    pub fn new(path: impl Into<String>, schema: Option<&Value>, asserts: Vec<Assert>) -> Result<Artifact, DefError> {
+        let schema = match schema {
+            Some(s) => Some(Arc::new(
+                jsonschema::validator_for(s)
+                    .map_err(|e| DefError::new("artifacts", format!("invalid JSON Schema: {e}")))?,
+            )),
+            None => None,
+        };
+        Ok(Artifact {
+            path: path.into(),
+            schema,
+            asserts,
+        })
+    }
+
+    /// The first problem with the artifact, as the message after `<LABEL> INCOMPLETE: `.
+    fn problem(&self, base: &Path) -> Option<String> {
+        let path = Path::new(&self.path);
+        let full: PathBuf = if path.is_absolute() {
+            path.to_path_buf()
+        } else {
+            base.join(path)
+        };
+        let text = match std::fs::read_to_string(&full) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Some(format!("{} not found.", self.path));
+            }
+            Err(e) => return Some(format!("{} invalid: {e}", self.path)),
+        };
+        let doc: Value = match serde_json::from_str(&text) {
+            Ok(v) => v,
+            Err(e) => return Some(format!("{} invalid: {e}", self.path)),
+        };
+        if let Some(schema) = &self.schema
+            && let Err(e) = schema.validate(&doc)
+        {
+            return Some(format!("{} invalid: {e}", self.path));
+        }
+        self.asserts
+            .iter()
+            .find(|a| !a.holds(&doc))
+            .map(|a| a.message.clone())
+    }
+}
+
+/// A callback run when the workflow is complete (Rust SDK).
+pub type PostComplete = Arc<dyn Fn(&Event) -> Option<HookResult> + Send + Sync>;
+
+/// A multi-step workflow a subagent must finish before it may stop.
+#[derive(Clone)]
+pub struct Workflow {
+    /// Prefixes every message: `<LABEL> INCOMPLETE: …`.
+    pub label: String,
+    /// The text the agent writes when it believes it is done.
+    pub marker: String,
+    /// The steps, in order.
+    pub steps: Vec<Step>,
+    /// Files that must exist (and validate) once the marker is written.
+    pub artifacts: Vec<Artifact>,
+    /// Runs when everything is complete.
+    pub post_complete: Option<PostComplete>,
+}
+
+impl Workflow {
+    fn verdict(&self, evt: &Event) -> Option<HookResult> {
+        let incomplete = |m: &str| Some(HookResult::block(format!("{} INCOMPLETE: {m}", self.label)));
+        let prose = evt.transcript().session().prose_text();
+        if !prose.contains(&self.marker) {
+            let step = self
+                .steps
+                .iter()
+                .find(|s| !(s.check)(evt))
+                .or(self.steps.last())?;
+            return incomplete(&step.message);
+        }
+        let base = evt
+            .cwd()
+            .map(PathBuf::from)
+            .or_else(|| evt.project_root().map(Path::to_path_buf))
+            .unwrap_or_else(|| PathBuf::from("."));
+        if let Some(problem) = self.artifacts.iter().find_map(|a| a.problem(&base)) {
+            return incomplete(&problem);
+        }
+        self.post_complete.as_ref().and_then(|f| f(evt))
+    }
+}
+
+/// The workflow's SubagentStop guard: fires once per agent, skips while waiting.
+#[track_caller]
+pub fn workflow(flow: Workflow) -> Result<HookDef, DefError> {
+    if flow.label.trim().is_empty() {
+        return Err(DefError::new("label", "a workflow needs a label"));
+    }
+    if flow.marker.is_empty() {
+        return Err(DefError::new("marker", "a workflow needs a marker"));
+    }
+    if flow.steps.is_empty() {
+        return Err(DefError::new("steps", "list at least one step"));
+    }
+    let identity = flow.label.clone();
+    let handler: HandlerFn = Arc::new(move |evt: &Event| Ok(flow.verdict(evt)));
+    Ok(custom(CustomKind {
+        kind: "workflow",
+        default_events: EventSet::of(&[EventKind::SubagentStop]),
+        guards: Vec::new(),
+        skip_guards: vec![waiting_guard()],
+        handler,
+        identity,
+        skip_planning_agents: false,
+        default_max_fires: Some(1),
+        inline: true,
+    }))
+}
