@@ -73,6 +73,14 @@ enum Command {
     Init,
     /// Check the installation: duplicate hook registrations, a missing or stale host.
     Doctor,
+    /// Replay a recorded transcript through the hooks and show where they would have fired.
+    Replay {
+        /// The transcript (`.jsonl`) to replay.
+        transcript: PathBuf,
+        /// Show every replayed event, not only those where a hook fired.
+        #[arg(long)]
+        all: bool,
+    },
 }
 
 /// Runs the command line and returns the exit code.
@@ -100,6 +108,19 @@ fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Command::List => list(&cli.root, &cli.hooks),
         Command::Init => scaffold::init(&project_root(&cli.root, None)),
+        Command::Replay { transcript, all } => {
+            let root = project_root(&cli.root, None);
+            let (registry, errors) = load(&root, &cli.hooks);
+            report_load_errors(&errors);
+            let dispatcher = Dispatcher::new(Arc::new(registry), Some(&root));
+            let steps = captain_hook::replay::replay(&dispatcher, &root, &transcript)?;
+            print!("{}", captain_hook::replay::report(&steps, all));
+            Ok(if errors.is_empty() {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
+            })
+        }
         Command::Doctor => {
             let root = project_root(&cli.root, None);
             let home = PathBuf::from(std::env::var_os("HOME").unwrap_or_default());

@@ -304,11 +304,18 @@ fn committed_schema_is_up_to_date() {
 #[test]
 fn examples_pass_their_inline_tests() {
     let p = Project::new(&[]);
-    let examples = workspace().join("examples");
-    let out = p.run(&["test", "--hooks", examples.to_str().unwrap()], b"");
-    let stdout = text(&out.stdout);
-    assert_eq!(out.status.code(), Some(0), "{stdout}{}", text(&out.stderr));
-    assert!(!stdout.contains("No inline tests"), "{stdout}");
+    for dir in ["examples", "examples/session-workflow"] {
+        let examples = workspace().join(dir);
+        let out = p.run(&["test", "--hooks", examples.to_str().unwrap()], b"");
+        let stdout = text(&out.stdout);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{dir}: {stdout}{}",
+            text(&out.stderr)
+        );
+        assert!(!stdout.contains("No inline tests"), "{stdout}");
+    }
 }
 
 #[test]
@@ -364,4 +371,126 @@ replace = "subprocess.run($CMD)"
     let out = p.run(&["run", "PreToolUse"], payload.as_bytes());
     assert_eq!(out.status.code(), Some(0));
     assert!(out.stdout.is_empty(), "{}", text(&out.stdout));
+}
+
+/// Runs `capt-hook run` with a private state root.
+fn run_with_state(p: &Project, state: &Path, event: &str, payload: &str) -> Output {
+    let mut child = Command::new(bin())
+        .args(["run", event])
+        .current_dir(p.root())
+        .env("CLAUDE_PROJECT_DIR", p.root())
+        .env("HOME", p.root().join("home"))
+        .env("CAPTAIN_HOOK_STATE_DIR", state)
+        .env("CAPTAIN_HOOK_LOG_DIR", p.root().join("logs"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let _ = child.stdin.take().unwrap().write_all(payload.as_bytes());
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn a_capped_hook_never_over_fires_under_32_parallel_processes() {
+    let p = Project::new(&[(
+        "cap.toml",
+        "[[hook]]\nkind = \"hook\"\nevents = \"PreToolUse\"\nmessage = \"capped\"\nmax_fires = 5\n",
+    )]);
+    let state = p.root().join("state");
+    let payload = r#"{"session_id":"s1","tool_name":"Bash","tool_input":{"command":"ls"}}"#;
+    let fired: usize = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..32)
+            .map(|_| scope.spawn(|| run_with_state(&p, &state, "PreToolUse", payload)))
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                let out = h.join().unwrap();
+                assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+                usize::from(!out.stdout.is_empty())
+            })
+            .sum()
+    });
+    assert_eq!(fired, 5);
+    // Another agent context has its own allowance.
+    let sub =
+        r#"{"session_id":"s1","agent_id":"a1","tool_name":"Bash","tool_input":{"command":"ls"}}"#;
+    assert!(
+        !run_with_state(&p, &state, "PreToolUse", sub)
+            .stdout
+            .is_empty()
+    );
+}
+
+#[test]
+fn a_corrupt_state_file_is_kept_aside_and_the_hook_keeps_working() {
+    let p = Project::new(&[(
+        "cap.toml",
+        "[[hook]]\nkind = \"hook\"\nevents = \"PreToolUse\"\nmessage = \"twice\"\nmax_fires = 2\n",
+    )]);
+    let state = p.root().join("state");
+    let payload = r#"{"session_id":"s2","tool_name":"Bash","tool_input":{"command":"ls"}}"#;
+    assert!(
+        !run_with_state(&p, &state, "PreToolUse", payload)
+            .stdout
+            .is_empty()
+    );
+    let files: Vec<PathBuf> = walk(&state)
+        .into_iter()
+        .filter(|f| f.file_name().is_some_and(|n| n == "hook_state.json"))
+        .collect();
+    assert_eq!(files.len(), 1, "{files:?}");
+    std::fs::write(&files[0], "{ not json").unwrap();
+    // The bad file reads as a fresh count: the hook still works...
+    assert!(
+        !run_with_state(&p, &state, "PreToolUse", payload)
+            .stdout
+            .is_empty()
+    );
+    // ...and the bad bytes were moved aside, not lost.
+    let backups: Vec<PathBuf> = walk(&state)
+        .into_iter()
+        .filter(|f| f.to_string_lossy().contains("hook_state.json.bak."))
+        .collect();
+    assert_eq!(backups.len(), 1);
+    assert_eq!(std::fs::read_to_string(&backups[0]).unwrap(), "{ not json");
+}
+
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            out.extend(walk(&path));
+        } else {
+            out.push(path);
+        }
+    }
+    out
+}
+
+#[test]
+fn replay_shows_where_a_stateful_hook_fires() {
+    let example = workspace().join("examples/session-workflow");
+    let p = Project::new(&[]);
+    let out = p.run(
+        &[
+            "replay",
+            example.join("transcript.jsonl").to_str().unwrap(),
+            "--hooks",
+            example.to_str().unwrap(),
+        ],
+        b"",
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.contains("Stop               BLOCK   end of turn"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.ends_with("10 events replayed, 2 with a verdict\n"),
+        "{stdout}"
+    );
 }

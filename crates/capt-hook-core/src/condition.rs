@@ -426,7 +426,7 @@ impl Condition {
                 .with_subagents()
                 .tool_calls()
                 .named("Bash")
-                .any(|call| crate::history::call_runs(&call, tokens)),
+                .any(|call| crate::history::call_runs(call, tokens)),
             Condition::TouchedFile(globs) => evt.transcript().session().has_edit_to(globs),
             Condition::ReadFile(globs) => {
                 evt.transcript().session().with_subagents().has_read(globs)

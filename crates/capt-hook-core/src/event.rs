@@ -48,6 +48,8 @@ pub struct Event {
     images: OnceLock<(Option<String>, Option<String>)>,
     /// Read on first use, through the process-wide cache.
     transcript: LazyTranscript,
+    /// The session's state directory, opened on first use.
+    store: OnceLock<capt_hook_state::SessionStore>,
 }
 
 fn kind_name(v: &Value) -> &'static str {
@@ -101,6 +103,7 @@ impl Event {
             annotations: OnceLock::new(),
             images: OnceLock::new(),
             transcript: LazyTranscript::new(None),
+            store: OnceLock::new(),
         }
         .with_transcript_path())
     }
@@ -116,6 +119,14 @@ impl Event {
     pub fn with_transcript(mut self, transcript: Transcript) -> Event {
         self.transcript = LazyTranscript::ready(transcript);
         self
+    }
+
+    /// The session's state store: null (nothing persists) without a session id or state root.
+    pub fn store(&self) -> &capt_hook_state::SessionStore {
+        self.store.get_or_init(|| match &self.context.state_root {
+            Some(root) => capt_hook_state::SessionStore::for_session(root, self.session_id()),
+            None => capt_hook_state::SessionStore::null(),
+        })
     }
 
     /// The session's transcript (the agent's own for a subagent), read on first use; empty
@@ -460,6 +471,30 @@ fn proc_info(pid: u32) -> Option<(u32, Vec<String>)> {
         .map(|s| String::from_utf8_lossy(s).into_owned())
         .collect();
     Some((ppid, argv))
+}
+
+/// Workflow state (`ReviewState::load(evt)`) reads the event's session store.
+impl capt_hook_state::SessionContext for Event {
+    fn session_store(&self) -> &capt_hook_state::SessionStore {
+        self.store()
+    }
+}
+
+/// Durable state (`Facts::load(evt)`) lives under the state root, per project or global.
+impl capt_hook_state::DurableContext for Event {
+    fn durable_store(&self, scope: capt_hook_state::Scope) -> capt_hook_state::DurableStore {
+        let root = self
+            .context
+            .state_root
+            .clone()
+            .unwrap_or_else(capt_hook_state::state_root);
+        match scope {
+            capt_hook_state::Scope::Global => capt_hook_state::DurableStore::global(&root),
+            capt_hook_state::Scope::Project => {
+                capt_hook_state::DurableStore::project(&root, self.project_root())
+            }
+        }
+    }
 }
 
 #[cfg(test)]

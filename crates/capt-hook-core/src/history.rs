@@ -52,12 +52,17 @@ fn shell_matcher() -> Arc<dyn CommandMatcher> {
 pub fn transcripts() -> &'static TranscriptCache {
     static CACHE: OnceLock<TranscriptCache> = OnceLock::new();
     CACHE.get_or_init(|| {
-        TranscriptCache::new(Some(shell_matcher()), capt_hook_transcript::DEFAULT_CACHE_FILES)
+        TranscriptCache::new(
+            Some(shell_matcher()),
+            capt_hook_transcript::DEFAULT_CACHE_FILES,
+        )
     })
 }
 
 /// A transcript built from lines already in memory (inline tests, replay), with our matcher.
-pub fn transcript_from_values<'a>(lines: impl IntoIterator<Item = &'a serde_json::Value>) -> Transcript {
+pub fn transcript_from_values<'a>(
+    lines: impl IntoIterator<Item = &'a serde_json::Value>,
+) -> Transcript {
     Transcript::from_values(lines).with_matcher(shell_matcher())
 }
 

@@ -14,7 +14,7 @@ use std::time::Instant;
 use capt_hook_core::condition::first_miss;
 use capt_hook_core::paths::Gitignore;
 use capt_hook_core::{Event, EventKind, FoldInput, HookResult, fold};
-use capt_hook_state::{FireCounter, Reservation, SessionStore};
+use capt_hook_state::{FireCounter, Reservation};
 
 use crate::hook::{Body, Hook, run_handler};
 use crate::registry::Registry;
@@ -85,19 +85,11 @@ fn planning_skip_with(hook: &Hook, evt: &Event, agents: &[String]) -> bool {
 
 /// Reserves one of a capped hook's fires before it runs; `Err` when none is left. Uncapped
 /// hooks need no reservation.
-fn reserve(
-    hook: &Hook,
-    evt: &Event,
-    store: &OnceLock<SessionStore>,
-) -> Result<Option<Reservation>, ()> {
+fn reserve(hook: &Hook, evt: &Event) -> Result<Option<Reservation>, ()> {
     let Some(cap) = hook.max_fires else {
         return Ok(None);
     };
-    let store = store.get_or_init(|| match &evt.context().state_root {
-        Some(root) => SessionStore::for_session(root, evt.session_id()),
-        None => SessionStore::null(),
-    });
-    FireCounter::new(store, &hook.name, evt.agent_id())
+    FireCounter::new(evt.store(), &hook.name, evt.agent_id())
         .reserve(cap)
         .map(Some)
         .ok_or(())
@@ -177,7 +169,6 @@ impl Dispatcher {
         let mut slots: Vec<Slot> = Vec::with_capacity(hooks.len());
         let mut traces: Vec<Option<Trace>> = Vec::with_capacity(hooks.len());
         let mut blocked = false;
-        let store: OnceLock<SessionStore> = OnceLock::new();
         for hook in hooks {
             if let Some(t) = self.opt_out(hook, evt, opts) {
                 slots.push(Slot::Skipped);
@@ -199,7 +190,7 @@ impl Dispatcher {
                 traces.push(Some(Trace::Doomed));
                 continue;
             }
-            let Ok(reservation) = reserve(hook, evt, &store) else {
+            let Ok(reservation) = reserve(hook, evt) else {
                 slots.push(Slot::Skipped);
                 traces.push(Some(Trace::Capped));
                 continue;

@@ -11,12 +11,15 @@ pub mod loader;
 pub mod primitives;
 pub mod project;
 pub mod registry;
+pub mod replay;
 pub mod session;
 pub mod spec;
 pub mod testing;
 
 pub use capt_hook_core as core;
 pub use capt_hook_core::{Condition, Event, EventKind, HookResult};
+pub use capt_hook_state as state;
+pub use capt_hook_transcript as transcript;
 pub use dispatch::{DispatchOptions, Dispatcher, Trace};
 pub use hook::{HandlerError, HandlerResult, Hook};
 pub use loader::{LoadError, load_dir};

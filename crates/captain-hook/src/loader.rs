@@ -12,12 +12,12 @@ use toml::Spanned;
 use toml::de::{DeTable, DeValue};
 
 use crate::code;
-use crate::session;
 use crate::primitives::{
     self, CommandMatch, DefError, HookDef, MaxFires, approve, block_command, deny, hook,
     set_tool_input, warn_command,
 };
 use crate::registry::Registry;
+use crate::session;
 use crate::spec::*;
 use crate::testing::{Expect, InlineTest, Input, Verdict};
 
@@ -712,7 +712,10 @@ fn signals(spec: &Option<SignalsSpec>) -> Result<Option<session::Signals>, DefEr
                     SignalPatternSpec::Weighted { pattern, weight } => (pattern, *weight),
                 };
                 if weight == 0 {
-                    return Err(err(format!("signals.patterns[{i}].weight"), "weights must be positive"));
+                    return Err(err(
+                        format!("signals.patterns[{i}].weight"),
+                        "weights must be positive",
+                    ));
                 }
                 compiled.push((compile(i, text)?, weight));
             }
@@ -722,7 +725,10 @@ fn signals(spec: &Option<SignalsSpec>) -> Result<Option<session::Signals>, DefEr
             let window = match window {
                 None => session::SignalWindow::Last(15),
                 Some(WindowSpec::Count(0)) => {
-                    return Err(err("signals.window", "the window must hold at least one entry"));
+                    return Err(err(
+                        "signals.window",
+                        "the window must hold at least one entry",
+                    ));
                 }
                 Some(WindowSpec::Count(n)) => session::SignalWindow::Last(*n),
                 Some(WindowSpec::Turn(_)) => session::SignalWindow::Turn,
@@ -841,7 +847,7 @@ macro_rules! common {
         for (i, t) in spec.test.iter().enumerate() {
             let field = format!("test[{i}]");
             let line = locate($item, &field).map(|s| located.line_col(s.start).0);
-            d = d.with_test(lower_test(t, &field, line)?);
+            d = d.with_test(lower_test(t, &field, line, &$source)?);
         }
         d
     }};
@@ -951,7 +957,10 @@ fn lower(
         }
         HookEntry::Workflow(s) => {
             if s.events.is_some() {
-                return Err(err("events", "a workflow always guards SubagentStop; drop `events`"));
+                return Err(err(
+                    "events",
+                    "a workflow always guards SubagentStop; drop `events`",
+                ));
             }
             let mut steps = Vec::new();
             for (i, st) in s.steps.iter().enumerate() {
@@ -1014,7 +1023,58 @@ fn lower(
     Ok(def)
 }
 
-fn lower_test(t: &TestSpec, field: &str, line: Option<usize>) -> Result<InlineTest, DefError> {
+/// Reads a test's transcript: inline lines, or a fixture file next to the hook file.
+fn test_transcript(
+    spec: &Option<TranscriptInputSpec>,
+    field: &str,
+    source: &str,
+) -> Result<Option<Vec<serde_json::Value>>, DefError> {
+    let Some(spec) = spec else {
+        return Ok(None);
+    };
+    let field = format!("{field}.input.transcript");
+    let mut lines: Vec<serde_json::Value> = match spec {
+        TranscriptInputSpec::Lines(l) => l.iter().cloned().map(serde_json::Value::Object).collect(),
+        TranscriptInputSpec::File(rel) => {
+            let base = Path::new(source).parent().unwrap_or(Path::new("."));
+            let path = base.join(rel);
+            let text = std::fs::read_to_string(&path)
+                .map_err(|e| err(&field, format!("cannot read {}: {e}", path.display())))?;
+            let mut out = Vec::new();
+            for (n, line) in text.lines().enumerate() {
+                if line.trim().is_empty() {
+                    continue;
+                }
+                let v = serde_json::from_str(line).map_err(|e| {
+                    err(
+                        &field,
+                        format!("{}:{}: not JSON: {e}", path.display(), n + 1),
+                    )
+                })?;
+                out.push(v);
+            }
+            out
+        }
+    };
+    // Fixture lines may leave out the envelope Claude Code always writes.
+    for (i, line) in lines.iter_mut().enumerate() {
+        if let Some(obj) = line.as_object_mut() {
+            obj.entry("uuid")
+                .or_insert_with(|| format!("fixture-{i}").into());
+            obj.entry("sessionId").or_insert_with(|| "fixture".into());
+            obj.entry("timestamp")
+                .or_insert_with(|| format!("2026-01-01T00:00:{:02}.000Z", i % 60).into());
+        }
+    }
+    Ok(Some(lines))
+}
+
+fn lower_test(
+    t: &TestSpec,
+    field: &str,
+    line: Option<usize>,
+    source: &str,
+) -> Result<InlineTest, DefError> {
     let i = &t.input;
     let input = Input {
         event: i.event.map(EventName::kind),
@@ -1037,6 +1097,8 @@ fn lower_test(t: &TestSpec, field: &str, line: Option<usize>) -> Result<InlineTe
         offset: i.offset,
         limit: i.limit,
         cwd: i.cwd.clone(),
+        transcript: test_transcript(&i.transcript, field, source)?,
+        state: i.state.clone(),
     };
     let verdict = match t.expect {
         ExpectSpec::Block => Verdict::Block,

@@ -145,6 +145,12 @@ impl Project {
                 };
             }
         };
+        if kind == EventKind::SessionStart && !opts.run_async {
+            // Old sessions whose transcripts are gone are removed once per session start; it
+            // is a directory scan, never on the path of a tool call.
+            let report = capt_hook_state::cleanup_stale_sessions(evt.session_id());
+            tracing::debug!(?report, "stale session cleanup");
+        }
         let result = self.dispatcher.dispatch(&evt, opts);
         // Async hooks run after Claude Code has its answer: their verdicts are never printed.
         let stdout = if opts.run_async {

@@ -10,20 +10,12 @@ use std::sync::Arc;
 use capt_hook_core::condition::is_waiting;
 use capt_hook_core::result::dedent;
 use capt_hook_core::{Condition, Event, EventKind, EventSet, HookResult, Pattern};
-use capt_hook_state::{PrimitiveState, SessionStore, TurnThrottle};
+use capt_hook_state::{PrimitiveState, TurnThrottle};
 use capt_hook_transcript::Transcript;
 use serde_json::Value;
 
 use crate::hook::{HandlerFn, HandlerResult};
 use crate::primitives::{CustomKind, DefError, HookDef, custom};
-
-/// The session store of the event's session (a null store without a session or state root).
-pub fn session_store(evt: &Event) -> SessionStore {
-    match &evt.context().state_root {
-        Some(root) => SessionStore::for_session(root, evt.session_id()),
-        None => SessionStore::null(),
-    }
-}
 
 /// Which prose a signal-scored nudge reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -60,7 +52,11 @@ impl Signals {
 
     /// The texts that score, or `None` when the threshold is not reached. A text that already
     /// triggered this hook (`consumed`) never counts again.
-    fn score<'t>(&self, texts: &[&'t str], consumed: impl Fn(&str) -> bool) -> Option<Vec<&'t str>> {
+    fn score<'t>(
+        &self,
+        texts: &[&'t str],
+        consumed: impl Fn(&str) -> bool,
+    ) -> Option<Vec<&'t str>> {
         let mut hit = vec![false; self.patterns.len()];
         let mut matched: Vec<&str> = Vec::new();
         for text in texts {
@@ -101,8 +97,7 @@ fn signal_texts<'t>(evt: &'t Event, t: &'t Transcript, signals: &Signals) -> Vec
         .filter(|e| signals.include_user || !e.is_prompt())
         .filter(|e| {
             // Only the agent's own words (and, on request, the user's) are prose here.
-            signals.include_user
-                || e.kind() == capt_hook_transcript::EntryKind::Assistant
+            signals.include_user || e.kind() == capt_hook_transcript::EntryKind::Assistant
         })
         .map(|e| e.text())
         .collect();
@@ -161,9 +156,9 @@ fn waiting_guard() -> Condition {
 
 fn nudge_handler(options: NudgeOptions, ledger_key: String) -> HandlerFn {
     Arc::new(move |evt: &Event| -> HandlerResult {
-        let store = session_store(evt);
+        let store = evt.store();
         let t = evt.transcript();
-        let throttle = TurnThrottle::new(&store, evt.agent_id());
+        let throttle = TurnThrottle::new(store, evt.agent_id());
         if options.block && throttle.fired_this_turn(t.len(), t.current_turn().len()) {
             return Ok(None);
         }
@@ -230,7 +225,11 @@ pub fn nudge(options: NudgeOptions) -> HookDef {
         kind: if block { "gate" } else { "nudge" },
         default_events,
         guards: Vec::new(),
-        skip_guards: if block { vec![waiting_guard()] } else { Vec::new() },
+        skip_guards: if block {
+            vec![waiting_guard()]
+        } else {
+            Vec::new()
+        },
         handler: nudge_handler(options, ledger_key),
         identity,
         skip_planning_agents: !block,
@@ -264,7 +263,11 @@ pub struct Step {
 
 impl Step {
     /// A step checked by a condition.
-    pub fn condition(name: impl Into<String>, check: Condition, message: impl Into<String>) -> Step {
+    pub fn condition(
+        name: impl Into<String>,
+        check: Condition,
+        message: impl Into<String>,
+    ) -> Step {
         Step {
             name: name.into(),
             check: Arc::new(move |evt: &Event| check.check(evt)),
@@ -323,12 +326,15 @@ pub struct Artifact {
 
 impl Artifact {
     /// An artifact with an optional JSON Schema (compiled now, so a bad schema is a load error).
-    pub fn new(path: impl Into<String>, schema: Option<&Value>, asserts: Vec<Assert>) -> Result<Artifact, DefError> {
+    pub fn new(
+        path: impl Into<String>,
+        schema: Option<&Value>,
+        asserts: Vec<Assert>,
+    ) -> Result<Artifact, DefError> {
         let schema = match schema {
-            Some(s) => Some(Arc::new(
-                jsonschema::validator_for(s)
-                    .map_err(|e| DefError::new("artifacts", format!("invalid JSON Schema: {e}")))?,
-            )),
+            Some(s) => Some(Arc::new(jsonschema::validator_for(s).map_err(|e| {
+                DefError::new("artifacts", format!("invalid JSON Schema: {e}"))
+            })?)),
             None => None,
         };
         Ok(Artifact {
@@ -389,7 +395,8 @@ pub struct Workflow {
 
 impl Workflow {
     fn verdict(&self, evt: &Event) -> Option<HookResult> {
-        let incomplete = |m: &str| Some(HookResult::block(format!("{} INCOMPLETE: {m}", self.label)));
+        let incomplete =
+            |m: &str| Some(HookResult::block(format!("{} INCOMPLETE: {m}", self.label)));
         let prose = evt.transcript().session().prose_text();
         if !prose.contains(&self.marker) {
             let step = self

@@ -487,6 +487,20 @@ pub struct TestInputSpec {
     pub limit: Option<i64>,
     /// Working directory.
     pub cwd: Option<String>,
+    /// The session so far: transcript lines inline, or a `.jsonl` file relative to the hook file.
+    pub transcript: Option<TranscriptInputSpec>,
+    /// Session state slots to pre-seed, by slot key.
+    pub state: Option<serde_json::Map<String, serde_json::Value>>,
+}
+
+/// A test's transcript: inline lines or a fixture file.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum TranscriptInputSpec {
+    /// Raw transcript lines (missing `uuid`, `timestamp` and `sessionId` are filled in).
+    Lines(Vec<serde_json::Map<String, serde_json::Value>>),
+    /// A `.jsonl` file, relative to the hook file.
+    File(String),
 }
 
 /// One inline test.

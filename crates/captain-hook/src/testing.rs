@@ -54,6 +54,10 @@ pub struct Input {
     pub limit: Option<i64>,
     /// The working directory.
     pub cwd: Option<String>,
+    /// The session so far, as raw transcript lines.
+    pub transcript: Option<Vec<Value>>,
+    /// Session state slots to pre-seed, by slot key.
+    pub state: Option<Map<String, Value>>,
 }
 
 impl Input {
@@ -105,6 +109,13 @@ impl Input {
         }
         if let Some(l) = self.limit {
             parts.push(format!("limit={l}"));
+        }
+        if let Some(t) = &self.transcript {
+            parts.push(format!("transcript=[{} lines]", t.len()));
+        }
+        if let Some(s) = &self.state {
+            let keys: Vec<&str> = s.keys().map(String::as_str).collect();
+            parts.push(format!("state=[{}]", keys.join(", ")));
         }
         format!("Input({})", parts.join(", "))
     }
@@ -464,14 +475,36 @@ pub fn run_test(hook: &Hook, test: &InlineTest, root: Option<&Path>) -> TestOutc
         return outcome(Status::Error, "the hook listens to no event".to_owned());
     };
     let payload = build_payload(hook, &test.input, event);
+    // Each test gets a scratch state root, so pre-seeded slots and once-per-turn throttles
+    // never leak between tests or into the user's real state.
+    let scratch = match tempfile::tempdir() {
+        Ok(d) => d,
+        Err(e) => return outcome(Status::Error, format!("IOError: scratch state dir: {e}")),
+    };
+    let mut payload = payload;
+    if let Some(obj) = payload.as_object_mut() {
+        obj.insert("session_id".into(), "inline-test".into());
+    }
+    if let Some(state) = &test.input.state {
+        let store = capt_hook_state::SessionStore::for_session(scratch.path(), Some("inline-test"));
+        for (key, value) in state {
+            if let Err(e) = store.slot_named::<Value>(key).set(value) {
+                return outcome(Status::Error, format!("StateError: {e}"));
+            }
+        }
+    }
     let context = EventContext {
         project_root: root.map(Path::to_path_buf),
         skip_permissions: test.input.skip_permissions,
-        state_root: None,
+        state_root: Some(scratch.path().to_path_buf()),
     };
     let evt = match Event::new(event, payload, context) {
         Ok(e) => e,
         Err(e) => return outcome(Status::Error, format!("EventError: {e}")),
+    };
+    let evt = match &test.input.transcript {
+        Some(lines) => evt.with_transcript(capt_hook_core::history::transcript_from_values(lines)),
+        None => evt.with_transcript(capt_hook_transcript::Transcript::empty()),
     };
     let result = evaluate_alone(hook, &evt);
     match check(&hook.name, &test.expect, result.as_ref()) {
