@@ -444,3 +444,24 @@ pub fn workflow(flow: Workflow) -> Result<HookDef, DefError> {
         inline: true,
     }))
 }
+
+/// A workflow's setup hook (Rust SDK): runs `on_start` when a subagent starts, e.g. to give it
+/// the workflow's instructions. Register it next to the [`workflow`] guard.
+#[track_caller]
+pub fn workflow_on_start<F>(label: &str, on_start: F) -> HookDef
+where
+    F: Fn(&Event) -> Option<HookResult> + Send + Sync + 'static,
+{
+    let handler: HandlerFn = Arc::new(move |evt: &Event| Ok(on_start(evt)));
+    custom(CustomKind {
+        kind: "workflow_start",
+        default_events: EventSet::of(&[EventKind::SubagentStart]),
+        guards: Vec::new(),
+        skip_guards: Vec::new(),
+        handler,
+        identity: label.to_owned(),
+        skip_planning_agents: true,
+        default_max_fires: None,
+        inline: false,
+    })
+}

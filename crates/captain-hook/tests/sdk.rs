@@ -330,3 +330,55 @@ reason = "Use jj instead of git stash"
     let report = human_report(&outcomes).replace(&h.name, "<name>");
     insta::assert_snapshot!(report);
 }
+
+#[test]
+fn workflows_in_rust_take_closures_and_post_complete() {
+    use captain_hook::session::{Step, Workflow, workflow, workflow_on_start};
+    let transcript = |text: &str| {
+        captain_hook::core::history::transcript_from_values(&[json!({
+            "type": "assistant", "uuid": "a1", "timestamp": "2026-01-01T00:00:00Z",
+            "message": {"role": "assistant", "content": [{"type": "text", "text": text}]}
+        })])
+    };
+    let flow = Workflow {
+        label: "REVIEW".into(),
+        marker: "REVIEW DONE".into(),
+        steps: vec![Step {
+            name: "cite".into(),
+            check: Arc::new(|evt: &Event| evt.transcript().session().prose_text().contains("see ")),
+            message: "Cite the code you reviewed.".into(),
+        }],
+        artifacts: Vec::new(),
+        post_complete: Some(Arc::new(|_| Some(captain_hook::HookResult::warn("thanks")))),
+    };
+    let mut reg = Registry::new();
+    reg.add("wf", workflow(flow).unwrap()).unwrap();
+    reg.add(
+        "wf",
+        workflow_on_start("REVIEW", |_| Some(captain_hook::HookResult::warn("Finish with REVIEW DONE"))),
+    )
+    .unwrap();
+    let d = Dispatcher::new(Arc::new(reg), None);
+    let stop = |text: &str| {
+        let evt = Event::new(
+            EventKind::SubagentStop,
+            json!({"agent_id": "a1", "agent_type": "reviewer"}),
+            EventContext::default(),
+        )
+        .unwrap()
+        .with_transcript(transcript(text));
+        d.dispatch(&Arc::new(evt), DispatchOptions::default())
+    };
+    let r = stop("I looked around.").unwrap();
+    assert_eq!(r.message.as_deref(), Some("REVIEW INCOMPLETE: Cite the code you reviewed."));
+    let r = stop("see src/a.rs; REVIEW DONE").unwrap();
+    assert_eq!(r.message.as_deref(), Some("thanks"));
+    let start = Event::new(
+        EventKind::SubagentStart,
+        json!({"agent_id": "a1", "agent_type": "reviewer"}),
+        EventContext::default(),
+    )
+    .unwrap();
+    let r = d.dispatch(&Arc::new(start), DispatchOptions::default()).unwrap();
+    assert_eq!(r.message.as_deref(), Some("Finish with REVIEW DONE"));
+}
