@@ -108,12 +108,14 @@ pub enum Condition {
     SkipPermissions(bool),
     /// The payload's permission mode is one of these.
     PermissionMode(Vec<String>),
-    /// The call carries a `ccx:` annotation.
+    /// The call (or, with `session`, the session's first prompt) carries a `ccx:` annotation.
     Annotated {
         /// The annotation's key.
         key: String,
         /// The value it must have, if any.
         value: Option<String>,
+        /// Read the session's first prompt instead of the event.
+        session: bool,
     },
     /// Every command of the line is (or is not) known to be read-only.
     ReadOnlyCommand(bool),
@@ -220,9 +222,17 @@ impl fmt::Display for Condition {
             Condition::FromSubagent(b) => write!(f, "{{ from_subagent = {b} }}"),
             Condition::SkipPermissions(b) => write!(f, "{{ skip_permissions = {b} }}"),
             Condition::PermissionMode(m) => write!(f, "{{ permission_mode = {} }}", list(m)),
-            Condition::Annotated { key, value } => match value {
-                Some(v) => write!(f, "{{ annotated = {{ key = {key:?}, value = {v:?} }} }}"),
-                None => write!(f, "{{ annotated = {key:?} }}"),
+            Condition::Annotated {
+                key,
+                value,
+                session,
+            } => match (value, session) {
+                (None, false) => write!(f, "{{ annotated = {key:?} }}"),
+                (v, s) => write!(
+                    f,
+                    "{{ annotated = {{ key = {key:?}, value = {v:?}, scope = \"{}\" }} }}",
+                    if *s { "session" } else { "event" }
+                ),
             },
             Condition::ReadOnlyCommand(b) => write!(f, "{{ read_only_command = {b} }}"),
             Condition::RanCommand(t) => write!(f, "{{ ran_command = {t} }}"),
@@ -410,10 +420,22 @@ impl Condition {
             Condition::PermissionMode(modes) => evt
                 .permission_mode()
                 .is_some_and(|m| modes.iter().any(|x| x == m)),
-            Condition::Annotated { key, value } => match evt.annotations().get(key) {
-                Some(v) => value.is_none() || value.as_deref() == v.as_deref(),
-                None => false,
-            },
+            Condition::Annotated {
+                key,
+                value,
+                session,
+            } => {
+                let found = if *session {
+                    let first = evt.transcript().session().first_prompt().unwrap_or("");
+                    crate::event::annotations_in_header(first).remove(key)
+                } else {
+                    evt.annotations().get(key).cloned()
+                };
+                match found {
+                    Some(v) => value.is_none() || value.as_deref() == v.as_deref(),
+                    None => false,
+                }
+            }
             Condition::ReadOnlyCommand(want) => {
                 let is = evt
                     .command_line()

@@ -395,14 +395,7 @@ impl Event {
                 _ => None,
             };
             if let Some(text) = header_text {
-                for line in text.lines() {
-                    let line = line.trim();
-                    if let Some(rest) = line.strip_prefix("ccx:") {
-                        for token in rest.split_whitespace() {
-                            insert_annotation(token, &mut out);
-                        }
-                    }
-                }
+                out.extend(annotations_in_header(text));
             }
             if crate::env::ccx_raw() {
                 out.insert("raw".to_owned(), None);
@@ -410,6 +403,19 @@ impl Event {
             out
         })
     }
+}
+
+/// `ccx: key[=value] …` header lines of a prompt.
+pub fn annotations_in_header(text: &str) -> BTreeMap<String, Option<String>> {
+    let mut out = BTreeMap::new();
+    for line in text.lines() {
+        if let Some(rest) = line.trim().strip_prefix("ccx:") {
+            for token in rest.split_whitespace() {
+                insert_annotation(token, &mut out);
+            }
+        }
+    }
+    out
 }
 
 fn collect_annotations(text: &str, out: &mut BTreeMap<String, Option<String>>) {

@@ -566,10 +566,12 @@ pub fn compile_condition(spec: &ConditionSpec, field: &str) -> Result<Condition,
             AnnotatedSpec::Key(k) => Condition::Annotated {
                 key: k.clone(),
                 value: None,
+                session: false,
             },
-            AnnotatedSpec::Options { key, value } => Condition::Annotated {
+            AnnotatedSpec::Options { key, value, scope } => Condition::Annotated {
                 key: key.clone(),
                 value: value.clone(),
+                session: *scope == AnnotatedScope::Session,
             },
         },
         ConditionSpec::ReadOnlyCommand(b) => Condition::ReadOnlyCommand(*b),

@@ -137,14 +137,28 @@ pub enum FilePathSpec {
 pub enum AnnotatedSpec {
     /// The key.
     Key(String),
-    /// The key and value.
+    /// The key, value and scope.
     Options {
         /// The key.
         key: String,
         /// The required value.
         #[serde(default)]
         value: Option<String>,
+        /// `event` (default: the call itself) or `session` (the session's first prompt).
+        #[serde(default)]
+        scope: AnnotatedScope,
     },
+}
+
+/// Where an annotation is looked for.
+#[derive(Debug, Clone, Copy, Deserialize, JsonSchema, Default, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum AnnotatedScope {
+    /// The call itself (its shell comments, prompt or skill header).
+    #[default]
+    Event,
+    /// The session's first prompt.
+    Session,
 }
 
 fn yes() -> bool {

@@ -355,7 +355,9 @@ fn workflows_in_rust_take_closures_and_post_complete() {
     reg.add("wf", workflow(flow).unwrap()).unwrap();
     reg.add(
         "wf",
-        workflow_on_start("REVIEW", |_| Some(captain_hook::HookResult::warn("Finish with REVIEW DONE"))),
+        workflow_on_start("REVIEW", |_| {
+            Some(captain_hook::HookResult::warn("Finish with REVIEW DONE"))
+        }),
     )
     .unwrap();
     let d = Dispatcher::new(Arc::new(reg), None);
@@ -370,7 +372,10 @@ fn workflows_in_rust_take_closures_and_post_complete() {
         d.dispatch(&Arc::new(evt), DispatchOptions::default())
     };
     let r = stop("I looked around.").unwrap();
-    assert_eq!(r.message.as_deref(), Some("REVIEW INCOMPLETE: Cite the code you reviewed."));
+    assert_eq!(
+        r.message.as_deref(),
+        Some("REVIEW INCOMPLETE: Cite the code you reviewed.")
+    );
     let r = stop("see src/a.rs; REVIEW DONE").unwrap();
     assert_eq!(r.message.as_deref(), Some("thanks"));
     let start = Event::new(
@@ -379,6 +384,8 @@ fn workflows_in_rust_take_closures_and_post_complete() {
         EventContext::default(),
     )
     .unwrap();
-    let r = d.dispatch(&Arc::new(start), DispatchOptions::default()).unwrap();
+    let r = d
+        .dispatch(&Arc::new(start), DispatchOptions::default())
+        .unwrap();
     assert_eq!(r.message.as_deref(), Some("Finish with REVIEW DONE"));
 }
