@@ -69,7 +69,10 @@ pub fn serve() -> anyhow::Result<()> {
         .with_context(|| format!("state dir {}", state_dir.display()))?;
     paths::ensure_private_dir(&sock_dir)
         .with_context(|| format!("socket dir {}", sock_dir.display()))?;
-    let log = open_log(&state_dir.join(paths::LOG_NAME))?;
+    let log_dir = paths::log_dir();
+    std::fs::create_dir_all(&log_dir)
+        .with_context(|| format!("log dir {}", log_dir.display()))?;
+    let log = open_log(&log_dir.join(paths::LOG_NAME))?;
     crate::init_logging(&log);
 
     let lock = File::options()

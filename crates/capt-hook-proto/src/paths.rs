@@ -6,6 +6,8 @@ use std::path::PathBuf;
 pub const XDG_RUNTIME_DIR: &str = "XDG_RUNTIME_DIR";
 /// The user's home; the fallback socket directory and the log directory hang off it.
 pub const HOME: &str = "HOME";
+/// Where logs go (default: the host state directory).
+pub const CAPTAIN_HOOK_LOG_DIR: &str = "CAPTAIN_HOOK_LOG_DIR";
 
 /// File name of the host socket.
 pub const SOCKET_NAME: &str = "capt-hookd.sock";
@@ -34,6 +36,14 @@ pub fn state_dir() -> PathBuf {
         home().join(".cache")
     };
     base.join("captain-hook").join("host-v1")
+}
+
+/// The log directory: `$CAPTAIN_HOOK_LOG_DIR` when set, else the host state directory.
+pub fn log_dir() -> PathBuf {
+    match std::env::var_os(CAPTAIN_HOOK_LOG_DIR).filter(|d| !d.is_empty()) {
+        Some(d) => PathBuf::from(d),
+        None => state_dir(),
+    }
 }
 
 /// The directory holding the socket and its locks: `$XDG_RUNTIME_DIR/captain-hook` when set,
