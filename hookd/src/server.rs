@@ -70,8 +70,7 @@ pub fn serve() -> anyhow::Result<()> {
     paths::ensure_private_dir(&sock_dir)
         .with_context(|| format!("socket dir {}", sock_dir.display()))?;
     let log_dir = paths::log_dir();
-    std::fs::create_dir_all(&log_dir)
-        .with_context(|| format!("log dir {}", log_dir.display()))?;
+    std::fs::create_dir_all(&log_dir).with_context(|| format!("log dir {}", log_dir.display()))?;
     let log = open_log(&log_dir.join(paths::LOG_NAME))?;
     crate::init_logging(&log);
 

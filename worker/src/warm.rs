@@ -67,13 +67,14 @@ pub fn deadline_of(req: &EventRequest) -> Result<Option<Instant>, String> {
 /// Evaluates `req` with `project` (sync hooks), answering as the client should print it.
 pub fn respond(project: &Project, req: &EventRequest, deadline: Option<Instant>) -> EventResponse {
     let started = Instant::now();
-    let eval = project.evaluate(
+    let eval = project.evaluate_from(
         &req.event,
         req.payload_raw.as_bytes(),
         DispatchOptions {
             deadline,
             run_async: false,
         },
+        Some(req.client_pid),
     );
     let mut stderr = String::new();
     for e in project.errors() {
@@ -105,13 +106,14 @@ pub fn run_async_hooks(project: &Project, req: &EventRequest) {
         .iter()
         .any(|h| h.is_async)
     {
-        project.evaluate(
+        project.evaluate_from(
             &req.event,
             req.payload_raw.as_bytes(),
             DispatchOptions {
                 deadline: None,
                 run_async: true,
             },
+            Some(req.client_pid),
         );
     }
 }

@@ -230,6 +230,7 @@ fn prepare(
         skip_permissions: None,
         // Explaining must not spend fires or trip once-per-turn throttles.
         state_root: None,
+        origin_pid: None,
     };
     match Event::new(kind, payload, context) {
         Ok(evt) => Ok(Ok(Some((evt, root)))),

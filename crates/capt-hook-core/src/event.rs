@@ -29,6 +29,10 @@ pub struct EventContext {
     pub skip_permissions: Option<bool>,
     /// Root of session state (fire counts, throttles); `None` keeps nothing across events.
     pub state_root: Option<PathBuf>,
+    /// The process that sent the event (the hook client, when a worker evaluates for a host):
+    /// the `claude` ancestor is searched from there, not from the worker, which Claude Code
+    /// did not start.
+    pub origin_pid: Option<u32>,
 }
 
 /// One event: its kind, the raw payload kept verbatim, and typed accessors over it.
@@ -317,7 +321,11 @@ impl Event {
         if let Some(v) = self.context.skip_permissions {
             return v;
         }
-        self.permission_mode() == Some("bypassPermissions") || ancestor_skips_permissions()
+        self.permission_mode() == Some("bypassPermissions")
+            || match self.context.origin_pid {
+                Some(pid) => skips_permissions_from(pid),
+                None => ancestor_skips_permissions(),
+            }
     }
 
     /// The whole file before the call (PreToolUse on Edit/MultiEdit/Write), read from disk.
@@ -440,29 +448,31 @@ fn insert_annotation(token: &str, out: &mut BTreeMap<String, Option<String>>) {
 /// without permission prompts. Computed once per process: the answer cannot change.
 fn ancestor_skips_permissions() -> bool {
     static CACHE: OnceLock<bool> = OnceLock::new();
-    *CACHE.get_or_init(|| {
-        let mut pid = std::process::id();
-        for _ in 0..64 {
-            let Some((ppid, argv)) = proc_info(pid) else {
-                return false;
-            };
-            let is_claude = argv
-                .first()
-                .map(|a| crate::glob::basename(a) == "claude")
-                .unwrap_or(false);
-            if is_claude {
-                return argv.iter().any(|a| {
-                    a == "--dangerously-skip-permissions"
-                        || a == "--allow-dangerously-skip-permissions"
-                });
-            }
-            if ppid <= 1 {
-                return false;
-            }
-            pid = ppid;
+    *CACHE.get_or_init(|| skips_permissions_from(std::process::id()))
+}
+
+/// Walks up from `pid` to the nearest `claude` process and reads its flags.
+fn skips_permissions_from(start: u32) -> bool {
+    let mut pid = start;
+    for _ in 0..64 {
+        let Some((ppid, argv)) = proc_info(pid) else {
+            return false;
+        };
+        let is_claude = argv
+            .first()
+            .map(|a| crate::glob::basename(a) == "claude")
+            .unwrap_or(false);
+        if is_claude {
+            return argv.iter().any(|a| {
+                a == "--dangerously-skip-permissions" || a == "--allow-dangerously-skip-permissions"
+            });
         }
-        false
-    })
+        if ppid <= 1 {
+            return false;
+        }
+        pid = ppid;
+    }
+    false
 }
 
 fn proc_info(pid: u32) -> Option<(u32, Vec<String>)> {
@@ -523,6 +533,52 @@ mod tests {
             None
         );
         assert!(ev(EventKind::Stop, json!({"agent_id": "a1"})).is_subagent());
+    }
+
+    #[test]
+    fn skip_permissions_is_read_from_the_claude_ancestor_of_the_origin() {
+        // A stand-in `claude` started with the flag: bash's `exec -a` sets its argv[0].
+        let spawn = |flag: &str| {
+            std::process::Command::new("bash")
+                // The inner bash keeps running (two commands, so no exec) with the flag in its
+                // argv: `claude -c 'sleep 30; true' <flag>`.
+                .args([
+                    "-c",
+                    &format!("exec -a claude bash -c 'sleep 30; true' {flag}"),
+                ])
+                .spawn()
+                .unwrap()
+        };
+        let mut skipping = spawn("--dangerously-skip-permissions");
+        let mut normal = spawn("--verbose");
+        // Wait until both have exec'd into their `claude` argv.
+        for child in [&skipping, &normal] {
+            for _ in 0..500 {
+                if proc_info(child.id())
+                    .is_some_and(|(_, argv)| argv.first().is_some_and(|a| a == "claude"))
+                {
+                    break;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+        }
+        let ctx = |pid: u32| EventContext {
+            origin_pid: Some(pid),
+            ..EventContext::default()
+        };
+        let evt = |pid| Event::new(EventKind::PreToolUse, json!({}), ctx(pid)).unwrap();
+        let (a, b) = (
+            evt(skipping.id()).skip_permissions(),
+            evt(normal.id()).skip_permissions(),
+        );
+        let _ = (
+            skipping.kill(),
+            normal.kill(),
+            skipping.wait(),
+            normal.wait(),
+        );
+        assert!(a);
+        assert!(!b);
     }
 
     #[test]

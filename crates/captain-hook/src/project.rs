@@ -109,6 +109,18 @@ impl Project {
     /// an unknown event name exits 1, blank stdin prints nothing, malformed JSON is reported on
     /// stderr and otherwise ignored (exit 0), and the envelope goes to stdout.
     pub fn evaluate(&self, event: &str, stdin: &[u8], opts: DispatchOptions) -> Evaluation {
+        self.evaluate_from(event, stdin, opts, None)
+    }
+
+    /// [`Project::evaluate`] for an event another process sent (`origin_pid`, the hook client):
+    /// process-tree facts such as `--dangerously-skip-permissions` are read from its ancestors.
+    pub fn evaluate_from(
+        &self,
+        event: &str,
+        stdin: &[u8],
+        opts: DispatchOptions,
+        origin_pid: Option<u32>,
+    ) -> Evaluation {
         let kind: EventKind = match event.parse() {
             Ok(k) => k,
             Err(e) => {
@@ -134,6 +146,7 @@ impl Project {
             project_root: Some(self.root.clone()),
             skip_permissions: None,
             state_root: Some(capt_hook_state::state_root()),
+            origin_pid,
         };
         let evt = match Event::new(kind, payload, context) {
             Ok(e) => Arc::new(e),

@@ -143,6 +143,7 @@ impl Replayer<'_> {
             project_root: Some(self.root.clone()),
             skip_permissions: Some(false),
             state_root: Some(self.state_root.clone()),
+            origin_pid: None,
         };
         let Ok(evt) = Event::new(kind, Value::Object(payload), context) else {
             return;
