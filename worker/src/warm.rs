@@ -64,6 +64,14 @@ pub fn deadline_of(req: &EventRequest) -> Result<Option<Instant>, String> {
     ))
 }
 
+/// The sending client: its pid and request-scoped environment.
+fn origin(req: &EventRequest) -> captain_hook::project::Origin {
+    captain_hook::project::Origin {
+        pid: Some(req.client_pid),
+        env: Some(Arc::new(req.env.clone())),
+    }
+}
+
 /// Evaluates `req` with `project` (sync hooks), answering as the client should print it.
 pub fn respond(project: &Project, req: &EventRequest, deadline: Option<Instant>) -> EventResponse {
     let started = Instant::now();
@@ -74,7 +82,7 @@ pub fn respond(project: &Project, req: &EventRequest, deadline: Option<Instant>)
             deadline,
             run_async: false,
         },
-        Some(req.client_pid),
+        origin(req),
     );
     let mut stderr = String::new();
     for e in project.errors() {
@@ -113,7 +121,7 @@ pub fn run_async_hooks(project: &Project, req: &EventRequest) {
                 deadline: None,
                 run_async: true,
             },
-            Some(req.client_pid),
+            origin(req),
         );
     }
 }

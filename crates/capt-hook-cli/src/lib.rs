@@ -231,6 +231,7 @@ fn prepare(
         // Explaining must not spend fires or trip once-per-turn throttles.
         state_root: None,
         origin_pid: None,
+        request_env: None,
     };
     match Event::new(kind, payload, context) {
         Ok(evt) => Ok(Ok(Some((evt, root)))),

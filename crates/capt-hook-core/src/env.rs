@@ -46,11 +46,10 @@ pub fn planning_agents() -> Vec<String> {
 
 /// True when `CAPT_HOOK_CCX_RAW` asks for the `raw` annotation.
 pub fn ccx_raw() -> bool {
-    matches!(
-        std::env::var(CAPT_HOOK_CCX_RAW)
-            .as_deref()
-            .map(str::to_ascii_lowercase)
-            .as_deref(),
-        Ok("1" | "true" | "yes")
-    )
+    std::env::var(CAPT_HOOK_CCX_RAW).is_ok_and(|v| is_truthy(&v))
+}
+
+/// `1`, `true` or `yes`, in any case.
+pub fn is_truthy(value: &str) -> bool {
+    matches!(value.to_ascii_lowercase().as_str(), "1" | "true" | "yes")
 }

@@ -33,6 +33,9 @@ pub struct EventContext {
     /// the `claude` ancestor is searched from there, not from the worker, which Claude Code
     /// did not start.
     pub origin_pid: Option<u32>,
+    /// The sender's request-scoped environment (`CAPT_HOOK_*`, `CLAUDE_*`, …), read instead of
+    /// this process's when the event came through the host.
+    pub request_env: Option<std::sync::Arc<BTreeMap<String, String>>>,
 }
 
 /// One event: its kind, the raw payload kept verbatim, and typed accessors over it.
@@ -405,7 +408,13 @@ impl Event {
             if let Some(text) = header_text {
                 out.extend(annotations_in_header(text));
             }
-            if crate::env::ccx_raw() {
+            let raw = match &self.context.request_env {
+                Some(env) => env
+                    .get(crate::env::CAPT_HOOK_CCX_RAW)
+                    .is_some_and(|v| crate::env::is_truthy(v)),
+                None => crate::env::ccx_raw(),
+            };
+            if raw {
                 out.insert("raw".to_owned(), None);
             }
             out

@@ -24,6 +24,15 @@ pub struct Evaluation {
     pub exit_code: u8,
 }
 
+/// Where an event came from, when another process sent it.
+#[derive(Debug, Clone, Default)]
+pub struct Origin {
+    /// The sender's pid.
+    pub pid: Option<u32>,
+    /// The sender's request-scoped environment.
+    pub env: Option<Arc<std::collections::BTreeMap<String, String>>>,
+}
+
 /// A project's loaded hooks.
 #[derive(Debug)]
 pub struct Project {
@@ -109,17 +118,18 @@ impl Project {
     /// an unknown event name exits 1, blank stdin prints nothing, malformed JSON is reported on
     /// stderr and otherwise ignored (exit 0), and the envelope goes to stdout.
     pub fn evaluate(&self, event: &str, stdin: &[u8], opts: DispatchOptions) -> Evaluation {
-        self.evaluate_from(event, stdin, opts, None)
+        self.evaluate_from(event, stdin, opts, Origin::default())
     }
 
-    /// [`Project::evaluate`] for an event another process sent (`origin_pid`, the hook client):
-    /// process-tree facts such as `--dangerously-skip-permissions` are read from its ancestors.
+    /// [`Project::evaluate`] for an event another process sent (the hook client): process-tree
+    /// facts such as `--dangerously-skip-permissions` are read from its ancestors, and its
+    /// request-scoped environment replaces this process's.
     pub fn evaluate_from(
         &self,
         event: &str,
         stdin: &[u8],
         opts: DispatchOptions,
-        origin_pid: Option<u32>,
+        origin: Origin,
     ) -> Evaluation {
         let kind: EventKind = match event.parse() {
             Ok(k) => k,
@@ -146,7 +156,8 @@ impl Project {
             project_root: Some(self.root.clone()),
             skip_permissions: None,
             state_root: Some(capt_hook_state::state_root()),
-            origin_pid,
+            origin_pid: origin.pid,
+            request_env: origin.env,
         };
         let evt = match Event::new(kind, payload, context) {
             Ok(e) => Arc::new(e),

@@ -144,6 +144,7 @@ impl Replayer<'_> {
             skip_permissions: Some(false),
             state_root: Some(self.state_root.clone()),
             origin_pid: None,
+            request_env: None,
         };
         let Ok(evt) = Event::new(kind, Value::Object(payload), context) else {
             return;

@@ -498,6 +498,7 @@ pub fn run_test(hook: &Hook, test: &InlineTest, root: Option<&Path>) -> TestOutc
         skip_permissions: test.input.skip_permissions,
         state_root: Some(scratch.path().to_path_buf()),
         origin_pid: None,
+        request_env: None,
     };
     let evt = match Event::new(event, payload, context) {
         Ok(e) => e,
