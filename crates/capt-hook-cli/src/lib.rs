@@ -163,42 +163,6 @@ fn load(root: &Path, hooks: &Option<PathBuf>) -> (Registry, Vec<LoadError>) {
     (registry, errors)
 }
 
-/// Reads the payload: blank means "nothing to do", malformed JSON is reported and ignored.
-enum Payload {
-    Blank,
-    Malformed(String),
-    Json(serde_json::Value),
-}
-
-fn read_payload() -> anyhow::Result<Payload> {
-    let mut bytes = Vec::new();
-    std::io::stdin()
-        .lock()
-        .read_to_end(&mut bytes)
-        .context("reading stdin")?;
-    let text = match std::str::from_utf8(&bytes) {
-        Ok(t) => t,
-        Err(e) => return Ok(Payload::Malformed(format!("invalid UTF-8: {e}"))),
-    };
-    if text.trim().is_empty() {
-        return Ok(Payload::Blank);
-    }
-    Ok(match serde_json::from_str(text) {
-        Ok(v @ serde_json::Value::Object(_)) => Payload::Json(v),
-        Ok(other) => Payload::Malformed(format!(
-            "expected a JSON object, got {}",
-            match other {
-                serde_json::Value::Array(_) => "an array",
-                serde_json::Value::String(_) => "a string",
-                serde_json::Value::Number(_) => "a number",
-                serde_json::Value::Bool(_) => "a boolean",
-                _ => "null",
-            }
-        )),
-        Err(e) => Payload::Malformed(e.to_string()),
-    })
-}
-
 /// Parses the event name, reads the payload and builds the event; `None` when there is nothing
 /// to evaluate (the caller exits 0).
 fn prepare(
@@ -212,13 +176,18 @@ fn prepare(
             return Ok(Err(ExitCode::from(1)));
         }
     };
-    let payload = match read_payload()? {
-        Payload::Blank => return Ok(Ok(None)),
-        Payload::Malformed(e) => {
+    let mut stdin = Vec::new();
+    std::io::stdin()
+        .lock()
+        .read_to_end(&mut stdin)
+        .context("reading stdin")?;
+    let payload = match captain_hook::project::parse_payload(&stdin) {
+        Ok(Some(v)) => v,
+        Ok(None) => return Ok(Ok(None)),
+        Err(e) => {
             eprintln!("Malformed stdin: {e}");
             return Ok(Ok(None));
         }
-        Payload::Json(v) => v,
     };
     let cwd = payload
         .get("cwd")

@@ -44,7 +44,7 @@ pub fn language_globs(lang: &str) -> Vec<String> {
 
 fn compile_globs(globs: &[String]) -> Vec<Glob> {
     // Built-in glob tables are known to compile.
-    globs.iter().filter_map(|g| Glob::new(g).ok()).collect()
+    globs.iter().map(|g| Glob::new(g)).collect()
 }
 
 /// True when `file` is a test file by [`TEST_FILE_GLOBS`].

@@ -72,7 +72,7 @@ impl Gitignore {
             .lines()
             .map(str::trim)
             .filter(|l| !l.is_empty() && !l.starts_with('#'))
-            .filter_map(|l| Glob::new(l.trim_end_matches('/')).ok())
+            .map(|l| Glob::new(l.trim_end_matches('/')))
             .collect();
         Gitignore {
             root: Some(realpath(root)),

@@ -2,14 +2,9 @@
 
 use serde_json::{Map, Value};
 
-/// Pairs of tool names Claude Code and its forks use for the same tool.
-pub const TOOL_ALIASES: &[(&str, &str)] = &[
-    ("Bash", "Execute"),
-    ("Write", "Create"),
-    ("Agent", "Task"),
-    ("WebFetch", "FetchUrl"),
-    ("ExitPlanMode", "ExitSpecMode"),
-];
+/// Pairs of tool names Claude Code and its forks use for the same tool (one table, shared with
+/// the transcript queries).
+pub use capt_hook_transcript::names::TOOL_ALIASES;
 
 /// The canonical name for a tool name, after reverse aliases (`Execute` → `Bash`).
 pub fn canonical_tool(name: &str) -> &str {

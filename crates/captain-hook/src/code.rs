@@ -164,7 +164,7 @@ fn lang_files(lang: Lang) -> Condition {
     let globs = lang
         .globs()
         .iter()
-        .filter_map(|g| capt_hook_core::Glob::new(g).ok())
+        .map(|g| capt_hook_core::Glob::new(g))
         .collect();
     Condition::file_path(globs, false)
 }
@@ -259,7 +259,7 @@ pub fn styleguide(rules: Vec<StyleRule>, block: bool, max_shown: usize) -> HookD
     let globs = langs
         .iter()
         .flat_map(|l| l.globs())
-        .filter_map(|g| capt_hook_core::Glob::new(&g).ok())
+        .map(|g| capt_hook_core::Glob::new(&g))
         .collect();
     let handler: HandlerFn = Arc::new(move |evt: &Event| {
         let Some(lang) = evt.file().and_then(Lang::from_path) else {

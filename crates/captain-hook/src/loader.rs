@@ -485,9 +485,7 @@ fn globs(field: &str, list: &[String]) -> Result<Vec<Glob>, DefError> {
     if list.is_empty() {
         return Err(err(field, "the glob list is empty"));
     }
-    list.iter()
-        .map(|g| Glob::new(g).map_err(|e| err(field, e.to_string())))
-        .collect()
+    list.iter().map(|g| Ok(Glob::new(g))).collect()
 }
 
 fn tokens(field: &str, list: &[String]) -> Result<Tokens, DefError> {
