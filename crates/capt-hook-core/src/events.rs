@@ -4,8 +4,20 @@ use std::fmt;
 use std::str::FromStr;
 
 /// One hook event. Declaration order matters: inline tests simulate a hook's first event in this
-/// order, and event sets print in it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+/// order, and event sets print in it. Hook files name events exactly as the variants are spelled.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    serde::Deserialize,
+    serde::Serialize,
+    schemars::JsonSchema,
+)]
 pub enum EventKind {
     /// Before a tool runs; the verdict can deny, allow or rewrite the call.
     PreToolUse,

@@ -1077,7 +1077,7 @@ fn lower_test(
 ) -> Result<InlineTest, DefError> {
     let i = &t.input;
     let input = Input {
-        event: i.event.map(EventName::kind),
+        event: i.event,
         tool: i.tool.clone(),
         command: i.command.clone(),
         file: i.file.clone(),

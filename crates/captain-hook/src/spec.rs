@@ -36,48 +36,8 @@ impl<T: Clone> OneOrMany<T> {
     }
 }
 
-/// An event name.
-#[derive(Debug, Clone, Copy, Deserialize, JsonSchema, PartialEq, Eq)]
-#[allow(missing_docs)]
-pub enum EventName {
-    PreToolUse,
-    PostToolUse,
-    PostToolUseFailure,
-    UserPromptSubmit,
-    Stop,
-    SubagentStop,
-    SubagentStart,
-    PreCompact,
-    Notification,
-    SessionStart,
-    SessionEnd,
-    PermissionRequest,
-    MessageDisplay,
-    ResourcePressure,
-}
-
-impl EventName {
-    /// The engine's event.
-    pub fn kind(self) -> capt_hook_core::EventKind {
-        use capt_hook_core::EventKind as E;
-        match self {
-            EventName::PreToolUse => E::PreToolUse,
-            EventName::PostToolUse => E::PostToolUse,
-            EventName::PostToolUseFailure => E::PostToolUseFailure,
-            EventName::UserPromptSubmit => E::UserPromptSubmit,
-            EventName::Stop => E::Stop,
-            EventName::SubagentStop => E::SubagentStop,
-            EventName::SubagentStart => E::SubagentStart,
-            EventName::PreCompact => E::PreCompact,
-            EventName::Notification => E::Notification,
-            EventName::SessionStart => E::SessionStart,
-            EventName::SessionEnd => E::SessionEnd,
-            EventName::PermissionRequest => E::PermissionRequest,
-            EventName::MessageDisplay => E::MessageDisplay,
-            EventName::ResourcePressure => E::ResourcePressure,
-        }
-    }
-}
+/// An event name, as Claude Code spells it.
+pub use capt_hook_core::EventKind as EventName;
 
 /// The literal `"unlimited"`.
 #[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
