@@ -17,6 +17,7 @@ use std::ops::Range;
 use std::rc::Rc;
 
 mod command;
+mod fast;
 mod source;
 mod splice;
 mod walk;
@@ -173,6 +174,20 @@ impl CommandLine {
     /// Parses `raw`. Never fails: a line that does not parse cleanly still yields the commands
     /// tree-sitter recovered, with [`CommandLine::has_error`] set.
     pub fn parse(raw: &str) -> CommandLine {
+        fast::parse_simple(raw).unwrap_or_else(|| Self::parse_full(raw))
+    }
+
+    /// The parser-free path alone: `Some` only for plain lines (tests compare it with
+    /// [`CommandLine::parse_full`]).
+    #[doc(hidden)]
+    pub fn parse_fast(raw: &str) -> Option<CommandLine> {
+        fast::parse_simple(raw)
+    }
+
+    /// Parses `raw` with tree-sitter, skipping the fast path for plain lines (the two agree;
+    /// a differential test holds them to it).
+    #[doc(hidden)]
+    pub fn parse_full(raw: &str) -> CommandLine {
         let mut walker = walk::Walker::default();
         let src = source::Src {
             text: raw,

@@ -436,3 +436,116 @@ fn parse_time_for_a_typical_command() {
     // Informational only: timing assertions are flaky on shared machines.
     eprintln!("parse: {per:?} per call");
 }
+
+/// The parser-free path for plain lines must agree with the tree-sitter walk exactly, on every
+/// line it accepts; and it must accept most plain lines (else it is not worth having).
+#[test]
+fn fast_path_matches_the_full_parse() {
+    const WORDS: &[&str] = &[
+        "git",
+        "status",
+        "--short",
+        "-q",
+        "head",
+        "-20",
+        "cargo",
+        "test",
+        "--",
+        "a.txt",
+        "/tmp/x",
+        "'quoted str'",
+        "\"dq str\"",
+        "pre'mid'post",
+        "x=y",
+        "123",
+        "a-b_c.d/e:f,g@h%i+j",
+        "ls",
+        "-la",
+        "npm",
+        "install",
+        "''",
+        "\"\"",
+        "pytest",
+        "sudo",
+        "env",
+        "timeout",
+        "5",
+        "grep",
+        "-rn",
+        "\"needle here\"",
+        "src/",
+        "echo",
+        "'it''s'",
+        "a\"b c\"d",
+        "make",
+        "--flag=value",
+        "-n",
+        "10",
+        "'-v'",
+        "python3",
+        "-c",
+        "=",
+        "a=",
+        ":",
+    ];
+    const ENV: &[&str] = &["FOO=1", "A_B=x", "PATH=/bin:/usr/bin", "E="];
+    const OPS: &[&str] = &["&&", "||", "|", ";", "&"];
+    const REDIRECTS: &[&str] = &[
+        "> out",
+        ">> log",
+        "2>&1",
+        "< in",
+        "2> err",
+        ">|x",
+        "2>/dev/null",
+        "> 'a b'",
+        "1>&2",
+    ];
+    const SPACES: &[&str] = &[" ", "  ", "\t", " \t "];
+    let mut state: u64 = 0x5eed_f00d;
+    let mut next = |n: usize| {
+        state = state
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        ((state >> 33) as usize) % n
+    };
+    let mut accepted = 0;
+    for _ in 0..5000 {
+        let mut line = String::new();
+        let commands = 1 + next(4);
+        for c in 0..commands {
+            if c > 0 {
+                line.push_str(SPACES[next(SPACES.len())]);
+                line.push_str(OPS[next(OPS.len())]);
+                line.push_str(SPACES[next(SPACES.len())]);
+            }
+            if next(5) == 0 {
+                line.push_str(ENV[next(ENV.len())]);
+                line.push(' ');
+            }
+            let words = 1 + next(5);
+            for w in 0..words {
+                if w > 0 {
+                    line.push_str(SPACES[next(SPACES.len())]);
+                }
+                line.push_str(WORDS[next(WORDS.len())]);
+            }
+            if next(4) == 0 {
+                line.push(' ');
+                line.push_str(REDIRECTS[next(REDIRECTS.len())]);
+            }
+        }
+        if next(6) == 0 {
+            line.push_str(if next(2) == 0 { ";" } else { " &" });
+        }
+        let full = CommandLine::parse_full(&line);
+        if let Some(fast) = CommandLine::parse_fast(&line) {
+            assert!(
+                fast == full,
+                "fast path differs on {line:?}\nfast: {fast:#?}\nfull: {full:#?}"
+            );
+            accepted += 1;
+        }
+    }
+    assert!(accepted > 2500, "only {accepted} lines took the fast path");
+}

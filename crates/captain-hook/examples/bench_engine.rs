@@ -58,11 +58,13 @@ fn hundred_hooks() -> String {
 }
 
 fn main() {
-    // A typical agent command, then a long compound line.
+    // A typical agent command, a long compound line (both plain: no parser needed), and a line
+    // with a substitution and a shell payload, which takes the full tree-sitter parse.
     bench("git status --short");
     bench(
         "cd /work/app && git status --short | head -20 && cargo test -q -- --nocapture 2>&1 | tail -5",
     );
+    bench(r#"bash -lc 'git fetch && git rebase origin/main' && git commit -m "$(cat msg.txt)""#);
 }
 
 fn bench(command: &str) {
