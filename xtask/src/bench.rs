@@ -206,35 +206,7 @@ fn rss_kib(pid: u64) -> u64 {
 }
 
 /// 100 hooks in the shapes real projects use (argv prefixes, regexes, tool and file guards),
-/// the same mix as the engine's in-process bench.
+/// the same file as the engine's in-process bench.
 pub fn hundred_hooks() -> String {
-    let tools = [
-        "git",
-        "npm",
-        "cargo",
-        "docker",
-        "kubectl",
-        "terraform",
-        "pip",
-        "uv",
-        "gh",
-        "make",
-    ];
-    let subs = [
-        "push", "publish", "install", "prune", "delete", "destroy", "upgrade", "run", "merge",
-        "clean",
-    ];
-    let mut toml = String::new();
-    for i in 0..100 {
-        let (tool, sub) = (tools[i % 10], subs[(i / 10) % 10]);
-        toml.push_str(&match i % 5 {
-            0 => format!("[[hook]]\nkind = \"block_command\"\nargv = [\"{tool}\", \"{sub}\"]\nreason = \"no {tool} {sub} {i}\"\n"),
-            1 => format!("[[hook]]\nkind = \"block_command\"\npattern = '{tool}\\s+{sub}\\b.*--force{i}'\nreason = \"forced {i}\"\n"),
-            2 => format!("[[hook]]\nkind = \"warn_command\"\nargv = [\"{tool}\", \"*\", \"{sub}\"]\nmessage = \"careful {i}\"\nevents = \"PreToolUse\"\n"),
-            3 => format!("[[hook]]\nkind = \"hook\"\nevents = \"PreToolUse\"\nmessage = \"edit {i}\"\nonly_if = [{{ tool = \"Edit|Write\" }}, {{ file_path = \"**/src/*{i}.py\" }}]\n"),
-            _ => format!("[[hook]]\nkind = \"hook\"\nevents = \"PreToolUse\"\nmessage = \"sudo {i}\"\nblock = true\nonly_if = [{{ runs = [\"sudo\", \"{tool}\"] }}]\nskip_if = [{{ command = '--dry-run{i}' }}]\n"),
-        });
-        toml.push('\n');
-    }
-    toml
+    include_str!("../../crates/captain-hook/examples/hundred-hooks.toml").to_owned()
 }

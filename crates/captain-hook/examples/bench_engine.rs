@@ -12,50 +12,8 @@ use captain_hook::loader::load_str;
 use captain_hook::{DispatchOptions, Dispatcher, Event, Registry};
 use serde_json::json;
 
-/// 100 hooks in the shapes real projects use: argv prefixes, regexes, tool and file guards.
-fn hundred_hooks() -> String {
-    let mut toml = String::new();
-    let tools = [
-        "git",
-        "npm",
-        "cargo",
-        "docker",
-        "kubectl",
-        "terraform",
-        "pip",
-        "uv",
-        "gh",
-        "make",
-    ];
-    let subs = [
-        "push", "publish", "install", "prune", "delete", "destroy", "upgrade", "run", "merge",
-        "clean",
-    ];
-    for i in 0..100 {
-        let tool = tools[i % tools.len()];
-        let sub = subs[(i / tools.len()) % subs.len()];
-        let hook = match i % 5 {
-            0 => format!(
-                "[[hook]]\nkind = \"block_command\"\nargv = [\"{tool}\", \"{sub}\"]\nreason = \"no {tool} {sub} {i}\"\n"
-            ),
-            1 => format!(
-                "[[hook]]\nkind = \"block_command\"\npattern = '{tool}\\s+{sub}\\b.*--force{i}'\nreason = \"forced {i}\"\n"
-            ),
-            2 => format!(
-                "[[hook]]\nkind = \"warn_command\"\nargv = [\"{tool}\", \"*\", \"{sub}\"]\nmessage = \"careful {i}\"\nevents = \"PreToolUse\"\n"
-            ),
-            3 => format!(
-                "[[hook]]\nkind = \"hook\"\nevents = \"PreToolUse\"\nmessage = \"edit {i}\"\nonly_if = [{{ tool = \"Edit|Write\" }}, {{ file_path = \"**/src/*{i}.py\" }}]\n"
-            ),
-            _ => format!(
-                "[[hook]]\nkind = \"hook\"\nevents = \"PreToolUse\"\nmessage = \"sudo {i}\"\nblock = true\nonly_if = [{{ runs = [\"sudo\", \"{tool}\"] }}]\nskip_if = [{{ command = '--dry-run{i}' }}]\n"
-            ),
-        };
-        toml.push_str(&hook);
-        toml.push('\n');
-    }
-    toml
-}
+/// 100 hooks in the shapes real projects use; the runtime bench loads the same file.
+const HUNDRED_HOOKS: &str = include_str!("hundred-hooks.toml");
 
 fn main() {
     // A typical agent command, a long compound line (both plain: no parser needed), and a line
@@ -69,7 +27,7 @@ fn main() {
 
 fn bench(command: &str) {
     let mut registry = Registry::new();
-    if let Err(errors) = load_str(&hundred_hooks(), "bench", &mut registry) {
+    if let Err(errors) = load_str(HUNDRED_HOOKS, "bench", &mut registry) {
         for e in errors {
             eprintln!("{e}");
         }
