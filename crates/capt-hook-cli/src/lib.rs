@@ -133,23 +133,7 @@ fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
 
 /// `--root`, else the environment, else the payload's cwd, else the process cwd.
 fn project_root(flag: &Option<PathBuf>, payload_cwd: Option<&str>) -> PathBuf {
-    if let Some(r) = flag {
-        return r.clone();
-    }
-    for var in [
-        capt_hook_core::env::CLAUDE_PROJECT_DIR,
-        capt_hook_core::env::FACTORY_PROJECT_DIR,
-    ] {
-        if let Ok(v) = std::env::var(var)
-            && !v.is_empty()
-        {
-            return PathBuf::from(v);
-        }
-    }
-    if let Some(cwd) = payload_cwd.filter(|c| !c.is_empty()) {
-        return PathBuf::from(cwd);
-    }
-    std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."))
+    captain_hook::project::root_from(flag.as_deref(), payload_cwd)
 }
 
 fn hooks_dir(flag: &Option<PathBuf>, root: &Path) -> PathBuf {

@@ -215,6 +215,16 @@ pub fn parse_payload(stdin: &[u8]) -> Result<Option<Value>, String> {
 /// The project root for an event: the explicit one, else `CLAUDE_PROJECT_DIR`, else
 /// `FACTORY_PROJECT_DIR`, else the payload's `cwd`, else the process's working directory.
 pub fn resolve_root(explicit: Option<&Path>, stdin: &[u8]) -> PathBuf {
+    let payload = parse_payload(stdin).ok().flatten();
+    let cwd = payload
+        .as_ref()
+        .and_then(|v| v.get("cwd"))
+        .and_then(Value::as_str);
+    root_from(explicit, cwd)
+}
+
+/// [`resolve_root`] when the payload's `cwd` is already known.
+pub fn root_from(explicit: Option<&Path>, payload_cwd: Option<&str>) -> PathBuf {
     if let Some(r) = explicit {
         return r.to_path_buf();
     }
@@ -228,12 +238,7 @@ pub fn resolve_root(explicit: Option<&Path>, stdin: &[u8]) -> PathBuf {
             return PathBuf::from(v);
         }
     }
-    if let Ok(Some(v)) = parse_payload(stdin)
-        && let Some(cwd) = v
-            .get("cwd")
-            .and_then(Value::as_str)
-            .filter(|c| !c.is_empty())
-    {
+    if let Some(cwd) = payload_cwd.filter(|c| !c.is_empty()) {
         return PathBuf::from(cwd);
     }
     std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."))
