@@ -407,7 +407,7 @@ impl Condition {
             Condition::SourceEdits { globs, .. } => {
                 let edit = evt
                     .tool_name()
-                    .is_some_and(|n| matches!(n, "Edit" | "MultiEdit" | "Write" | "Create"));
+                    .is_some_and(|n| matches!(n, "Edit" | "Write" | "Create"));
                 edit && evt.file().is_some_and(|f| {
                     in_project(evt) && globs.iter().any(|g| g.matches_path(f)) && !is_test_file(f)
                 })

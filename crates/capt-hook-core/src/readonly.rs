@@ -1,155 +1,268 @@
 //! Commands known not to change anything, for the `read_only_command` condition.
 //!
-//! Fail-closed: a line counts as read-only only when every command in it is on the list, no
-//! command writes through a redirect, and nothing is hidden behind a substitution, an env
-//! prefix or a privilege wrapper.
+//! Fail-closed: a line counts as read-only only when its raw text holds no expansion at all
+//! (`$`, backticks, braces, process substitution), and every command in it is a bare,
+//! allow-listed program name (wrappers such as `sudo` are not on the list) with no env prefix,
+//! no argument that turns it into a writer or executor, and only harmless redirects.
 
-use capt_hook_shell::CommandLine;
+use capt_hook_shell::{Command, CommandLine, Redirect};
 
-/// Programs that only read, whatever their arguments (within the per-program checks below).
-const READ_ONLY: &[&str] = &[
-    "basename",
-    "cat",
-    "cd",
-    "column",
-    "comm",
-    "cut",
-    "date",
-    "df",
-    "diff",
-    "dirname",
-    "du",
-    "echo",
-    "env",
-    "false",
-    "file",
-    "fd",
-    "find",
-    "grep",
-    "egrep",
-    "fgrep",
-    "head",
-    "hostname",
-    "id",
-    "jq",
-    "less",
-    "ls",
-    "md5sum",
-    "more",
-    "nl",
-    "printenv",
-    "printf",
-    "ps",
-    "pwd",
-    "readlink",
-    "realpath",
-    "rg",
-    "sha1sum",
-    "sha256sum",
-    "sort",
-    "stat",
-    "tail",
-    "test",
-    "tr",
-    "tree",
-    "true",
-    "type",
-    "uname",
-    "uniq",
-    "wc",
-    "which",
-    "whoami",
-    "[",
+/// Programs that only read, each with the argument prefixes that would make it write or run
+/// something (`find -delete`, `sort -o`, `rg --pre`).
+const READ_ONLY: &[(&str, &[&str])] = &[
+    ("ls", &[]),
+    ("cat", &[]),
+    ("head", &[]),
+    ("tail", &[]),
+    ("wc", &[]),
+    ("pwd", &[]),
+    ("echo", &[]),
+    ("printf", &["-v"]),
+    ("grep", &[]),
+    ("true", &[]),
+    ("false", &[]),
+    ("test", &[]),
+    ("file", &[]),
+    ("stat", &[]),
+    ("readlink", &[]),
+    ("realpath", &[]),
+    ("basename", &[]),
+    ("dirname", &[]),
+    ("du", &[]),
+    ("df", &[]),
+    ("which", &[]),
+    ("type", &[]),
+    ("uname", &[]),
+    ("id", &[]),
+    ("whoami", &[]),
+    ("groups", &[]),
+    ("ps", &[]),
+    ("pgrep", &[]),
+    ("cut", &[]),
+    ("tr", &[]),
+    ("column", &[]),
+    ("nl", &[]),
+    ("jq", &[]),
+    ("diff", &[]),
+    ("cmp", &[]),
+    ("comm", &[]),
+    ("md5", &[]),
+    ("md5sum", &[]),
+    ("shasum", &[]),
+    ("sha256sum", &[]),
+    ("cksum", &[]),
+    ("rg", &["--pre", "--hostname-bin"]),
+    ("fd", &["--exec"]),
+    ("find", &["-delete", "-exec", "-ok", "-fls", "-fprint"]),
+    ("sort", &["--output"]),
+    ("tree", &["-o"]),
 ];
 
-/// Subcommands of multi-level tools that only read.
-const READ_ONLY_SUBCOMMANDS: &[(&str, &[&str])] = &[
+/// Subcommand tools: (name, flags allowed before the subcommand, flags that take a value there,
+/// read-only subcommands, argument prefixes forbidden after the subcommand).
+type Subcommands = (
+    &'static str,
+    &'static [&'static str],
+    &'static [&'static str],
+    &'static [&'static str],
+    &'static [&'static str],
+);
+
+const SUBCOMMAND_TOOLS: &[Subcommands] = &[
     (
         "git",
+        &["--no-pager", "-P"],
+        &["-C"],
         &[
-            "blame",
-            "describe",
-            "diff",
-            "grep",
+            "status",
             "log",
+            "diff",
+            "show",
+            "blame",
+            "shortlog",
+            "describe",
+            "rev-parse",
+            "rev-list",
             "ls-files",
             "ls-tree",
-            "rev-parse",
-            "show",
-            "status",
-            "shortlog",
-            "reflog",
+            "cat-file",
+            "grep",
+            "count-objects",
+            "merge-base",
+            "name-rev",
+            "check-ignore",
+            "cherry",
         ],
-    ),
-    ("cargo", &["metadata", "tree", "--version", "version"]),
-    ("gh", &["status"]),
-    ("jj", &["diff", "log", "show", "status", "st"]),
-];
-
-/// Arguments that turn an otherwise read-only program into a writer or executor.
-const DANGEROUS_ARGS: &[(&str, &[&str])] = &[
-    (
-        "find",
         &[
-            "-exec", "-execdir", "-delete", "-ok", "-okdir", "-fprint", "-fprintf", "-fls",
+            "--output",
+            "-o",
+            "-O",
+            "--open-files-in-pager",
+            "--ext-diff",
+            "--textconv",
         ],
     ),
-    ("sort", &["-o", "--output"]),
-    ("env", &[]),
+    (
+        "jj",
+        &["--no-pager", "--ignore-working-copy"],
+        &["-R", "--repository", "--at-operation", "--at-op", "--color"],
+        &["log", "status", "st", "diff", "show"],
+        &["--tool", "--config"],
+    ),
 ];
 
-fn safe_redirect(op: &str, target: &str) -> bool {
-    match op {
-        "<" | "<<" | "<<<" | "<&" | ">&" => true,
-        ">" | ">>" | "&>" | "&>>" | ">|" => target == "/dev/null",
+fn safe_redirect(r: &Redirect) -> bool {
+    match r.op.as_str() {
+        "<" => !r.target.starts_with("/dev/tcp/") && !r.target.starts_with("/dev/udp/"),
+        "<<" | "<<-" | "<<<" => true,
+        ">&" | "<&" => matches!(r.target.as_str(), "0" | "1" | "2" | "-"),
+        ">" | ">>" => matches!(
+            r.target.as_str(),
+            "/dev/null" | "/dev/stdout" | "/dev/stderr"
+        ),
         _ => false,
+    }
+}
+
+/// A bare program name: no path, no quoting, nothing a shell would expand.
+fn is_bare_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars.next().is_some_and(|c| c.is_ascii_alphanumeric())
+        && chars.all(|c| c.is_alphanumeric() || matches!(c, '_' | '.' | '+' | '-'))
+}
+
+fn has_arg(cmd: &Command, prefixes: &[&str]) -> bool {
+    cmd.args
+        .iter()
+        .any(|a| prefixes.iter().any(|p| a.starts_with(p)))
+}
+
+fn read_only_subcommand(cmd: &Command, tool: &Subcommands) -> bool {
+    let (_, bare, valued, subcommands, forbidden) = tool;
+    let mut i = 0;
+    while let Some(arg) = cmd.args.get(i) {
+        if bare.contains(&arg.as_str()) {
+            i += 1;
+        } else if valued.contains(&arg.as_str()) {
+            i += 2;
+        } else if arg.starts_with('-') {
+            return false;
+        } else {
+            return subcommands.contains(&arg.as_str())
+                && !cmd.args[i + 1..]
+                    .iter()
+                    .any(|a| forbidden.iter().any(|p| a.starts_with(p)));
+        }
+    }
+    false
+}
+
+fn read_only_program(cmd: &Command) -> bool {
+    let name = cmd.executable.as_str();
+    if let Some(tool) = SUBCOMMAND_TOOLS.iter().find(|t| t.0 == name) {
+        return read_only_subcommand(cmd, tool);
+    }
+    match name {
+        // `uniq in out` writes `out`.
+        "uniq" => cmd.args.iter().filter(|a| !a.starts_with('-')).count() <= 1,
+        "date" => {
+            !has_arg(cmd, &["-s", "--set"])
+                && cmd
+                    .args
+                    .iter()
+                    .all(|a| a.starts_with('-') || a.starts_with('+'))
+        }
+        "hostname" => cmd.args.iter().all(|a| a.starts_with('-')),
+        // `fd -x cmd` / `fd -X cmd` run commands, also inside a flag cluster (`-Hx`).
+        "fd" if cmd
+            .args
+            .iter()
+            .any(|a| a.starts_with('-') && !a.starts_with("--") && a.contains(['x', 'X'])) =>
+        {
+            false
+        }
+        // `sort -o file` / `sort -uo file` write a file.
+        "sort"
+            if cmd
+                .args
+                .iter()
+                .any(|a| a.starts_with('-') && !a.starts_with("--") && a.contains('o')) =>
+        {
+            false
+        }
+        _ => READ_ONLY
+            .iter()
+            .find(|(n, _)| *n == name)
+            .is_some_and(|(_, forbidden)| !has_arg(cmd, forbidden)),
     }
 }
 
 /// True when every command of the line is a known read-only program.
 pub fn is_read_only(line: &CommandLine) -> bool {
-    if line.is_empty() || line.has_error {
+    let raw = line.raw.as_str();
+    if line.is_empty() || raw.contains(['`', '$', '{']) || raw.contains("<(") || raw.contains(">(")
+    {
         return false;
     }
     line.commands().all(|cmd| {
-        if cmd.nesting > 0 || cmd.tainted || !cmd.env.is_empty() {
-            return false;
-        }
-        if !cmd
-            .redirects
-            .iter()
-            .all(|r| safe_redirect(&r.op, &r.target))
-        {
-            return false;
-        }
-        let argv = cmd.argv();
-        let Some(first) = argv.first() else {
-            return false;
-        };
-        let program = crate::glob::basename(first);
-        // `env` with arguments runs another program; bare `env` only prints.
-        if program == "env" && argv.len() > 1 {
-            return false;
-        }
-        if let Some((_, subs)) = READ_ONLY_SUBCOMMANDS.iter().find(|(p, _)| *p == program) {
-            let sub = argv[1..].iter().find(|a| !a.starts_with('-'));
-            return match sub {
-                Some(s) => subs.contains(s),
-                None => argv[1..].iter().any(|a| subs.contains(a)),
-            };
-        }
-        if !READ_ONLY.contains(&program) {
-            return false;
-        }
-        let dangerous = DANGEROUS_ARGS
-            .iter()
-            .find(|(p, _)| *p == program)
-            .is_some_and(|(_, bad)| {
-                argv[1..].iter().any(|a| {
-                    bad.iter()
-                        .any(|b| a == b || a.starts_with(&format!("{b}=")))
-                })
-            });
-        !dangerous
+        cmd.env.is_empty()
+            && cmd.redirects.iter().all(safe_redirect)
+            && is_bare_name(&cmd.executable)
+            && read_only_program(cmd)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ro(line: &str) -> bool {
+        is_read_only(&CommandLine::parse(line))
+    }
+
+    #[test]
+    fn reading_pipelines_pass() {
+        assert!(ro("ls -la | head -20"));
+        assert!(ro("git --no-pager log --oneline -5 && git status"));
+        assert!(ro("git -C sub diff HEAD~1"));
+        assert!(ro("grep -rn needle src 2>/dev/null"));
+        assert!(ro("find . -name '*.rs'"));
+        assert!(ro("jj log -r @"));
+        assert!(ro("date +%Y"));
+        assert!(ro("cat a.txt 2>&1 < input.txt"));
+    }
+
+    #[test]
+    fn anything_unproven_fails_closed() {
+        for line in [
+            "",
+            "rm -rf build",
+            "ls > listing.txt",
+            "echo $(rm -rf ~)",
+            "echo $HOME",
+            "cat `which x`",
+            "ls {a,b}",
+            "FOO=1 ls",
+            "sudo ls",
+            "/bin/ls",
+            "cd src && ls",
+            "find . -delete",
+            "find . -exec rm {} +",
+            "sort -o out.txt in.txt",
+            "sort -uo out.txt in.txt",
+            "fd -x rm",
+            "rg --pre ./script pattern",
+            "git push",
+            "git -c core.pager=x log",
+            "git log --output=x",
+            "uniq in.txt out.txt",
+            "date -s 2020-01-01",
+            "printf -v var x",
+            "diff <(ls a) <(ls b)",
+            "cat < /dev/tcp/host/80",
+            "echo hi >&3",
+        ] {
+            assert!(!ro(line), "{line}");
+        }
+    }
 }
