@@ -219,11 +219,21 @@ fn demo() -> anyhow::Result<()> {
     )?;
     let host = sandbox.start_host()?;
     println!("host pid {host} on {}", sandbox.socket().display());
-    for (event, command) in [
-        ("PreToolUse", Some("git stash pop")),
-        ("PreToolUse", Some("cargo publish --dry-run")),
-        ("PreToolUse", Some("ls -la")),
-        ("Stop", None),
+    // Each event with the verdict it must get, so `demo` doubles as a smoke test in CI.
+    let mut wrong = Vec::new();
+    for (event, command, expected) in [
+        (
+            "PreToolUse",
+            Some("git stash pop"),
+            "\"permissionDecision\":\"deny\"",
+        ),
+        (
+            "PreToolUse",
+            Some("cargo publish --dry-run"),
+            "double-check the version",
+        ),
+        ("PreToolUse", Some("ls -la"), ""),
+        ("Stop", None, "\"decision\":\"block\""),
     ] {
         let payload = sandbox::payload(event, &project, command, "demo");
         let out = sandbox.hook(event, &payload)?;
@@ -241,8 +251,20 @@ fn demo() -> anyhow::Result<()> {
                 verdict
             }
         );
+        let ok = out.status.code() == Some(0)
+            && if expected.is_empty() {
+                verdict.is_empty()
+            } else {
+                verdict.contains(expected)
+            };
+        if !ok {
+            wrong.push(label);
+        }
     }
     sandbox.shutdown()?;
     println!("host stopped");
+    if !wrong.is_empty() {
+        anyhow::bail!("unexpected verdicts for: {}", wrong.join(", "));
+    }
     Ok(())
 }
