@@ -15,13 +15,7 @@ pub async fn read_frame<R: AsyncRead + Unpin>(
         return Ok(None);
     }
     r.read_exact(&mut len_buf[1..]).await?;
-    let len = u32::from_be_bytes(len_buf) as usize;
-    if len == 0 {
-        return Err(FrameError::Empty);
-    }
-    if len > max {
-        return Err(FrameError::TooLarge { len, max });
-    }
+    let len = capt_hook_proto::frame_len(len_buf, max)?;
     let mut body = Vec::with_capacity(len.min(64 * 1024));
     r.take(len as u64).read_to_end(&mut body).await?;
     if body.len() < len {

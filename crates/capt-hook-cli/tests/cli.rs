@@ -33,12 +33,17 @@ impl Project {
     }
 
     fn run(&self, args: &[&str], stdin: &[u8]) -> Output {
+        self.run_env(args, stdin, &[])
+    }
+
+    fn run_env(&self, args: &[&str], stdin: &[u8], env: &[(&str, &Path)]) -> Output {
         let mut child = Command::new(bin())
             .args(args)
             .current_dir(self.root())
             .env("CLAUDE_PROJECT_DIR", self.root())
             .env("HOME", self.root().join("home"))
             .env("CAPTAIN_HOOK_LOG_DIR", self.root().join("logs"))
+            .envs(env.iter().copied())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -375,20 +380,11 @@ replace = "subprocess.run($CMD)"
 
 /// Runs `capt-hook run` with a private state root.
 fn run_with_state(p: &Project, state: &Path, event: &str, payload: &str) -> Output {
-    let mut child = Command::new(bin())
-        .args(["run", event])
-        .current_dir(p.root())
-        .env("CLAUDE_PROJECT_DIR", p.root())
-        .env("HOME", p.root().join("home"))
-        .env("CAPTAIN_HOOK_STATE_DIR", state)
-        .env("CAPTAIN_HOOK_LOG_DIR", p.root().join("logs"))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let _ = child.stdin.take().unwrap().write_all(payload.as_bytes());
-    child.wait_with_output().unwrap()
+    p.run_env(
+        &["run", event],
+        payload.as_bytes(),
+        &[("CAPTAIN_HOOK_STATE_DIR", state)],
+    )
 }
 
 #[test]

@@ -345,7 +345,8 @@ impl Condition {
             Condition::Tool(names) => match evt.tool_name() {
                 Some(name) => {
                     names.iter().any(|n| n == name)
-                        || mcp_tail(name).is_some_and(|tail| names.iter().any(|n| n == tail))
+                        || capt_hook_transcript::names::mcp_tool(name)
+                            .is_some_and(|tail| names.iter().any(|n| n == tail))
                 }
                 None => false,
             },
@@ -527,13 +528,6 @@ pub fn is_waiting(evt: &Event) -> bool {
 fn in_project(evt: &Event) -> bool {
     evt.file()
         .is_some_and(|f| is_project_path(f, evt.project_root()))
-}
-
-/// The `<tool>` of `mcp__<server>__<tool>` (the server part may itself hold `__`-free text).
-fn mcp_tail(name: &str) -> Option<&str> {
-    let rest = name.strip_prefix("mcp__")?;
-    let (_, tail) = rest.rsplit_once("__")?;
-    (!tail.is_empty()).then_some(tail)
 }
 
 /// Which events a condition list can never match on, for load-time validation: the conditions

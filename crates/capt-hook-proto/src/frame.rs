@@ -77,6 +77,19 @@ pub fn write_frame<W: Write>(w: &mut W, body: &[u8]) -> io::Result<()> {
     w.flush()
 }
 
+/// The body length a 4-byte big-endian header announces, checked against `max` (and zero, which
+/// no sender writes). Shared by this blocking reader and the host's async one.
+pub fn frame_len(header: [u8; 4], max: usize) -> Result<usize, FrameError> {
+    let len = u32::from_be_bytes(header) as usize;
+    if len == 0 {
+        return Err(FrameError::Empty);
+    }
+    if len > max {
+        return Err(FrameError::TooLarge { len, max });
+    }
+    Ok(len)
+}
+
 /// Reads one frame body of at most `max` bytes. `Ok(None)` is a clean end of stream before the
 /// first length byte; a stream that ends anywhere else is an error.
 ///
@@ -94,13 +107,7 @@ pub fn read_frame<R: Read>(r: &mut R, max: usize) -> Result<Option<Vec<u8>>, Fra
             Err(e) => return Err(e.into()),
         }
     }
-    let len = u32::from_be_bytes(len_buf) as usize;
-    if len == 0 {
-        return Err(FrameError::Empty);
-    }
-    if len > max {
-        return Err(FrameError::TooLarge { len, max });
-    }
+    let len = frame_len(len_buf, max)?;
     let mut body = Vec::with_capacity(len.min(64 * 1024));
     r.take(len as u64).read_to_end(&mut body)?;
     if body.len() < len {

@@ -7,7 +7,7 @@ mod frame;
 pub mod paths;
 mod wire;
 
-pub use frame::{FrameError, decode, encode, read_frame, write_frame};
+pub use frame::{FrameError, decode, encode, frame_len, read_frame, write_frame};
 pub use wire::*;
 
 /// The JSON library the wire uses, so the client needs no second copy of it.

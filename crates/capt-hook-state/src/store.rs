@@ -73,11 +73,7 @@ impl SessionStore {
 
     /// The slot of `T` at `<dir>/<key>.json`, for models whose file name is set explicitly.
     pub fn slot_named<T: Serialize + DeserializeOwned>(&self, key: &str) -> Slot<T> {
-        Slot::at(
-            self.dir
-                .as_ref()
-                .map(|d| d.join(format!("{}.json", paths::path_component(key)))),
-        )
+        slot_in(self.dir.as_deref(), key)
     }
 
     /// The stored `T`, or `None` (missing, null, corrupt: see [`Slot::get`]).
@@ -262,6 +258,11 @@ pub fn untrack<T: 'static>() {
 /// Every tracked model, in registration order (the framework's own first).
 pub fn tracked_models() -> Vec<TrackedModel> {
     TRACKED.lock().unwrap_or_else(|p| p.into_inner()).clone()
+}
+
+/// The slot `<dir>/<key>.json`, or a null slot without a directory: every store's slots.
+pub(crate) fn slot_in<T: Serialize + DeserializeOwned>(dir: Option<&Path>, key: &str) -> Slot<T> {
+    Slot::at(dir.map(|d| d.join(format!("{}.json", paths::path_component(key)))))
 }
 
 #[cfg(test)]

@@ -162,11 +162,7 @@ impl DurableStore {
 
     /// The slot of `T` at `<dir>/<key>.json`.
     pub fn slot_named<T: Serialize + DeserializeOwned>(&self, key: &str) -> Slot<T> {
-        Slot::at(
-            self.dir
-                .as_ref()
-                .map(|d| d.join(format!("{}.json", paths::path_component(key)))),
-        )
+        crate::store::slot_in(self.dir.as_deref(), key)
     }
 
     /// The stored `T`, else its default.

@@ -82,13 +82,6 @@ impl CommandMatch {
             CommandMatch::Pattern(p) => Condition::Command(p.clone()),
         }
     }
-
-    fn describe(&self) -> String {
-        match self {
-            CommandMatch::Argv(t) => t.to_string(),
-            CommandMatch::Pattern(p) => p.as_str().to_owned(),
-        }
-    }
 }
 
 /// A command rewriter supplied by another crate (the structural ast-grep form lives in the
@@ -793,9 +786,4 @@ fn rewrite_command_input(evt: &Event, new: String, note: Option<String>) -> Opti
     let mut input = evt.tool_input().cloned().unwrap_or_default();
     input.insert("command".into(), Value::String(new));
     Some(HookResult::rewrite(input, note))
-}
-
-/// Describes a command match for `list`.
-pub fn describe_match(m: &CommandMatch) -> String {
-    m.describe()
 }

@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::{Instant, SystemTime};
+use std::time::SystemTime;
 
 use capt_hook_core::{EventContext, EventKind, envelope};
 use serde_json::Value;
@@ -242,9 +242,4 @@ pub fn root_from(explicit: Option<&Path>, payload_cwd: Option<&str>) -> PathBuf 
         return PathBuf::from(cwd);
     }
     std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."))
-}
-
-/// A deadline `ms` milliseconds from now.
-pub fn deadline_in(ms: u64) -> Instant {
-    Instant::now() + std::time::Duration::from_millis(ms)
 }
