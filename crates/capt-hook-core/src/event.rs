@@ -57,7 +57,12 @@ pub struct Event {
     transcript: LazyTranscript,
     /// The session's state directory, opened on first use.
     store: OnceLock<capt_hook_state::SessionStore>,
+    /// Values several hooks derive from this event (an edited file, its parse), kept so each
+    /// is computed once per event.
+    memo: std::sync::Mutex<std::collections::HashMap<String, Memo>>,
 }
+
+type Memo = std::sync::Arc<dyn std::any::Any + Send + Sync>;
 
 fn kind_name(v: &Value) -> &'static str {
     match v {
@@ -111,6 +116,7 @@ impl Event {
             images: OnceLock::new(),
             transcript: LazyTranscript::new(None),
             store: OnceLock::new(),
+            memo: Default::default(),
         }
         .with_transcript_path())
     }
@@ -126,6 +132,31 @@ impl Event {
     pub fn with_transcript(mut self, transcript: Transcript) -> Event {
         self.transcript = LazyTranscript::ready(transcript);
         self
+    }
+
+    /// A value derived from this event, computed on first request and shared by every hook
+    /// that asks for the same `key` (and type) afterwards.
+    pub fn memo<T: std::any::Any + Send + Sync>(
+        &self,
+        key: &str,
+        compute: impl FnOnce() -> T,
+    ) -> std::sync::Arc<T> {
+        if let Some(hit) = self.memo_map().get(key).cloned()
+            && let Ok(v) = hit.downcast::<T>()
+        {
+            return v;
+        }
+        // Computed outside the lock: hooks on other threads may memoise other keys meanwhile.
+        let value = std::sync::Arc::new(compute());
+        self.memo_map().insert(key.to_owned(), value.clone());
+        value
+    }
+
+    fn memo_map(&self) -> std::sync::MutexGuard<'_, std::collections::HashMap<String, Memo>> {
+        // A hook that panicked mid-insert leaves a usable map: entries are whole values.
+        self.memo
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// The session's state store: null (nothing persists) without a session id or state root.
@@ -588,6 +619,22 @@ mod tests {
         );
         assert!(a);
         assert!(!b);
+    }
+
+    #[test]
+    fn memo_computes_once_per_key() {
+        let e = ev(EventKind::Stop, json!({}));
+        let mut runs = 0;
+        let a = *e.memo("k", || {
+            runs += 1;
+            7u32
+        });
+        let b = *e.memo("k", || {
+            runs += 1;
+            8u32
+        });
+        let c = *e.memo("other", || 9u32);
+        assert_eq!((a, b, c, runs), (7, 7, 9, 1));
     }
 
     #[test]

@@ -9,8 +9,8 @@ use std::ops::RangeInclusive;
 use std::sync::Arc;
 
 use capt_hook_code::{
-    AnyLangPattern, CodePattern, CommandRewrite, Lang, StyleRule, Violation, changed_lines,
-    check_style, format_style_report, format_violations,
+    AnyLangPattern, CodePattern, CommandRewrite, Lang, ParsedCode, StyleRule, Violation,
+    changed_lines, check_style, format_style_report, format_violations,
 };
 use capt_hook_core::condition::is_test_file;
 use capt_hook_core::paths::is_project_path;
@@ -90,7 +90,7 @@ fn undo(post: &str, edits: &[(String, String)]) -> Option<String> {
     Some(text)
 }
 
-fn images(evt: &Event) -> Option<Images> {
+fn compute_images(evt: &Event) -> Option<Images> {
     let edits: Vec<(String, String)> = match evt.tool() {
         ToolCall::Edit {
             old_string,
@@ -133,6 +133,28 @@ fn images(evt: &Event) -> Option<Images> {
     };
     let changed = (!is_write).then(|| changed_lines(&pre, &post));
     Some(Images { pre, post, changed })
+}
+
+/// The edit's images, computed once per event however many code hooks ask.
+fn images(evt: &Event) -> Arc<Option<Images>> {
+    evt.memo("code.images", || compute_images(evt))
+}
+
+/// The post-edit file parsed as `lang`, once per event and language.
+fn parsed_post(evt: &Event, lang: Lang, post: &str) -> Arc<Option<ParsedCode>> {
+    evt.memo(&format!("code.post.{}", lang.id()), || {
+        ParsedCode::parse(lang, post).ok()
+    })
+}
+
+/// The images a lint looks at, unless there is nothing to lint or its trigger text is absent.
+fn lint_images(evt: &Event, trigger: Option<&str>) -> Option<Arc<Option<Images>>> {
+    let img = images(evt);
+    let ready = img
+        .as_ref()
+        .as_ref()
+        .is_some_and(|i| trigger.is_none_or(|t| i.post.contains(t)));
+    ready.then_some(img)
 }
 
 fn render(options: &LintOptions, violations: &[Violation]) -> Option<HookResult> {
@@ -201,17 +223,18 @@ pub fn lint(check: LintCheck, options: LintOptions) -> HookDef {
     );
     let opts = options.clone();
     let handler: HandlerFn = Arc::new(move |evt: &Event| {
-        let Some(img) = images(evt) else {
+        let Some(img) = lint_images(evt, opts.trigger.as_deref()) else {
             return Ok(None);
         };
-        if let Some(t) = &opts.trigger
-            && !img.post.contains(t.as_str())
-        {
+        let Some(img) = img.as_ref() else {
             return Ok(None);
-        }
+        };
         let changed = img.changed.as_deref();
         let violations = match &check {
-            LintCheck::Pattern(p) => capt_hook_code::lint_pattern(p, &img.post, changed),
+            LintCheck::Pattern(p) => match parsed_post(evt, p.lang(), &img.post).as_ref() {
+                Some(parsed) => capt_hook_code::lint_parsed(p, parsed, changed),
+                None => Vec::new(),
+            },
             LintCheck::Regex(r) => capt_hook_code::lint_regex(r, &img.post, changed),
         };
         Ok(render(&opts, &violations))
@@ -225,17 +248,21 @@ pub fn diff_lint(pattern: CodePattern, options: LintOptions) -> HookDef {
     let identity = format!("{}\n{}", options.message, pattern.as_str());
     let opts = options.clone();
     let handler: HandlerFn = Arc::new(move |evt: &Event| {
-        let Some(img) = images(evt) else {
+        let Some(img) = lint_images(evt, opts.trigger.as_deref()) else {
             return Ok(None);
         };
-        if let Some(t) = &opts.trigger
-            && !img.post.contains(t.as_str())
-        {
+        let Some(img) = img.as_ref() else {
             return Ok(None);
-        }
+        };
+        let after = parsed_post(evt, pattern.lang(), &img.post);
+        let (Some(after), Ok(before)) =
+            (after.as_ref(), ParsedCode::parse(pattern.lang(), &img.pre))
+        else {
+            return Ok(None);
+        };
         Ok(render(
             &opts,
-            &capt_hook_code::diff_lint(&pattern, &img.pre, &img.post),
+            &capt_hook_code::diff_lint_parsed(&pattern, &before, after),
         ))
     });
     lint_kind("diff_lint", identity, &options, handler)
@@ -265,7 +292,8 @@ pub fn styleguide(rules: Vec<StyleRule>, block: bool, max_shown: usize) -> HookD
         let Some(lang) = evt.file().and_then(Lang::from_path) else {
             return Ok(None);
         };
-        let Some(img) = images(evt) else {
+        let img = images(evt);
+        let Some(img) = img.as_ref() else {
             return Ok(None);
         };
         let found = check_style(&rules, lang, &img.pre, &img.post, img.changed.as_deref());
