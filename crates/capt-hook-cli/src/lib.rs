@@ -153,44 +153,40 @@ fn prepare(
     root_flag: &Option<PathBuf>,
     name: &str,
 ) -> anyhow::Result<Result<Option<(Event, PathBuf)>, ExitCode>> {
-    let kind: EventKind = match name.parse() {
-        Ok(k) => k,
-        Err(e) => {
-            eprintln!("{e}");
-            return Ok(Err(ExitCode::from(1)));
-        }
-    };
+    // An unknown name fails before stdin is read, so a typo never waits on a terminal.
+    if let Err(e) = name.parse::<EventKind>() {
+        eprintln!("{e}");
+        return Ok(Err(ExitCode::from(1)));
+    }
     let mut stdin = Vec::new();
     std::io::stdin()
         .lock()
         .read_to_end(&mut stdin)
         .context("reading stdin")?;
-    let payload = match captain_hook::project::parse_payload(&stdin) {
-        Ok(Some(v)) => v,
-        Ok(None) => return Ok(Ok(None)),
-        Err(e) => {
-            eprintln!("Malformed stdin: {e}");
-            return Ok(Ok(None));
+    let mut root = PathBuf::new();
+    let context = |cwd: Option<&str>| {
+        root = project_root(root_flag, cwd);
+        EventContext {
+            project_root: Some(root.clone()),
+            skip_permissions: None,
+            // Explaining must not spend fires or trip once-per-turn throttles.
+            state_root: None,
+            origin_pid: None,
+            request_env: None,
         }
     };
-    let cwd = payload
-        .get("cwd")
-        .and_then(|c| c.as_str())
-        .map(str::to_owned);
-    let root = project_root(root_flag, cwd.as_deref());
-    let context = EventContext {
-        project_root: Some(root.clone()),
-        skip_permissions: None,
-        // Explaining must not spend fires or trip once-per-turn throttles.
-        state_root: None,
-        origin_pid: None,
-        request_env: None,
-    };
-    match Event::new(kind, payload, context) {
-        Ok(evt) => Ok(Ok(Some((evt, root)))),
-        Err(e) => {
-            eprintln!("Malformed stdin: {e}");
-            Ok(Ok(None))
+    match captain_hook::project::read_event(name, &stdin, context) {
+        Ok(Some(evt)) => Ok(Ok(Some((evt, root)))),
+        Ok(None) => Ok(Ok(None)),
+        Err(rejected) => {
+            for line in &rejected.stderr {
+                eprintln!("{line}");
+            }
+            if rejected.exit_code == 0 {
+                Ok(Ok(None))
+            } else {
+                Ok(Err(ExitCode::from(rejected.exit_code)))
+            }
         }
     }
 }
@@ -282,7 +278,9 @@ fn explain(
             Trace::OtherMode => "skipped: async hook (runs with --async)".to_owned(),
             Trace::PlanningAgent => "skipped: planning agent".to_owned(),
             Trace::Gitignored => "skipped: the file is gitignored".to_owned(),
-            Trace::NoMatch(why) => format!("no match: {why}"),
+            Trace::NoMatch(miss) => {
+                format!("no match: {}", miss.describe(&hook.only_if, &hook.skip_if))
+            }
             Trace::Doomed => "not run: an earlier hook already blocked".to_owned(),
             Trace::Abandoned => "abandoned: the handler missed the deadline".to_owned(),
             Trace::Capped => "skipped: max_fires reached for this session and agent".to_owned(),

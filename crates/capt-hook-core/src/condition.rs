@@ -539,39 +539,35 @@ pub fn never_matches(conditions: &[Condition], events: crate::events::EventSet) 
     conditions.iter().position(Condition::reads_tool_call)
 }
 
-/// Evaluates `only_if` then `skip_if`; returns the first condition that decided a miss.
-pub fn first_miss<'a>(
-    evt: &Event,
-    only_if: &'a [Condition],
-    skip_if: &'a [Condition],
-) -> Option<Miss<'a>> {
-    for (i, c) in only_if.iter().enumerate() {
-        if !c.check(evt) {
-            return Some(Miss::OnlyIf(i, c));
-        }
+/// Evaluates `only_if` then `skip_if`; returns where the first deciding condition sits.
+pub fn first_miss(evt: &Event, only_if: &[Condition], skip_if: &[Condition]) -> Option<Miss> {
+    if let Some(i) = only_if.iter().position(|c| !c.check(evt)) {
+        return Some(Miss::OnlyIf(i));
     }
-    for (i, c) in skip_if.iter().enumerate() {
-        if c.check(evt) {
-            return Some(Miss::SkipIf(i, c));
-        }
-    }
-    None
+    skip_if.iter().position(|c| c.check(evt)).map(Miss::SkipIf)
 }
 
-/// The condition that kept a hook from matching.
-#[derive(Debug, Clone, Copy)]
-pub enum Miss<'a> {
+/// Where the condition that kept a hook from matching sits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Miss {
     /// `only_if[i]` did not hold.
-    OnlyIf(usize, &'a Condition),
+    OnlyIf(usize),
     /// `skip_if[i]` held.
-    SkipIf(usize, &'a Condition),
+    SkipIf(usize),
 }
 
-impl fmt::Display for Miss<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+impl Miss {
+    /// `only_if[0] { tool = ["Bash"] } does not hold`, for the lists the miss was found in.
+    pub fn describe(self, only_if: &[Condition], skip_if: &[Condition]) -> String {
         match self {
-            Miss::OnlyIf(i, c) => write!(f, "only_if[{i}] {c} does not hold"),
-            Miss::SkipIf(i, c) => write!(f, "skip_if[{i}] {c} holds"),
+            Miss::OnlyIf(i) => match only_if.get(i) {
+                Some(c) => format!("only_if[{i}] {c} does not hold"),
+                None => format!("only_if[{i}] does not hold"),
+            },
+            Miss::SkipIf(i) => match skip_if.get(i) {
+                Some(c) => format!("skip_if[{i}] {c} holds"),
+                None => format!("skip_if[{i}] holds"),
+            },
         }
     }
 }

@@ -11,7 +11,7 @@ use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
 
-use capt_hook_core::condition::first_miss;
+use capt_hook_core::condition::{Miss, first_miss};
 use capt_hook_core::paths::Gitignore;
 use capt_hook_core::{Event, EventKind, FoldInput, HookResult, fold};
 use capt_hook_state::{FireCounter, Reservation};
@@ -43,7 +43,7 @@ pub enum Trace {
     /// Skipped because the event's file is gitignored.
     Gitignored,
     /// A condition decided against it.
-    NoMatch(String),
+    NoMatch(Miss),
     /// An earlier hook blocked and this handler-backed hook was not run.
     Doomed,
     /// It matched and returned this (or nothing).
@@ -104,10 +104,14 @@ fn settle(reservation: Option<Reservation>, result: &Option<HookResult>) {
     }
 }
 
+/// One hook's state between the matching pass and the fold.
 enum Slot {
+    /// Not run, and why.
+    Skipped(Trace),
+    /// Ran on this thread.
     Ready(Option<HookResult>),
+    /// Running on the pool.
     Pending(Receiver<Option<HookResult>>),
-    Skipped,
 }
 
 impl Dispatcher {
@@ -158,7 +162,7 @@ impl Dispatcher {
         self.run(evt, opts, true)
     }
 
-    /// `explain` also renders why each hook missed; dispatch skips that work.
+    /// `explain` also keeps one trace per hook; dispatch skips that work.
     fn run(
         &self,
         evt: &Arc<Event>,
@@ -167,32 +171,22 @@ impl Dispatcher {
     ) -> (Option<HookResult>, Vec<Trace>) {
         let hooks = self.registry.hooks();
         let mut slots: Vec<Slot> = Vec::with_capacity(hooks.len());
-        let mut traces: Vec<Option<Trace>> = Vec::with_capacity(hooks.len());
         let mut blocked = false;
         for hook in hooks {
             if let Some(t) = self.opt_out(hook, evt, opts) {
-                slots.push(Slot::Skipped);
-                traces.push(Some(t));
+                slots.push(Slot::Skipped(t));
                 continue;
             }
             if let Some(miss) = first_miss(evt, &hook.only_if, &hook.skip_if) {
-                slots.push(Slot::Ready(None));
-                traces.push(Some(Trace::NoMatch(if explain {
-                    miss.to_string()
-                } else {
-                    String::new()
-                })));
+                slots.push(Slot::Skipped(Trace::NoMatch(miss)));
                 continue;
             }
-            let doomed = blocked && !hook.declarative && !hook.advisory_on_deny;
-            if doomed {
-                slots.push(Slot::Skipped);
-                traces.push(Some(Trace::Doomed));
+            if blocked && !hook.declarative && !hook.advisory_on_deny {
+                slots.push(Slot::Skipped(Trace::Doomed));
                 continue;
             }
             let Ok(reservation) = reserve(hook, evt) else {
-                slots.push(Slot::Skipped);
-                traces.push(Some(Trace::Capped));
+                slots.push(Slot::Skipped(Trace::Capped));
                 continue;
             };
             let slot = match &hook.body {
@@ -209,25 +203,32 @@ impl Dispatcher {
                 blocked |= r.is_block();
             }
             slots.push(slot);
-            traces.push(None);
         }
 
         let mut inputs = Vec::with_capacity(hooks.len());
-        for ((hook, slot), trace) in hooks.iter().zip(slots).zip(traces.iter_mut()) {
+        let mut traces = Vec::with_capacity(if explain { hooks.len() } else { 0 });
+        for (hook, slot) in hooks.iter().zip(slots) {
             let result = match slot {
-                Slot::Skipped => continue,
+                Slot::Skipped(t) => {
+                    if explain {
+                        traces.push(t);
+                    }
+                    continue;
+                }
                 Slot::Ready(r) => r,
                 Slot::Pending(rx) => match wait(&rx, opts.deadline) {
                     Some(r) => r,
                     None => {
                         tracing::warn!(hook = %hook.name, "handler missed the deadline; abandoned");
-                        *trace = Some(Trace::Abandoned);
+                        if explain {
+                            traces.push(Trace::Abandoned);
+                        }
                         continue;
                     }
                 },
             };
-            if explain && trace.is_none() {
-                *trace = Some(Trace::Matched(result.clone()));
+            if explain {
+                traces.push(Trace::Matched(result.clone()));
             }
             inputs.push(FoldInput {
                 result,
@@ -235,10 +236,6 @@ impl Dispatcher {
                 advisory_on_deny: hook.advisory_on_deny,
             });
         }
-        let traces = traces
-            .into_iter()
-            .map(|t| t.unwrap_or(Trace::Matched(None)))
-            .collect();
         (fold(inputs), traces)
     }
 }

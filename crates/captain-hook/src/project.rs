@@ -131,44 +131,19 @@ impl Project {
         opts: DispatchOptions,
         origin: Origin,
     ) -> Evaluation {
-        let kind: EventKind = match event.parse() {
-            Ok(k) => k,
-            Err(e) => {
-                return Evaluation {
-                    stdout: None,
-                    stderr: vec![e.to_string()],
-                    exit_code: 1,
-                };
-            }
-        };
-        let payload = match parse_payload(stdin) {
-            Ok(Some(v)) => v,
-            Ok(None) => return Evaluation::default(),
-            Err(e) => {
-                return Evaluation {
-                    stdout: None,
-                    stderr: vec![format!("Malformed stdin: {e}")],
-                    exit_code: 0,
-                };
-            }
-        };
-        let context = EventContext {
+        let context = |_: Option<&str>| EventContext {
             project_root: Some(self.root.clone()),
             skip_permissions: None,
             state_root: Some(capt_hook_state::state_root()),
             origin_pid: origin.pid,
             request_env: origin.env,
         };
-        let evt = match Event::new(kind, payload, context) {
-            Ok(e) => Arc::new(e),
-            Err(e) => {
-                return Evaluation {
-                    stdout: None,
-                    stderr: vec![format!("Malformed stdin: {e}")],
-                    exit_code: 0,
-                };
-            }
+        let evt = match read_event(event, stdin, context) {
+            Ok(Some(e)) => Arc::new(e),
+            Ok(None) => return Evaluation::default(),
+            Err(rejected) => return rejected,
         };
+        let kind = evt.kind();
         if kind == EventKind::SessionStart && !opts.run_async {
             // Old sessions whose transcripts are gone are removed once per session start; it
             // is a directory scan, never on the path of a tool call.
@@ -188,6 +163,38 @@ impl Project {
             exit_code: 0,
         }
     }
+}
+
+/// Turns an event name and stdin into an event, with Claude Code's conventions: an unknown name
+/// is an error that exits 1, blank stdin is `Ok(None)`, and a payload that is not a JSON object
+/// is reported as `Malformed stdin: …` and exits 0. `context` gets the payload's `cwd` (for
+/// callers that resolve the project root from it).
+pub fn read_event(
+    event: &str,
+    stdin: &[u8],
+    context: impl FnOnce(Option<&str>) -> EventContext,
+) -> Result<Option<Event>, Evaluation> {
+    let malformed = |e: &dyn std::fmt::Display| Evaluation {
+        stdout: None,
+        stderr: vec![format!("Malformed stdin: {e}")],
+        exit_code: 0,
+    };
+    let kind: EventKind = event
+        .parse()
+        .map_err(|e: capt_hook_core::UnknownEvent| Evaluation {
+            stdout: None,
+            stderr: vec![e.to_string()],
+            exit_code: 1,
+        })?;
+    let payload = match parse_payload(stdin) {
+        Ok(Some(v)) => v,
+        Ok(None) => return Ok(None),
+        Err(e) => return Err(malformed(&e)),
+    };
+    let context = context(payload.get("cwd").and_then(Value::as_str));
+    Event::new(kind, payload, context)
+        .map(Some)
+        .map_err(|e| malformed(&e))
 }
 
 /// `Ok(None)` for blank input; an error text for anything that is not a JSON object.
@@ -214,32 +221,42 @@ pub fn parse_payload(stdin: &[u8]) -> Result<Option<Value>, String> {
 
 /// The project root for an event: the explicit one, else `CLAUDE_PROJECT_DIR`, else
 /// `FACTORY_PROJECT_DIR`, else the payload's `cwd`, else the process's working directory.
+///
+/// The payload is parsed only when neither the caller nor the environment names the root:
+/// under Claude Code `CLAUDE_PROJECT_DIR` is set, and evaluation parses the payload anyway.
 pub fn resolve_root(explicit: Option<&Path>, stdin: &[u8]) -> PathBuf {
+    if let Some(root) = named_root(explicit) {
+        return root;
+    }
     let payload = parse_payload(stdin).ok().flatten();
     let cwd = payload
         .as_ref()
         .and_then(|v| v.get("cwd"))
         .and_then(Value::as_str);
-    root_from(explicit, cwd)
+    root_from(None, cwd)
 }
 
 /// [`resolve_root`] when the payload's `cwd` is already known.
 pub fn root_from(explicit: Option<&Path>, payload_cwd: Option<&str>) -> PathBuf {
-    if let Some(r) = explicit {
-        return r.to_path_buf();
-    }
-    for var in [
-        capt_hook_core::env::CLAUDE_PROJECT_DIR,
-        capt_hook_core::env::FACTORY_PROJECT_DIR,
-    ] {
-        if let Ok(v) = std::env::var(var)
-            && !v.is_empty()
-        {
-            return PathBuf::from(v);
-        }
+    if let Some(root) = named_root(explicit) {
+        return root;
     }
     if let Some(cwd) = payload_cwd.filter(|c| !c.is_empty()) {
         return PathBuf::from(cwd);
     }
     std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."))
+}
+
+/// The root given explicitly or by `CLAUDE_PROJECT_DIR` / `FACTORY_PROJECT_DIR`.
+fn named_root(explicit: Option<&Path>) -> Option<PathBuf> {
+    if let Some(r) = explicit {
+        return Some(r.to_path_buf());
+    }
+    [
+        capt_hook_core::env::CLAUDE_PROJECT_DIR,
+        capt_hook_core::env::FACTORY_PROJECT_DIR,
+    ]
+    .into_iter()
+    .find_map(|var| std::env::var(var).ok().filter(|v| !v.is_empty()))
+    .map(PathBuf::from)
 }
