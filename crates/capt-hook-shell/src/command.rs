@@ -5,10 +5,12 @@ use std::ops::Range;
 use tree_sitter::Node;
 
 use crate::source::{Src, SrcMap};
-use crate::walk::{Level, MAX_DEPTH, StmtExtra, Walker, parse_redirect, read_heredoc};
+use crate::walk::{
+    Level, MAX_DEPTH, StmtExtra, Walker, herestring_text, parse_redirect, read_heredoc,
+};
 use crate::words::{Word, dequote, one_layer};
-use crate::wrappers::{Payload, basename, find_payload, wrapper_prefix_len};
-use crate::{Command, Part, QuoteLayer, Redirect};
+use crate::wrappers::{Found, basename};
+use crate::{Command, Part, QuoteLayer, Redirect, Unreadable};
 
 /// Payloads re-parsed inside payloads stop after this many levels.
 const MAX_PAYLOAD_DEPTH: u8 = 3;
@@ -46,6 +48,8 @@ struct Parts<'t> {
     tails: Vec<Node<'t>>,
     spanless: bool,
     span: Option<Range<usize>>,
+    /// What a heredoc or here-string feeds to the command's stdin.
+    stdin: Option<String>,
 }
 
 impl Parts<'_> {
@@ -119,8 +123,13 @@ impl Walker {
                 }
                 ("file_redirect" | "herestring_redirect", _) => {
                     let (redirect, swallowed) = parse_redirect(child, src);
+                    if child.kind() == "herestring_redirect" {
+                        p.stdin = Some(herestring_text(child, src));
+                    }
                     p.redirects.push(redirect);
                     p.swallowed.extend(swallowed);
+                    // Its target's substitutions run (the swallowed words are inside it).
+                    p.scan.push(child);
                 }
                 ("heredoc_redirect", _) => {
                     let doc = read_heredoc(child, src);
@@ -130,6 +139,8 @@ impl Walker {
                         self.dead_end = Some(self.dead_end.map_or(end, |d| d.max(end)));
                     }
                     p.tails.extend(doc.tails);
+                    p.scan.extend(doc.expanded);
+                    p.stdin = doc.body.or(p.stdin.take());
                 }
                 ("$", Some("argument")) if !child.is_named() => {
                     if let Some(d) = dollar.replace(range) {
@@ -162,11 +173,12 @@ impl Walker {
         }
         p.spanless |= extra.spanless || !p.swallowed.is_empty();
         p.redirects.extend(extra.redirects);
+        p.stdin = p.stdin.or(extra.stdin);
+        // Swallowed words are scanned with the redirect holding them.
         p.swallowed.extend(extra.extra_args);
         for n in &p.swallowed {
             p.words.push((n.kind(), n.byte_range()));
         }
-        p.scan.append(&mut p.swallowed);
         self.finish_command(node, start, src, lvl, depth, p);
     }
 
@@ -218,7 +230,10 @@ impl Walker {
             contexts: src.contexts.to_vec(),
             tainted: words.iter().any(|w| w.value.is_none()),
             words,
+            runs: Vec::new(),
         };
+        let mut command = command;
+        let found = command.find_runs();
         let host = self.parts.len();
         self.parts.push(Part { command, op: None });
         let nested = Level {
@@ -230,7 +245,7 @@ impl Walker {
         for n in p.scan {
             self.substitutions(n, src, nested, depth + 1);
         }
-        self.payload(host, &p.words, src, lvl, depth);
+        self.payloads(host, &found, p.stdin, &p.words, src, lvl, depth);
         self.tails(p.tails, src, lvl, depth);
     }
 
@@ -260,8 +275,9 @@ impl Walker {
     }
 
     /// Finds `$(…)`, backticks and `<(…)` below `node` and walks each one's commands at `lvl`.
-    fn substitutions(&mut self, node: Node<'_>, src: &Src<'_>, lvl: Level, depth: usize) {
+    pub(crate) fn substitutions(&mut self, node: Node<'_>, src: &Src<'_>, lvl: Level, depth: usize) {
         if depth > MAX_DEPTH {
+            self.cut(Unreadable::Nesting);
             return;
         }
         match node.kind() {
@@ -281,36 +297,66 @@ impl Walker {
         }
     }
 
-    /// Re-parses the command string of `sh -c '…'` / `eval …` and adds its commands.
-    fn payload(
+    /// Re-parses the command strings a command hands to a shell (`sh -c '…'`, `eval …`,
+    /// `watch …`, a heredoc or here-string fed to `bash`) and adds their commands.
+    #[allow(clippy::too_many_arguments)]
+    fn payloads(
         &mut self,
         host: usize,
+        found: &Found,
+        stdin: Option<String>,
         wsrc: &[(&str, Range<usize>)],
         src: &Src<'_>,
         lvl: Level,
         depth: usize,
     ) {
-        if src.payload_depth >= MAX_PAYLOAD_DEPTH {
+        let stdin = stdin.filter(|_| found.stdin_shell);
+        if found.strings.is_empty() && stdin.is_none() {
             return;
         }
-        let words = &self.parts[host].command.words;
-        let keys: Vec<&str> = words
+        if src.payload_depth >= MAX_PAYLOAD_DEPTH {
+            self.cut(Unreadable::PayloadDepth);
+            return;
+        }
+        for (range, skip) in &found.strings {
+            self.payload(host, range.clone(), *skip, wsrc, src, lvl, depth);
+        }
+        if let Some(text) = stdin {
+            let mut contexts = src.contexts.to_vec();
+            contexts.push(QuoteLayer::Bare);
+            let inner = Src {
+                text: &text,
+                map: SrcMap::Unmapped,
+                contexts: contexts.into(),
+                payload_depth: src.payload_depth + 1,
+            };
+            let nested = Level {
+                nesting: lvl.nesting.saturating_add(1),
+                host: Some(host),
+                floor: self.parts.len(),
+                spans: false,
+            };
+            self.walk_text(&inner, nested, depth + 1);
+        }
+    }
+
+    /// Re-parses one command string: the words `indices` joined with blanks, the first
+    /// `skip` bytes dropped (a value glued to its option).
+    #[allow(clippy::too_many_arguments)]
+    fn payload(
+        &mut self,
+        host: usize,
+        indices: Range<usize>,
+        skip: usize,
+        wsrc: &[(&str, Range<usize>)],
+        src: &Src<'_>,
+        lvl: Level,
+        depth: usize,
+    ) {
+        // fish and csh quote differently: their strings are read but not mapped back.
+        let mappable = !self.parts[host].command.words[..indices.start.min(wsrc.len())]
             .iter()
-            .map(|w| w.value.as_deref().unwrap_or(&w.text))
-            .collect();
-        let n = wrapper_prefix_len(&keys);
-        let values: Vec<Option<&str>> = words[n..].iter().map(|w| w.value.as_deref()).collect();
-        let (indices, mappable) = match find_payload(&values) {
-            Some(Payload::Shell(i)) => {
-                let program = basename(values[0].unwrap_or(""));
-                (
-                    n + i..n + i + 1,
-                    !matches!(program, "fish" | "csh" | "tcsh"),
-                )
-            }
-            Some(Payload::Eval(r)) => (n + r.start..n + r.end, true),
-            None => return,
-        };
+            .any(|w| matches!(basename(w.key()), "fish" | "csh" | "tcsh"));
         let mut text = String::new();
         let mut table = Vec::new();
         let mut layers = Vec::new();
@@ -319,7 +365,9 @@ impl Walker {
         // expansion are real. Such a payload cannot be mapped back to the outer line.
         let mut tainted = false;
         for (k, i) in indices.enumerate() {
-            let (kind, range) = &wsrc[i];
+            let Some((kind, range)) = wsrc.get(i) else {
+                return;
+            };
             if k > 0 {
                 // The joining blank maps to the blank after the previous word.
                 text.push(' ');
@@ -336,6 +384,13 @@ impl Walker {
                 }
             }
             layers.push(layer_of(kind));
+        }
+        if skip > 0 {
+            let Some(rest) = text.get(skip..) else {
+                return;
+            };
+            text = rest.to_owned();
+            table.drain(..skip.min(table.len()));
         }
         if tainted {
             table.clear();

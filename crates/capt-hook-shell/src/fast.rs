@@ -225,7 +225,7 @@ fn command(raw: &str, toks: &[Token]) -> Option<Command> {
         return None;
     }
     let span = span?;
-    Some(Command {
+    let mut command = Command {
         raw: raw[span.clone()].to_owned(),
         executable: words[0].text.clone(),
         args: words[1..].iter().map(|w| w.text.clone()).collect(),
@@ -237,7 +237,14 @@ fn command(raw: &str, toks: &[Token]) -> Option<Command> {
         contexts: Vec::new(),
         tainted: false,
         words,
-    })
+        runs: Vec::new(),
+    };
+    // Command strings (`watch …`, `parallel …`, `env -S …`) take the full walk.
+    let found = command.find_runs();
+    if !found.strings.is_empty() {
+        return None;
+    }
+    Some(command)
 }
 
 /// The parts of a plain line, or `None` when it needs the full parse.
@@ -274,14 +281,17 @@ pub fn parse_simple(raw: &str) -> Option<CommandLine> {
     // tree-sitter reads a redirect as closing everything written before it in the same
     // statement (`a && b > out` parses as `(a && b) > out`, `a | b > x | c` as
     // `(a | b) > x | c`), so those commands carry it too; the full walk does the same.
-    let own: Vec<Vec<Redirect>> = parts.iter().map(|p| p.command.redirects.clone()).collect();
-    let mut start = 0;
-    for k in 0..parts.len() {
-        for part in &mut parts[start..k] {
-            part.command.redirects.extend(own[k].iter().cloned());
-        }
+    // Walking backwards, each part takes the redirects written after it in its statement; a
+    // statement without redirects costs nothing, so plain chains stay linear.
+    let mut later: Vec<Redirect> = Vec::new();
+    for k in (0..parts.len()).rev() {
         if matches!(parts[k].op, Some(Op::Seq | Op::Background) | None) {
-            start = k + 1;
+            later.clear();
+        }
+        let own = parts[k].command.redirects.clone();
+        parts[k].command.redirects.extend(later.iter().cloned());
+        if !own.is_empty() {
+            later.splice(0..0, own);
         }
     }
     Some(CommandLine {
@@ -289,5 +299,6 @@ pub fn parse_simple(raw: &str) -> Option<CommandLine> {
         parts,
         comments: Vec::new(),
         has_error: false,
+        unreadable: None,
     })
 }

@@ -5,13 +5,18 @@
 //! hosts them, with `nesting >= 1`. Conditions in `capt-hook-core` match against these parts.
 //!
 //! Choices worth knowing:
-//! - heredoc bodies are data, never commands, and substitutions in redirect targets, heredoc
-//!   bodies and here-strings are not enumerated;
+//! - heredoc bodies are data, unless they feed a shell (`bash <<EOF`); substitutions run
+//!   wherever bash runs them: in words, assignments, redirect targets, here-strings and the
+//!   bodies of heredocs whose delimiter is unquoted;
 //! - words a redirect swallowed (`rm >log -rf /`) are arguments, as bash runs them, and the
 //!   command loses its span;
-//! - `sh -c` / `eval` payloads are re-parsed up to three levels deep; a payload holding an
-//!   unresolved expansion is not re-parsed;
-//! - nesting is capped (about 50 levels of `$(…)`), so hostile input cannot exhaust the stack.
+//! - what a command runs through wrappers and runners (`sudo -u x rm`, `xargs rm`,
+//!   `find -exec rm {} +`) is listed in [`Command::runs`]; command strings (`sh -c`, `eval`,
+//!   `watch`, `parallel`, heredocs and here-strings fed to a shell) are re-parsed into nested
+//!   parts, up to three levels deep;
+//! - nesting is capped (about 50 levels of `$(…)`), so hostile input cannot exhaust the stack;
+//!   a line cut short by a cap, by its length or by a syntax error says so in
+//!   [`CommandLine::unreadable`], so callers can fail closed.
 
 use std::ops::Range;
 use std::rc::Rc;
@@ -27,6 +32,37 @@ mod wrappers;
 pub use splice::SpliceError;
 pub use words::Word;
 pub use wrappers::{SHELLS, basename, wrapper_prefix_len};
+
+/// Lines longer than this are not parsed (tree-sitter's time grows with the text, and no real
+/// command is this long); they come back empty with [`Unreadable::TooLong`].
+pub const MAX_LINE_BYTES: usize = 16 << 20;
+
+/// Why a line could not be read to the end: what it runs past that point is unknown.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Unreadable {
+    /// Substitutions, groups or compound commands nested past the parser's limit.
+    Nesting,
+    /// Command strings inside command strings (`bash -c`, `eval`) past the re-parse limit.
+    PayloadDepth,
+    /// Longer than [`MAX_LINE_BYTES`].
+    TooLong,
+    /// A syntax error: the parser had to guess where commands start and end.
+    SyntaxError,
+}
+
+impl std::fmt::Display for Unreadable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Unreadable::Nesting => "it nests deeper than the parser follows",
+            Unreadable::PayloadDepth => {
+                "it nests command strings (`bash -c`, `eval`) deeper than the parser follows"
+            }
+            Unreadable::TooLong => "it is longer than the parser reads",
+            Unreadable::SyntaxError => "it has a syntax error",
+        })
+    }
+}
 
 /// The operator joining a part to the next one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -104,12 +140,11 @@ pub struct Command {
     pub tainted: bool,
     /// Structural info for `executable` then each of `args` (empty for a redirect-only part).
     pub words: Vec<Word>,
+    /// The other argvs this command runs, as ranges of [`Command::words`]: the program behind
+    /// each wrapper (`sudo env A=1 rm x` → `env A=1 rm x`, `rm x`) and runner (`xargs rm`,
+    /// `find -exec rm {} +`, `busybox rm`), in word order. Command strings are nested parts.
+    pub runs: Vec<Range<usize>>,
 }
-
-/// Programs that run another program given as their arguments.
-pub const WRAPPER_COMMANDS: &[&str] = &[
-    "command", "doas", "env", "exec", "nice", "nohup", "sudo", "time", "timeout", "xargs",
-];
 
 impl Command {
     /// `executable` followed by `args`; empty when there is no executable.
@@ -135,14 +170,29 @@ impl Command {
     pub fn unwrapped(&self) -> Vec<&str> {
         unwrap_argv(&self.argv())
     }
+
+    /// Every argv the command runs, its own first, as word slices (see [`Command::runs`]);
+    /// nothing for a part without an executable.
+    pub fn run_words(&self) -> impl Iterator<Item = &[Word]> {
+        let own = (!self.words.is_empty()).then_some(&self.words[..]);
+        own.into_iter()
+            .chain(self.runs.iter().filter_map(|r| self.words.get(r.clone())))
+    }
+
+    /// Recomputes [`Command::runs`] from the words.
+    pub(crate) fn find_runs(&mut self) -> wrappers::Found {
+        let keys: Vec<&str> = self.words.iter().map(Word::key).collect();
+        let found = wrappers::runs_in(&keys);
+        self.runs = found.runs.clone();
+        found
+    }
 }
 
 /// Strips leading wrapper programs and their options from an argv.
 ///
-/// While `argv[0]`'s basename is one of [`WRAPPER_COMMANDS`], it is dropped along with the
-/// options, digit-only words and `NAME=value` words after it; the values of value-taking flags
-/// (`sudo -u USER`, `timeout -s SIG`, `nice -n N`, `env -u VAR`, `xargs -I X`, …) and
-/// `timeout`'s DURATION are dropped too.
+/// While `argv[0]`'s basename is a wrapper (`sudo`, `env`, `timeout`, `xargs`, `busybox`, …),
+/// it is dropped with its options, their values, its assignments and its operands
+/// (`timeout`'s DURATION); a wrapper that runs nothing (`command -v x`) leaves nothing.
 pub fn unwrap_argv<'a>(argv: &[&'a str]) -> Vec<&'a str> {
     argv[wrapper_prefix_len(argv)..].to_vec()
 }
@@ -168,12 +218,22 @@ pub struct CommandLine {
     pub comments: Vec<String>,
     /// True when tree-sitter reported a syntax error anywhere in the line.
     pub has_error: bool,
+    /// Set when the line could not be read to the end (see [`Unreadable`]): callers matching
+    /// commands must not take "not found" for "not run".
+    pub unreadable: Option<Unreadable>,
 }
 
 impl CommandLine {
     /// Parses `raw`. Never fails: a line that does not parse cleanly still yields the commands
     /// tree-sitter recovered, with [`CommandLine::has_error`] set.
     pub fn parse(raw: &str) -> CommandLine {
+        if raw.len() > MAX_LINE_BYTES {
+            return CommandLine {
+                raw: raw.to_owned(),
+                unreadable: Some(Unreadable::TooLong),
+                ..CommandLine::default()
+            };
+        }
         fast::parse_simple(raw).unwrap_or_else(|| Self::parse_full(raw))
     }
 
@@ -202,11 +262,15 @@ impl CommandLine {
             spans: true,
         };
         walker.walk_text(&src, top, 0);
+        let unreadable = walker
+            .unreadable
+            .or(walker.has_error.then_some(Unreadable::SyntaxError));
         CommandLine {
             raw: raw.to_owned(),
             parts: walker.parts,
             comments: walker.comments,
             has_error: walker.has_error,
+            unreadable,
         }
     }
 

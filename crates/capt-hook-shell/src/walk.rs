@@ -6,7 +6,7 @@ use tree_sitter::Node;
 use crate::command::make_word;
 use crate::source::{Src, parse_tree};
 use crate::words::{dequote, one_layer};
-use crate::{Command, Op, Part, Redirect};
+use crate::{Command, Op, Part, Redirect, Unreadable};
 
 /// Node depth past which the walk stops descending; keeps deeply nested input off the stack.
 pub(crate) const MAX_DEPTH: usize = 200;
@@ -33,6 +33,8 @@ pub(crate) struct StmtExtra<'t> {
     pub extra_args: Vec<Node<'t>>,
     /// The commands cannot be spliced (swallowed words, degraded heredoc).
     pub spanless: bool,
+    /// What a heredoc or here-string of the statement feeds to stdin.
+    pub stdin: Option<String>,
 }
 
 /// Accumulates the parts of a whole command line.
@@ -43,6 +45,8 @@ pub(crate) struct Walker {
     pub has_error: bool,
     /// Set by a degraded multi-heredoc: local offset where the real commands resume.
     pub dead_end: Option<usize>,
+    /// The first reason the line could not be read to the end.
+    pub unreadable: Option<Unreadable>,
 }
 
 /// Statement containers: operator tokens among their children join the parts around them.
@@ -90,6 +94,7 @@ impl Walker {
             let text = src.text.get(offset..).unwrap_or("");
             let Some(tree) = parse_tree(text) else {
                 self.has_error = true;
+                self.cut(Unreadable::TooLong);
                 break;
             };
             let root = tree.root_node();
@@ -119,9 +124,15 @@ impl Walker {
         self.dead_end = saved;
     }
 
+    /// Records that the walk stopped short of the end of the line.
+    pub(crate) fn cut(&mut self, why: Unreadable) {
+        self.unreadable.get_or_insert(why);
+    }
+
     /// Walks any node, dispatching on its kind.
     pub(crate) fn walk(&mut self, node: Node<'_>, src: &Src<'_>, lvl: Level, depth: usize) {
         if depth > MAX_DEPTH {
+            self.cut(Unreadable::Nesting);
             return;
         }
         match node.kind() {
@@ -129,7 +140,8 @@ impl Walker {
             "command" => self.walk_command(node, src, lvl, depth, StmtExtra::default()),
             "redirected_statement" => self.walk_redirected(node, src, lvl, depth),
             "list" => self.walk_list(node, src, lvl, depth),
-            // Heredoc bodies are data, and redirect targets are not enumerated.
+            // Heredoc bodies are data; their substitutions, like those of redirect targets, are
+            // found by the statement or command holding them.
             "heredoc_body" | "heredoc_redirect" | "file_redirect" | "herestring_redirect" => {}
             kind => {
                 let ops = is_container(kind);
@@ -206,6 +218,7 @@ impl Walker {
                 contexts: src.contexts.to_vec(),
                 tainted: false,
                 words: Vec::new(),
+                runs: Vec::new(),
             },
             op: None,
         });
@@ -216,6 +229,7 @@ impl Walker {
         let mut extra = StmtExtra::default();
         let body = node.child_by_field_name("body");
         let mut tails = Vec::new();
+        let mut scan = Vec::new();
         let mut cursor = node.walk();
         for child in node.children(&mut cursor) {
             if Some(child) == body {
@@ -224,9 +238,13 @@ impl Walker {
             match child.kind() {
                 "file_redirect" | "herestring_redirect" => {
                     let (redirect, swallowed) = parse_redirect(child, src);
+                    if child.kind() == "herestring_redirect" {
+                        extra.stdin = Some(herestring_text(child, src));
+                    }
                     extra.redirects.push(redirect);
                     extra.spanless |= !swallowed.is_empty();
                     extra.extra_args.extend(swallowed);
+                    scan.push(child);
                 }
                 "heredoc_redirect" => {
                     let doc = read_heredoc(child, src);
@@ -236,6 +254,8 @@ impl Walker {
                         self.dead_end = Some(self.dead_end.map_or(end, |d| d.max(end)));
                     }
                     tails.extend(doc.tails);
+                    scan.extend(doc.expanded);
+                    extra.stdin = doc.body.or(extra.stdin);
                 }
                 "comment" => self.comment(child, src),
                 _ => {}
@@ -250,6 +270,17 @@ impl Walker {
                 }
                 self.apply_statement(node, src, lvl, start, extra);
             }
+        }
+        // Substitutions in the statement's redirect targets and heredoc bodies run too; they
+        // hang off the statement's first command.
+        let nested = Level {
+            nesting: lvl.nesting.saturating_add(1),
+            host: (self.parts.len() > start).then_some(start),
+            floor: 0,
+            spans: false,
+        };
+        for n in scan {
+            self.substitutions(n, src, nested, depth + 1);
         }
         self.tails(tails, src, lvl, depth);
     }
@@ -303,6 +334,9 @@ impl Walker {
         command.args.extend(words.iter().map(|w| w.text.clone()));
         command.tainted |= words.iter().any(|w| w.value.is_none());
         command.words.extend(words);
+        if !extra.extra_args.is_empty() {
+            command.find_runs();
+        }
     }
 }
 
@@ -313,11 +347,15 @@ pub(crate) fn read_heredoc<'t>(node: Node<'t>, src: &Src<'_>) -> Heredoc<'t> {
         redirects: Vec::new(),
         tails: Vec::new(),
         dead_end: None,
+        body: None,
+        expanded: Vec::new(),
     };
+    let mut quoted = false;
     let mut op = "<<";
     let mut delimiter = String::new();
     let mut fd = None;
     let mut extras = Vec::new();
+    let mut body_node = None;
     let mut cursor = node.walk();
     for child in node.children(&mut cursor) {
         match child.kind() {
@@ -325,6 +363,7 @@ pub(crate) fn read_heredoc<'t>(node: Node<'t>, src: &Src<'_>) -> Heredoc<'t> {
             "file_descriptor" => fd = src.slice(child.byte_range()).parse().ok(),
             "heredoc_start" => {
                 let text = src.slice(child.byte_range());
+                quoted = text.contains(['\'', '"', '\\']);
                 delimiter = dequote(text, 0, None)
                     .value
                     .unwrap_or_else(|| text.to_owned());
@@ -336,7 +375,11 @@ pub(crate) fn read_heredoc<'t>(node: Node<'t>, src: &Src<'_>) -> Heredoc<'t> {
                     .map_or(src.text.len(), |i| from + i);
                 extras = extra_heredocs(src.text, from..line_end);
             }
-            "heredoc_body" | "heredoc_end" => {}
+            "heredoc_body" => {
+                doc.body = Some(src.slice(child.byte_range()).to_owned());
+                body_node = Some(child);
+            }
+            "heredoc_end" => {}
             "file_redirect" | "herestring_redirect" => {
                 // A mangled extra `<<B` shows up as a `<B` file redirect: not a real one.
                 if !extras
@@ -362,7 +405,26 @@ pub(crate) fn read_heredoc<'t>(node: Node<'t>, src: &Src<'_>) -> Heredoc<'t> {
     if !extras.is_empty() {
         doc.dead_end = Some(bodies_end(src.text, node.end_byte(), &extras));
     }
+    // Bash expands substitutions in the body unless the delimiter is quoted.
+    if !quoted {
+        doc.expanded.extend(body_node);
+    }
     doc
+}
+
+/// The text a here-string feeds to stdin: its word's value, or its source text when an
+/// expansion leaves the value unknown.
+pub(crate) fn herestring_text(node: Node<'_>, src: &Src<'_>) -> String {
+    let mut cursor = node.walk();
+    let word = node
+        .named_children(&mut cursor)
+        .find(|c| c.kind() != "comment" && c.kind() != "ERROR");
+    word.map_or(String::new(), |w| {
+        let text = src.slice(w.byte_range());
+        dequote(text, 0, None)
+            .value
+            .unwrap_or_else(|| one_layer(w.kind(), text))
+    })
 }
 
 /// What a heredoc redirect contributes to its statement.
@@ -370,6 +432,10 @@ pub(crate) struct Heredoc<'t> {
     pub redirects: Vec<Redirect>,
     pub tails: Vec<Node<'t>>,
     pub dead_end: Option<usize>,
+    /// The body's text (what a shell reading stdin would run).
+    pub body: Option<String>,
+    /// The body node when bash expands it (unquoted delimiter): its substitutions run.
+    pub expanded: Vec<Node<'t>>,
 }
 
 /// A further heredoc operator on a heredoc's line, which tree-sitter does not understand.

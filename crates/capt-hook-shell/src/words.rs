@@ -19,6 +19,14 @@ pub struct Word {
     pub span: Option<Range<usize>>,
 }
 
+impl Word {
+    /// The text a program sees: the dequoted value, or the source text when an expansion
+    /// leaves the value unknown.
+    pub fn key(&self) -> &str {
+        self.value.as_deref().unwrap_or(&self.text)
+    }
+}
+
 /// Strips exactly one pair of matching outer quotes for `"…"` / `'…'` words.
 ///
 /// `kind` is the tree-sitter node kind; only `string` and `raw_string` are stripped so that

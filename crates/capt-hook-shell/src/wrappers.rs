@@ -1,10 +1,15 @@
-//! Wrapper stripping (`sudo -u x`, `env A=1`, `timeout 5`, …) and shell-payload detection.
+//! What a command runs beyond its own argv: the program behind wrappers (`sudo -u x`,
+//! `env A=1`, `timeout 5`, …) and runners (`xargs`, `find -exec`, `busybox`), and the command
+//! strings handed to a shell (`sh -c`, `eval`, `watch`, `parallel`, `flock -c`, `env -S`).
+//!
+//! Each wrapper's options are read from one table, so `sudo -u root rm` skips `root` but
+//! `sudo -E rm` does not skip `rm`.
 
-use crate::WRAPPER_COMMANDS;
+use std::ops::Range;
 
 /// Shells whose `-c` option runs a command string.
 pub const SHELLS: &[&str] = &[
-    "ash", "bash", "csh", "dash", "fish", "ksh", "sh", "tcsh", "zsh",
+    "ash", "bash", "csh", "dash", "fish", "ksh", "mksh", "sh", "tcsh", "zsh",
 ];
 
 /// The last path component of a program name (`/usr/bin/sudo` → `sudo`).
@@ -12,55 +17,189 @@ pub fn basename(program: &str) -> &str {
     program.rsplit('/').next().unwrap_or(program)
 }
 
-/// Flags of each wrapper that take the next argument as their value.
-fn value_flags(wrapper: &str) -> &'static [&'static str] {
-    match wrapper {
-        "sudo" => &[
-            "-u",
-            "--user",
-            "-g",
-            "--group",
-            "-h",
-            "--host",
-            "-p",
-            "--prompt",
-            "-C",
-            "--close-from",
-            "-D",
-            "--chdir",
-            "-r",
-            "--role",
-            "-t",
-            "--type",
-            "-U",
-            "--other-user",
-            "-T",
-            "--command-timeout",
+/// How the words after a wrapper's options and operands are run.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Style {
+    /// Executed as an argv.
+    Exec,
+    /// Joined with blanks and run by a shell (`watch`, `parallel`).
+    Joined,
+}
+
+/// One wrapper or runner: how to find the program it runs among its arguments.
+struct Wrapper {
+    name: &'static str,
+    /// Options taking the next word as their value (a short one may also glue it: `-uroot`;
+    /// a long one may use `=`).
+    valued: &'static [&'static str],
+    /// Options meaning nothing is run (`command -v`, `taskset -p`).
+    inert: &'static [&'static str],
+    /// Options whose value is a command string for a shell (`env -S`, `flock -c`).
+    string: &'static [&'static str],
+    /// Operands between the options and the program (`timeout DURATION`, `flock FILE`).
+    operands: usize,
+    /// `NAME=value` words before the program are assignments (`env`).
+    assignments: bool,
+    style: Style,
+}
+
+const fn w(name: &'static str, valued: &'static [&'static str]) -> Wrapper {
+    Wrapper {
+        name,
+        valued,
+        inert: &[],
+        string: &[],
+        operands: 0,
+        assignments: false,
+        style: Style::Exec,
+    }
+}
+
+/// Every wrapper and runner this crate sees through (`find -exec` and `busybox` are handled in
+/// [`runs_in`]). Options not listed are taken as flags without a value.
+const WRAPPERS: &[Wrapper] = &[
+    Wrapper {
+        inert: &[
+            "-e", "--edit", "-l", "--list", "-v", "--validate", "-K", "-V", "--version",
         ],
-        "doas" => &["-u", "-C"],
-        "timeout" => &["-s", "--signal", "-k", "--kill-after"],
-        "nice" => &["-n", "--adjustment"],
-        "env" => &["-u", "--unset", "-C", "--chdir", "-S", "--split-string"],
-        "xargs" => &[
+        ..w(
+            "sudo",
+            &[
+                "-u", "--user", "-g", "--group", "-h", "--host", "-p", "--prompt", "-C",
+                "--close-from", "-D", "--chdir", "-r", "--role", "-t", "--type", "-U",
+                "--other-user", "-T", "--command-timeout", "-R", "--chroot",
+            ],
+        )
+    },
+    w("doas", &["-u", "-C"]),
+    Wrapper {
+        string: &["-S", "--split-string"],
+        assignments: true,
+        ..w("env", &["-u", "--unset", "-C", "--chdir"])
+    },
+    w("nice", &["-n", "--adjustment"]),
+    Wrapper {
+        inert: &["-p", "--pid", "-P", "--pgid", "-u", "--uid"],
+        ..w("ionice", &["-c", "--class", "-n", "--classdata"])
+    },
+    Wrapper {
+        operands: 1,
+        ..w("timeout", &["-s", "--signal", "-k", "--kill-after"])
+    },
+    w("nohup", &[]),
+    w("time", &["-f", "--format", "-o", "--output"]),
+    Wrapper {
+        inert: &["-v", "-V"],
+        ..w("command", &[])
+    },
+    w("builtin", &[]),
+    w("exec", &["-a"]),
+    w(
+        "stdbuf",
+        &["-i", "--input", "-o", "--output", "-e", "--error"],
+    ),
+    w("setsid", &[]),
+    Wrapper {
+        string: &["-c", "--command"],
+        operands: 1,
+        ..w(
+            "flock",
+            &["-w", "--wait", "--timeout", "-E", "--conflict-exit-code"],
+        )
+    },
+    Wrapper {
+        inert: &["-p", "--pid", "-m", "--max"],
+        operands: 1,
+        ..w(
+            "chrt",
+            &[
+                "-T",
+                "--sched-runtime",
+                "-P",
+                "--sched-period",
+                "-D",
+                "--sched-deadline",
+            ],
+        )
+    },
+    Wrapper {
+        inert: &["-p", "--pid"],
+        operands: 1,
+        ..w("taskset", &[])
+    },
+    w(
+        "xargs",
+        &[
+            "-a",
+            "--arg-file",
+            "-d",
+            "--delimiter",
+            "-E",
             "-I",
+            "-L",
             "-n",
             "--max-args",
             "-P",
             "--max-procs",
-            "-L",
-            "--max-lines",
-            "-d",
-            "--delimiter",
-            "-E",
-            "-a",
-            "--arg-file",
             "-s",
             "--max-chars",
+            "--process-slot-var",
         ],
-        "exec" => &["-a"],
-        "time" => &["-f", "--format", "-o", "--output"],
-        _ => &[],
-    }
+    ),
+    Wrapper {
+        style: Style::Joined,
+        ..w(
+            "parallel",
+            &[
+                "-j",
+                "--jobs",
+                "-P",
+                "--max-procs",
+                "-S",
+                "--sshlogin",
+                "--sshloginfile",
+                "--slf",
+                "-a",
+                "--arg-file",
+                "-d",
+                "--delimiter",
+                "-E",
+                "-I",
+                "--colsep",
+                "-C",
+                "-n",
+                "-N",
+                "-L",
+                "--max-args",
+                "--max-lines",
+                "--delay",
+                "--timeout",
+                "--joblog",
+                "--results",
+                "--res",
+                "--tmpdir",
+                "--workdir",
+                "--wd",
+                "--halt",
+                "--memfree",
+                "--load",
+                "--retries",
+                "--tagstring",
+                "--basefile",
+                "--bf",
+                "--env",
+                "--shebang-wrap",
+            ],
+        )
+    },
+    Wrapper {
+        style: Style::Joined,
+        ..w("watch", &["-n", "--interval", "-q", "--equexit"])
+    },
+];
+
+fn wrapper(program: &str) -> Option<&'static Wrapper> {
+    WRAPPERS.iter().find(|w| w.name == program)
 }
 
 /// True for `NAME=…` (a word-character name followed by `=`).
@@ -73,81 +212,262 @@ fn is_assignment(arg: &str) -> bool {
     }
 }
 
-/// True for a `timeout` DURATION such as `5`, `5s`, `1.5`, `.5m`, `2d`.
-fn is_duration(arg: &str) -> bool {
-    let num = arg.strip_suffix(['s', 'm', 'h', 'd']).unwrap_or(arg);
-    let mut parts = num.splitn(2, '.');
-    let int = parts.next().unwrap_or("");
-    let frac = parts.next();
-    let digits = |s: &str| s.bytes().all(|b| b.is_ascii_digit());
-    digits(int)
-        && frac.is_none_or(digits)
-        && (!int.is_empty() || frac.is_some_and(|f| !f.is_empty()))
+/// What reading a wrapper's arguments found.
+enum Inner {
+    /// The program runs at this word index.
+    Program(usize),
+    /// A command string for a shell is the word at this index, from this byte on (a value
+    /// glued to its option: `-S'rm x'`, `--split-string=rm`).
+    String(usize, usize),
+    /// The words from this index on are joined and run by a shell.
+    Joined(usize),
+    /// Nothing is run (an inert option, or no program given).
+    Nothing,
 }
 
-/// How many leading argv elements are wrappers and their options.
-pub fn wrapper_prefix_len<S: AsRef<str>>(argv: &[S]) -> usize {
-    let mut i = 0;
-    while let Some(head) = argv.get(i) {
-        let wrapper = basename(head.as_ref());
-        if !WRAPPER_COMMANDS.contains(&wrapper) {
+/// Reads the options of the wrapper at `words[start]` (within `..end`).
+fn inner<S: AsRef<str>>(wr: &Wrapper, words: &[S], start: usize, end: usize) -> Inner {
+    let at = |i: usize| words[i].as_ref();
+    let mut i = start + 1;
+    while i < end {
+        let arg = at(i);
+        if arg == "--" {
+            i += 1;
             break;
         }
-        i += 1;
-        let flags = value_flags(wrapper);
-        let mut duration_pending = wrapper == "timeout";
-        while let Some(arg) = argv.get(i).map(AsRef::as_ref) {
-            if arg.starts_with('-') {
-                i += if flags.contains(&arg) { 2 } else { 1 };
-            } else if !arg.is_empty() && arg.bytes().all(|b| b.is_ascii_digit()) {
-                duration_pending = false;
-                i += 1;
-            } else if is_assignment(arg) {
-                i += 1;
-            } else if duration_pending && is_duration(arg) {
-                duration_pending = false;
-                i += 1;
+        if wr.assignments && is_assignment(arg) {
+            i += 1;
+            continue;
+        }
+        if wr.name == "parallel" && arg.starts_with(":::") {
+            break;
+        }
+        if !arg.starts_with('-') || arg == "-" {
+            break;
+        }
+        let (name, glued) = match arg.split_once('=') {
+            Some((n, _)) if arg.starts_with("--") => (n, true),
+            _ => (arg, false),
+        };
+        if wr.inert.contains(&name) {
+            return Inner::Nothing;
+        }
+        let value_at = if arg.starts_with("--") {
+            (wr.valued.contains(&name) || wr.string.contains(&name)) && !glued
+        } else {
+            // A short cluster: a valued letter takes the rest of the word, else the next word.
+            let mut next_word = false;
+            for (k, c) in arg.char_indices().skip(1) {
+                let mut buf = [0u8; 8];
+                let flag = format!("-{}", c.encode_utf8(&mut buf));
+                if wr.inert.contains(&flag.as_str()) {
+                    return Inner::Nothing;
+                }
+                if wr.string.contains(&flag.as_str()) {
+                    let rest = k + c.len_utf8();
+                    return if rest < arg.len() {
+                        Inner::String(i, rest)
+                    } else if i + 1 < end {
+                        Inner::String(i + 1, 0)
+                    } else {
+                        Inner::Nothing
+                    };
+                }
+                if wr.valued.contains(&flag.as_str()) {
+                    next_word = k + c.len_utf8() == arg.len();
+                    break;
+                }
+            }
+            next_word
+        };
+        if arg.starts_with("--") && wr.string.contains(&name) {
+            return match (glued, i + 1 < end) {
+                (true, _) => Inner::String(i, name.len() + 1),
+                (false, true) => Inner::String(i + 1, 0),
+                (false, false) => Inner::Nothing,
+            };
+        }
+        i += if value_at { 2 } else { 1 };
+    }
+    // `flock FILE -c STRING` puts the string option after the operand.
+    i += wr.operands;
+    if i >= end {
+        return Inner::Nothing;
+    }
+    if !wr.string.is_empty() && wr.operands > 0 && wr.string.contains(&at(i)) {
+        return if i + 1 < end {
+            Inner::String(i + 1, 0)
+        } else {
+            Inner::Nothing
+        };
+    }
+    match wr.style {
+        Style::Exec => Inner::Program(i),
+        Style::Joined if wr.name == "watch" && has_exec_flag(words, start, i) => Inner::Program(i),
+        Style::Joined => {
+            let cmd_end = (i..end)
+                .find(|&k| at(k).starts_with(":::"))
+                .unwrap_or(end);
+            if cmd_end == i {
+                // `parallel ::: "cmd a" "cmd b"`: each argument is a command line.
+                Inner::Nothing
             } else {
-                break;
+                Inner::Joined(i)
             }
         }
     }
-    i.min(argv.len())
 }
 
-/// Where a shell payload word is, relative to the unwrapped argv.
-pub(crate) enum Payload {
-    /// The command string is the word at this index.
-    Shell(usize),
-    /// `eval` with its words at these indices.
-    Eval(std::ops::Range<usize>),
+/// `watch -x` / `--exec` runs its arguments directly instead of through `sh -c`.
+fn has_exec_flag<S: AsRef<str>>(words: &[S], start: usize, end: usize) -> bool {
+    words[start + 1..end].iter().any(|a| {
+        let a = a.as_ref();
+        a == "--exec" || (a.starts_with('-') && !a.starts_with("--") && a.contains('x'))
+    })
 }
 
-/// Finds the payload of an unwrapped argv (`values[0]` is the program); `None` when the
-/// program is not a shell with `-c` or `eval`, or when the payload word is missing.
-///
-/// A `None` value stands for a word tainted by an expansion: it ends the option run, since its
-/// real text is unknown.
-pub(crate) fn find_payload(values: &[Option<&str>]) -> Option<Payload> {
-    let program = basename(values.first().copied()??);
-    if program == "eval" {
-        return (values.len() > 1).then_some(Payload::Eval(1..values.len()));
+/// What one command runs besides its own argv, found from its word values.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub(crate) struct Found {
+    /// Word ranges that are argvs of programs run (the wrapped program, `find -exec`'s command).
+    pub runs: Vec<Range<usize>>,
+    /// Command strings for a shell: word ranges joined with blanks (`sh -c` has one word),
+    /// and how many bytes of the first word to skip (a value glued to its option).
+    pub strings: Vec<(Range<usize>, usize)>,
+    /// A shell reading its commands from stdin (`bash`, `sh -s`): the heredoc or here-string
+    /// feeding it is a command string.
+    pub stdin_shell: bool,
+}
+
+/// Finds everything `words` (a command's word values, program first) runs. Linear in the
+/// number of words times the nesting of runners (`find -exec` inside `xargs`).
+pub(crate) fn runs_in<S: AsRef<str>>(words: &[S]) -> Found {
+    let mut found = Found::default();
+    let mut todo = vec![0..words.len()];
+    while let Some(range) = todo.pop() {
+        let (start, end) = (range.start, range.end);
+        if start >= end {
+            continue;
+        }
+        let program = basename(words[start].as_ref());
+        if let Some(wr) = wrapper(program) {
+            match inner(wr, words, start, end) {
+                Inner::Program(i) => {
+                    found.runs.push(i..end);
+                    todo.push(i..end);
+                }
+                Inner::String(i, skip) => found.strings.push((i..i + 1, skip)),
+                Inner::Joined(i) => {
+                    let cmd_end = (i..end)
+                        .find(|&k| words[k].as_ref().starts_with(":::"))
+                        .unwrap_or(end);
+                    found.strings.push((i..cmd_end, 0));
+                }
+                Inner::Nothing => {
+                    if program == "parallel" {
+                        parallel_commands(words, start, end, &mut found);
+                    }
+                }
+            }
+        } else if program == "find" {
+            for r in find_exec(words, start, end) {
+                found.runs.push(r.clone());
+                todo.push(r);
+            }
+        } else if program == "busybox" {
+            if start + 1 < end && !words[start + 1].as_ref().starts_with('-') {
+                found.runs.push(start + 1..end);
+                todo.push(start + 1..end);
+            }
+        } else if program == "eval" {
+            if start + 1 < end {
+                found.strings.push((start + 1..end, 0));
+            }
+        } else if SHELLS.contains(&program) {
+            match shell_string(words, start, end) {
+                ShellInput::String(i) => found.strings.push((i..i + 1, 0)),
+                ShellInput::Stdin => found.stdin_shell = true,
+                ShellInput::File => {}
+            }
+        }
     }
-    if !SHELLS.contains(&program) {
-        return None;
+    found.runs.sort_by_key(|r| r.start);
+    found.strings.sort_by_key(|(r, _)| r.start);
+    found
+}
+
+/// `parallel ::: "cmd a" "cmd b"` (no command given): each argument is a command line.
+fn parallel_commands<S: AsRef<str>>(words: &[S], start: usize, end: usize, found: &mut Found) {
+    let Some(sep) = (start..end).find(|&k| words[k].as_ref().starts_with(":::")) else {
+        return;
+    };
+    for k in sep + 1..end {
+        if !words[k].as_ref().starts_with(":::") {
+            found.strings.push((k..k + 1, 0));
+        }
     }
-    let mut i = 1;
-    while let Some(word) = values.get(i) {
-        let word = (*word)?;
-        if word == "--" || !(word.starts_with('-') || word.starts_with('+')) || word.len() < 2 {
-            return None;
+}
+
+/// The commands of `find … -exec CMD … ;|+` (also `-execdir`, `-ok`, `-okdir`).
+fn find_exec<S: AsRef<str>>(words: &[S], start: usize, end: usize) -> Vec<Range<usize>> {
+    let mut out = Vec::new();
+    let mut i = start + 1;
+    while i < end {
+        if matches!(
+            words[i].as_ref(),
+            "-exec" | "-execdir" | "-ok" | "-okdir"
+        ) {
+            let cmd = i + 1;
+            let stop = (cmd..end)
+                .find(|&k| matches!(words[k].as_ref(), ";" | "+"))
+                .unwrap_or(end);
+            if stop > cmd {
+                out.push(cmd..stop);
+            }
+            i = stop + 1;
+        } else {
+            i += 1;
+        }
+    }
+    out
+}
+
+/// Where a shell invocation takes its commands from.
+enum ShellInput {
+    /// `-c STRING`: the string at this index.
+    String(usize),
+    /// Standard input (no script operand, or `-s`).
+    Stdin,
+    /// A script file, or something this reader does not follow.
+    File,
+}
+
+fn shell_string<S: AsRef<str>>(words: &[S], start: usize, end: usize) -> ShellInput {
+    let mut i = start + 1;
+    while i < end {
+        let word = words[i].as_ref();
+        if word == "--" || word == "-" {
+            return if word == "-" || i + 1 >= end {
+                ShellInput::Stdin
+            } else {
+                ShellInput::File
+            };
+        }
+        if !(word.starts_with('-') || word.starts_with('+')) || word.len() < 2 {
+            return ShellInput::File;
         }
         let letters = &word[1..];
-        if word.starts_with('-')
-            && letters.bytes().all(|b| b.is_ascii_lowercase())
-            && letters.contains('c')
-        {
-            return (i + 1 < values.len()).then_some(Payload::Shell(i + 1));
+        if word.starts_with('-') && letters.bytes().all(|b| b.is_ascii_lowercase()) {
+            if letters.contains('c') {
+                return if i + 1 < end {
+                    ShellInput::String(i + 1)
+                } else {
+                    ShellInput::File
+                };
+            }
+            if letters.contains('s') {
+                return ShellInput::Stdin;
+            }
         }
         // `-o opt` / `-O opt` (also `+o`) take the next word as the option's name.
         i += if word.ends_with(['o', 'O']) && !word.starts_with("--") {
@@ -156,49 +476,156 @@ pub(crate) fn find_payload(values: &[Option<&str>]) -> Option<Payload> {
             1
         };
     }
-    None
+    ShellInput::Stdin
+}
+
+/// How many leading argv elements are wrappers and their options: the start of the program
+/// that finally runs when wrappers (`sudo`, `env`, `timeout`, `xargs`, …) are followed,
+/// `argv.len()` when they run nothing, 0 when `argv[0]` is not a wrapper.
+pub fn wrapper_prefix_len<S: AsRef<str>>(argv: &[S]) -> usize {
+    let mut i = 0;
+    while let Some(head) = argv.get(i) {
+        let program = basename(head.as_ref());
+        let next = match wrapper(program) {
+            Some(wr) => match inner(wr, argv, i, argv.len()) {
+                Inner::Program(k) => k,
+                _ => return argv.len(),
+            },
+            None if program == "busybox" && i + 1 < argv.len() => i + 1,
+            None => break,
+        };
+        i = next;
+    }
+    i
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn payload(argv: &[&str]) -> Option<usize> {
-        let values: Vec<Option<&str>> = argv
+    fn runs(line: &str) -> Vec<String> {
+        let words: Vec<&str> = line.split(' ').collect();
+        runs_in(&words)
+            .runs
             .iter()
-            .map(|a| (!a.starts_with('$')).then_some(*a))
-            .collect();
-        match find_payload(&values) {
-            Some(Payload::Shell(i)) => Some(i),
-            Some(Payload::Eval(r)) => Some(r.start + 100),
-            None => None,
+            .map(|r| words[r.clone()].join(" "))
+            .collect()
+    }
+
+    fn strings(line: &str) -> Vec<String> {
+        let words: Vec<&str> = line.split(' ').collect();
+        runs_in(&words)
+            .strings
+            .iter()
+            .map(|(r, skip)| words[r.clone()].join(" ")[*skip..].to_owned())
+            .collect()
+    }
+
+    #[test]
+    fn wrappers_with_their_options() {
+        let cases: &[(&str, &[&str])] = &[
+            ("sudo -u root rm -rf x", &["rm -rf x"]),
+            ("sudo -uroot rm x", &["rm x"]),
+            ("sudo -E rm x", &["rm x"]),
+            ("sudo --user=root rm x", &["rm x"]),
+            ("sudo -l rm", &[]),
+            ("doas -u admin rm x", &["rm x"]),
+            ("env -i A=1 -u B rm x", &["rm x"]),
+            ("env A=1 B=2 make", &["make"]),
+            ("nice -n 5 rm x", &["rm x"]),
+            ("nice -5 rm x", &["rm x"]),
+            ("ionice -c3 rm x", &["rm x"]),
+            ("ionice -c 2 -n 7 rm x", &["rm x"]),
+            ("ionice -p 42", &[]),
+            ("timeout 5 rm x", &["rm x"]),
+            ("timeout -s KILL -k 1 5s rm x", &["rm x"]),
+            ("timeout --preserve-status 5 rm x", &["rm x"]),
+            ("nohup rm x", &["rm x"]),
+            ("time -p rm x", &["rm x"]),
+            ("command rm x", &["rm x"]),
+            ("command -p rm x", &["rm x"]),
+            ("command -v rm", &[]),
+            ("builtin cd x", &["cd x"]),
+            ("exec -a name rm x", &["rm x"]),
+            ("stdbuf -oL -e 0 rm x", &["rm x"]),
+            ("setsid -f rm x", &["rm x"]),
+            ("flock /tmp/l rm x", &["rm x"]),
+            ("flock -w 5 /tmp/l rm x", &["rm x"]),
+            ("chrt -f 10 rm x", &["rm x"]),
+            ("chrt -p 10 42", &[]),
+            ("taskset -c 0,1 rm x", &["rm x"]),
+            ("taskset 0x3 rm x", &["rm x"]),
+            ("taskset -p 0x3 42", &[]),
+            ("xargs rm -rf", &["rm -rf"]),
+            ("xargs -0 -n 1 -P 4 -I {} rm {}", &["rm {}"]),
+            ("xargs -i rm {}", &["rm {}"]),
+            ("xargs", &[]),
+            ("busybox rm -rf x", &["rm -rf x"]),
+            ("busybox --list", &[]),
+            ("watch -x rm x", &["rm x"]),
+            (
+                "sudo env A=1 timeout 5 rm x",
+                &["env A=1 timeout 5 rm x", "timeout 5 rm x", "rm x"],
+            ),
+            (
+                "find . -name *.o -exec rm -rf {} + -exec sudo rm {} ;",
+                &["rm -rf {}", "sudo rm {}", "rm {}"],
+            ),
+            ("find . -execdir rm {} ;", &["rm {}"]),
+            ("find . -ok rm {} ;", &["rm {}"]),
+            ("find . -name x", &[]),
+            ("git push", &[]),
+            ("sudo", &[]),
+            ("sudo --", &[]),
+        ];
+        for (line, expected) in cases {
+            assert_eq!(runs(line), *expected, "{line}");
         }
     }
 
     #[test]
-    fn shell_payloads() {
-        assert_eq!(payload(&["bash", "-c", "x"]), Some(2));
-        assert_eq!(payload(&["/bin/sh", "-lc", "x"]), Some(2));
-        assert_eq!(payload(&["zsh", "-xc", "x"]), Some(2));
-        assert_eq!(payload(&["bash", "-o", "pipefail", "-c", "x"]), Some(4));
-        assert_eq!(payload(&["bash", "-eo", "pipefail", "-c", "x"]), Some(4));
-        assert_eq!(payload(&["bash", "-l", "script.sh"]), None);
-        assert_eq!(payload(&["bash", "script.sh", "-c", "x"]), None);
-        assert_eq!(payload(&["bash", "--", "-c", "x"]), None);
-        assert_eq!(payload(&["bash", "-c"]), None);
-        assert_eq!(payload(&["bash", "$X", "-c", "x"]), None);
-        assert_eq!(payload(&["python", "-c", "x"]), None);
-        assert_eq!(payload(&["eval", "a", "b"]), Some(101));
-        assert_eq!(payload(&["eval"]), None);
+    fn command_strings() {
+        let cases: &[(&str, &[&str])] = &[
+            ("bash -c x", &["x"]),
+            ("/bin/sh -lc x", &["x"]),
+            ("zsh -xc x", &["x"]),
+            ("bash -o pipefail -c x", &["x"]),
+            ("bash -eo pipefail -c x", &["x"]),
+            ("bash -l script.sh", &[]),
+            ("bash script.sh -c x", &[]),
+            ("bash -- -c x", &[]),
+            ("bash -c", &[]),
+            ("eval a b", &["a b"]),
+            ("eval", &[]),
+            ("sudo bash -c x", &["x"]),
+            ("xargs sh -c x", &["x"]),
+            ("watch rm -rf x", &["rm -rf x"]),
+            ("watch -n 5 rm x", &["rm x"]),
+            ("parallel rm -rf ::: a b", &["rm -rf"]),
+            ("parallel -j 4 rm ::: a", &["rm"]),
+            ("parallel ::: a b", &["a", "b"]),
+            ("flock /tmp/l -c x", &["x"]),
+            ("flock -c x", &["x"]),
+            ("env -S x", &["x"]),
+            ("env --split-string=x", &["x"]),
+            ("env -Sx", &["x"]),
+        ];
+        for (line, expected) in cases {
+            assert_eq!(strings(line), *expected, "{line}");
+        }
     }
 
     #[test]
-    fn durations() {
-        for d in ["5", "5s", "1.5", ".5m", "2d", "10h"] {
-            assert!(is_duration(d), "{d}");
+    fn shells_reading_stdin() {
+        let stdin = |line: &str| {
+            let words: Vec<&str> = line.split(' ').collect();
+            runs_in(&words).stdin_shell
+        };
+        for line in ["bash", "sh -s", "sh -s arg", "bash -x", "sudo bash", "sh -"] {
+            assert!(stdin(line), "{line}");
         }
-        for d in ["cargo", "s", ".", "1.2.3", "5x", ""] {
-            assert!(!is_duration(d), "{d}");
+        for line in ["bash script.sh", "sh -c x", "cat", "bash -- file"] {
+            assert!(!stdin(line), "{line}");
         }
     }
 }
