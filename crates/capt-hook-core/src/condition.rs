@@ -353,13 +353,10 @@ impl Condition {
             Condition::McpTool(want) => {
                 evt.tool_name().is_some_and(|n| n.starts_with("mcp__")) == *want
             }
-            Condition::Runs(tokens) => evt
-                .command_line()
-                .is_some_and(|cl| cl.commands().any(|c| tokens.is_prefix_of_command(c))),
+            Condition::Runs(tokens) => evt.command_line().is_some_and(|cl| tokens.matches_line(cl)),
             Condition::PrimaryRuns(tokens) => evt
                 .command_line()
-                .and_then(|cl| cl.primary())
-                .is_some_and(|c| tokens.is_prefix_of(&c.unwrapped())),
+                .is_some_and(|cl| tokens.matches_primary(cl)),
             Condition::Command(pattern) => match evt.command() {
                 Some(raw) if !raw.is_empty() => {
                     pattern.is_match(raw)

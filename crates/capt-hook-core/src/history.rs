@@ -12,30 +12,16 @@ use crate::tokens::Tokens;
 /// (comma-separated; replaces the default list).
 pub const HOOKS_WAITING_TOOLS: &str = "HOOKS_WAITING_TOOLS";
 
-/// The unwrapped argv of every command a Bash call ran, nested ones included; parsed once per
-/// call and kept with the call in the transcript cache.
-#[derive(Debug, Default)]
-struct Argvs(Vec<Vec<String>>);
-
-fn argvs(call: &ToolCall) -> capt_hook_transcript::Memo<'_, Argvs> {
-    call.memo(|c| {
-        let line = CommandLine::parse(c.command().unwrap_or(""));
-        Argvs(
-            line.commands()
-                .map(|cmd| cmd.unwrapped().into_iter().map(str::to_owned).collect())
-                .filter(|argv: &Vec<String>| !argv.is_empty())
-                .collect(),
-        )
-    })
+/// A Bash call's parsed line, parsed once per call and kept with the call in the transcript
+/// cache.
+fn parsed(call: &ToolCall) -> capt_hook_transcript::Memo<'_, CommandLine> {
+    call.memo(|c| CommandLine::parse(c.command().unwrap_or("")))
 }
 
-/// True when a Bash call ran a command whose unwrapped argv starts with `tokens`.
+/// True when a Bash call ran a command these tokens match, seen as the `runs` condition sees
+/// the current call (wrappers, runners and nesting included).
 pub fn call_runs(call: &ToolCall, tokens: &Tokens) -> bool {
-    let memo = argvs(call);
-    memo.0.iter().any(|argv| {
-        let words: Vec<&str> = argv.iter().map(String::as_str).collect();
-        tokens.is_prefix_of(&words)
-    })
+    tokens.matches_line(&parsed(call))
 }
 
 /// The matcher the transcript crate uses for its own `has_command` queries.

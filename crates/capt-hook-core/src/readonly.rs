@@ -1,10 +1,12 @@
 //! Commands known not to change anything, for the `read_only_command` condition.
 //!
-//! Fail-closed: a line counts as read-only only when its raw text holds no expansion at all
-//! (`$`, backticks, braces, process substitution), and every command in it is a bare,
-//! allow-listed program name (wrappers such as `sudo` are not on the list) with no env prefix,
-//! no argument that turns it into a writer or executor, and only harmless redirects.
+//! Fail-closed: a line counts as read-only only when it was read to the end, its raw text holds
+//! no expansion at all (`$`, backticks, braces, process substitution), and every part of it is
+//! a bare, allow-listed program name (wrappers such as `sudo`, assignments and
+//! `export`/`declare`/`unset` are not on the list) with no env prefix, no option that makes it
+//! run a program or write a file, and only harmless redirects.
 
+use capt_hook_shell::programs::git_globals;
 use capt_hook_shell::{Command, CommandLine, Redirect};
 
 /// Programs that only read, each with the argument prefixes that would make it write or run
@@ -22,7 +24,7 @@ const READ_ONLY: &[(&str, &[&str])] = &[
     ("true", &[]),
     ("false", &[]),
     ("test", &[]),
-    ("file", &[]),
+    ("file", &["-C", "--compile"]),
     ("stat", &[]),
     ("readlink", &[]),
     ("realpath", &[]),
@@ -43,7 +45,6 @@ const READ_ONLY: &[(&str, &[&str])] = &[
     ("column", &[]),
     ("nl", &[]),
     ("jq", &[]),
-    ("diff", &[]),
     ("cmp", &[]),
     ("comm", &[]),
     ("md5", &[]),
@@ -54,12 +55,14 @@ const READ_ONLY: &[(&str, &[&str])] = &[
     ("rg", &["--pre", "--hostname-bin"]),
     ("fd", &["--exec"]),
     ("find", &["-delete", "-exec", "-ok", "-fls", "-fprint"]),
-    ("sort", &["--output"]),
+    ("diff", &["--to-file"]),
+    ("sort", &["--output", "--compress-program"]),
     ("tree", &["-o"]),
 ];
 
 /// Subcommand tools: (name, flags allowed before the subcommand, flags that take a value there,
-/// read-only subcommands, argument prefixes forbidden after the subcommand).
+/// read-only subcommands, argument prefixes forbidden after the subcommand). git's options
+/// before the subcommand come from [`capt_hook_shell::programs::GIT_GLOBAL_OPTIONS`].
 type Subcommands = (
     &'static str,
     &'static [&'static str],
@@ -71,8 +74,8 @@ type Subcommands = (
 const SUBCOMMAND_TOOLS: &[Subcommands] = &[
     (
         "git",
-        &["--no-pager", "-P"],
-        &["-C"],
+        &[],
+        &[],
         &[
             "status",
             "log",
@@ -138,8 +141,15 @@ fn has_arg(cmd: &Command, prefixes: &[&str]) -> bool {
 }
 
 fn read_only_subcommand(cmd: &Command, tool: &Subcommands) -> bool {
-    let (_, bare, valued, subcommands, forbidden) = tool;
+    let (name, bare, valued, subcommands, forbidden) = tool;
     let mut i = 0;
+    if *name == "git" {
+        let (len, harmless) = git_globals(&cmd.args);
+        if !harmless {
+            return false;
+        }
+        i = len;
+    }
     while let Some(arg) = cmd.args.get(i) {
         if bare.contains(&arg.as_str()) {
             i += 1;
@@ -200,7 +210,11 @@ fn read_only_program(cmd: &Command) -> bool {
 /// True when every command of the line is a known read-only program.
 pub fn is_read_only(line: &CommandLine) -> bool {
     let raw = line.raw.as_str();
-    if line.is_empty() || raw.contains(['`', '$', '{']) || raw.contains("<(") || raw.contains(">(")
+    if line.is_empty()
+        || line.unreadable.is_some()
+        || raw.contains(['`', '$', '{'])
+        || raw.contains("<(")
+        || raw.contains(">(")
     {
         return false;
     }
@@ -230,6 +244,25 @@ mod tests {
         assert!(ro("jj log -r @"));
         assert!(ro("date +%Y"));
         assert!(ro("cat a.txt 2>&1 < input.txt"));
+        assert!(ro("git --no-pager -C sub --git-dir=.git log"));
+        assert!(ro("cat README.md | head -5"));
+        assert!(ro("file README.md"));
+        assert!(ro("sort -n data.txt"));
+        assert!(ro("git log -p -3"));
+    }
+
+    #[test]
+    fn unreadable_lines_are_not_read_only() {
+        let deep = format!("{}ls{}", "if true; then ".repeat(200), "; fi".repeat(200));
+        let line = CommandLine::parse(&deep);
+        assert!(line.unreadable.is_some());
+        assert!(!is_read_only(&line));
+        let wrapped = format!(
+            "{}rm -rf /{}",
+            "if true; then ".repeat(200),
+            "; fi".repeat(200)
+        );
+        assert!(!ro(&wrapped));
     }
 
     #[test]
@@ -261,6 +294,22 @@ mod tests {
             "diff <(ls a) <(ls b)",
             "cat < /dev/tcp/host/80",
             "echo hi >&3",
+            "export PATH=./evil && ls",
+            "export GIT_EXTERNAL_DIFF=./evil.sh; git diff",
+            "LD_PRELOAD=/evil.so; ls",
+            "BASH_ENV=./x; ls",
+            "PATH=./evil ls",
+            "declare -x F=1; ls",
+            "unset HOME; ls",
+            "local a=b",
+            "sort --compress-program=./x data.txt",
+            "file -C -m magic",
+            "git -c core.pager=./x log",
+            "git --exec-path=./x log",
+            "git --paginate log",
+            "git log -p --ext-diff",
+            "sudo ls",
+            "if true; then if true; then rm -rf /; fi; fi",
         ] {
             assert!(!ro(line), "{line}");
         }

@@ -1,6 +1,18 @@
-//! Token lists: argv prefixes where `*` stands for any one word and `a|b` for either word.
+//! Token lists: argv prefixes where `*` stands for any one word and `a|b` for either word,
+//! matched against what a command line runs (spec: "Seeing what runs").
+//!
+//! Beyond the literal prefix, a list matches every argv the line runs (the program behind
+//! wrappers and runners, see [`capt_hook_shell::Command::runs`]) with the program compared by
+//! basename, git's global options skipped, positional tokens as a prefix of the positional
+//! words and flag tokens as sets: `-rf` holds when `-r` (or `-R`, `--recursive`) and `-f` (or
+//! `--force`) are both among the options, per [`capt_hook_shell::programs`]. `exact` keeps the
+//! literal prefix alone. A line the parser could not read to the end also matches when the
+//! tokens appear, in order, among the words of its raw text.
 
 use std::fmt;
+
+use capt_hook_shell::programs::{self, FlagTable};
+use capt_hook_shell::{Command, CommandLine, Word, basename};
 
 /// One token of an argv prefix.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -9,6 +21,23 @@ pub enum Token {
     Any,
     /// One of these words, exactly.
     Word(Vec<String>),
+}
+
+impl Token {
+    fn matches(&self, word: &str) -> bool {
+        match self {
+            Token::Any => true,
+            Token::Word(alts) => alts.iter().any(|a| a == word),
+        }
+    }
+
+    /// The flag spellings of a token whose every alternative is an option (`-rf`, `--force`).
+    fn flags(&self) -> Option<&[String]> {
+        match self {
+            Token::Word(alts) if alts.iter().all(|a| is_option(a)) => Some(alts),
+            _ => None,
+        }
+    }
 }
 
 /// Why a token list is unusable.
@@ -27,7 +56,20 @@ pub enum TokenError {
 
 /// An argv prefix to look for.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Tokens(Vec<Token>);
+pub struct Tokens {
+    tokens: Vec<Token>,
+    exact: bool,
+}
+
+/// True for a word that is an option: `-x…` or `--x…`, but not `-` or `--`.
+fn is_option(word: &str) -> bool {
+    word.len() > 1 && word.starts_with('-') && word != "--"
+}
+
+/// A word as a program sees it.
+fn key(w: &Word) -> &str {
+    w.key()
+}
 
 impl Tokens {
     /// Parses tokens as written in a hook file.
@@ -48,40 +90,173 @@ impl Tokens {
             }
             out.push(Token::Word(alts));
         }
-        Ok(Tokens(out))
+        Ok(Tokens {
+            tokens: out,
+            exact: false,
+        })
+    }
+
+    /// The same list matching the literal argv prefix alone (`exact = true`).
+    pub fn exact(mut self, exact: bool) -> Tokens {
+        self.exact = exact;
+        self
+    }
+
+    /// True when the list keeps to the literal argv prefix.
+    pub fn is_exact(&self) -> bool {
+        self.exact
     }
 
     /// True when a `*` token is present.
     pub fn has_wildcard(&self) -> bool {
-        self.0.iter().any(|t| matches!(t, Token::Any))
+        self.tokens.iter().any(|t| matches!(t, Token::Any))
     }
 
-    /// True when `argv` starts with these tokens.
+    /// True when `argv` starts with these tokens, literally.
     pub fn is_prefix_of(&self, argv: &[&str]) -> bool {
-        argv.len() >= self.0.len()
-            && self.0.iter().zip(argv).all(|(t, w)| match t {
-                Token::Any => true,
-                Token::Word(alts) => alts.iter().any(|a| a == w),
-            })
+        argv.len() >= self.tokens.len() && self.tokens.iter().zip(argv).all(|(t, w)| t.matches(w))
     }
 
-    /// True when a command's `executable` and `args` start with these tokens (no allocation).
-    pub fn is_prefix_of_command(&self, cmd: &capt_hook_shell::Command) -> bool {
-        if cmd.executable.is_empty() || cmd.args.len() + 1 < self.0.len() {
+    /// True when a command's `executable` and `args` start with these tokens, literally.
+    pub fn is_prefix_of_command(&self, cmd: &Command) -> bool {
+        if cmd.executable.is_empty() || cmd.args.len() + 1 < self.tokens.len() {
             return false;
         }
         let words =
             std::iter::once(cmd.executable.as_str()).chain(cmd.args.iter().map(String::as_str));
-        self.0.iter().zip(words).all(|(t, w)| match t {
-            Token::Any => true,
-            Token::Word(alts) => alts.iter().any(|a| a == w),
-        })
+        self.tokens.iter().zip(words).all(|(t, w)| t.matches(w))
+    }
+
+    /// True when some command of the line runs an argv these tokens match (the `runs`
+    /// condition); on a line that could not be read to the end, also when the tokens appear
+    /// in order among its raw words.
+    pub fn matches_line(&self, line: &CommandLine) -> bool {
+        let found = if self.exact {
+            line.commands().any(|c| self.is_prefix_of_command(c))
+        } else {
+            line.commands().any(|c| self.matches_command(c))
+        };
+        found || (line.unreadable.is_some() && self.matches_raw_words(&line.raw))
+    }
+
+    /// True when the line's primary command (its last top-level one) runs an argv these tokens
+    /// match, wrappers seen through (the `primary_runs` condition); falls back like
+    /// [`Tokens::matches_line`].
+    pub fn matches_primary(&self, line: &CommandLine) -> bool {
+        let found = line.primary().is_some_and(|c| {
+            if self.exact {
+                self.is_prefix_of(&c.unwrapped())
+            } else {
+                self.matches_command(c)
+            }
+        });
+        found || (line.unreadable.is_some() && self.matches_raw_words(&line.raw))
+    }
+
+    /// True when one of the argvs `cmd` runs (its own, or one behind a wrapper or runner)
+    /// matches.
+    pub fn matches_command(&self, cmd: &Command) -> bool {
+        self.is_prefix_of_command(cmd) || cmd.run_words().any(|ws| self.matches_words(ws))
+    }
+
+    /// The structural match of one argv: program by basename, git's global options skipped,
+    /// positional tokens as a prefix of the positional words, flag tokens as sets.
+    fn matches_words(&self, ws: &[Word]) -> bool {
+        let Some(first) = ws.first() else {
+            return false;
+        };
+        let program = basename(key(first));
+        if !(self.tokens[0].matches(program) || self.tokens[0].matches(key(first))) {
+            return false;
+        }
+        if self.literal_rest(ws) {
+            return true;
+        }
+        let mut i = 1;
+        if program == "git" {
+            i += programs::git_globals(&ws[1..]).0;
+        }
+        let rest = &ws[i.min(ws.len())..];
+        let subcommand = rest.iter().map(key).find(|w| !w.starts_with('-'));
+        let table = programs::flag_table(program, subcommand);
+        let single_dash = programs::SINGLE_DASH_LONG.contains(&program);
+        // Positional tokens must be the first positional words, in order.
+        let mut positional = self.tokens[1..].iter().filter(|t| t.flags().is_none());
+        let mut want = positional.next();
+        let mut options_end = rest.len();
+        for (k, w) in rest.iter().enumerate() {
+            let w = key(w);
+            if w == "--" {
+                options_end = k;
+            }
+            if k < options_end && is_option(w) {
+                continue;
+            }
+            match want {
+                Some(t) if t.matches(w) => want = positional.next(),
+                Some(_) => return false,
+                None => break,
+            }
+        }
+        if want.is_some() {
+            return false;
+        }
+        let options = rest[..options_end].iter().map(key).filter(|w| is_option(w));
+        self.tokens[1..]
+            .iter()
+            .filter_map(Token::flags)
+            .all(|alts| {
+                alts.iter()
+                    .any(|flag| flag_present(flag, options.clone(), table, single_dash))
+            })
+    }
+
+    /// The literal prefix after the program word (already matched by basename).
+    fn literal_rest(&self, ws: &[Word]) -> bool {
+        ws.len() >= self.tokens.len()
+            && self.tokens[1..]
+                .iter()
+                .zip(&ws[1..])
+                .all(|(t, w)| t.matches(key(w)))
+    }
+
+    /// The fallback for a line the parser could not read: the first token is some word of the
+    /// raw text (by basename), and the others follow it in order. Linear in the text.
+    pub fn matches_raw_words(&self, raw: &str) -> bool {
+        let mut words = raw
+            .split(|c: char| c.is_whitespace() || "\"'`;&|(){}<>$\\".contains(c))
+            .filter(|w| !w.is_empty());
+        if !words
+            .by_ref()
+            .any(|w| self.tokens[0].matches(w) || self.tokens[0].matches(basename(w)))
+        {
+            return false;
+        }
+        // Positional tokens follow in order; flags may be anywhere after the program.
+        let mut positional = self.tokens[1..].iter().filter(|t| t.flags().is_none());
+        let mut want = positional.next();
+        for w in words.clone() {
+            match want {
+                Some(t) if t.matches(w) => want = positional.next(),
+                Some(_) => {}
+                None => break,
+            }
+        }
+        let options = words.filter(|w| is_option(w));
+        want.is_none()
+            && self.tokens[1..]
+                .iter()
+                .filter_map(Token::flags)
+                .all(|alts| {
+                    alts.iter()
+                        .any(|f| flag_present(f, options.clone(), None, false))
+                })
     }
 
     /// The regex a token list stands for when it has to match raw text: each token escaped,
     /// `*` as one run of non-space, alternatives grouped, joined by whitespace.
     pub fn to_regex(&self) -> String {
-        self.0
+        self.tokens
             .iter()
             .map(|t| match t {
                 Token::Any => r"\S+".to_owned(),
@@ -99,10 +274,71 @@ impl Tokens {
     }
 }
 
+/// The short letters of a cluster option (`-rf` → `rf`), up to and including a letter that
+/// takes a value (the rest of the word is that value).
+fn cluster_letters<'a>(word: &'a str, table: Option<&FlagTable>) -> &'a str {
+    let letters = &word[1..];
+    match table {
+        Some(t) => match letters.find(|c| t.valued.contains(c)) {
+            Some(i) => &letters[..=i],
+            None => letters,
+        },
+        None => letters,
+    }
+}
+
+/// The spellings that mean the same as the short letter `c` / the long name `long`.
+fn same_as<'t>(
+    table: Option<&'t FlagTable>,
+    pred: impl Fn(&(&str, &[&str])) -> bool,
+) -> Option<&'t (&'static str, &'static [&'static str])> {
+    table.and_then(|t| t.same.iter().find(|e| pred(e)))
+}
+
+/// True when `flag` (a token: a short cluster, a long option or a single-dash long option) is
+/// present among `options`, in any order or grouping and with the program's other spellings.
+fn flag_present<'a>(
+    flag: &str,
+    options: impl Iterator<Item = &'a str> + Clone,
+    table: Option<&FlagTable>,
+    single_dash: bool,
+) -> bool {
+    let long_name = |w: &'a str| w.split_once('=').map_or(w, |(n, _)| n);
+    if flag.starts_with("--") {
+        let group = same_as(table, |(_, long)| long.contains(&flag));
+        return options.clone().any(|w| {
+            if w.starts_with("--") {
+                long_name(w) == flag
+            } else {
+                !single_dash
+                    && group.is_some_and(|(short, _)| {
+                        cluster_letters(w, table).chars().any(|c| short.contains(c))
+                    })
+            }
+        });
+    }
+    if single_dash || options.clone().any(|w| w == flag) {
+        return options.clone().any(|w| w == flag);
+    }
+    // A short cluster: every letter, by any of its spellings.
+    flag[1..].chars().all(|c| {
+        let group = same_as(table, |(short, _)| short.contains(c));
+        options.clone().any(|w| {
+            if w.starts_with("--") {
+                group.is_some_and(|(_, long)| long.contains(&long_name(w)))
+            } else {
+                cluster_letters(w, table)
+                    .chars()
+                    .any(|o| o == c || group.is_some_and(|(short, _)| short.contains(o)))
+            }
+        })
+    })
+}
+
 impl fmt::Display for Tokens {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let words: Vec<String> = self
-            .0
+            .tokens
             .iter()
             .map(|t| match t {
                 Token::Any => "\"*\"".to_owned(),
@@ -130,5 +366,144 @@ mod tests {
         assert_eq!(w.to_regex(), r"docker\s+\S+\s+prune");
         assert_eq!(Tokens::new::<&str>(&[]).unwrap_err(), TokenError::Empty);
         assert!(Tokens::new(&["a|"]).is_err());
+    }
+
+    fn runs(tokens: &[&str], line: &str) -> bool {
+        Tokens::new(tokens)
+            .unwrap()
+            .matches_line(&CommandLine::parse(line))
+    }
+
+    fn exact(tokens: &[&str], line: &str) -> bool {
+        Tokens::new(tokens)
+            .unwrap()
+            .exact(true)
+            .matches_line(&CommandLine::parse(line))
+    }
+
+    #[test]
+    fn flag_clusters_match_as_sets_with_long_spellings() {
+        let rf = ["rm", "-rf"];
+        for line in [
+            "rm -rf build",
+            "rm -fr build",
+            "rm -r -f build",
+            "rm -f -r build",
+            "rm -Rf build",
+            "rm --recursive --force build",
+            "rm -r --force build",
+            "rm build -rf",
+            "rm -rfv build",
+            "rm -v -R -f build",
+        ] {
+            assert!(runs(&rf, line), "{line}");
+        }
+        for line in [
+            "rm -r build",
+            "rm -f build.log",
+            "rm -- -rf",
+            "echo rm -rf build",
+            "git commit -m 'rm -rf build'",
+            "rmdir -rf x",
+        ] {
+            assert!(!runs(&rf, line), "{line}");
+        }
+        let force = ["git", "push", "--force"];
+        assert!(runs(&force, "git push --force"));
+        assert!(runs(&force, "git push -f origin main"));
+        assert!(runs(&force, "git push origin main --force"));
+        assert!(!runs(&force, "git push --force-with-lease"));
+        assert!(!runs(&force, "git push origin"));
+        let f = ["git", "push", "-f"];
+        assert!(runs(&f, "git push --force"));
+        let clean = ["git", "clean", "-fd"];
+        assert!(runs(&clean, "git clean -df"));
+        assert!(runs(&clean, "git clean -d --force"));
+        assert!(runs(&clean, "git clean -xfd"));
+        assert!(!runs(&clean, "git clean -n"));
+        // A valued letter ends its cluster: `-mfix` is the message "fix", not `-f`.
+        assert!(!runs(&["git", "commit", "-n"], "git commit -mno"));
+        assert!(runs(&["git", "commit", "-n"], "git commit -nm wip"));
+        assert!(runs(&["git", "commit", "-n"], "git commit --no-verify"));
+        // find's single-dash options are words, not clusters.
+        assert!(runs(&["find", "-delete"], "find . -name x -delete"));
+        assert!(!runs(&["find", "-delete"], "find . -type d -name elt"));
+    }
+
+    #[test]
+    fn wrappers_paths_and_git_globals() {
+        for line in [
+            "sudo rm -rf /x",
+            "sudo -u root rm -rf /x",
+            "/bin/rm -rf /x",
+            "\\rm -rf /x",
+            "\"rm\" -rf /x",
+            "env FOO=1 nice -n 5 rm -rf build",
+            "timeout 5 rm -rf build",
+            "ls | xargs rm -rf",
+            "find . -name '*.o' -exec rm -rf {} +",
+            "busybox rm -rf x",
+            "command rm -rf x",
+            "cd x && sudo -E rm -rf y",
+            "sh -c 'sudo rm -rf x'",
+            "echo $(rm -rf x)",
+            "bash <<EOF\nrm -rf x\nEOF",
+            "sh <<< 'rm -rf x'",
+            "watch rm -rf x",
+            "echo hi > $(rm -rf x)",
+        ] {
+            assert!(runs(&["rm", "-rf"], line), "{line}");
+        }
+        for line in [
+            "command -v rm",
+            "cat <<EOF\nrm -rf x\nEOF",
+            "cat <<'EOF'\n$(rm -rf x)\nEOF",
+        ] {
+            assert!(!runs(&["rm", "-rf"], line), "{line}");
+        }
+        assert!(runs(&["rm", "-rf"], "cat <<EOF\n$(rm -rf x)\nEOF"));
+        assert!(runs(&["sudo", "rm"], "sudo rm -rf x"));
+        assert!(runs(&["git", "stash"], "sudo git stash"));
+        assert!(runs(&["git", "stash"], "git -C dir stash"));
+        assert!(runs(
+            &["git", "reset", "--hard"],
+            "git -C ../x reset --hard"
+        ));
+        assert!(runs(
+            &["git", "reset", "--hard"],
+            "git --no-pager -c core.pager=cat reset --hard HEAD~1"
+        ));
+        assert!(runs(
+            &["git", "reset", "--hard"],
+            "git --git-dir=.git --work-tree=. reset --hard"
+        ));
+        assert!(!runs(
+            &["git", "reset", "--hard"],
+            "git reset --soft HEAD~1"
+        ));
+        assert!(!runs(&["git", "stash"], "git commit -m stash"));
+    }
+
+    #[test]
+    fn exact_keeps_the_literal_prefix() {
+        assert!(exact(&["rm", "-rf"], "rm -rf build"));
+        assert!(exact(&["rm", "-rf"], "cd x && rm -rf build"));
+        assert!(!exact(&["rm", "-rf"], "rm -fr build"));
+        assert!(!exact(&["rm", "-rf"], "sudo rm -rf build"));
+        assert!(!exact(&["rm", "-rf"], "/bin/rm -rf build"));
+    }
+
+    #[test]
+    fn unreadable_lines_fall_back_to_raw_words() {
+        let deep = format!("echo {}git stash{}", "$(".repeat(60), ")".repeat(60));
+        let line = CommandLine::parse(&deep);
+        assert!(line.unreadable.is_some());
+        assert!(Tokens::new(&["git", "stash"]).unwrap().matches_line(&line));
+        assert!(!Tokens::new(&["git", "push"]).unwrap().matches_line(&line));
+        let t = Tokens::new(&["rm", "-rf"]).unwrap();
+        assert!(t.matches_raw_words("x ( /bin/rm -r -f y"));
+        assert!(t.matches_raw_words("x;rm -fr y"));
+        assert!(!t.matches_raw_words("rm -r y"));
+        assert!(!t.matches_raw_words("-rf rm"));
     }
 }

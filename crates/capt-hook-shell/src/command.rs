@@ -182,6 +182,34 @@ impl Walker {
         self.finish_command(node, start, src, lvl, depth, p);
     }
 
+    /// Walks `export`/`declare`/`typeset`/`local`/`readonly`/`unset`: a part named by the
+    /// keyword, with its words as arguments and their substitutions nested under it.
+    pub(crate) fn walk_declaration(
+        &mut self,
+        node: Node<'_>,
+        src: &Src<'_>,
+        lvl: Level,
+        depth: usize,
+    ) {
+        let mut p = Parts::default();
+        let mut cursor = node.walk();
+        for child in node.children(&mut cursor) {
+            let range = child.byte_range();
+            match child.kind() {
+                "comment" => self.comment(child, src),
+                kind if child.is_named() || p.words.is_empty() => {
+                    p.cover(range.clone());
+                    p.words.push((kind, range));
+                    if child.is_named() {
+                        p.scan.push(child);
+                    }
+                }
+                _ => {}
+            }
+        }
+        self.finish_command(node, node.start_byte(), src, lvl, depth, p);
+    }
+
     fn finish_command(
         &mut self,
         node: Node<'_>,
@@ -249,7 +277,8 @@ impl Walker {
         self.tails(p.tails, src, lvl, depth);
     }
 
-    /// A command without argv: only its substitutions count, plus a part if it redirects.
+    /// A command without argv: a part without an executable (it redirects or assigns), then
+    /// its substitutions.
     fn assignments_only(
         &mut self,
         raw: &str,
@@ -258,7 +287,7 @@ impl Walker {
         depth: usize,
         p: Parts<'_>,
     ) {
-        if !p.redirects.is_empty() {
+        if !p.redirects.is_empty() || !p.env.is_empty() {
             self.push_synthetic(raw, src, lvl, p.redirects, p.env);
         }
         for n in p.scan {
@@ -275,7 +304,13 @@ impl Walker {
     }
 
     /// Finds `$(…)`, backticks and `<(…)` below `node` and walks each one's commands at `lvl`.
-    pub(crate) fn substitutions(&mut self, node: Node<'_>, src: &Src<'_>, lvl: Level, depth: usize) {
+    pub(crate) fn substitutions(
+        &mut self,
+        node: Node<'_>,
+        src: &Src<'_>,
+        lvl: Level,
+        depth: usize,
+    ) {
         if depth > MAX_DEPTH {
             self.cut(Unreadable::Nesting);
             return;

@@ -23,6 +23,7 @@ use std::rc::Rc;
 
 mod command;
 mod fast;
+pub mod programs;
 mod source;
 mod splice;
 mod walk;

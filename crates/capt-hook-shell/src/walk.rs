@@ -138,6 +138,25 @@ impl Walker {
         match node.kind() {
             "comment" => self.comment(node, src),
             "command" => self.walk_command(node, src, lvl, depth, StmtExtra::default()),
+            "declaration_command" | "unset_command" => self.walk_declaration(node, src, lvl, depth),
+            // A statement of bare assignments changes the environment of what follows: it is a
+            // part (without an executable) so conditions can see it.
+            "variable_assignment" | "variable_assignments" => {
+                let env = assignments(node, src);
+                self.push_synthetic(src.slice(node.byte_range()), src, lvl, Vec::new(), env);
+                let mut cursor = node.walk();
+                let singles: Vec<Node<'_>> = if node.kind() == "variable_assignment" {
+                    vec![node]
+                } else {
+                    node.named_children(&mut cursor).collect()
+                };
+                for single in singles {
+                    let mut cursor = single.walk();
+                    for child in single.children(&mut cursor) {
+                        self.walk(child, src, lvl, depth + 1);
+                    }
+                }
+            }
             "redirected_statement" => self.walk_redirected(node, src, lvl, depth),
             "list" => self.walk_list(node, src, lvl, depth),
             // Heredoc bodies are data; their substitutions, like those of redirect targets, are
@@ -338,6 +357,27 @@ impl Walker {
             command.find_runs();
         }
     }
+}
+
+/// The `NAME=value` pairs of a `variable_assignment(s)` node.
+fn assignments(node: Node<'_>, src: &Src<'_>) -> Vec<(String, String)> {
+    let one = |n: Node<'_>| {
+        let name = n
+            .child_by_field_name("name")
+            .map_or("", |x| src.slice(x.byte_range()));
+        let value = n.child_by_field_name("value").map_or(String::new(), |v| {
+            one_layer(v.kind(), src.slice(v.byte_range()))
+        });
+        (name.to_owned(), value)
+    };
+    if node.kind() == "variable_assignment" {
+        return vec![one(node)];
+    }
+    let mut cursor = node.walk();
+    node.named_children(&mut cursor)
+        .filter(|c| c.kind() == "variable_assignment")
+        .map(one)
+        .collect()
 }
 
 /// Reads a heredoc redirect: its redirect(s), the commands written after the delimiter on

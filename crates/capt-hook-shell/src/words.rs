@@ -27,6 +27,12 @@ impl Word {
     }
 }
 
+impl AsRef<str> for Word {
+    fn as_ref(&self) -> &str {
+        self.key()
+    }
+}
+
 /// Strips exactly one pair of matching outer quotes for `"…"` / `'…'` words.
 ///
 /// `kind` is the tree-sitter node kind; only `string` and `raw_string` are stripped so that

@@ -60,14 +60,41 @@ const fn w(name: &'static str, valued: &'static [&'static str]) -> Wrapper {
 const WRAPPERS: &[Wrapper] = &[
     Wrapper {
         inert: &[
-            "-e", "--edit", "-l", "--list", "-v", "--validate", "-K", "-V", "--version",
+            "-e",
+            "--edit",
+            "-l",
+            "--list",
+            "-v",
+            "--validate",
+            "-K",
+            "-V",
+            "--version",
         ],
         ..w(
             "sudo",
             &[
-                "-u", "--user", "-g", "--group", "-h", "--host", "-p", "--prompt", "-C",
-                "--close-from", "-D", "--chdir", "-r", "--role", "-t", "--type", "-U",
-                "--other-user", "-T", "--command-timeout", "-R", "--chroot",
+                "-u",
+                "--user",
+                "-g",
+                "--group",
+                "-h",
+                "--host",
+                "-p",
+                "--prompt",
+                "-C",
+                "--close-from",
+                "-D",
+                "--chdir",
+                "-r",
+                "--role",
+                "-t",
+                "--type",
+                "-U",
+                "--other-user",
+                "-T",
+                "--command-timeout",
+                "-R",
+                "--chroot",
             ],
         )
     },
@@ -305,9 +332,7 @@ fn inner<S: AsRef<str>>(wr: &Wrapper, words: &[S], start: usize, end: usize) -> 
         Style::Exec => Inner::Program(i),
         Style::Joined if wr.name == "watch" && has_exec_flag(words, start, i) => Inner::Program(i),
         Style::Joined => {
-            let cmd_end = (i..end)
-                .find(|&k| at(k).starts_with(":::"))
-                .unwrap_or(end);
+            let cmd_end = (i..end).find(|&k| at(k).starts_with(":::")).unwrap_or(end);
             if cmd_end == i {
                 // `parallel ::: "cmd a" "cmd b"`: each argument is a command line.
                 Inner::Nothing
@@ -413,10 +438,7 @@ fn find_exec<S: AsRef<str>>(words: &[S], start: usize, end: usize) -> Vec<Range<
     let mut out = Vec::new();
     let mut i = start + 1;
     while i < end {
-        if matches!(
-            words[i].as_ref(),
-            "-exec" | "-execdir" | "-ok" | "-okdir"
-        ) {
+        if matches!(words[i].as_ref(), "-exec" | "-execdir" | "-ok" | "-okdir") {
             let cmd = i + 1;
             let stop = (cmd..end)
                 .find(|&k| matches!(words[k].as_ref(), ";" | "+"))
