@@ -62,6 +62,11 @@ pub fn is_test_file(file: &str) -> bool {
     globs.iter().any(|g| g.matches_path(file))
 }
 
+/// `, exact = true` for a literal token list, as a hook file writes it.
+fn exact(t: &Tokens) -> &'static str {
+    if t.is_exact() { ", exact = true" } else { "" }
+}
+
 /// One compiled condition.
 #[derive(Clone)]
 pub enum Condition {
@@ -187,8 +192,8 @@ impl fmt::Display for Condition {
         match self {
             Condition::Tool(names) => write!(f, "{{ tool = {} }}", list(names)),
             Condition::McpTool(b) => write!(f, "{{ mcp_tool = {b} }}"),
-            Condition::Runs(t) => write!(f, "{{ runs = {t} }}"),
-            Condition::PrimaryRuns(t) => write!(f, "{{ primary_runs = {t} }}"),
+            Condition::Runs(t) => write!(f, "{{ runs = {t}{} }}", exact(t)),
+            Condition::PrimaryRuns(t) => write!(f, "{{ primary_runs = {t}{} }}", exact(t)),
             Condition::Command(p) => write!(f, "{{ command = {:?} }}", p.as_str()),
             Condition::ToolInput(fields) => {
                 let parts: Vec<String> = fields
@@ -235,7 +240,7 @@ impl fmt::Display for Condition {
                 ),
             },
             Condition::ReadOnlyCommand(b) => write!(f, "{{ read_only_command = {b} }}"),
-            Condition::RanCommand(t) => write!(f, "{{ ran_command = {t} }}"),
+            Condition::RanCommand(t) => write!(f, "{{ ran_command = {t}{} }}", exact(t)),
             Condition::TouchedFile(g) => write!(f, "{{ touched_file = {} }}", list(g)),
             Condition::ReadFile(g) => write!(f, "{{ read_file = {} }}", list(g)),
             Condition::UsedTool { names, scope } => write!(
@@ -315,6 +320,20 @@ impl Condition {
         Condition::SourceEdits {
             lang: lang.to_owned(),
             globs: compile_globs(&language_globs(lang)),
+        }
+    }
+
+    /// The same condition with every token list in it (`runs`, `primary_runs`, `ran_command`,
+    /// nested ones included) matching the literal argv prefix alone.
+    pub fn exact_tokens(self) -> Condition {
+        match self {
+            Condition::Runs(t) => Condition::Runs(t.exact(true)),
+            Condition::PrimaryRuns(t) => Condition::PrimaryRuns(t.exact(true)),
+            Condition::RanCommand(t) => Condition::RanCommand(t.exact(true)),
+            Condition::Not(inner) => Condition::Not(Box::new(inner.exact_tokens())),
+            Condition::Any(cs) => Condition::Any(cs.into_iter().map(Self::exact_tokens).collect()),
+            Condition::All(cs) => Condition::All(cs.into_iter().map(Self::exact_tokens).collect()),
+            other => other,
         }
     }
 

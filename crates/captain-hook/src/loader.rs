@@ -823,10 +823,12 @@ macro_rules! common {
             d = d.events(&kinds);
         }
         for (i, c) in spec.only_if.iter().enumerate() {
-            d = d.only_if(compile_condition(c, &format!("only_if[{i}]"))?);
+            let c = compile_condition(c, &format!("only_if[{i}]"))?;
+            d = d.only_if(if spec.exact { c.exact_tokens() } else { c });
         }
         for (i, c) in spec.skip_if.iter().enumerate() {
-            d = d.skip_if(compile_condition(c, &format!("skip_if[{i}]"))?);
+            let c = compile_condition(c, &format!("skip_if[{i}]"))?;
+            d = d.skip_if(if spec.exact { c.exact_tokens() } else { c });
         }
         if let Some(m) = spec.max_fires {
             d = d.max_fires(match m {
@@ -874,14 +876,18 @@ fn lower(
             )
         }
         HookEntry::BlockCommand(s) => {
-            let mut d = block_command(command_match(&s.argv, &s.pattern)?, s.reason.clone());
+            let matcher = command_match(&s.argv, &s.pattern)?.exact(s.exact);
+            let mut d = block_command(matcher, s.reason.clone());
             if let Some(h) = &s.hint {
                 d = d.hint(h.clone());
             }
             common!(d, s, item, source.clone(), text)
         }
         HookEntry::WarnCommand(s) => common!(
-            warn_command(command_match(&s.argv, &s.pattern)?, s.message.clone()),
+            warn_command(
+                command_match(&s.argv, &s.pattern)?.exact(s.exact),
+                s.message.clone()
+            ),
             s,
             item,
             source.clone(),

@@ -59,6 +59,15 @@ impl CommandMatch {
             .map_err(|e: TokenError| DefError::new("argv", e.to_string()))
     }
 
+    /// With `exact`, an argv prefix matches literally only (no wrappers or spellings seen
+    /// through); a regex is unchanged.
+    pub fn exact(self, exact: bool) -> CommandMatch {
+        match self {
+            CommandMatch::Argv(tokens) => CommandMatch::Argv(tokens.exact(exact)),
+            other => other,
+        }
+    }
+
     /// A regex in Python `re` syntax.
     pub fn pattern(regex: &str) -> Result<CommandMatch, DefError> {
         Pattern::new(regex, Mode::Plain)

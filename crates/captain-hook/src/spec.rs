@@ -532,6 +532,10 @@ macro_rules! kind_spec {
             /// PreToolUse/PermissionRequest only: never let the call through unchecked.
             #[serde(default)]
             pub mandatory: bool,
+            /// Token lists of this hook (`argv`, `runs`, `primary_runs`, `ran_command`) keep
+            /// the literal argv prefix alone: no wrappers, spellings or git options seen through.
+            #[serde(default)]
+            pub exact: bool,
             /// Inline tests.
             #[serde(default)]
             pub test: Vec<TestSpec>,
