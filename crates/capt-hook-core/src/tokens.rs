@@ -173,20 +173,17 @@ impl Tokens {
             return true;
         }
         let mut i = 1;
-        if program == "git" {
+        if program == "git" && ws.get(1).is_some_and(|w| key(w).starts_with('-')) {
             i += programs::git_globals(&ws[1..]).0;
         }
         let rest = &ws[i.min(ws.len())..];
-        let subcommand = rest.iter().map(key).find(|w| !w.starts_with('-'));
-        let table = programs::flag_table(program, subcommand);
-        let single_dash = programs::SINGLE_DASH_LONG.contains(&program);
         // Positional tokens must be the first positional words, in order.
         let mut positional = self.tokens[1..].iter().filter(|t| t.flags().is_none());
         let mut want = positional.next();
         let mut options_end = rest.len();
         for (k, w) in rest.iter().enumerate() {
             let w = key(w);
-            if w == "--" {
+            if w == "--" && options_end == rest.len() {
                 options_end = k;
             }
             if k < options_end && is_option(w) {
@@ -201,14 +198,18 @@ impl Tokens {
         if want.is_some() {
             return false;
         }
+        let mut flags = self.tokens[1..].iter().filter_map(Token::flags).peekable();
+        if flags.peek().is_none() {
+            return true;
+        }
+        let subcommand = rest.iter().map(key).find(|w| !w.starts_with('-'));
+        let table = programs::flag_table(program, subcommand);
+        let single_dash = programs::SINGLE_DASH_LONG.contains(&program);
         let options = rest[..options_end].iter().map(key).filter(|w| is_option(w));
-        self.tokens[1..]
-            .iter()
-            .filter_map(Token::flags)
-            .all(|alts| {
-                alts.iter()
-                    .any(|flag| flag_present(flag, options.clone(), table, single_dash))
-            })
+        flags.all(|alts| {
+            alts.iter()
+                .any(|flag| flag_present(flag, options.clone(), table, single_dash))
+        })
     }
 
     /// The literal prefix after the program word (already matched by basename).

@@ -2,15 +2,22 @@
 //!
 //! Most commands an agent runs are words joined by `&&`, `|` and `;`, maybe with a trailing
 //! `2>&1` or `> file`. For those, splitting on operators gives exactly what the tree-sitter walk
-//! gives, in a fraction of the time. Anything else — expansions, escapes, globs, comments,
-//! subshells, keywords, heredocs, shell payloads (`sh -c`, `eval`), newlines — returns `None` and
-//! takes the full parse. A differential test holds the two paths equal on generated lines.
+//! gives, in a fraction of the time. Two nestings are common enough to read here too: a quoted
+//! command string handed to a shell (`bash -lc 'git fetch && git rebase'`) and a plain command
+//! substitution (`git commit -m "$(cat msg.txt)"`), both holding a plain line themselves.
+//! Anything else — other expansions, escapes, globs, comments, subshells, keywords, heredocs,
+//! `eval`, newlines — returns `None` and takes the full parse. A differential test holds the two
+//! paths equal on generated lines.
 
 use std::ops::Range;
 
 use crate::words::{dequote, one_layer};
-use crate::wrappers::{SHELLS, basename};
-use crate::{Command, CommandLine, Op, Part, Redirect, Word};
+use crate::wrappers::basename;
+use crate::{Command, CommandLine, Op, Part, QuoteLayer, Redirect, Word};
+
+/// Command strings inside command strings past this depth are left to the full walk (which
+/// reports them as unreadable past its own limit).
+const MAX_PAYLOAD_DEPTH: u8 = 3;
 
 /// First words that make tree-sitter build something other than a simple command.
 const KEYWORDS: &[&str] = &[
@@ -20,8 +27,9 @@ const KEYWORDS: &[&str] = &[
 ];
 
 enum Token {
-    /// A word: its range and the tree-sitter node kind it would get.
-    Word(Range<usize>, &'static str),
+    /// A word: its range, the tree-sitter node kind it would get, and the inner ranges of its
+    /// command substitutions.
+    Word(Range<usize>, &'static str, Vec<Range<usize>>),
     Op(Op),
     /// A redirect: fd, operator, and the target word.
     Redirect(Option<u32>, &'static str, Range<usize>, &'static str),
@@ -58,10 +66,29 @@ fn ends_word(b: u8) -> bool {
     is_blank(b) || matches!(b, b'&' | b'|' | b';' | b'<' | b'>')
 }
 
-/// Reads one word starting at `i`; returns its end and node kind.
-fn word(b: &[u8], mut i: usize) -> Option<(usize, &'static str)> {
+/// The end of a plain command substitution whose `$(` is at `i`: its inner text holds no
+/// parenthesis, quote, expansion, escape or newline (so the first `)` closes it).
+fn substitution_end(b: &[u8], i: usize) -> Option<usize> {
+    if b.get(i + 1) != Some(&b'(') || b.get(i + 2) == Some(&b'(') {
+        return None;
+    }
+    let mut j = i + 2;
+    while j < b.len() {
+        match b[j] {
+            b')' => return Some(j + 1),
+            b'(' | b'$' | b'`' | b'\\' | b'\'' | b'"' | b'\n' | b'#' => return None,
+            _ => j += 1,
+        }
+    }
+    None
+}
+
+/// Reads one word starting at `i`; returns its end, its node kind and the byte ranges of the
+/// inner text of its command substitutions.
+fn word(b: &[u8], mut i: usize) -> Option<(usize, &'static str, Vec<Range<usize>>)> {
     let start = i;
-    let (mut quoted, mut bare) = (0, false);
+    let (mut quoted, mut bare, mut bare_substs) = (0, false, 0);
+    let mut substs = Vec::new();
     while i < b.len() && !ends_word(b[i]) {
         match b[i] {
             b'\'' => {
@@ -70,16 +97,28 @@ fn word(b: &[u8], mut i: usize) -> Option<(usize, &'static str)> {
                 quoted += 1;
             }
             b'"' => {
-                let close = b[i + 1..].iter().position(|&c| c == b'"')?;
-                // Inside double quotes `$`, backticks and backslashes still mean something.
-                if b[i + 1..i + 1 + close]
-                    .iter()
-                    .any(|&c| matches!(c, b'$' | b'`' | b'\\' | b'!'))
-                {
-                    return None;
+                let mut j = i + 1;
+                loop {
+                    match *b.get(j)? {
+                        b'"' => break,
+                        b'$' => {
+                            let end = substitution_end(b, j)?;
+                            substs.push(j + 2..end - 1);
+                            j = end;
+                        }
+                        // Inside double quotes backticks and backslashes still mean something.
+                        b'`' | b'\\' | b'!' => return None,
+                        _ => j += 1,
+                    }
                 }
-                i += close + 2;
+                i = j + 1;
                 quoted += 1;
+            }
+            b'$' => {
+                let end = substitution_end(b, i)?;
+                substs.push(i + 2..end - 1);
+                bare_substs += 1;
+                i = end;
             }
             c if is_special(c) => return None,
             _ => {
@@ -91,13 +130,20 @@ fn word(b: &[u8], mut i: usize) -> Option<(usize, &'static str)> {
     if i == start {
         return None;
     }
-    let kind = match (quoted, bare) {
-        (0, _) => "word",
-        (1, false) if b[start] == b'"' => "string",
-        (1, false) => "raw_string",
+    let kind = match (quoted, bare, bare_substs) {
+        (0, false, 1) if substs.len() == 1 => "command_substitution",
+        (0, _, _) => "word",
+        (1, false, 0) if b[start] == b'"' => "string",
+        (1, false, 0) => "raw_string",
         _ => "concatenation",
     };
-    Some((i, kind))
+    // A bare substitution glued to plain text is a concatenation for tree-sitter.
+    let kind = if kind == "word" && !substs.is_empty() {
+        "concatenation"
+    } else {
+        kind
+    };
+    Some((i, kind, substs))
 }
 
 fn tokens(raw: &str) -> Option<Vec<Token>> {
@@ -145,13 +191,16 @@ fn tokens(raw: &str) -> Option<Vec<Token>> {
             while j < b.len() && is_blank(b[j]) {
                 j += 1;
             }
-            let (end, kind) = word(b, j)?;
+            let (end, kind, substs) = word(b, j)?;
+            if !substs.is_empty() {
+                return None;
+            }
             out.push(Token::Redirect(fd, op, j..end, kind));
             i = end;
             continue;
         }
-        let (end, kind) = word(b, i)?;
-        out.push(Token::Word(i..end, kind));
+        let (end, kind, substs) = word(b, i)?;
+        out.push(Token::Word(i..end, kind, substs));
         i = end;
     }
     Some(out)
@@ -168,15 +217,28 @@ fn is_assignment(text: &str) -> bool {
         && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
+/// One command read from its tokens, with what is nested in it.
+struct Read {
+    command: Command,
+    /// Inner ranges (in the text) of the command substitutions in its words, in order.
+    substs: Vec<Range<usize>>,
+    /// Node kind of each word.
+    kinds: Vec<&'static str>,
+    /// What it runs besides its own argv.
+    found: crate::wrappers::Found,
+}
+
 /// One command's tokens, already split off at operators.
-fn command(raw: &str, toks: &[Token]) -> Option<Command> {
+fn command(raw: &str, toks: &[Token]) -> Option<Read> {
     let mut env = Vec::new();
     let mut words: Vec<Word> = Vec::new();
+    let mut kinds = Vec::new();
+    let mut substs = Vec::new();
     let mut redirects = Vec::new();
     let mut span: Option<Range<usize>> = None;
     for t in toks {
         match t {
-            Token::Word(r, kind) => {
+            Token::Word(r, kind, inner) => {
                 // A word after a redirect is swallowed into argv by bash; leave that to the
                 // full parse, which also drops the span.
                 if !redirects.is_empty() {
@@ -202,6 +264,8 @@ fn command(raw: &str, toks: &[Token]) -> Option<Command> {
                         expandable: d.expandable,
                         span: Some(r.clone()),
                     });
+                    kinds.push(*kind);
+                    substs.extend(inner.iter().cloned());
                 }
                 span = Some(span.map_or(r.clone(), |s| s.start..r.end));
             }
@@ -217,13 +281,6 @@ fn command(raw: &str, toks: &[Token]) -> Option<Command> {
     if KEYWORDS.contains(&first.text.as_str()) {
         return None;
     }
-    // Shell payloads and eval are re-parsed by the full walk.
-    if words.iter().any(|w| {
-        let b = basename(&w.text);
-        SHELLS.contains(&b) || b == "eval"
-    }) {
-        return None;
-    }
     let span = span?;
     let mut command = Command {
         raw: raw[span.clone()].to_owned(),
@@ -235,20 +292,112 @@ fn command(raw: &str, toks: &[Token]) -> Option<Command> {
         nesting: 0,
         host: None,
         contexts: Vec::new(),
-        tainted: false,
+        tainted: words.iter().any(|w| w.value.is_none()),
         words,
         runs: Vec::new(),
     };
-    // Command strings (`watch …`, `parallel …`, `env -S …`) take the full walk.
     let found = command.find_runs();
-    if !found.strings.is_empty() {
-        return None;
-    }
-    Some(command)
+    Some(Read {
+        command,
+        substs,
+        kinds,
+        found,
+    })
 }
 
 /// The parts of a plain line, or `None` when it needs the full parse.
 pub fn parse_simple(raw: &str) -> Option<CommandLine> {
+    parse_at(raw, 0)
+}
+
+/// Appends `inner`'s parts as nested under part `host`: one level deeper, their hosts shifted,
+/// inside the quote layer `layer` (payloads), their spans moved by `offset` or dropped.
+fn nest(
+    parts: &mut Vec<Part>,
+    inner: Vec<Part>,
+    host: usize,
+    layer: Option<QuoteLayer>,
+    offset: Option<usize>,
+) {
+    let base = parts.len();
+    for mut part in inner {
+        let c = &mut part.command;
+        c.nesting = c.nesting.saturating_add(1);
+        c.host = Some(c.host.map_or(host, |h| h + base));
+        if let Some(layer) = layer {
+            c.contexts.insert(0, layer);
+        }
+        let shift = |r: &mut Option<Range<usize>>| {
+            *r = match offset {
+                Some(o) => r.take().map(|r| r.start + o..r.end + o),
+                None => None,
+            };
+        };
+        shift(&mut c.span);
+        for w in &mut c.words {
+            shift(&mut w.span);
+        }
+        parts.push(part);
+    }
+}
+
+/// Adds a command and what is nested in it (substitutions, then command strings).
+fn push_command(
+    raw: &str,
+    toks: &[Token],
+    op: Option<Op>,
+    depth: u8,
+    parts: &mut Vec<Part>,
+) -> Option<()> {
+    let read = command(raw, toks)?;
+    let found = read.found;
+    let host = parts.len();
+    parts.push(Part {
+        command: read.command,
+        op,
+    });
+    for r in read.substs {
+        let inner = parse_at(&raw[r], depth)?;
+        // Substitution parts carry no spans, so one holding a command string is left to the
+        // full walk, which knows how to drop those spans too.
+        if inner.parts.iter().any(|p| p.command.nesting > 0) {
+            return None;
+        }
+        nest(parts, inner.parts, host, None, None);
+    }
+    for (range, skip) in found.strings {
+        // One quoted word handed to a shell that quotes like bash; the rest (eval, watch,
+        // glued values, fish) takes the full walk.
+        let program = basename(parts[host].command.words[0].key());
+        if depth >= MAX_PAYLOAD_DEPTH
+            || skip != 0
+            || range.len() != 1
+            || matches!(program, "fish" | "csh" | "tcsh")
+        {
+            return None;
+        }
+        let i = range.start;
+        let layer = match read.kinds.get(i) {
+            Some(&"raw_string") => QuoteLayer::Single,
+            Some(&"string") => QuoteLayer::Double,
+            _ => return None,
+        };
+        let word = &parts[host].command.words[i];
+        let (Some(value), Some(span)) = (word.value.clone(), word.span.clone()) else {
+            return None;
+        };
+        // Without escapes the value is exactly the text between the quotes.
+        if value.len() + 2 != span.len() {
+            return None;
+        }
+        let inner = parse_at(&value, depth + 1)?;
+        nest(parts, inner.parts, host, Some(layer), Some(span.start + 1));
+    }
+    Some(())
+}
+
+/// [`parse_simple`] for a text read `depth` command strings deep.
+fn parse_at(raw: &str, depth: u8) -> Option<CommandLine> {
     let toks = tokens(raw)?;
     let mut parts: Vec<Part> = Vec::new();
     let mut current: Vec<Token> = Vec::new();
@@ -256,10 +405,7 @@ pub fn parse_simple(raw: &str) -> Option<CommandLine> {
     while let Some(t) = iter.next() {
         match t {
             Token::Op(op) => {
-                parts.push(Part {
-                    command: command(raw, &current)?,
-                    op: Some(op),
-                });
+                push_command(raw, &current, Some(op), depth, &mut parts)?;
                 current.clear();
                 // `;` and `&` may end the line; the other operators need a right-hand side.
                 if iter.peek().is_none() && !matches!(op, Op::Seq | Op::Background) {
@@ -270,10 +416,7 @@ pub fn parse_simple(raw: &str) -> Option<CommandLine> {
         }
     }
     if !current.is_empty() {
-        parts.push(Part {
-            command: command(raw, &current)?,
-            op: None,
-        });
+        push_command(raw, &current, None, depth, &mut parts)?;
     }
     if parts.is_empty() {
         return None;
@@ -285,6 +428,9 @@ pub fn parse_simple(raw: &str) -> Option<CommandLine> {
     // statement without redirects costs nothing, so plain chains stay linear.
     let mut later: Vec<Redirect> = Vec::new();
     for k in (0..parts.len()).rev() {
+        if parts[k].command.nesting > 0 {
+            continue;
+        }
         if matches!(parts[k].op, Some(Op::Seq | Op::Background) | None) {
             later.clear();
         }

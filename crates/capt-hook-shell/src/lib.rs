@@ -182,9 +182,8 @@ impl Command {
 
     /// Recomputes [`Command::runs`] from the words.
     pub(crate) fn find_runs(&mut self) -> wrappers::Found {
-        let keys: Vec<&str> = self.words.iter().map(Word::key).collect();
-        let found = wrappers::runs_in(&keys);
-        self.runs = found.runs.clone();
+        let found = wrappers::runs_in(&self.words);
+        self.runs.clone_from(&found.runs);
         found
     }
 }

@@ -487,6 +487,25 @@ fn fast_path_matches_the_full_parse() {
         "=",
         "a=",
         ":",
+        "bash",
+        "-lc",
+        "sh -c",
+        "'git fetch && git rebase origin/main'",
+        "\"git push | tee log\"",
+        "'sh -c \"ls -la\"'",
+        "\"$(cat msg.txt)\"",
+        "$(git rev-parse HEAD)",
+        "v$(date +%s)",
+        "\"a $(b | c) d\"",
+        "$(a)$(b)",
+        "$(a; b &)",
+        "'$(x)'",
+        "xargs",
+        "sudo -u root",
+        "find . -exec",
+        "\\;",
+        "watch",
+        "busybox",
     ];
     const ENV: &[&str] = &["FOO=1", "A_B=x", "PATH=/bin:/usr/bin", "E="];
     const OPS: &[&str] = &["&&", "||", "|", ";", "&"];
@@ -548,4 +567,15 @@ fn fast_path_matches_the_full_parse() {
         }
     }
     assert!(accepted > 2500, "only {accepted} lines took the fast path");
+
+    // The nestings the fast path reads itself, checked one by one.
+    for line in [
+        "bash -lc 'git fetch && git rebase origin/main' && git commit -m \"$(cat msg.txt)\"",
+        "sh -c \"sh -c 'ls -la'\" | tee log",
+        "echo \"a $(b | c) d\" v$(date) $(a)$(b)",
+        "sudo -u root bash -c 'rm -rf x' ; xargs sh -c 'echo hi'",
+    ] {
+        let fast = CommandLine::parse_fast(line).expect(line);
+        assert_eq!(fast, CommandLine::parse_full(line), "{line}");
+    }
 }
