@@ -31,6 +31,20 @@ impl Token {
         }
     }
 
+    /// True when the token names the program `word` runs: the word itself, or its last path
+    /// component (`/usr/bin/rm` for `rm`). Compared without splitting: this runs for every
+    /// token list on every command.
+    #[inline]
+    fn names_program(&self, word: &str) -> bool {
+        match self {
+            Token::Any => true,
+            Token::Word(alts) => alts.iter().any(|a| {
+                word.ends_with(a.as_str())
+                    && (word.len() == a.len() || word.as_bytes()[word.len() - a.len() - 1] == b'/')
+            }),
+        }
+    }
+
     /// The flag spellings of a token whose every alternative is an option (`-rf`, `--force`).
     fn flags(&self) -> Option<&[String]> {
         match self {
@@ -67,6 +81,7 @@ fn is_option(word: &str) -> bool {
 }
 
 /// A word as a program sees it.
+#[inline]
 fn key(w: &Word) -> &str {
     w.key()
 }
@@ -156,7 +171,17 @@ impl Tokens {
     /// True when one of the argvs `cmd` runs (its own, or one behind a wrapper or runner)
     /// matches.
     pub fn matches_command(&self, cmd: &Command) -> bool {
-        self.is_prefix_of_command(cmd) || cmd.run_words().any(|ws| self.matches_words(ws))
+        if cmd.words.is_empty() {
+            return false;
+        }
+        // A plain loop: this runs for every token list on every command of every event.
+        self.matches_words(&cmd.words)
+            || cmd.runs.iter().any(|r| {
+                cmd.words
+                    .get(r.clone())
+                    .is_some_and(|ws| self.matches_words(ws))
+            })
+            || self.is_prefix_of_command(cmd)
     }
 
     /// The structural match of one argv: program by basename, git's global options skipped,
@@ -165,10 +190,10 @@ impl Tokens {
         let Some(first) = ws.first() else {
             return false;
         };
-        let program = basename(key(first));
-        if !(self.tokens[0].matches(program) || self.tokens[0].matches(key(first))) {
+        if !self.tokens[0].names_program(key(first)) {
             return false;
         }
+        let program = basename(key(first));
         if self.literal_rest(ws) {
             return true;
         }

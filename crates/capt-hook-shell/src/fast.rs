@@ -222,8 +222,6 @@ struct Read {
     command: Command,
     /// Inner ranges (in the text) of the command substitutions in its words, in order.
     substs: Vec<Range<usize>>,
-    /// Node kind of each word.
-    kinds: Vec<&'static str>,
     /// What it runs besides its own argv.
     found: crate::wrappers::Found,
 }
@@ -232,7 +230,6 @@ struct Read {
 fn command(raw: &str, toks: &[Token]) -> Option<Read> {
     let mut env = Vec::new();
     let mut words: Vec<Word> = Vec::new();
-    let mut kinds = Vec::new();
     let mut substs = Vec::new();
     let mut redirects = Vec::new();
     let mut span: Option<Range<usize>> = None;
@@ -264,7 +261,6 @@ fn command(raw: &str, toks: &[Token]) -> Option<Read> {
                         expandable: d.expandable,
                         span: Some(r.clone()),
                     });
-                    kinds.push(*kind);
                     substs.extend(inner.iter().cloned());
                 }
                 span = Some(span.map_or(r.clone(), |s| s.start..r.end));
@@ -300,7 +296,6 @@ fn command(raw: &str, toks: &[Token]) -> Option<Read> {
     Some(Read {
         command,
         substs,
-        kinds,
         found,
     })
 }
@@ -376,17 +371,17 @@ fn push_command(
         {
             return None;
         }
-        let i = range.start;
-        let layer = match read.kinds.get(i) {
-            Some(&"raw_string") => QuoteLayer::Single,
-            Some(&"string") => QuoteLayer::Double,
-            _ => return None,
-        };
-        let word = &parts[host].command.words[i];
+        let word = &parts[host].command.words[range.start];
         let (Some(value), Some(span)) = (word.value.clone(), word.span.clone()) else {
             return None;
         };
-        // Without escapes the value is exactly the text between the quotes.
+        // One quoted string without escapes: its value is exactly the text between the quotes.
+        let text = raw.as_bytes();
+        let layer = match (text[span.start], text[span.end - 1]) {
+            (b'\'', b'\'') => QuoteLayer::Single,
+            (b'"', b'"') => QuoteLayer::Double,
+            _ => return None,
+        };
         if value.len() + 2 != span.len() {
             return None;
         }
