@@ -396,6 +396,7 @@ pub(crate) fn read_heredoc<'t>(node: Node<'t>, src: &Src<'_>) -> Heredoc<'t> {
     let mut fd = None;
     let mut extras = Vec::new();
     let mut body_node = None;
+    let (mut body_start, mut body_end) = (node.end_byte(), None);
     let mut cursor = node.walk();
     for child in node.children(&mut cursor) {
         match child.kind() {
@@ -414,12 +415,10 @@ pub(crate) fn read_heredoc<'t>(node: Node<'t>, src: &Src<'_>) -> Heredoc<'t> {
                     .and_then(|t| t.find('\n'))
                     .map_or(src.text.len(), |i| from + i);
                 extras = extra_heredocs(src.text, from..line_end);
+                body_start = line_end + 1;
             }
-            "heredoc_body" => {
-                doc.body = Some(src.slice(child.byte_range()).to_owned());
-                body_node = Some(child);
-            }
-            "heredoc_end" => {}
+            "heredoc_body" => body_node = Some(child),
+            "heredoc_end" => body_end = Some(child.start_byte()),
             "file_redirect" | "herestring_redirect" => {
                 // A mangled extra `<<B` shows up as a `<B` file redirect: not a real one.
                 if !extras
@@ -444,6 +443,12 @@ pub(crate) fn read_heredoc<'t>(node: Node<'t>, src: &Src<'_>) -> Heredoc<'t> {
     );
     if !extras.is_empty() {
         doc.dead_end = Some(bodies_end(src.text, node.end_byte(), &extras));
+    }
+    // The body is read from the text: tree-sitter misreads some bodies (one starting with
+    // `\rm` comes out as words and an empty body node).
+    let end = body_end.unwrap_or(node.end_byte());
+    if body_start <= end {
+        doc.body = Some(src.slice(body_start..end).to_owned());
     }
     // Bash expands substitutions in the body unless the delimiter is quoted.
     if !quoted {
