@@ -416,25 +416,8 @@ fn parse_at(raw: &str, depth: u8) -> Option<CommandLine> {
     if parts.is_empty() {
         return None;
     }
-    // tree-sitter reads a redirect as closing everything written before it in the same
-    // statement (`a && b > out` parses as `(a && b) > out`, `a | b > x | c` as
-    // `(a | b) > x | c`), so those commands carry it too; the full walk does the same.
-    // Walking backwards, each part takes the redirects written after it in its statement; a
-    // statement without redirects costs nothing, so plain chains stay linear.
-    let mut later: Vec<Redirect> = Vec::new();
-    for k in (0..parts.len()).rev() {
-        if parts[k].command.nesting > 0 {
-            continue;
-        }
-        if matches!(parts[k].op, Some(Op::Seq | Op::Background) | None) {
-            later.clear();
-        }
-        let own = parts[k].command.redirects.clone();
-        parts[k].command.redirects.extend(later.iter().cloned());
-        if !own.is_empty() {
-            later.splice(0..0, own);
-        }
-    }
+    // A redirect belongs to the command it follows, as in bash (the full walk undoes
+    // tree-sitter's `(a && b) > out` reading the same way).
     Some(CommandLine {
         raw: raw.to_owned(),
         parts,

@@ -46,7 +46,7 @@ pub enum Unreadable {
     Nesting,
     /// Command strings inside command strings (`bash -c`, `eval`) past the re-parse limit.
     PayloadDepth,
-    /// Longer than [`MAX_LINE_BYTES`].
+    /// Longer than [`MAX_LINE_BYTES`], or too slow to parse within a time linear in its length.
     TooLong,
     /// A syntax error: the parser had to guess where commands start and end.
     SyntaxError,
@@ -59,7 +59,7 @@ impl std::fmt::Display for Unreadable {
             Unreadable::PayloadDepth => {
                 "it nests command strings (`bash -c`, `eval`) deeper than the parser follows"
             }
-            Unreadable::TooLong => "it is longer than the parser reads",
+            Unreadable::TooLong => "it is too long for the parser",
             Unreadable::SyntaxError => "it has a syntax error",
         })
     }

@@ -4,7 +4,10 @@ use std::cell::RefCell;
 use std::ops::Range;
 use std::rc::Rc;
 
-use tree_sitter::{Parser, Tree};
+use std::ops::ControlFlow;
+use std::time::{Duration, Instant};
+
+use tree_sitter::{ParseOptions, ParseState, Parser, Tree};
 
 use crate::QuoteLayer;
 
@@ -22,23 +25,95 @@ fn new_parser() -> Option<Parser> {
     Some(parser)
 }
 
-/// Parses `text` as bash; `None` only if the grammar cannot be loaded or the text is too large
-/// for tree-sitter's 32-bit offsets.
+/// Replaces, byte for byte, the characters tree-sitter-bash 0.25's scanner would hand to C's
+/// `isdigit`: it does so for the character after `{`, `{12` or `{1..2` (a brace range), and
+/// `isdigit` on a code point past 255 reads outside its table, which crashes the process
+/// (`{` followed by U+E0000, the emoji tag characters, is enough). The stand-in is `x` repeated
+/// to the same length, so byte offsets, and the words read back from the original text, are
+/// unchanged.
+fn defuse(text: &str) -> std::borrow::Cow<'_, str> {
+    let b = text.as_bytes();
+    let mut hits = Vec::new();
+    let mut i = 0;
+    while let Some(k) = b[i..].iter().position(|&c| c == b'{') {
+        let mut j = i + k + 1;
+        let digits = |j: &mut usize| {
+            while b.get(*j).is_some_and(u8::is_ascii_digit) {
+                *j += 1;
+            }
+        };
+        digits(&mut j);
+        if b.get(j..j + 2) == Some(b"..") {
+            j += 2;
+            digits(&mut j);
+        }
+        // Lead bytes from 0xC4 on start code points of 0x100 and above.
+        if b.get(j).is_some_and(|&c| c >= 0xC4) {
+            let len = text[j..].chars().next().map_or(1, char::len_utf8);
+            hits.push(j..j + len);
+        }
+        i = j.max(i + k + 1);
+    }
+    if hits.is_empty() {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = text.as_bytes().to_vec();
+    for r in hits {
+        out[r].fill(b'x');
+    }
+    // Whole characters were replaced by ASCII, so the bytes are still UTF-8.
+    std::borrow::Cow::Owned(String::from_utf8(out).unwrap_or_default())
+}
+
+/// How long tree-sitter may take for a text of `len` bytes. It parses ordinary lines at well
+/// under a microsecond per byte, but its error recovery slows down more than linearly on some
+/// garbage; past this budget the parse is given up and the line reported unreadable, which
+/// keeps every line's cost linear in its length.
+fn budget(len: usize) -> Duration {
+    // Unoptimised builds (tests) run the C parser many times slower.
+    let scale = if cfg!(debug_assertions) { 20 } else { 1 };
+    (Duration::from_millis(50) + Duration::from_micros(u64::try_from(len).unwrap_or(u64::MAX)))
+        * scale
+}
+
+/// Parses `text` as bash; `None` if the grammar cannot be loaded, the text is too large for
+/// tree-sitter's 32-bit offsets, or the parse overran its [`budget`].
 pub(crate) fn parse_tree(text: &str) -> Option<Tree> {
     if u32::try_from(text.len()).is_err() {
         return None;
     }
+    let text = defuse(text);
+    let bytes = text.as_bytes();
+    let deadline = Instant::now() + budget(bytes.len());
+    let parse = |parser: &mut Parser| {
+        let mut progress = |_: &ParseState| {
+            if Instant::now() > deadline {
+                ControlFlow::Break(())
+            } else {
+                ControlFlow::Continue(())
+            }
+        };
+        let options = ParseOptions::new().progress_callback(&mut progress);
+        let tree = parser.parse_with_options(
+            &mut |i: usize, _| bytes.get(i..).unwrap_or_default(),
+            None,
+            Some(options),
+        );
+        // A cancelled parse would resume where it stopped on the next call.
+        parser.reset();
+        tree
+    };
     let cached = PARSER.try_with(|cell| {
         let mut slot = cell.try_borrow_mut().ok()?;
         if slot.is_none() {
             *slot = new_parser();
         }
-        slot.as_mut()?.parse(text, None)
+        parse(slot.as_mut()?)
     });
     match cached {
         Ok(tree) => tree,
         // Thread-local storage is being torn down: fall back to a one-off parser.
-        Err(_) => new_parser()?.parse(text, None),
+        Err(_) => parse(&mut new_parser()?),
     }
 }
 
@@ -108,5 +183,22 @@ impl Src<'_> {
     /// The text of a local byte range, or "" when it is not on character boundaries.
     pub(crate) fn slice(&self, r: Range<usize>) -> &str {
         self.text.get(r).unwrap_or("")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scanner_crashers_are_defused() {
+        assert_eq!(defuse("echo {a,b}"), "echo {a,b}");
+        assert_eq!(defuse("{\u{E0000}"), "{xxxx");
+        assert_eq!(defuse("{12\u{10FFFF}"), "{12xxxx");
+        assert_eq!(defuse("{1..2é}"), "{1..2é}");
+        assert_eq!(defuse("{1..2\u{100}} {"), "{1..2xx} {");
+        for line in ["{\u{E0000}", "{\u{10FFFF}", "echo {1..\u{E0067}"] {
+            assert!(parse_tree(line).is_some());
+        }
     }
 }

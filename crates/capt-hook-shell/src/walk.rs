@@ -287,7 +287,10 @@ impl Walker {
                 if let Some(b) = body {
                     self.walk(b, src, lvl, depth + 1);
                 }
-                self.apply_statement(node, src, lvl, start, extra);
+                // tree-sitter reads `a && b > out` as `(a && b) > out`; bash gives the redirect
+                // to `b` alone. Only a group, subshell or loop shares it with every command.
+                let shared = !body.is_some_and(|b| matches!(b.kind(), "list" | "pipeline"));
+                self.apply_statement(node, src, lvl, start, extra, shared);
             }
         }
         // Substitutions in the statement's redirect targets and heredoc bodies run too; they
@@ -312,7 +315,8 @@ impl Walker {
         }
     }
 
-    /// Gives a compound body's commands the statement's redirects (or adds a redirect-only part).
+    /// Gives a compound body's commands the statement's redirects (or adds a redirect-only
+    /// part); with `shared` false only the body's last command gets them.
     fn apply_statement(
         &mut self,
         node: Node<'_>,
@@ -320,6 +324,7 @@ impl Walker {
         lvl: Level,
         start: usize,
         extra: StmtExtra<'_>,
+        shared: bool,
     ) {
         let same_level = |p: &Part| p.command.nesting == lvl.nesting && p.command.host == lvl.host;
         let Some(last) = self.parts[start..]
@@ -336,7 +341,8 @@ impl Walker {
             );
             return;
         };
-        for part in self.parts[start..].iter_mut().filter(|p| same_level(p)) {
+        let from = if shared { start } else { last };
+        for part in self.parts[from..].iter_mut().filter(|p| same_level(p)) {
             part.command
                 .redirects
                 .extend(extra.redirects.iter().cloned());

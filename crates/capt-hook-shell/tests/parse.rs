@@ -579,3 +579,173 @@ fn fast_path_matches_the_full_parse() {
         assert_eq!(fast, CommandLine::parse_full(line), "{line}");
     }
 }
+
+/// Shell fragments the property tests build lines from: every construct the walker treats
+/// specially, so random lines reach its corners.
+const FRAGMENTS: &[&str] = &[
+    "git",
+    " stash",
+    " ",
+    "\n",
+    ";",
+    " && ",
+    " || ",
+    " | ",
+    " & ",
+    "(",
+    ")",
+    "{ ",
+    " }",
+    "$(",
+    "`",
+    "'",
+    "\"",
+    "\\",
+    "$X",
+    "${Y}",
+    "<<EOF\n",
+    "EOF\n",
+    "<<'Q'\n",
+    "Q\n",
+    "<<< ",
+    " > out",
+    " 2>&1",
+    "<(",
+    "#c",
+    "x=1 ",
+    "export A=",
+    "sh -c ",
+    "bash -lc ",
+    "eval ",
+    "if true; then ",
+    "; fi",
+    "for i in a; do ",
+    "; done",
+    "case $x in a) ",
+    ";; esac",
+    "[[ -f a ]]",
+    "sudo ",
+    "env A=1 ",
+    "timeout 5 ",
+    "xargs ",
+    "find . -exec ",
+    " {} +",
+    " \\;",
+    "watch ",
+    "rm -rf /",
+    "é",
+    "\t",
+    "$'\\x41'",
+    "!",
+    "*",
+    "~",
+];
+
+/// Valid statements, for lines whose parse must stay linear.
+const STATEMENTS: &[&str] = &[
+    "git stash",
+    "sudo -u root rm -rf x",
+    "echo \"$(a $(b | c))\" `d`",
+    "bash -c 'ls && pwd' || sh -c \"git push\"",
+    "cat <<EOF\nx $(y)\nEOF",
+    "bash <<'Q'\nrm -rf x\nQ",
+    "if true; then ls; elif false; then pwd; else id; fi",
+    "for i in a b; do echo \"$i\"; done",
+    "while read -r l; do echo $l; done < file",
+    "x=1 y=$(z) cmd > out 2>&1",
+    "export A=1; unset B",
+    "find . -name '*.o' -exec rm {} +",
+    "{ a; b; } > out",
+    "( cd x && make )",
+    "case $x in a) rm x;; *) ls;; esac",
+    "f() { git stash; }",
+    "xargs -I{} sh -c 'echo {}' < names",
+    "a | b |& c & d",
+    "eval \"git stash\"",
+    "sh <<< 'git stash'",
+];
+
+fn soup() -> impl proptest::strategy::Strategy<Value = String> {
+    use proptest::prelude::*;
+    prop::collection::vec(prop::sample::select(FRAGMENTS), 0..80).prop_map(|v| v.concat())
+}
+
+/// What every parse must satisfy, whatever the input.
+fn check_invariants(cl: &CommandLine) -> Result<(), proptest::test_runner::TestCaseError> {
+    use proptest::prop_assert;
+    for (i, part) in cl.parts.iter().enumerate() {
+        let c = &part.command;
+        if let Some(h) = c.host {
+            prop_assert!(h < i, "part {i} hosted by later part {h}");
+            prop_assert!(c.nesting > cl.parts[h].command.nesting);
+        }
+        if let Some(span) = &c.span {
+            prop_assert!(
+                cl.raw.get(span.clone()).is_some(),
+                "span {span:?} out of the line"
+            );
+        }
+        for r in &c.runs {
+            prop_assert!(
+                r.start > 0 && r.end <= c.words.len(),
+                "run {r:?} out of the words"
+            );
+        }
+        prop_assert!(c.executable.is_empty() || c.words.len() == c.argv().len());
+    }
+    Ok(())
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::test_runner::Config {
+        cases: 400,
+        failure_persistence: None,
+        ..proptest::test_runner::Config::default()
+    })]
+
+    /// No panic, no hang, and sound parts on fragment soup and on arbitrary text.
+    #[test]
+    fn parser_survives_anything(line in proptest::prop_oneof![soup(), ".{0,300}"]) {
+        let start = std::time::Instant::now();
+        let cl = CommandLine::parse(&line);
+        proptest::prop_assert!(start.elapsed() < std::time::Duration::from_secs(5));
+        check_invariants(&cl)?;
+        if let Some(fast) = CommandLine::parse_fast(&line) {
+            proptest::prop_assert_eq!(fast, CommandLine::parse_full(&line));
+        }
+    }
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::test_runner::Config {
+        cases: 12,
+        failure_persistence: None,
+        ..proptest::test_runner::Config::default()
+    })]
+
+    /// Parse time grows linearly: eight times the text costs far less than 64 times the time
+    /// (what a quadratic walk would take). Each side is the best of three runs. The lines are
+    /// valid bash: on garbage, tree-sitter's own error recovery is not linear, and the parse is
+    /// cut off by a time budget instead (`TooLong`).
+    #[test]
+    fn parse_time_is_linear(unit in proptest::collection::vec(proptest::sample::select(STATEMENTS), 1..12)) {
+        let unit = format!("{}\n", unit.join("\n"));
+        let time = |n: usize| {
+            let line = unit.repeat(n);
+            (0..3)
+                .map(|_| {
+                    let start = std::time::Instant::now();
+                    std::hint::black_box(CommandLine::parse(&line));
+                    start.elapsed()
+                })
+                .min()
+                .unwrap_or_default()
+        };
+        let n = (20_000 / unit.len()).max(1);
+        let (small, large) = (time(n), time(8 * n));
+        proptest::prop_assert!(
+            large < small * 24 + std::time::Duration::from_millis(30),
+            "{} bytes: {small:?}, 8x: {large:?}", unit.len() * n
+        );
+    }
+}
