@@ -4,7 +4,8 @@ use std::fmt;
 use std::str::FromStr;
 
 /// Declares the events once: the enum, its order, names, and which events carry a tool call
-/// (`T`), a batch of tool calls (`B`) or wait for a decision (`D`). Every other table of
+/// (`T`), a batch of tool calls (`B`), name a file outside a tool call (`F`) or wait for a
+/// decision (`D`). Every other table of
 /// per-event facts (envelopes, docs, `hooks.json`) is keyed by this enum.
 macro_rules! events {
     ($($(#[doc = $doc:literal])* $name:ident [$($flag:ident)*],)*) => {
@@ -97,13 +98,13 @@ events! {
     /// An agent-team teammate is about to go idle.
     TeammateIdle [D],
     /// A settings, policy or skill file changed.
-    ConfigChange [],
+    ConfigChange [F],
     /// A CLAUDE.md or rules file was loaded.
-    InstructionsLoaded [],
+    InstructionsLoaded [F],
     /// The working directory changed.
     CwdChanged [],
     /// A watched file changed on disk.
-    FileChanged [],
+    FileChanged [F],
     /// A directory was added to the session.
     DirectoryAdded [],
     /// A worktree is being created; a hook may supply its path.
@@ -180,6 +181,9 @@ pub struct EventSet(u64);
 
 /// Events whose payload carries tool calls (one, or PostToolBatch's list).
 pub const TOOL_EVENTS: EventSet = EventSet::matching('T').union(EventSet::matching('B'));
+
+/// Events about a file that is not a tool call's (`file_path` conditions apply).
+pub const FILE_EVENTS: EventSet = EventSet::matching('F');
 
 /// Events whose verdict Claude Code waits for; an async hook on one would be discarded.
 pub const DECISION_EVENTS: EventSet = EventSet::matching('D');
