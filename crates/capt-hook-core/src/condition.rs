@@ -541,3 +541,7 @@ impl Miss {
         }
     }
 }
+
+#[cfg(test)]
+#[path = "condition_tests.rs"]
+mod tests;
