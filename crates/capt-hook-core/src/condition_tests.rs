@@ -142,7 +142,7 @@ fn combinators_and_their_empty_cases() {
         Some(Miss::OnlyIf(1))
     );
     assert_eq!(
-        first_miss(&e, std::slice::from_ref(&yes), &[yes]),
+        first_miss(&e, std::slice::from_ref(&yes), std::slice::from_ref(&yes)),
         Some(Miss::SkipIf(0))
     );
     assert_eq!(first_miss(&e, &[], &[no]), None);
