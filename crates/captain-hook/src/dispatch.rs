@@ -56,6 +56,45 @@ pub enum Trace {
     Continuation,
 }
 
+impl Trace {
+    /// One line saying what happened to `hook`, for `explain` and failing inline tests.
+    pub fn describe(&self, hook: &Hook) -> String {
+        match self {
+            Trace::NotSubscribed => format!("skipped: listens to {}", hook.events),
+            Trace::OtherMode => "skipped: async hook (runs with --async)".to_owned(),
+            Trace::PlanningAgent => "skipped: planning agent".to_owned(),
+            Trace::Gitignored => "skipped: the file is gitignored".to_owned(),
+            Trace::NoMatch(miss) => {
+                format!("no match: {}", miss.describe(&hook.only_if, &hook.skip_if))
+            }
+            Trace::Doomed => "not run: an earlier hook already blocked".to_owned(),
+            Trace::Abandoned => "abandoned: the handler missed the deadline".to_owned(),
+            Trace::Capped => "skipped: max_fires reached for this session and agent".to_owned(),
+            Trace::Continuation => "skipped: Claude Code is already continuing because of a \
+                                    stop hook (repeat = true blocks again)"
+                .to_owned(),
+            Trace::Matched(None) => "matched, returned nothing".to_owned(),
+            Trace::Matched(Some(r)) => format!(
+                "MATCHED -> {}{}",
+                r.action.name(),
+                r.message
+                    .as_ref()
+                    .map(|m| format!(": {}", m.replace('\n', "\n      ")))
+                    .unwrap_or_default()
+            ),
+        }
+    }
+
+    /// Why the hook gave no verdict without running, or `None` when it ran (or did not match:
+    /// a condition deciding against it is what a test usually means).
+    pub fn skip_reason(&self, hook: &Hook) -> Option<String> {
+        match self {
+            Trace::Matched(_) | Trace::NoMatch(_) => None,
+            other => Some(other.describe(hook)),
+        }
+    }
+}
+
 /// A registry bound to a project, ready to evaluate events.
 pub struct Dispatcher {
     registry: Arc<Registry>,
