@@ -218,8 +218,8 @@ pub struct HostStatus {
     /// Client connections open right now (this one included).
     #[serde(default)]
     pub connections: u64,
-    /// Bytes of request frames being received or served right now, counted against the
-    /// host's frame memory budget.
+    /// Bytes of request frames being received or served right now (this one's included),
+    /// counted against the host's frame memory budget.
     #[serde(default)]
     pub frame_bytes: u64,
 }
