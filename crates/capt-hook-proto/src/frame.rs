@@ -289,23 +289,18 @@ mod tests {
                 rng: Rng(rng.next() | 1),
             };
             let mut frames = 0;
-            loop {
-                match read_frame(&mut r, max) {
-                    Ok(Some(body)) => {
-                        assert!(!body.is_empty() && body.len() <= stream.len());
-                        assert!(
-                            body.capacity() <= (2 * body.len()).max(64 * 1024),
-                            "buffer of {} for a {}-byte body",
-                            body.capacity(),
-                            body.len()
-                        );
-                        let _ = decode::<crate::HostRequest>(&body);
-                        let _ = decode::<crate::WorkerFrame>(&body);
-                        frames += 1;
-                        assert!(frames <= 3, "more frames than were written");
-                    }
-                    Ok(None) | Err(_) => break,
-                }
+            while let Ok(Some(body)) = read_frame(&mut r, max) {
+                assert!(!body.is_empty() && body.len() <= stream.len());
+                assert!(
+                    body.capacity() <= (2 * body.len()).max(64 * 1024),
+                    "buffer of {} for a {}-byte body",
+                    body.capacity(),
+                    body.len()
+                );
+                let _ = decode::<crate::HostRequest>(&body);
+                let _ = decode::<crate::WorkerFrame>(&body);
+                frames += 1;
+                assert!(frames <= 3, "more frames than were written");
             }
         }
         eprintln!(
