@@ -288,8 +288,8 @@ fn out_of_descriptors(e: &std::io::Error) -> bool {
         || raw == Some(rustix::io::Errno::NFILE.raw_os_error())
 }
 
-/// Registers a new connection and starts its task; at the cap with every connection being
-/// served, the client is told the host is busy.
+/// Registers a new connection and starts its task; when even the control lane is full, the
+/// client is told the host is busy.
 fn admit(stream: UnixStream, host: &Arc<Host>, drained: &mpsc::Sender<()>) {
     let Some(registered) = host.conns.admit(host.max_connections) else {
         tokio::spawn(async move {
@@ -344,6 +344,13 @@ async fn handle(mut stream: UnixStream, host: &Host, conn: &Conn) {
         }
         // Shed between the last byte and here: the request was never served.
         Arrival::Request(..) if !conn.serving() => return,
+        Arrival::Request(req, _) if conn.overflow && matches!(req.op, Op::Event(_)) => (
+            refuse(
+                Refusal::Busy,
+                "every connection slot is serving an event; try again",
+            ),
+            None,
+        ),
         Arrival::Request(req, held) => (answer(req, host).await, Some(held)),
         Arrival::Reply(reply) => (reply, None),
     };

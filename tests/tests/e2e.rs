@@ -798,6 +798,69 @@ mod bounded {
         drop((idle, partial, more));
     }
 
+    /// Every connection slot serving an event (1,024 events stuck on a hung worker): an event
+    /// past the cap is refused as busy at once, status still answers through the control lane,
+    /// and shutdown still works.
+    #[test]
+    fn a_saturated_host_still_answers_control_requests() {
+        raise_fd_limit();
+        let env = Env::with(&[
+            ("CAPT_HOOKD_WORKER", Env::fake_worker()),
+            ("FAKE_WORKER_MODE", "hang"),
+        ]);
+        let root = env.project("p", HOOKS);
+        env.hook("Stop", &stop(&root), &[("CAPT_HOOK_CLIENT_TIMEOUT", "1")]);
+        let path = socket(&env);
+        let until = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis() as u64
+            + 8_000;
+        let send_event = || {
+            let mut s = UnixStream::connect(&path).unwrap();
+            let mut req = super::event_request(&root);
+            req.deadline_unix_ms = until;
+            capt_hook_proto::write_frame(
+                &mut s,
+                &capt_hook_proto::encode(&capt_hook_proto::HostRequest::event(
+                    std::process::id(),
+                    req,
+                )),
+            )
+            .unwrap();
+            s
+        };
+        let stuck: Vec<UnixStream> = (0..1024).map(|_| send_event()).collect();
+        env.wait_until("every slot serving", || {
+            env.status()
+                .is_some_and(|s| s["in_flight"].as_u64().unwrap() >= 1024)
+        });
+        let status = env.status().expect("status answers on a saturated host");
+        assert!(status["connections"].as_u64().unwrap() > 1024, "{status}");
+
+        let mut late = send_event();
+        let reply: capt_hook_proto::HostReply = capt_hook_proto::decode(
+            &capt_hook_proto::read_frame(&mut late, capt_hook_proto::MAX_FRAME)
+                .unwrap()
+                .unwrap(),
+        )
+        .unwrap();
+        assert!(
+            matches!(
+                reply,
+                capt_hook_proto::HostReply::Refused {
+                    code: capt_hook_proto::Refusal::Busy,
+                    ..
+                }
+            ),
+            "{reply:?}"
+        );
+        let out = env.cmd("capt-hookd").arg("shutdown").output().unwrap();
+        assert!(out.status.success(), "{}", stderr(&out));
+        assert!(env.status().is_none());
+        drop(stuck);
+    }
+
     /// A connection that sends half a header and stops is closed after the stall timeout, not
     /// held for the whole request period.
     #[test]
