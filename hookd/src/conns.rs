@@ -20,7 +20,7 @@ pub const CONTROL_LANE: usize = 16;
 
 /// How long a new connection is safe from shedding: time for the host to read a request that
 /// is already waiting in the socket.
-pub const SHED_GRACE: Duration = Duration::from_millis(100);
+pub const SHED_GRACE: Duration = Duration::from_millis(500);
 
 const IDLE: u8 = 0;
 const READING: u8 = 1;
