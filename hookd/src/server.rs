@@ -317,7 +317,10 @@ enum Arrival {
     Request(HostRequest, Held),
     /// Something to answer instead (a refusal).
     Reply(HostReply),
-    /// Shed to make room for another client: close without a word.
+    /// A refusal not worth a log line each: a client that sent nothing or stalled (abusers
+    /// arrive by the thousand).
+    Quiet(HostReply),
+    /// Shed to make room for another client.
     Shed,
 }
 
@@ -329,8 +332,8 @@ async fn handle(mut stream: UnixStream, host: &Host, conn: &Conn) {
         read = tokio::time::timeout(REQUEST_READ, read_request_from(&mut stream, host, conn)) => {
             match read {
                 Ok(Ok((req, held))) => Arrival::Request(req, held),
-                Ok(Err(reply)) => Arrival::Reply(reply),
-                Err(_) => Arrival::Reply(refuse(
+                Ok(Err(arrival)) => arrival,
+                Err(_) => Arrival::Quiet(refuse(
                     Refusal::BadRequest,
                     "no complete request within the read timeout",
                 )),
@@ -339,7 +342,18 @@ async fn handle(mut stream: UnixStream, host: &Host, conn: &Conn) {
     };
     let (reply, _held) = match arrival {
         Arrival::Shed => {
+            // Best effort and never waiting: a client that is really there learns why.
+            let busy = refuse(Refusal::Busy, "shed: the host is at its connection cap");
+            let mut frame = Vec::new();
+            let _ = capt_hook_proto::write_frame(&mut frame, &encode(&busy));
+            let _ = stream.try_write(&frame);
             tracing::debug!("shed a connection that was waiting for its request");
+            return;
+        }
+        Arrival::Quiet(reply) => {
+            tracing::debug!(?reply, "dropped a silent or stalled connection");
+            let _ =
+                tokio::time::timeout(REPLY_WRITE, write_frame(&mut stream, &encode(&reply))).await;
             return;
         }
         // Shed between the last byte and here: the request was never served.
@@ -370,12 +384,13 @@ async fn read_request_from(
     stream: &mut UnixStream,
     host: &Host,
     conn: &Conn,
-) -> Result<(HostRequest, Held), HostReply> {
+) -> Result<(HostRequest, Held), Arrival> {
+    let loud = |code, reason: &str| Arrival::Reply(refuse(code, reason));
     let cred = stream
         .peer_cred()
-        .map_err(|e| refuse(Refusal::Untrusted, &format!("no peer credentials: {e}")))?;
+        .map_err(|e| loud(Refusal::Untrusted, &format!("no peer credentials: {e}")))?;
     if cred.uid() != host.euid {
-        return Err(refuse(
+        return Err(loud(
             Refusal::Untrusted,
             &format!("peer uid {} is not the host's", cred.uid()),
         ));
@@ -383,24 +398,26 @@ async fn read_request_from(
     let mut held = Held::new(Arc::clone(&host.budget));
     let body = match read_request(stream, MAX_FRAME, &mut held, STALL, || conn.reading()).await {
         Ok(Some(b)) => b,
-        Ok(None) => return Err(refuse(Refusal::BadRequest, "no request")),
+        Ok(None) => return Err(Arrival::Quiet(refuse(Refusal::BadRequest, "no request"))),
         Err(e @ RequestError::OverBudget { .. }) => {
-            return Err(refuse(Refusal::Busy, &e.to_string()));
+            return Err(loud(Refusal::Busy, &e.to_string()));
         }
-        Err(e) => return Err(refuse(Refusal::BadRequest, &e.to_string())),
+        Err(e @ RequestError::Stalled(_)) => {
+            return Err(Arrival::Quiet(refuse(Refusal::BadRequest, &e.to_string())));
+        }
+        Err(e) => return Err(loud(Refusal::BadRequest, &e.to_string())),
     };
-    let req: HostRequest =
-        decode(&body).map_err(|e| refuse(Refusal::BadRequest, &e.to_string()))?;
+    let req: HostRequest = decode(&body).map_err(|e| loud(Refusal::BadRequest, &e.to_string()))?;
     drop(body);
     if req.protocol != PROTOCOL {
-        return Err(refuse(
+        return Err(loud(
             Refusal::ProtocolMismatch,
             &format!("client speaks protocol {}, host {PROTOCOL}", req.protocol),
         ));
     }
     let peer_pid = cred.pid().and_then(|p| u32::try_from(p).ok());
     if peer_pid.is_some_and(|p| p != req.client_pid) {
-        return Err(refuse(
+        return Err(loud(
             Refusal::Untrusted,
             "claimed client pid does not match the socket peer",
         ));
