@@ -96,24 +96,25 @@ impl Pool {
     /// between being picked and being sent the event is replaced once.
     pub async fn dispatch(&self, req: EventRequest, deadline: Instant) -> HostReply {
         let root = canonical_root(&req.root).await;
-        if let Some(reply) = self.dispatch_to(&root, req.clone(), deadline).await {
-            return reply;
-        }
+        let req = match self.dispatch_to(&root, req, deadline).await {
+            Ok(reply) => return reply,
+            Err(req) => req,
+        };
         self.dispatch_to(&root, req, deadline)
             .await
-            .unwrap_or_else(|| HostReply::Failed {
+            .unwrap_or_else(|_| HostReply::Failed {
                 message: "the worker was retired twice before the event could be sent".into(),
                 timed_out: false,
             })
     }
 
-    /// One attempt; `None` when the worker was retired before the event was sent.
+    /// One attempt; the event comes back when its worker was retired before it was sent.
     async fn dispatch_to(
         &self,
         root: &Path,
         mut req: EventRequest,
         deadline: Instant,
-    ) -> Option<HostReply> {
+    ) -> Result<HostReply, EventRequest> {
         let semantic: BTreeMap<String, String> = req
             .env
             .iter()
@@ -130,13 +131,13 @@ impl Pool {
         let worker = match self.worker(&key, root, &semantic, reply_by).await {
             Ok(w) => w,
             Err(NoWorker::Busy(reason)) => {
-                return Some(HostReply::Refused {
+                return Ok(HostReply::Refused {
                     code: Refusal::Busy,
                     reason,
                 });
             }
             Err(NoWorker::Failed(message)) => {
-                return Some(HostReply::Failed {
+                return Ok(HostReply::Failed {
                     message,
                     timed_out: false,
                 });
@@ -145,7 +146,7 @@ impl Pool {
         let outcome = worker.call(req, reply_by).await;
         let reply = match outcome {
             Ok(resp) => HostReply::Event(resp),
-            Err(CallError::Retired) => return None,
+            Err(CallError::Retired(req)) => return Err(*req),
             Err(CallError::NoSlot) => HostReply::Refused {
                 code: Refusal::DeadlinePassed,
                 reason: "the deadline passed while the worker's 64 slots were busy".into(),
@@ -178,7 +179,7 @@ impl Pool {
         if root.starts_with(&self.temp) && worker.outstanding() == 0 {
             retire_later(&worker);
         }
-        Some(reply)
+        Ok(reply)
     }
 
     /// Claims a place under the worker cap, retiring the least recently used idle worker when

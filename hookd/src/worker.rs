@@ -46,8 +46,9 @@ pub enum CallError {
     Broken(String),
     /// The worker refused the event (for example, its deadline passed before dispatch).
     Refused(String),
-    /// The worker was retired before the event was sent; another worker may take it.
-    Retired,
+    /// The worker was retired before the event was sent; another worker may take it (the
+    /// event comes back for that).
+    Retired(Box<EventRequest>),
 }
 
 /// A running worker.
@@ -215,12 +216,15 @@ impl Worker {
         reply_by: Instant,
     ) -> Result<EventResponse, CallError> {
         let reply_by = tokio::time::Instant::from_std(reply_by);
-        let slot = tokio::time::timeout_at(reply_by, Arc::clone(&self.slots).acquire_owned())
+        let slot = match tokio::time::timeout_at(reply_by, Arc::clone(&self.slots).acquire_owned())
             .await
-            .map_err(|_| CallError::NoSlot)?
-            .map_err(|_| CallError::Retired)?;
+        {
+            Err(_) => return Err(CallError::NoSlot),
+            Ok(Err(_)) => return Err(CallError::Retired(Box::new(req))),
+            Ok(Ok(slot)) => slot,
+        };
         if self.broken.load(Ordering::SeqCst) {
-            return Err(CallError::Retired);
+            return Err(CallError::Retired(Box::new(req)));
         }
         let id = self.next_id.fetch_add(1, Ordering::SeqCst);
         let (tx, rx) = oneshot::channel();
