@@ -998,6 +998,47 @@ mod bounded {
         );
     }
 
+    /// At the cap with every worker busy, an event for another project is refused as busy at
+    /// once (the client then evaluates it itself) instead of starting one worker too many.
+    #[test]
+    fn worker_cap_with_every_worker_busy_refuses_as_busy() {
+        let env = Env::with(&[
+            ("CAPT_HOOKD_WORKER", Env::fake_worker()),
+            ("FAKE_WORKER_MODE", "hang"),
+            ("CAPT_HOOKD_MAX_WORKERS", "1"),
+        ]);
+        let (a, b) = (env.project("a", HOOKS), env.project("b", HOOKS));
+        let busy = env.spawn_hook("Stop", &stop(&a), &[("CAPT_HOOK_CLIENT_TIMEOUT", "20")]);
+        env.wait_until("the one worker is busy", || {
+            env.status()
+                .is_some_and(|s| s["workers"][0]["outstanding"] == 1)
+        });
+        let mut s = UnixStream::connect(socket(&env)).unwrap();
+        let req = capt_hook_proto::HostRequest::event(std::process::id(), super::event_request(&b));
+        capt_hook_proto::write_frame(&mut s, &capt_hook_proto::encode(&req)).unwrap();
+        let reply: capt_hook_proto::HostReply = capt_hook_proto::decode(
+            &capt_hook_proto::read_frame(&mut s, capt_hook_proto::MAX_FRAME)
+                .unwrap()
+                .unwrap(),
+        )
+        .unwrap();
+        match reply {
+            capt_hook_proto::HostReply::Refused {
+                code: capt_hook_proto::Refusal::Busy,
+                reason,
+            } => assert!(reason.contains("CAPT_HOOKD_MAX_WORKERS"), "{reason}"),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(env.worker_pids().len(), 1);
+        let out = env
+            .cmd("capt-hookd")
+            .arg("restart-workers")
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+        let _ = busy.wait_with_output();
+    }
+
     /// A symlink planted where the host log goes is moved aside, not written through.
     #[test]
     fn symlinked_log_is_not_followed() {
