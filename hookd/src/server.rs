@@ -10,7 +10,7 @@ use std::fs::File;
 use std::io::Write;
 use std::os::fd::AsFd;
 use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -95,22 +95,10 @@ pub fn serve() -> anyhow::Result<()> {
         .with_context(|| format!("state dir {}", state_dir.display()))?;
     paths::ensure_private_dir(&sock_dir)
         .with_context(|| format!("socket dir {}", sock_dir.display()))?;
-    let log_dir = paths::log_dir();
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(&log_dir)
-        .with_context(|| format!("log dir {}", log_dir.display()))?;
-    let log_path = log_dir.join(paths::LOG_NAME);
-    let (log, moved) = crate::files::open_append(&log_path)
-        .with_context(|| format!("opening {}", log_path.display()))?;
+    let (log, log_path, trouble) = open_log(&state_dir)?;
     crate::init_logging(&log);
-    if let Some(moved) = moved {
-        tracing::warn!(
-            log = %log_path.display(),
-            moved = %moved.display(),
-            "the log was not a regular file of ours (a symlink?); moved it aside unfollowed"
-        );
+    for line in trouble {
+        tracing::warn!(log = %log_path.display(), "{line}");
     }
     let max_connections = raise_fd_limit();
 
@@ -186,6 +174,43 @@ fn take_lifetime_lock(lock: &File) -> anyhow::Result<bool> {
         }
         std::thread::sleep(Duration::from_millis(20));
     }
+}
+
+/// Opens the host log: `paths::log_dir()`, else (when that cannot be created or written) the
+/// host state directory, else nowhere. A log problem never keeps the host from serving: it is
+/// written, as `trouble`, into whichever log did open.
+fn open_log(state_dir: &Path) -> anyhow::Result<(File, PathBuf, Vec<String>)> {
+    let mut trouble = Vec::new();
+    let configured = paths::log_dir();
+    for dir in [configured.clone(), state_dir.to_path_buf()] {
+        let path = dir.join(paths::LOG_NAME);
+        let opened = std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&dir)
+            .and_then(|()| crate::files::open_append(&path));
+        match opened {
+            Ok((file, moved)) => {
+                if let Some(moved) = moved {
+                    trouble.push(format!(
+                        "the log was not a regular file of ours (a symlink?); moved it aside \
+                         unfollowed to {}",
+                        moved.display()
+                    ));
+                }
+                return Ok((file, path, trouble));
+            }
+            Err(e) => trouble.push(format!("cannot log to {}: {e}", path.display())),
+        }
+        if dir == state_dir {
+            break;
+        }
+    }
+    let null = File::options()
+        .write(true)
+        .open("/dev/null")
+        .with_context(|| trouble.join("; "))?;
+    Ok((null, "/dev/null".into(), trouble))
 }
 
 /// Raises the soft descriptor limit to the hard one and returns the connection cap it allows.

@@ -1075,6 +1075,26 @@ mod bounded {
         assert!(moved[0].file_type().unwrap().is_symlink());
     }
 
+    /// A log directory that cannot be created does not keep the host from serving: it logs to
+    /// its state directory instead and says why there.
+    #[test]
+    fn an_unwritable_log_dir_falls_back_and_still_serves() {
+        let tmp = tempfile::tempdir().unwrap();
+        let blocker = tmp.path().join("not-a-dir");
+        std::fs::write(&blocker, "").unwrap();
+        let bad = blocker.join("logs");
+        let env = Env::with(&[("CAPTAIN_HOOK_LOG_DIR", bad.to_str().unwrap())]);
+        let root = env.project("p", HOOKS);
+        event_answered_by_host(&env, &root);
+        let fallback = env
+            .dir
+            .path()
+            .join("home/.cache/captain-hook/host-v1/capt-hookd.log");
+        let text = std::fs::read_to_string(&fallback).unwrap();
+        assert!(text.contains("cannot log to"), "{text}");
+        assert!(text.contains("worker started"), "{text}");
+    }
+
     const NUDGE: &str = r#"
 [[hook]]
 kind = "nudge"
