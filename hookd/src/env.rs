@@ -6,6 +6,9 @@ pub const CAPT_HOOKD_IDLE_SECS: &str = "CAPT_HOOKD_IDLE_SECS";
 pub const CAPT_HOOKD_WORKER: &str = "CAPT_HOOKD_WORKER";
 /// A `tracing` filter for the host log (default `info`).
 pub const CAPT_HOOKD_LOG: &str = "CAPT_HOOKD_LOG";
+/// Most workers kept at once (default 16); starting one more retires the least recently used
+/// idle worker, and when every worker is busy the event is refused as busy.
+pub const CAPT_HOOKD_MAX_WORKERS: &str = "CAPT_HOOKD_MAX_WORKERS";
 /// `PATH` for workers; when unset they get `/usr/bin:/bin:/usr/sbin:/sbin`.
 pub const PATH: &str = "PATH";
 
@@ -17,6 +20,15 @@ pub fn idle() -> std::time::Duration {
         .filter(|s| s.is_finite() && *s > 0.0)
         .unwrap_or(1800.0);
     std::time::Duration::from_secs_f64(secs)
+}
+
+/// The worker cap (at least 1).
+pub fn max_workers() -> usize {
+    std::env::var(CAPT_HOOKD_MAX_WORKERS)
+        .ok()
+        .and_then(|v| v.trim().parse::<usize>().ok())
+        .filter(|n| *n > 0)
+        .unwrap_or(16)
 }
 
 /// The worker binary.

@@ -422,7 +422,7 @@ fn a_capped_hook_never_over_fires_under_32_parallel_processes() {
 }
 
 #[test]
-fn a_corrupt_state_file_is_kept_aside_and_the_hook_keeps_working() {
+fn a_corrupt_counter_is_kept_aside_and_counts_as_spent() {
     let p = Project::new(&[(
         "cap.toml",
         "[[hook]]\nkind = \"hook\"\nevents = \"PreToolUse\"\nmessage = \"twice\"\nmax_fires = 2\n",
@@ -440,12 +440,13 @@ fn a_corrupt_state_file_is_kept_aside_and_the_hook_keeps_working() {
         .collect();
     assert_eq!(files.len(), 1, "{files:?}");
     std::fs::write(&files[0], "{ not json").unwrap();
-    // The bad file reads as a fresh count: the hook still works...
-    assert!(
-        !run_with_state(&p, &state, "PreToolUse", payload)
-            .stdout
-            .is_empty()
-    );
+    // A count that cannot be read is not reset to zero (that would let the hook fire past its
+    // cap): it counts as spent for the rest of the session...
+    for _ in 0..2 {
+        let out = run_with_state(&p, &state, "PreToolUse", payload);
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        assert!(out.stdout.is_empty(), "{}", text(&out.stdout));
+    }
     // ...and the bad bytes were moved aside, not lost.
     let backups: Vec<PathBuf> = walk(&state)
         .into_iter()

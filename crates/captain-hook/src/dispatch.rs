@@ -7,7 +7,7 @@
 //! what a sequential run would give.
 
 use std::path::Path;
-use std::sync::mpsc::{self, Receiver, Sender};
+use std::sync::mpsc::{self, Receiver, SyncSender, TrySendError};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
 
@@ -21,6 +21,9 @@ use crate::registry::Registry;
 
 /// How many handler jobs run at once in one process.
 const POOL_THREADS: usize = 16;
+/// Handler jobs waiting for a pool thread. When stuck handlers hold every thread, the queue
+/// fills and a new job is abandoned at once instead of piling up (with its event) forever.
+const POOL_QUEUE: usize = 256;
 
 /// Options for one dispatch.
 #[derive(Debug, Clone, Copy, Default)]
@@ -245,9 +248,12 @@ impl Dispatcher {
                 continue;
             };
             let slot = match &hook.body {
-                Body::Handler(h) if !h.inline => {
-                    Slot::Pending(submit(Arc::clone(hook), Arc::clone(evt), reservation))
-                }
+                Body::Handler(h) if !h.inline => Slot::Pending(submit(
+                    Arc::clone(hook),
+                    Arc::clone(evt),
+                    reservation,
+                    opts.deadline,
+                )),
                 _ => {
                     let result = hook.execute(evt);
                     settle(reservation, &result);
@@ -338,10 +344,10 @@ fn wait(
 type Job = Box<dyn FnOnce() + Send>;
 
 /// The process-wide handler pool, started on first use so declarative-only runs spawn nothing.
-fn pool() -> &'static Sender<Job> {
-    static POOL: OnceLock<Sender<Job>> = OnceLock::new();
+fn pool() -> &'static SyncSender<Job> {
+    static POOL: OnceLock<SyncSender<Job>> = OnceLock::new();
     POOL.get_or_init(|| {
-        let (tx, rx) = mpsc::channel::<Job>();
+        let (tx, rx) = mpsc::sync_channel::<Job>(POOL_QUEUE);
         let rx = Arc::new(Mutex::new(rx));
         for i in 0..POOL_THREADS {
             let rx = Arc::clone(&rx);
@@ -368,13 +374,20 @@ fn pool() -> &'static Sender<Job> {
     })
 }
 
+/// Queues a handler job. A job that reaches a thread after `deadline` (it queued behind slow
+/// handlers) is skipped: nobody waits for it, and its reservation is given back.
 fn submit(
     hook: Arc<Hook>,
     evt: Arc<Event>,
     reservation: Option<Reservation>,
+    deadline: Option<Instant>,
 ) -> Receiver<Option<HookResult>> {
     let (tx, rx) = mpsc::channel();
+    let name = hook.name.clone();
     let job: Job = Box::new(move || {
+        if deadline.is_some_and(|d| Instant::now() >= d) {
+            return;
+        }
         let result = match &hook.body {
             Body::Handler(h) => run_handler(&hook.name, &h.func, &evt),
             Body::Message { .. } => hook.execute(&evt),
@@ -383,8 +396,16 @@ fn submit(
         // The dispatcher may have given up on us; that is fine.
         let _ = tx.send(result);
     });
-    if pool().send(job).is_err() {
-        tracing::error!("handler pool is gone; hook yields no result");
+    // A job that cannot be queued is dropped, so its receiver reports it abandoned.
+    match pool().try_send(job) {
+        Ok(()) => {}
+        Err(TrySendError::Full(_)) => tracing::warn!(
+            hook = %name,
+            "every handler thread is busy and {POOL_QUEUE} jobs wait; handler abandoned"
+        ),
+        Err(TrySendError::Disconnected(_)) => {
+            tracing::error!(hook = %name, "handler pool is gone; handler abandoned");
+        }
     }
     rx
 }
