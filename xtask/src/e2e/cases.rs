@@ -1,0 +1,484 @@
+//! The cases: hook files, the model's scripted turns, and what must follow. Every hook message
+//! carries an `E2E-…` marker that appears nowhere else, so finding it in a request proves our
+//! verdict reached the model. Tool calls answer `tool_id(turn, block)`; `{P}` in a tool input or
+//! project file is the project's path.
+
+use serde_json::json;
+
+use super::Outcome;
+use super::api::{Block, Reply, tool_id};
+
+/// Claude Code's permission mode for a case.
+#[derive(Clone, Copy, Debug)]
+pub enum Mode {
+    /// `-p` with no permission rules: anything that would prompt is refused.
+    Default,
+    /// `--permission-mode acceptEdits`: file edits in the project need no prompt.
+    AcceptEdits,
+    /// `--permission-mode auto`: the classifier decides (it cannot run here, so it denies).
+    Auto,
+    /// `--dangerously-skip-permissions`: only hooks stand between the model and the tools.
+    Bypass,
+}
+
+impl Mode {
+    /// The CLI arguments selecting the mode.
+    pub fn args(self) -> &'static [&'static str] {
+        match self {
+            Mode::Default => &[],
+            Mode::AcceptEdits => &["--permission-mode", "acceptEdits"],
+            Mode::Auto => &["--permission-mode", "auto"],
+            Mode::Bypass => &["--dangerously-skip-permissions"],
+        }
+    }
+}
+
+/// One end-to-end case.
+pub struct Case {
+    /// Stable name, used by `--only` and for the log directory.
+    pub name: &'static str,
+    /// What it shows, printed beside PASS/FAIL.
+    pub about: &'static str,
+    /// The project's `.claude/hooks/e2e.toml`.
+    pub hooks: &'static str,
+    /// More project files (relative path, text).
+    pub files: &'static [(&'static str, &'static str)],
+    /// Claude Code settings for the run (`--settings`), or "": project settings are not read
+    /// from a workspace nobody trusted, and `-p` never asks.
+    pub settings: &'static str,
+    /// The user's prompt.
+    pub prompt: &'static str,
+    pub mode: Mode,
+    /// The model's replies, one per agent-loop request; after it runs out the model says "Done.".
+    pub script: Vec<Reply>,
+    /// What must hold afterwards; the error says what did not.
+    pub check: fn(&Outcome) -> Result<(), String>,
+}
+
+/// Fails with `what` unless `cond`.
+fn ensure(cond: bool, what: impl Into<String>) -> Result<(), String> {
+    if cond { Ok(()) } else { Err(what.into()) }
+}
+
+fn say(text: &str) -> Reply {
+    Reply::Blocks(vec![Block::Text(text.into())])
+}
+
+/// A reply with a short remark and one tool call (so the call is block 2 of its turn).
+fn call(name: &str, input: serde_json::Value) -> Reply {
+    Reply::Blocks(vec![
+        Block::Text("On it.".into()),
+        Block::Tool {
+            name: name.into(),
+            input,
+        },
+    ])
+}
+
+fn bash(command: &str) -> Reply {
+    call(
+        "Bash",
+        json!({"command": command, "description": "e2e scripted command"}),
+    )
+}
+
+/// The tool result for the call in `turn`'s reply, which must exist.
+fn result_of(o: &Outcome, turn: usize) -> Result<(String, bool), String> {
+    o.tool_result(&tool_id(turn, 2))
+        .ok_or_else(|| format!("the model never received a result for the call of turn {turn}"))
+}
+
+/// `marker` is in the request of turn `turn` and in none before it.
+fn first_at(o: &Outcome, marker: &str, turn: usize) -> Result<(), String> {
+    match o.first_sent(marker) {
+        Some(t) if t == turn => Ok(()),
+        Some(t) => Err(format!(
+            "{marker} first reached the model in turn {t}, expected turn {turn}"
+        )),
+        None => Err(format!("{marker} never reached the model")),
+    }
+}
+
+/// Our plugin answered `event` at least once with exit 0 and output holding `marker`.
+fn answered(o: &Outcome, event: &str, marker: &str) -> Result<(), String> {
+    let outputs = o.hook_outputs(event);
+    ensure(
+        !outputs.is_empty(),
+        format!("Claude Code never ran our hook for {event}"),
+    )?;
+    ensure(
+        outputs
+            .iter()
+            .any(|(s, out)| s == "0" && out.contains(marker)),
+        format!("our {event} hook did not answer with {marker} and exit 0: {outputs:?}"),
+    )
+}
+
+/// All the cases, in the order they run.
+pub fn all() -> Vec<Case> {
+    vec![
+        Case {
+            name: "pre-tool-use-deny",
+            about: "PreToolUse block: error tool_result with our reason; the command never ran",
+            hooks: "[[hook]]\nkind = \"block_command\"\nargv = [\"touch\"]\nreason = \"E2E-DENY no new files\"\n",
+            files: &[],
+            settings: "",
+            prompt: "Create denied.txt.",
+            mode: Mode::Bypass,
+            script: vec![bash("touch denied.txt")],
+            check: |o| {
+                ensure(
+                    !o.exists("denied.txt"),
+                    "the denied command ran (denied.txt exists)",
+                )?;
+                let (text, is_error) = result_of(o, 1)?;
+                ensure(is_error, format!("the tool result is not an error: {text}"))?;
+                ensure(
+                    text.contains("E2E-DENY"),
+                    format!("the tool result lacks our reason: {text}"),
+                )
+            },
+        },
+        Case {
+            name: "pre-tool-use-warn",
+            about: "PreToolUse warn: context reaches the model; the call still needs permission",
+            hooks: "[[hook]]\nkind = \"warn_command\"\nargv = [\"touch\"]\nevents = \"PreToolUse\"\nmessage = \"E2E-WARN mind the timestamps\"\n",
+            files: &[],
+            settings: "",
+            prompt: "Create warned.txt.",
+            mode: Mode::Default,
+            script: vec![bash("touch warned.txt")],
+            check: |o| {
+                ensure(
+                    o.first_sent("E2E-WARN").is_some(),
+                    "the warning never reached the model",
+                )?;
+                ensure(
+                    !o.exists("warned.txt"),
+                    "the warning granted a permission nobody gave (warned.txt exists)",
+                )?;
+                let (text, is_error) = result_of(o, 1)?;
+                ensure(
+                    is_error,
+                    format!("the unpermitted call was not refused: {text}"),
+                )
+            },
+        },
+        Case {
+            name: "pre-tool-use-warn-approve",
+            about: "PreToolUse warn with approve = true: context, and the call runs",
+            hooks: "[[hook]]\nkind = \"warn_command\"\nargv = [\"touch\"]\nevents = \"PreToolUse\"\napprove = true\nmessage = \"E2E-APPROVEWARN approved with a note\"\n",
+            files: &[],
+            settings: "",
+            prompt: "Create approved.txt.",
+            mode: Mode::Default,
+            script: vec![bash("touch approved.txt")],
+            check: |o| {
+                ensure(
+                    o.first_sent("E2E-APPROVEWARN").is_some(),
+                    "the warning never reached the model",
+                )?;
+                ensure(o.exists("approved.txt"), "the approved call did not run")
+            },
+        },
+        Case {
+            name: "pre-tool-use-rewrite",
+            about: "PreToolUse rewrite: the rewritten command is what ran",
+            hooks: "[[hook]]\nkind = \"rewrite_command\"\npattern = \"original\\\\.txt\"\nreplace = \"rewritten.txt\"\nnote = \"E2E-REWRITE renamed the file\"\n",
+            files: &[],
+            settings: "",
+            prompt: "Create original.txt.",
+            mode: Mode::Default,
+            script: vec![bash("touch original.txt")],
+            check: |o| {
+                ensure(
+                    o.exists("rewritten.txt"),
+                    "the rewritten command did not run",
+                )?;
+                ensure(!o.exists("original.txt"), "the original command ran")
+            },
+        },
+        Case {
+            name: "pre-tool-use-ask",
+            about: "PreToolUse no verdict (ask): Claude Code's own permission rules decide",
+            hooks: "[[hook]]\nkind = \"block_command\"\nargv = [\"rm\"]\nreason = \"E2E-UNUSED not this one\"\n",
+            files: &[],
+            settings: "{\"permissions\": {\"allow\": [\"Bash(touch allowed.txt)\"]}}",
+            prompt: "Create allowed.txt and other.txt.",
+            mode: Mode::Default,
+            script: vec![bash("touch allowed.txt"), bash("touch other.txt")],
+            check: |o| {
+                ensure(
+                    o.exists("allowed.txt"),
+                    "a call the user's rules allow did not run",
+                )?;
+                ensure(
+                    !o.exists("other.txt"),
+                    "a call no rule allows ran without a prompt",
+                )?;
+                ensure(
+                    !o.ever_sent("E2E-UNUSED"),
+                    "a hook that did not match said something",
+                )
+            },
+        },
+        Case {
+            name: "permission-request-allow",
+            about: "PermissionRequest allow: the prompt is answered yes, the call runs",
+            hooks: "[[hook]]\nkind = \"approve\"\nlabel = \"e2e lets touch through\"\nevents = \"PermissionRequest\"\nonly_if = [{ runs = [\"touch\"] }]\n",
+            files: &[],
+            settings: "",
+            prompt: "Create permitted.txt.",
+            mode: Mode::Default,
+            script: vec![bash("touch permitted.txt")],
+            check: |o| {
+                answered(o, "PermissionRequest", "allow")?;
+                ensure(o.exists("permitted.txt"), "the permitted call did not run")
+            },
+        },
+        Case {
+            name: "permission-request-deny",
+            about: "PermissionRequest deny: error tool_result with our reason; nothing ran",
+            hooks: "[[hook]]\nkind = \"deny\"\nreason = \"E2E-PRDENY not today\"\nevents = \"PermissionRequest\"\n",
+            files: &[],
+            settings: "",
+            prompt: "Create refused.txt.",
+            mode: Mode::Default,
+            script: vec![bash("touch refused.txt")],
+            check: |o| {
+                ensure(!o.exists("refused.txt"), "the refused call ran")?;
+                let (text, is_error) = result_of(o, 1)?;
+                ensure(is_error, format!("the tool result is not an error: {text}"))?;
+                ensure(
+                    text.contains("E2E-PRDENY"),
+                    format!("the tool result lacks our reason: {text}"),
+                )
+            },
+        },
+        Case {
+            name: "post-tool-use-block",
+            about: "PostToolUse block (lint): the reason reaches the model with the result",
+            hooks: "[[hook]]\nkind = \"lint\"\nregex = \"FIXME\"\nmessage = \"E2E-LINT fix these first: {violations}\"\nblock = true\n",
+            files: &[],
+            settings: "",
+            prompt: "Write app.py.",
+            mode: Mode::AcceptEdits,
+            script: vec![call(
+                "Write",
+                json!({"file_path": "{P}/app.py", "content": "x = 1  # FIXME later\n"}),
+            )],
+            check: |o| {
+                ensure(o.exists("app.py"), "the Write did not happen")?;
+                first_at(o, "E2E-LINT", 2)?;
+                let (_, text) = o.last_message(2).unwrap_or_default();
+                ensure(
+                    text.contains("E2E-LINT") && text.contains("FIXME later"),
+                    format!("the lint is not beside the tool result: {text}"),
+                )
+            },
+        },
+        Case {
+            name: "post-tool-use-warn",
+            about: "PostToolUse warn: the context reaches the model with the result",
+            hooks: "[[hook]]\nkind = \"warn_command\"\nargv = [\"echo\"]\nmessage = \"E2E-POSTWARN echo is noisy\"\n",
+            files: &[],
+            settings: "",
+            prompt: "Say hello in the shell.",
+            mode: Mode::Bypass,
+            script: vec![bash("echo hello")],
+            check: |o| {
+                first_at(o, "E2E-POSTWARN", 2)?;
+                let (text, is_error) = result_of(o, 1)?;
+                ensure(
+                    !is_error && text.contains("hello"),
+                    format!("the call failed: {text}"),
+                )
+            },
+        },
+        Case {
+            name: "user-prompt-submit-block",
+            about: "UserPromptSubmit block: the prompt never reaches the model; the user sees why",
+            hooks: "[[hook]]\nkind = \"hook\"\nevents = \"UserPromptSubmit\"\nblock = true\nmessage = \"E2E-PROMPTBLOCK prompts with keys are refused\"\n",
+            files: &[],
+            settings: "",
+            prompt: "Deploy with key sk-e2e-SECRET-4242.",
+            mode: Mode::Default,
+            script: vec![say("I should never be asked.")],
+            check: |o| {
+                ensure(
+                    !o.ever_sent("SECRET-4242"),
+                    "the blocked prompt reached the model",
+                )?;
+                let blocked = o
+                    .stream
+                    .iter()
+                    .find(|v| v["prompt_submit_outcome"]["kind"] == "blocked_by_hook");
+                let reason = blocked
+                    .map(|v| v["prompt_submit_outcome"]["reason"].to_string())
+                    .unwrap_or_default();
+                ensure(
+                    reason.contains("E2E-PROMPTBLOCK"),
+                    format!(
+                        "Claude Code did not report the prompt blocked with our reason ({reason:?})"
+                    ),
+                )
+            },
+        },
+        Case {
+            name: "user-prompt-submit-context",
+            about: "UserPromptSubmit warn: context arrives with the prompt",
+            hooks: "[[hook]]\nkind = \"hook\"\nevents = \"UserPromptSubmit\"\nmessage = \"E2E-PROMPTCTX the user prefers short answers\"\n",
+            files: &[],
+            settings: "",
+            prompt: "Hello.",
+            mode: Mode::Default,
+            script: vec![say("Hi.")],
+            check: |o| first_at(o, "E2E-PROMPTCTX", 1),
+        },
+        Case {
+            name: "session-start-context",
+            about: "SessionStart: context in the first request",
+            hooks: "[[hook]]\nkind = \"hook\"\nevents = \"SessionStart\"\nmessage = \"E2E-SESSIONCTX this project uses jj\"\n",
+            files: &[],
+            settings: "",
+            prompt: "Hello.",
+            mode: Mode::Default,
+            script: vec![say("Hi.")],
+            check: |o| first_at(o, "E2E-SESSIONCTX", 1),
+        },
+        Case {
+            name: "stop-gate-once",
+            about: "Stop gate: blocks once per turn, the model sees why, then it may stop",
+            hooks: "[[hook]]\nkind = \"gate\"\nmessage = \"E2E-GATE run the tests before stopping\"\n",
+            files: &[],
+            settings: "",
+            prompt: "Finish up.",
+            mode: Mode::Default,
+            script: vec![say("All finished."), say("Tests ran; finished.")],
+            check: |o| {
+                let turns = o.turns().len();
+                ensure(
+                    turns == 2,
+                    format!("expected 2 model turns (stop, blocked, stop), got {turns}"),
+                )?;
+                first_at(o, "E2E-GATE", 2)?;
+                // Claude Code 2.1.332 sends Stop feedback as a message of role "system".
+                let (role, text) = o.last_message(2).unwrap_or_default();
+                ensure(
+                    role != "assistant" && text.contains("E2E-GATE"),
+                    format!(
+                        "the gate's reason is not the next message to the model ({role}: {text})"
+                    ),
+                )
+            },
+        },
+        Case {
+            name: "stop-hook-no-loop",
+            about: "Stop block from a plain hook: given once, not again under stop_hook_active",
+            hooks: "[[hook]]\nkind = \"hook\"\nevents = \"Stop\"\nblock = true\nmessage = \"E2E-STOPHOOK summarise before stopping\"\n",
+            files: &[],
+            settings: "",
+            prompt: "Finish up.",
+            mode: Mode::Default,
+            script: vec![say("All finished."), say("Summary: done.")],
+            check: |o| {
+                let turns = o.turns().len();
+                ensure(
+                    turns == 2,
+                    format!("expected 2 model turns (blocked once, then allowed), got {turns}"),
+                )?;
+                first_at(o, "E2E-STOPHOOK", 2)
+            },
+        },
+        Case {
+            name: "post-tool-batch-context",
+            about: "PostToolBatch (new): context before the next model call",
+            hooks: "[[hook]]\nkind = \"hook\"\nevents = \"PostToolBatch\"\nmessage = \"E2E-BATCH the batch is done\"\n",
+            files: &[],
+            settings: "",
+            prompt: "Say hello in the shell.",
+            mode: Mode::Bypass,
+            script: vec![bash("echo hello")],
+            check: |o| first_at(o, "E2E-BATCH", 2),
+        },
+        Case {
+            name: "subagent-start-context",
+            about: "SubagentStart (new): context in the subagent's first request",
+            hooks: "[[hook]]\nkind = \"hook\"\nevents = \"SubagentStart\"\nmessage = \"E2E-SUBAGENT stay in the project\"\n",
+            files: &[],
+            settings: "",
+            prompt: "Ask a helper to look around.",
+            mode: Mode::Bypass,
+            script: vec![
+                call(
+                    "Agent",
+                    json!({"description": "Look around", "prompt": "List the files in the project.", "subagent_type": "general-purpose"}),
+                ),
+                say("The project is empty."),
+                say("The helper says the project is empty."),
+            ],
+            check: |o| {
+                first_at(o, "E2E-SUBAGENT", 2)?;
+                let sub = o.turns().get(1).map(|b| b.to_string()).unwrap_or_default();
+                ensure(
+                    sub.contains("List the files in the project."),
+                    "turn 2 is not the subagent's first request",
+                )
+            },
+        },
+        Case {
+            name: "user-prompt-expansion-context",
+            about: "UserPromptExpansion (new): context beside the expanded command",
+            hooks: "[[hook]]\nkind = \"hook\"\nevents = \"UserPromptExpansion\"\nmessage = \"E2E-EXPAND expanded by e2e\"\n",
+            files: &[(".claude/commands/e2e-cmd.md", "Say the magic word.\n")],
+            settings: "",
+            prompt: "/e2e-cmd",
+            mode: Mode::Default,
+            script: vec![say("Please.")],
+            check: |o| {
+                first_at(o, "E2E-EXPAND", 1)?;
+                ensure(
+                    o.first_sent("Say the magic word.") == Some(1),
+                    "the command did not expand",
+                )
+            },
+        },
+        Case {
+            name: "permission-denied",
+            about: "PermissionDenied (new, auto mode): our hook runs and answers cleanly",
+            hooks: "[[hook]]\nkind = \"hook\"\nevents = \"PermissionDenied\"\nmessage = \"E2E-DENIED-NOTE auto mode said no\"\n",
+            files: &[],
+            settings: "",
+            prompt: "Create auto.txt.",
+            mode: Mode::Auto,
+            script: vec![bash("touch auto.txt")],
+            check: |o| {
+                answered(o, "PermissionDenied", "E2E-DENIED-NOTE")?;
+                ensure(!o.exists("auto.txt"), "the denied call ran")
+            },
+        },
+        Case {
+            name: "stop-failure",
+            about: "StopFailure (new, API error): our hook runs and answers cleanly",
+            hooks: "[[hook]]\nkind = \"hook\"\nevents = \"StopFailure\"\nmessage = \"E2E-STOPFAIL the API failed\"\n",
+            files: &[],
+            settings: "",
+            prompt: "Hello.",
+            mode: Mode::Default,
+            // Claude Code retries one 400 once (without a beta header); the second ends the turn.
+            script: vec![Reply::Error(400), Reply::Error(400)],
+            check: |o| answered(o, "StopFailure", "E2E-STOPFAIL"),
+        },
+        Case {
+            name: "cwd-changed",
+            about: "CwdChanged (new, `cd` in Bash): our hook runs and answers cleanly",
+            hooks: "[[hook]]\nkind = \"hook\"\nevents = \"CwdChanged\"\nmessage = \"E2E-CWD moved\"\n",
+            files: &[("sub/keep.txt", "kept\n")],
+            settings: "",
+            prompt: "Go into sub.",
+            mode: Mode::Bypass,
+            script: vec![bash("cd sub && pwd")],
+            check: |o| answered(o, "CwdChanged", "E2E-CWD"),
+        },
+    ]
+}
