@@ -96,8 +96,10 @@ fn run_blocks_and_prints_one_line_of_json() {
 #[test]
 fn run_edges_unknown_event_blank_and_malformed_stdin() {
     let p = Project::new(&[("stash.toml", STASH)]);
+    // An unknown name is a newer Claude Code's event: exit 0, nothing on stdout.
     let out = p.run(&["run", "PreToolUze"], b"{}");
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(0));
+    assert!(out.stdout.is_empty());
     assert!(
         text(&out.stderr)
             .contains("Invalid event type: 'PreToolUze'. Valid event names are: PreToolUse")

@@ -52,6 +52,8 @@ pub enum Trace {
     Abandoned,
     /// It already delivered `max_fires` results in this session for this agent.
     Capped,
+    /// Claude Code is already continuing because of a stop hook, and this hook does not repeat.
+    Continuation,
 }
 
 /// A registry bound to a project, ready to evaluate events.
@@ -139,6 +141,15 @@ impl Dispatcher {
         if planning_skip_with(hook, evt, &self.planning_agents) {
             return Some(Trace::PlanningAgent);
         }
+        // Claude Code marks the continuation a stop hook caused; blocking it again with the
+        // same verdict is how agents loop, so only kinds that limit themselves (or hooks that
+        // opted in) see it.
+        if !hook.repeat
+            && matches!(evt.kind(), EventKind::Stop | EventKind::SubagentStop)
+            && evt.stop_hook_active()
+        {
+            return Some(Trace::Continuation);
+        }
         if hook.respect_gitignore
             && let (Some(gi), Some(file)) = (&self.gitignore, evt.file())
             && gi.is_ignored(file)
@@ -177,10 +188,14 @@ impl Dispatcher {
                 slots.push(Slot::Skipped(t));
                 continue;
             }
-            if let Some(miss) = first_miss(evt, &hook.only_if, &hook.skip_if) {
-                slots.push(Slot::Skipped(Trace::NoMatch(miss)));
-                continue;
-            }
+            let evt = match matching_event(hook, evt) {
+                Ok(e) => e,
+                Err(miss) => {
+                    slots.push(Slot::Skipped(Trace::NoMatch(miss)));
+                    continue;
+                }
+            };
+            let evt = &evt;
             if blocked && !hook.declarative && !hook.advisory_on_deny {
                 slots.push(Slot::Skipped(Trace::Doomed));
                 continue;
@@ -227,6 +242,7 @@ impl Dispatcher {
                     }
                 },
             };
+            let result = result.map(|r| if hook.approve { r.approving() } else { r });
             if explain {
                 traces.push(Trace::Matched(result.clone()));
             }
@@ -238,6 +254,29 @@ impl Dispatcher {
         }
         (fold(inputs), traces)
     }
+}
+
+/// The event a hook's conditions hold for: the event itself, or for a batch of tool calls
+/// (PostToolBatch) the first call whose view satisfies them; the miss otherwise.
+fn matching_event(hook: &Hook, evt: &Arc<Event>) -> Result<Arc<Event>, Miss> {
+    let calls = evt.batch_calls();
+    if calls.is_empty() {
+        return match first_miss(evt, &hook.only_if, &hook.skip_if) {
+            None => Ok(Arc::clone(evt)),
+            Some(miss) => Err(miss),
+        };
+    }
+    let mut first = None;
+    for call in calls {
+        match first_miss(call, &hook.only_if, &hook.skip_if) {
+            None => return Ok(Arc::clone(call)),
+            Some(miss) => {
+                first.get_or_insert(miss);
+            }
+        }
+    }
+    // A non-empty batch where no call matched always recorded a miss.
+    first.map_or_else(|| Ok(Arc::clone(evt)), Err)
 }
 
 /// Waits for a handler's result until the deadline; `None` when it did not arrive in time (or
