@@ -11,6 +11,7 @@ mod api;
 mod cases;
 mod claude;
 
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -305,7 +306,10 @@ fn run_claude(
         // Claude Code refuses bypass mode as root unless told it runs in a sandbox, which this is.
         .env("IS_SANDBOX", "1")
         .arg("-p")
-        .arg(case.prompt)
+        .args(match case.prompts {
+            [one] => vec![*one],
+            _ => vec!["--input-format", "stream-json"],
+        })
         .args(["--output-format", "stream-json", "--verbose"])
         .arg("--include-hook-events")
         .arg("--strict-mcp-config")
@@ -319,12 +323,32 @@ fn run_claude(
         } else {
             vec!["--settings", case.settings]
         })
-        .stdin(Stdio::null())
+        .stdin(if case.prompts.len() == 1 {
+            Stdio::null()
+        } else {
+            Stdio::piped()
+        })
         .stdout(file("stdout.jsonl")?)
         .stderr(file("stderr.txt")?);
     let mut child = cmd
         .spawn()
         .map_err(|e| format!("starting {}: {e}", setup.claude.display()))?;
+    if let Some(mut stdin) = child.stdin.take() {
+        // Several prompts: one stream-json user message each; closing stdin ends the session.
+        let lines: String = case
+            .prompts
+            .iter()
+            .map(|p| {
+                format!(
+                    "{}\n",
+                    serde_json::json!({"type": "user", "message": {"role": "user", "content": p}})
+                )
+            })
+            .collect();
+        stdin
+            .write_all(lines.as_bytes())
+            .map_err(|e| format!("writing the prompts: {e}"))?;
+    }
     let deadline = Instant::now() + RUN_TIMEOUT;
     loop {
         match child.try_wait() {
