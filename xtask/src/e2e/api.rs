@@ -196,6 +196,14 @@ fn read_chunked(reader: &mut impl BufRead) -> io::Result<Vec<u8>> {
     }
 }
 
+/// Whether the fake answers `path` (anything else gets a 404 and is reported).
+pub fn served(path: &str) -> bool {
+    matches!(
+        path.split('?').next().unwrap_or(path),
+        "/v1/messages" | "/v1/messages/count_tokens"
+    )
+}
+
 /// Records the request and picks the answer: `(status, content type, body)`.
 fn answer(
     method: &str,
@@ -222,14 +230,12 @@ fn answer(
     });
     match (method, route) {
         ("POST", "/v1/messages") => {
-            let reply = if is_turn {
+            let (turn, reply) = if is_turn {
                 st.turns += 1;
-                let next = st.script.get(st.turns - 1).cloned();
-                (st.turns, next)
+                (st.turns, st.script.get(st.turns - 1).cloned())
             } else {
                 (0, None)
             };
-            let (turn, reply) = reply;
             let blocks = match reply {
                 Some(Reply::Error(status)) => {
                     return (status, "application/json", error_body("scripted failure"));

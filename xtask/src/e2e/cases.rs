@@ -404,15 +404,17 @@ pub fn all() -> Vec<Case> {
         Case {
             name: "subagent-start-context",
             about: "SubagentStart (new): context in the subagent's first request",
-            hooks: "[[hook]]\nkind = \"hook\"\nevents = \"SubagentStart\"\nmessage = \"E2E-SUBAGENT stay in the project\"\n",
+            // general-purpose is on the default planning-agent list, which `hook` skips.
+            hooks: "[[hook]]\nkind = \"hook\"\nevents = \"SubagentStart\"\nskip_planning_agents = false\nmessage = \"E2E-SUBAGENT stay in the project\"\n",
             files: &[],
             settings: "",
             prompts: &["Ask a helper to look around."],
             mode: Mode::Bypass,
+            // In the foreground, so the subagent's turn comes before the main agent's next one.
             script: vec![
                 call(
                     "Agent",
-                    json!({"description": "Look around", "prompt": "List the files in the project.", "subagent_type": "general-purpose"}),
+                    json!({"description": "Look around", "prompt": "List the files in the project.", "subagent_type": "general-purpose", "run_in_background": false}),
                 ),
                 say("The project is empty."),
                 say("The helper says the project is empty."),

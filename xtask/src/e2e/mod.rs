@@ -174,7 +174,7 @@ fn run_cases(setup: &Setup) -> anyhow::Result<()> {
     let mut failed = Vec::new();
     for case in &cases {
         let started = Instant::now();
-        let verdict = run_case(setup, &sandbox, case);
+        let (verdict, unserved) = run_case(setup, &sandbox, case);
         let secs = started.elapsed().as_secs_f64();
         match verdict {
             Ok(()) => println!("PASS  {:<34} {secs:5.1} s  {}", case.name, case.about),
@@ -185,6 +185,9 @@ fn run_cases(setup: &Setup) -> anyhow::Result<()> {
                 }
                 failed.push(case.name);
             }
+        }
+        for request in unserved {
+            println!("        note: the fake API refused {request} (Claude Code asked for it)");
         }
     }
     println!(
@@ -199,9 +202,25 @@ fn run_cases(setup: &Setup) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// One case: project, fake API, one Claude Code run, the case's checks. The error is the
-/// detail to print (what was expected, what our plugin answered).
-fn run_case(setup: &Setup, sandbox: &Sandbox, case: &cases::Case) -> Result<(), String> {
+/// One case (project, fake API, one Claude Code run, the case's checks) and the requests the
+/// fake did not serve. The error is the detail to print (what was expected, what our plugin
+/// answered).
+fn run_case(
+    setup: &Setup,
+    sandbox: &Sandbox,
+    case: &cases::Case,
+) -> (Result<(), String>, Vec<String>) {
+    let mut unserved = Vec::new();
+    let verdict = run_case_inner(setup, sandbox, case, &mut unserved);
+    (verdict, unserved)
+}
+
+fn run_case_inner(
+    setup: &Setup,
+    sandbox: &Sandbox,
+    case: &cases::Case,
+    unserved: &mut Vec<String>,
+) -> Result<(), String> {
     let project = sandbox
         .project(case.name, &[("e2e.toml", case.hooks)])
         .map_err(|e| format!("creating the project: {e:#}"))?;
@@ -230,6 +249,13 @@ fn run_case(setup: &Setup, sandbox: &Sandbox, case: &cases::Case) -> Result<(), 
     };
     drop(api);
     save_requests(&logs, &outcome.requests);
+    unserved.extend(
+        outcome
+            .requests
+            .iter()
+            .filter(|r| !api::served(&r.path))
+            .map(|r| format!("{} {}", r.method, r.path)),
+    );
     let rejected = outcome.rejected_output();
     let checked = run.and_then(|()| (case.check)(&outcome)).and_then(|()| {
         if rejected.is_empty() {
