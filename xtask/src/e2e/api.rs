@@ -345,3 +345,108 @@ fn sse(turn: usize, model: &str, blocks: &[Block]) -> String {
     event("message_stop", json!({"type": "message_stop"}));
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Sends one HTTP/1.1 request over a fresh connection and returns (status line, body).
+    fn post(api: &FakeApi, path: &str, body: &Value) -> (String, String) {
+        let mut conn = TcpStream::connect(("127.0.0.1", api.port)).expect("connect");
+        let body = body.to_string();
+        write!(
+            conn,
+            "POST {path} HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+            body.len()
+        )
+        .expect("write");
+        let mut reply = String::new();
+        conn.read_to_string(&mut reply).expect("read");
+        let (head, body) = reply.split_once("\r\n\r\n").expect("header end");
+        (
+            head.lines().next().unwrap_or("").to_owned(),
+            body.to_owned(),
+        )
+    }
+
+    fn events(sse: &str) -> Vec<Value> {
+        sse.lines()
+            .filter_map(|l| l.strip_prefix("data: "))
+            .map(|d| serde_json::from_str(d).expect("event data is JSON"))
+            .collect()
+    }
+
+    #[test]
+    fn turns_follow_the_script_and_side_queries_do_not_consume_it() {
+        let api = FakeApi::start(vec![
+            Reply::Blocks(vec![
+                Block::Text("hi".into()),
+                Block::Tool {
+                    name: "Bash".into(),
+                    input: json!({"command": "ls"}),
+                },
+            ]),
+            Reply::Error(400),
+        ])
+        .expect("start");
+        let turn =
+            json!({"model": "m", "stream": true, "tools": [{"name": "Bash"}], "messages": []});
+
+        let (status, side) = post(&api, "/v1/messages", &json!({"model": "m", "messages": []}));
+        assert!(status.contains(" 200 "), "{status}");
+        assert!(side.contains(FILLER), "{side}");
+
+        let (status, sse) = post(&api, "/v1/messages?beta=true", &turn);
+        assert!(status.contains(" 200 "), "{status}");
+        let evs = events(&sse);
+        let kinds: Vec<&str> = evs.iter().filter_map(|e| e["type"].as_str()).collect();
+        assert_eq!(kinds.first(), Some(&"message_start"));
+        assert_eq!(kinds.last(), Some(&"message_stop"));
+        let start = evs
+            .iter()
+            .find(|e| e["content_block"]["type"] == "tool_use")
+            .expect("a tool_use block");
+        assert_eq!(start["content_block"]["id"], tool_id(1, 2));
+        let input = evs
+            .iter()
+            .find_map(|e| e["delta"]["partial_json"].as_str())
+            .expect("input delta");
+        assert_eq!(
+            serde_json::from_str::<Value>(input).expect("json"),
+            json!({"command": "ls"})
+        );
+        let delta = evs
+            .iter()
+            .find(|e| e["type"] == "message_delta")
+            .expect("message_delta");
+        assert_eq!(delta["delta"]["stop_reason"], "tool_use");
+
+        let (status, _) = post(&api, "/v1/messages", &turn);
+        assert!(status.contains(" 400 "), "{status}");
+        let (_, after) = post(&api, "/v1/messages", &turn);
+        assert!(
+            after.contains(FILLER),
+            "the script ran out: filler expected"
+        );
+
+        let requests = api.requests();
+        assert_eq!(requests.len(), 4);
+        assert_eq!(
+            requests.iter().map(|r| r.turn).collect::<Vec<_>>(),
+            [false, true, true, true]
+        );
+        assert_eq!(requests[1].body, turn);
+    }
+
+    #[test]
+    fn unknown_paths_are_refused_and_recorded() {
+        let api = FakeApi::start(Vec::new()).expect("start");
+        let (status, _) = post(&api, "/v1/other", &json!({}));
+        assert!(status.contains(" 404 "), "{status}");
+        let (status, count) = post(&api, "/v1/messages/count_tokens", &json!({}));
+        assert!(status.contains(" 200 ") && count.contains("input_tokens"));
+        let paths: Vec<String> = api.requests().into_iter().map(|r| r.path).collect();
+        assert_eq!(paths, ["/v1/other", "/v1/messages/count_tokens"]);
+        assert!(!served("/v1/other") && served("/v1/messages?beta=true"));
+    }
+}

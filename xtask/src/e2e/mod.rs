@@ -232,6 +232,21 @@ fn run_case_inner(
         std::fs::write(&path, text.replace("{P}", &project.display().to_string()))
             .map_err(|e| format!("{}: {e}", path.display()))?;
     }
+    // A hook file that does not load would make every "nothing reached the model" check pass.
+    let loaded = sandbox
+        .command("capt-hook")
+        .arg("--root")
+        .arg(&project)
+        .arg("check")
+        .output()
+        .map_err(|e| format!("running capt-hook check: {e}"))?;
+    if !loaded.status.success() {
+        return Err(format!(
+            "the case's hook file does not load:\n{}{}",
+            String::from_utf8_lossy(&loaded.stdout),
+            String::from_utf8_lossy(&loaded.stderr)
+        ));
+    }
     let script = case
         .script
         .iter()
