@@ -362,7 +362,11 @@ fn check(root: &Option<PathBuf>, hooks: &Option<PathBuf>) -> anyhow::Result<Exit
     let files = captain_hook::loader::hook_files(&dir)
         .map(|f| f.len())
         .unwrap_or(0);
-    for warning in registry.hooks().iter().filter_map(|h| h.stop_loop_warning()) {
+    for warning in registry
+        .hooks()
+        .iter()
+        .filter_map(|h| h.stop_loop_warning())
+    {
         eprintln!("warning: {warning}");
     }
     if errors.is_empty() {

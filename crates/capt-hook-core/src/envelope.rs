@@ -77,9 +77,7 @@ impl Shape {
             PreToolUse => Shape::PreToolUse,
             PermissionRequest => Shape::PermissionRequest,
             PermissionDenied => Shape::PermissionDenied,
-            UserPromptSubmit | UserPromptExpansion | PostToolUse | PostToolBatch => {
-                Shape::Decision
-            }
+            UserPromptSubmit | UserPromptExpansion | PostToolUse | PostToolBatch => Shape::Decision,
             TaskCreated | ConfigChange => Shape::DecisionNoContext,
             Stop | SubagentStop => Shape::Stop,
             PreCompact => Shape::PreCompact,
@@ -227,11 +225,7 @@ fn rewrite_extras(kind: EventKind, r: &HookResult, with_context: bool) -> Option
             }
         }
     }
-    let note = r
-        .note
-        .clone()
-        .filter(|n| !n.is_empty())
-        .or_else(|| text(r));
+    let note = r.note.clone().filter(|n| !n.is_empty()).or_else(|| text(r));
     if fields.is_empty() {
         return if with_context {
             context(kind, note)
@@ -260,9 +254,7 @@ fn render_result(kind: EventKind, r: &HookResult) -> Option<Output> {
         Shape::PreToolUse => pre_tool_use(r),
         Shape::PermissionRequest => permission_request(r),
         Shape::PermissionDenied => match r.action {
-            Action::Allow | Action::Rewrite => {
-                Some(specific(kind, vec![("retry", true.into())]))
-            }
+            Action::Allow | Action::Rewrite => Some(specific(kind, vec![("retry", true.into())])),
             // The denial stands either way; the user still sees why.
             Action::Block | Action::Warn => notice(text(r)),
         },

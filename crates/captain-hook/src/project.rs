@@ -160,7 +160,11 @@ impl Project {
             // The events that only honour exit 2 get their feedback on stderr.
             Some(out) if out.blocking_stderr().is_some() => Evaluation {
                 stdout: None,
-                stderr: out.blocking_stderr().map(str::to_owned).into_iter().collect(),
+                stderr: out
+                    .blocking_stderr()
+                    .map(str::to_owned)
+                    .into_iter()
+                    .collect(),
                 exit_code: 2,
             },
             out => Evaluation {
