@@ -296,6 +296,24 @@ pub fn all() -> Vec<Case> {
             },
         },
         Case {
+            name: "post-tool-use-failure-context",
+            about: "PostToolUseFailure warn: context reaches the model with the error",
+            hooks: "[[hook]]\nkind = \"hook\"\nevents = \"PostToolUseFailure\"\nmessage = \"E2E-FAILCTX the build is flaky\"\n",
+            files: &[],
+            settings: "",
+            prompts: &["Run the failing step."],
+            mode: Mode::Bypass,
+            script: vec![bash("echo failing >&2; exit 3")],
+            check: |o| {
+                first_at(o, "E2E-FAILCTX", 2)?;
+                let (text, is_error) = result_of(o, 1)?;
+                ensure(
+                    is_error,
+                    format!("the failing call is not an error result: {text}"),
+                )
+            },
+        },
+        Case {
             name: "user-prompt-submit-block",
             about: "UserPromptSubmit block: the prompt never reaches the model; the user sees why",
             hooks: "[[hook]]\nkind = \"hook\"\nevents = \"UserPromptSubmit\"\nblock = true\nmessage = \"E2E-PROMPTBLOCK prompts with keys are refused\"\n",
@@ -373,6 +391,39 @@ pub fn all() -> Vec<Case> {
             },
         },
         Case {
+            name: "stop-gate-every-turn",
+            about: "Stop gate: once per turn means once again in the next turn",
+            hooks: "[[hook]]\nkind = \"gate\"\nmessage = \"E2E-GATE2 run the tests before stopping\"\n",
+            files: &[],
+            settings: "",
+            prompts: &["First task.", "Second task."],
+            mode: Mode::Default,
+            script: vec![
+                say("First done."),
+                say("First done, tests ran."),
+                say("Second done."),
+                say("Second done, tests ran."),
+            ],
+            check: |o| {
+                let turns = o.turns().len();
+                ensure(
+                    turns == 4,
+                    format!("expected 4 model turns (two prompts, each gated once), got {turns}"),
+                )?;
+                first_at(o, "E2E-GATE2", 2)?;
+                let (_, third) = o.last_message(3).unwrap_or_default();
+                ensure(
+                    third.contains("Second task."),
+                    format!("turn 3 is not the second prompt: {third}"),
+                )?;
+                let (role, fourth) = o.last_message(4).unwrap_or_default();
+                ensure(
+                    role != "assistant" && fourth.contains("E2E-GATE2"),
+                    format!("the gate did not block the second turn's stop ({role}: {fourth})"),
+                )
+            },
+        },
+        Case {
             name: "stop-hook-no-loop",
             about: "Stop block from a plain hook: given once, not again under stop_hook_active",
             hooks: "[[hook]]\nkind = \"hook\"\nevents = \"Stop\"\nblock = true\nmessage = \"E2E-STOPHOOK summarise before stopping\"\n",
@@ -388,6 +439,39 @@ pub fn all() -> Vec<Case> {
                     format!("expected 2 model turns (blocked once, then allowed), got {turns}"),
                 )?;
                 first_at(o, "E2E-STOPHOOK", 2)
+            },
+        },
+        Case {
+            name: "subagent-stop-no-loop",
+            about: "SubagentStop block: the subagent goes on once, not again under stop_hook_active",
+            hooks: "[[hook]]\nkind = \"hook\"\nevents = \"SubagentStop\"\nblock = true\nmessage = \"E2E-SUBSTOP list the files too\"\n",
+            files: &[],
+            settings: "",
+            prompts: &["Ask a helper to look around."],
+            mode: Mode::Bypass,
+            script: vec![
+                call(
+                    "Agent",
+                    json!({"description": "Look around", "prompt": "Describe the project.", "subagent_type": "general-purpose", "run_in_background": false}),
+                ),
+                say("It is empty."),
+                say("It is empty and has no files."),
+                say("The helper says the project is empty."),
+            ],
+            check: |o| {
+                let turns = o.turns().len();
+                ensure(
+                    turns == 4,
+                    format!(
+                        "expected 4 model turns (main, sub, sub continued once, main), got {turns}"
+                    ),
+                )?;
+                first_at(o, "E2E-SUBSTOP", 3)?;
+                let sub = o.turns().get(2).map(|b| b.to_string()).unwrap_or_default();
+                ensure(
+                    sub.contains("Describe the project."),
+                    "turn 3 is not the subagent's continuation",
+                )
             },
         },
         Case {
@@ -473,6 +557,34 @@ pub fn all() -> Vec<Case> {
             // 2.1.332); after that the turn fails.
             script: vec![Reply::Error(400); 8],
             check: |o| answered(o, "StopFailure", "E2E-STOPFAIL"),
+        },
+        Case {
+            name: "message-display",
+            about: "MessageDisplay (new): our hook runs; a display-only notice never reaches the model",
+            hooks: "[[hook]]\nkind = \"hook\"\nevents = \"MessageDisplay\"\nmessage = \"E2E-DISPLAY shown to the user\"\n",
+            files: &[],
+            settings: "",
+            prompts: &["Hello."],
+            mode: Mode::Default,
+            script: vec![say("Hi."), say("Hi again.")],
+            check: |o| {
+                answered(o, "MessageDisplay", "E2E-DISPLAY")?;
+                ensure(
+                    !o.ever_sent("E2E-DISPLAY"),
+                    "a display-only notice reached the model",
+                )
+            },
+        },
+        Case {
+            name: "session-end",
+            about: "SessionEnd: our hook runs and answers cleanly when -p exits",
+            hooks: "[[hook]]\nkind = \"hook\"\nevents = \"SessionEnd\"\nmessage = \"E2E-BYE session over\"\n",
+            files: &[],
+            settings: "",
+            prompts: &["Hello."],
+            mode: Mode::Default,
+            script: vec![say("Hi.")],
+            check: |o| answered(o, "SessionEnd", "E2E-BYE"),
         },
         Case {
             name: "pre-compact-block",
