@@ -114,6 +114,9 @@ fn answered(o: &Outcome, event: &str, marker: &str) -> Result<(), String> {
     )
 }
 
+/// A settings hook that does nothing on CwdChanged (see the `cwd-changed` case).
+const SWITCH_ON_CWD_CHANGED: &str =
+    r#"{"hooks": {"CwdChanged": [{"hooks": [{"type": "command", "command": "true"}]}]}}"#;
 /// All the cases, in the order they run.
 pub fn all() -> Vec<Case> {
     vec![
@@ -585,6 +588,19 @@ pub fn all() -> Vec<Case> {
             mode: Mode::Default,
             script: vec![say("Hi.")],
             check: |o| answered(o, "SessionEnd", "E2E-BYE"),
+        },
+        Case {
+            name: "cwd-changed",
+            about: "CwdChanged (new, `cd` in Bash): our hook runs and answers cleanly",
+            hooks: "[[hook]]\nkind = \"hook\"\nevents = \"CwdChanged\"\nmessage = \"E2E-CWD moved\"\n",
+            files: &[("sub/keep.txt", "kept\n")],
+            // Claude Code 2.1.332 fires CwdChanged (for plugins too) only when a settings file
+            // registers a hook for it; a no-op one switches it on.
+            settings: SWITCH_ON_CWD_CHANGED,
+            prompts: &["Go into sub."],
+            mode: Mode::Bypass,
+            script: vec![bash("cd sub && pwd")],
+            check: |o| answered(o, "CwdChanged", "E2E-CWD"),
         },
         Case {
             name: "pre-compact-block",
