@@ -58,22 +58,23 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
     let mut only = Vec::new();
     let mut inside = None;
     let (mut claude, mut plugin, mut logs) = (None, None, None);
+    // Every option takes a value; `--inside` and the paths after it are how the run re-enters
+    // itself in the network namespace.
     let mut it = args.iter();
     while let Some(arg) = it.next() {
-        let mut value = || {
-            it.next()
-                .map(PathBuf::from)
-                .with_context(|| format!("{arg} needs a value"))
+        if !["--only", "--inside", "--claude", "--plugin", "--logs"].contains(&arg.as_str()) {
+            bail!("e2e-claude: unknown argument {arg:?} (usage: e2e-claude [--only NAME]...)");
+        }
+        let Some(value) = it.next() else {
+            bail!("e2e-claude: {arg} needs a value (usage: e2e-claude [--only NAME]...)");
         };
         match arg.as_str() {
-            "--only" => only.push(value()?.display().to_string()),
-            "--inside" => inside = Some(value()?),
-            "--claude" => claude = Some(value()?),
-            "--plugin" => plugin = Some(value()?),
-            "--logs" => logs = Some(value()?),
-            other => {
-                bail!("e2e-claude: unknown argument {other:?} (usage: e2e-claude [--only NAME]...)")
-            }
+            "--only" => only.push(value.clone()),
+            "--inside" => inside = Some(PathBuf::from(value)),
+            "--claude" => claude = Some(PathBuf::from(value)),
+            "--plugin" => plugin = Some(PathBuf::from(value)),
+            "--logs" => logs = Some(PathBuf::from(value)),
+            _ => {}
         }
     }
     if let Some(sandbox) = inside {
@@ -87,6 +88,7 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
         return run_cases(&setup);
     }
 
+    selected(&only)?;
     let started = Instant::now();
     let target = crate::target_dir()?;
     let claude = claude::ensure(&claude::cache_dir(&target))?;
@@ -160,17 +162,23 @@ fn loopback_only() -> Result<(), String> {
     }
 }
 
+/// The cases whose name contains one of `only` (all when it is empty); an error when none does.
+fn selected(only: &[String]) -> anyhow::Result<Vec<cases::Case>> {
+    let cases: Vec<cases::Case> = cases::all()
+        .into_iter()
+        .filter(|c| only.is_empty() || only.iter().any(|o| c.name.contains(o.as_str())))
+        .collect();
+    if cases.is_empty() {
+        bail!("e2e-claude: no case name contains any of {only:?}");
+    }
+    Ok(cases)
+}
+
 /// Runs every selected case; fails when any did.
 fn run_cases(setup: &Setup) -> anyhow::Result<()> {
     let home = setup.sandbox.join("home");
     let sandbox = Sandbox::attach(&setup.sandbox, &crate::installed_bin_dir(&home));
-    let cases: Vec<cases::Case> = cases::all()
-        .into_iter()
-        .filter(|c| setup.only.is_empty() || setup.only.iter().any(|o| c.name.contains(o)))
-        .collect();
-    if cases.is_empty() {
-        bail!("no case matches {:?}", setup.only);
-    }
+    let cases = selected(&setup.only)?;
     let mut failed = Vec::new();
     for case in &cases {
         let started = Instant::now();
