@@ -428,4 +428,28 @@ mod tests {
             r#"{"systemMessage":"n"}"#
         );
     }
+
+    /// `docs/events.md` lists every event once, and its "can block" column says what this
+    /// table does.
+    #[test]
+    fn events_doc_matches_the_shape_table() {
+        let doc = std::fs::read_to_string(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/events.md"),
+        )
+        .unwrap();
+        for kind in EventKind::ALL {
+            let rows: Vec<&str> = doc
+                .lines()
+                .filter(|l| l.starts_with(&format!("| {} |", kind.name())))
+                .collect();
+            assert_eq!(rows.len(), 1, "{kind} must have one row in docs/events.md");
+            let can_block = rows[0].split('|').nth(3).map(str::trim);
+            let expected = if Shape::of(kind).can_block() {
+                "yes"
+            } else {
+                "no"
+            };
+            assert_eq!(can_block, Some(expected), "{kind}");
+        }
+    }
 }

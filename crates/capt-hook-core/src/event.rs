@@ -215,6 +215,13 @@ impl Event {
         &self.payload
     }
 
+    /// The payload as this event's typed struct (every field Claude Code documents for it,
+    /// unknown ones kept). Parsed on each call: hooks that need more than the accessors below
+    /// ask for it, the hot path never does.
+    pub fn typed(&self) -> Result<crate::Payload, crate::PayloadError> {
+        crate::Payload::parse(self.kind, &self.payload)
+    }
+
     /// The context the event was built with.
     pub fn context(&self) -> &EventContext {
         &self.context
