@@ -489,6 +489,25 @@ pub fn all() -> Vec<Case> {
             check: |o| first_at(o, "E2E-BATCH", 2),
         },
         Case {
+            name: "post-tool-batch-block",
+            about: "PostToolBatch block (new): the loop stops before the next model call",
+            hooks: "[[hook]]\nkind = \"hook\"\nevents = \"PostToolBatch\"\nblock = true\nmessage = \"E2E-BATCHSTOP stop after the shell\"\n",
+            files: &[],
+            settings: "",
+            prompts: &["Say hello in the shell."],
+            mode: Mode::Bypass,
+            script: vec![bash("echo hello > said.txt")],
+            check: |o| {
+                ensure(o.exists("said.txt"), "the tool call did not run")?;
+                let turns = o.turns().len();
+                ensure(
+                    turns == 1,
+                    format!("the model was called again after the block ({turns} turns)"),
+                )?;
+                answered(o, "PostToolBatch", "E2E-BATCHSTOP")
+            },
+        },
+        Case {
             name: "subagent-start-context",
             about: "SubagentStart (new): context in the subagent's first request",
             // general-purpose is on the default planning-agent list, which `hook` skips.
@@ -545,7 +564,31 @@ pub fn all() -> Vec<Case> {
             script: vec![bash("curl -s http://127.0.0.1:9/ > fetched.txt")],
             check: |o| {
                 answered(o, "PermissionDenied", "E2E-DENIED-NOTE")?;
-                ensure(!o.exists("fetched.txt"), "the denied call ran")
+                ensure(!o.exists("fetched.txt"), "the denied call ran")?;
+                ensure(
+                    !o.ever_sent("PermissionDenied hook"),
+                    "a warning offered the model a retry",
+                )
+            },
+        },
+        Case {
+            name: "permission-denied-retry",
+            about: "PermissionDenied allow (new): Claude Code tells the model it may retry",
+            hooks: "[[hook]]\nkind = \"approve\"\nlabel = \"e2e lets downloads be retried\"\nevents = \"PermissionDenied\"\n",
+            files: &[],
+            settings: "",
+            prompts: &["Fetch the page."],
+            mode: Mode::Auto,
+            script: vec![bash("curl -s http://127.0.0.1:9/ > fetched.txt")],
+            check: |o| {
+                answered(o, "PermissionDenied", "\"retry\":true")?;
+                ensure(!o.exists("fetched.txt"), "the denied call ran")?;
+                // Claude Code 2.1.332's wording of the retry note.
+                let (_, text) = o.last_message(2).unwrap_or_default();
+                ensure(
+                    text.contains("PermissionDenied hook"),
+                    format!("the model was not told it may retry: {text}"),
+                )
             },
         },
         Case {
@@ -624,6 +667,20 @@ pub fn all() -> Vec<Case> {
                     !o.stream.iter().any(|v| v["subtype"] == "compact_boundary"),
                     "the conversation was compacted anyway",
                 )
+            },
+        },
+        Case {
+            name: "pre-compact-instructions",
+            about: "PreCompact warn: our text joins the compaction instructions",
+            hooks: "[[hook]]\nkind = \"hook\"\nevents = \"PreCompact\"\nmessage = \"E2E-KEEPNOTES keep the file names\"\n",
+            files: &[],
+            settings: "",
+            prompts: &["Hello.", "/compact"],
+            mode: Mode::Default,
+            script: vec![say("Hi."), say("<summary>A greeting.</summary>")],
+            check: |o| {
+                ensure(o.turns().len() == 2, "no summary was requested")?;
+                first_at(o, "E2E-KEEPNOTES", 2)
             },
         },
         Case {
