@@ -198,7 +198,11 @@ pub fn all() -> Vec<Case> {
                     o.exists("rewritten.txt"),
                     "the rewritten command did not run",
                 )?;
-                ensure(!o.exists("original.txt"), "the original command ran")
+                ensure(!o.exists("original.txt"), "the original command ran")?;
+                ensure(
+                    o.first_sent("E2E-REWRITE").is_some(),
+                    "the rewrite's note never reached the model",
+                )
             },
         },
         Case {

@@ -54,7 +54,7 @@ pub fn ensure(cache: &Path) -> anyhow::Result<PathBuf> {
         .join("node_modules")
         .join(platform_package()?)
         .join("claude");
-    if version_of(&bin).as_deref() == Some(VERSION) {
+    if version_of(&bin, cache).as_deref() == Some(VERSION) {
         return Ok(bin);
     }
     std::fs::create_dir_all(cache).with_context(|| format!("creating {}", cache.display()))?;
@@ -76,7 +76,7 @@ pub fn ensure(cache: &Path) -> anyhow::Result<PathBuf> {
     if !status.success() {
         bail!("npm install {PACKAGE}@{VERSION} failed ({status})");
     }
-    match version_of(&bin) {
+    match version_of(&bin, cache) {
         Some(v) if v == VERSION => Ok(bin),
         Some(v) => bail!("{} reports version {v}, not {VERSION}", bin.display()),
         None => bail!(
@@ -86,11 +86,14 @@ pub fn ensure(cache: &Path) -> anyhow::Result<PathBuf> {
     }
 }
 
-/// `claude --version`'s number, when the binary runs.
-fn version_of(bin: &Path) -> Option<String> {
+/// `claude --version`'s number, when the binary runs. It runs outside the sandbox, so it gets
+/// a HOME of its own (the cache) and the switches that keep it quiet on the network.
+fn version_of(bin: &Path, home: &Path) -> Option<String> {
     let out = Command::new(bin)
         .arg("--version")
+        .env("HOME", home)
         .env("DISABLE_AUTOUPDATER", "1")
+        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
         .output()
         .ok()?;
     let text = String::from_utf8_lossy(&out.stdout);
