@@ -112,12 +112,16 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
         started.elapsed().as_secs_f64()
     );
     let result = match loopback_only() {
-        Ok(()) => {
-            println!("e2e-claude: running in a network namespace with only loopback (unshare -n)");
+        Ok(flags) => {
+            println!(
+                "e2e-claude: running in a network namespace with only loopback (unshare {})",
+                flags.join(" ")
+            );
             let exe = std::env::current_exe().context("locating the xtask binary")?;
             // `ip` brings the namespace's loopback up, then the same binary runs the cases.
             let status = Command::new("unshare")
-                .args(["-n", "sh", "-c", "ip link set lo up && exec \"$0\" \"$@\""])
+                .args(flags)
+                .args(["sh", "-c", "ip link set lo up && exec \"$0\" \"$@\""])
                 .arg(exe)
                 .arg("e2e-claude")
                 .args(setup.to_args())
@@ -146,20 +150,27 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
     result
 }
 
-/// Whether a network namespace with a working loopback can be made here; the reason if not.
-fn loopback_only() -> Result<(), String> {
-    match Command::new("unshare")
-        .args(["-n", "ip", "link", "set", "lo", "up"])
-        .stdin(Stdio::null())
-        .output()
-    {
-        Ok(out) if out.status.success() => Ok(()),
-        Ok(out) => Err(format!(
-            "`unshare -n ip link set lo up` failed: {}",
-            String::from_utf8_lossy(&out.stderr).trim()
-        )),
-        Err(e) => Err(format!("cannot run unshare: {e}")),
+/// The `unshare` flags that give a network namespace with a working loopback here (`-n` as
+/// root, `-r -n` where unprivileged user namespaces are allowed), or why there are none.
+fn loopback_only() -> Result<&'static [&'static str], String> {
+    let mut tried = Vec::new();
+    for flags in [&["-n"][..], &["-r", "-n"][..]] {
+        match Command::new("unshare")
+            .args(flags)
+            .args(["ip", "link", "set", "lo", "up"])
+            .stdin(Stdio::null())
+            .output()
+        {
+            Ok(out) if out.status.success() => return Ok(flags),
+            Ok(out) => tried.push(format!(
+                "`unshare {} ip link set lo up`: {}",
+                flags.join(" "),
+                String::from_utf8_lossy(&out.stderr).trim()
+            )),
+            Err(e) => return Err(format!("cannot run unshare: {e}")),
+        }
     }
+    Err(tried.join("; "))
 }
 
 /// The cases whose name contains one of `only` (all when it is empty); an error when none does.
