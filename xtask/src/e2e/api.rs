@@ -23,17 +23,21 @@ pub enum Block {
     Tool { name: String, input: Value },
 }
 
-/// One scripted reply: the assistant's blocks, or an API error with this HTTP status.
+/// One scripted reply to an agent-loop request.
 #[derive(Clone, Debug)]
 pub enum Reply {
+    /// The assistant's message; it stops for tool use when it holds a tool call.
     Blocks(Vec<Block>),
+    /// An API error with this HTTP status (it uses up its place in the script like a reply).
     Error(u16),
 }
 
 /// One request Claude Code made.
 #[derive(Clone, Debug)]
 pub struct Request {
+    /// The HTTP method.
     pub method: String,
+    /// The request target, query included.
     pub path: String,
     /// The JSON body (`Null` when there was none or it was not JSON).
     pub body: Value,

@@ -48,6 +48,7 @@ pub struct Case {
     pub settings: &'static str,
     /// The user's prompts: one is given with `-p`; more are fed as stream-json input, in order.
     pub prompts: &'static [&'static str],
+    /// Claude Code's permission mode.
     pub mode: Mode,
     /// The model's replies, one per agent-loop request; after it runs out the model says "Done.".
     pub script: Vec<Reply>,
