@@ -189,7 +189,8 @@ impl Dispatcher {
                 continue;
             }
             let evt = match matching_event(hook, evt) {
-                Ok(e) => e,
+                Ok(Some(call)) => call,
+                Ok(None) => Arc::clone(evt),
                 Err(miss) => {
                     slots.push(Slot::Skipped(Trace::NoMatch(miss)));
                     continue;
@@ -256,27 +257,28 @@ impl Dispatcher {
     }
 }
 
-/// The event a hook's conditions hold for: the event itself, or for a batch of tool calls
-/// (PostToolBatch) the first call whose view satisfies them; the miss otherwise.
-fn matching_event(hook: &Hook, evt: &Arc<Event>) -> Result<Arc<Event>, Miss> {
+/// Whether a hook's conditions hold: `Ok(None)` for the event itself, `Ok(Some(call))` for a
+/// batch of tool calls (PostToolBatch) whose `call` is the first to satisfy them, the miss
+/// otherwise.
+pub(crate) fn matching_event(hook: &Hook, evt: &Event) -> Result<Option<Arc<Event>>, Miss> {
     let calls = evt.batch_calls();
     if calls.is_empty() {
         return match first_miss(evt, &hook.only_if, &hook.skip_if) {
-            None => Ok(Arc::clone(evt)),
+            None => Ok(None),
             Some(miss) => Err(miss),
         };
     }
     let mut first = None;
     for call in calls {
         match first_miss(call, &hook.only_if, &hook.skip_if) {
-            None => return Ok(Arc::clone(call)),
+            None => return Ok(Some(Arc::clone(call))),
             Some(miss) => {
                 first.get_or_insert(miss);
             }
         }
     }
     // A non-empty batch where no call matched always recorded a miss.
-    first.map_or_else(|| Ok(Arc::clone(evt)), Err)
+    first.map_or(Ok(None), Err)
 }
 
 /// Waits for a handler's result until the deadline; `None` when it did not arrive in time (or
