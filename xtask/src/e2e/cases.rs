@@ -144,6 +144,70 @@ pub fn all() -> Vec<Case> {
             },
         },
         Case {
+            name: "pre-tool-use-parallel-calls",
+            about: "PreToolUse on two calls in one reply: one denied, the other runs",
+            hooks: "[[hook]]\nkind = \"block_command\"\nargv = [\"rm\"]\nreason = \"E2E-NORM deleting is not allowed\"\n",
+            files: &[("victim.txt", "keep me\n")],
+            settings: "",
+            prompts: &["Make a file and delete another."],
+            mode: Mode::Bypass,
+            script: vec![Reply::Blocks(vec![
+                Block::Text("Both at once.".into()),
+                Block::Tool {
+                    name: "Bash".into(),
+                    input: json!({"command": "touch made.txt", "description": "make"}),
+                },
+                Block::Tool {
+                    name: "Bash".into(),
+                    input: json!({"command": "rm -f victim.txt", "description": "delete"}),
+                },
+            ])],
+            check: |o| {
+                ensure(o.exists("made.txt"), "the allowed call did not run")?;
+                ensure(o.exists("victim.txt"), "the denied call ran")?;
+                let (text, is_error) = o
+                    .tool_result(&tool_id(1, 3))
+                    .ok_or("the model never received a result for the denied call")?;
+                ensure(
+                    is_error && text.contains("E2E-NORM"),
+                    format!("the denied call's result lacks our reason: {text}"),
+                )?;
+                let (text, is_error) = result_of(o, 1)?;
+                ensure(!is_error, format!("the allowed call failed: {text}"))
+            },
+        },
+        Case {
+            name: "pre-tool-use-deny-in-subagent",
+            about: "PreToolUse block inside a subagent: its next request carries our reason",
+            hooks: "[[hook]]\nkind = \"block_command\"\nargv = [\"touch\"]\nreason = \"E2E-SUBDENY helpers may not create files\"\n",
+            files: &[],
+            settings: "",
+            prompts: &["Ask a helper to create a file."],
+            mode: Mode::Bypass,
+            script: vec![
+                call(
+                    "Agent",
+                    json!({"description": "Create a file", "prompt": "Create helper.txt.", "subagent_type": "general-purpose", "run_in_background": false}),
+                ),
+                bash("touch helper.txt"),
+                say("I could not create it."),
+                say("The helper was not allowed to create it."),
+            ],
+            check: |o| {
+                ensure(!o.exists("helper.txt"), "the subagent's denied call ran")?;
+                let (text, is_error) = result_of(o, 2)?;
+                ensure(
+                    is_error && text.contains("E2E-SUBDENY"),
+                    format!("the subagent's tool result lacks our reason: {text}"),
+                )?;
+                let third = o.turns().get(2).map(|b| b.to_string()).unwrap_or_default();
+                ensure(
+                    third.contains("Create helper.txt."),
+                    "the reason went to the wrong conversation (turn 3 is not the subagent's)",
+                )
+            },
+        },
+        Case {
             name: "pre-tool-use-warn",
             about: "PreToolUse warn: context reaches the model; the call still needs permission",
             hooks: "[[hook]]\nkind = \"warn_command\"\nargv = [\"touch\"]\nevents = \"PreToolUse\"\nmessage = \"E2E-WARN mind the timestamps\"\n",
