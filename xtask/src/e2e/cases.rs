@@ -621,6 +621,28 @@ pub fn all() -> Vec<Case> {
             },
         },
         Case {
+            name: "user-prompt-expansion-block",
+            about: "UserPromptExpansion block (new): the command does not expand or reach the model",
+            hooks: "[[hook]]\nkind = \"hook\"\nevents = \"UserPromptExpansion\"\nblock = true\nmessage = \"E2E-NOEXPAND that command is retired\"\n",
+            files: &[(".claude/commands/e2e-cmd.md", "Say the secret word.\n")],
+            settings: "",
+            prompts: &["/e2e-cmd"],
+            mode: Mode::Default,
+            script: vec![say("I should never be asked.")],
+            check: |o| {
+                answered(o, "UserPromptExpansion", "E2E-NOEXPAND")?;
+                ensure(
+                    !o.ever_sent("Say the secret word."),
+                    "the blocked command's text reached the model",
+                )?;
+                let shown = o.result_text();
+                ensure(
+                    shown.contains("E2E-NOEXPAND"),
+                    format!("the user was not shown why: {shown:?}"),
+                )
+            },
+        },
+        Case {
             name: "permission-denied",
             about: "PermissionDenied (new, auto mode): our hook runs and answers cleanly",
             hooks: "[[hook]]\nkind = \"hook\"\nevents = \"PermissionDenied\"\nmessage = \"E2E-DENIED-NOTE auto mode said no\"\n",

@@ -510,6 +510,17 @@ impl Outcome {
         ))
     }
 
+    /// The final `result` text of the run, what a `-p` user sees last.
+    pub fn result_text(&self) -> String {
+        self.stream
+            .iter()
+            .rev()
+            .find(|v| v["type"] == "result")
+            .and_then(|v| v["result"].as_str())
+            .unwrap_or("")
+            .to_owned()
+    }
+
     /// Whether `rel` exists in the project.
     pub fn exists(&self, rel: &str) -> bool {
         self.project.join(rel).exists()
@@ -578,13 +589,7 @@ impl Outcome {
             self.requests.len(),
             self.turns().len()
         ));
-        if let Some(result) = self.stream.iter().rev().find(|v| v["type"] == "result") {
-            lines.push(format!(
-                "  result: {} {}",
-                result["subtype"].as_str().unwrap_or("?"),
-                result["result"].as_str().unwrap_or("").trim()
-            ));
-        }
+        lines.push(format!("  result: {}", self.result_text().trim()));
         lines
     }
 }
