@@ -193,7 +193,8 @@ fn run_cases(setup: &Setup) -> anyhow::Result<()> {
     let mut failed = Vec::new();
     for case in &cases {
         let started = Instant::now();
-        let (verdict, unserved) = run_case(setup, &sandbox, case);
+        let mut unserved = Vec::new();
+        let verdict = run_case(setup, &sandbox, case, &mut unserved);
         let secs = started.elapsed().as_secs_f64();
         match verdict {
             Ok(()) => println!("PASS  {:<34} {secs:5.1} s  {}", case.name, case.about),
@@ -221,20 +222,10 @@ fn run_cases(setup: &Setup) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// One case (project, fake API, one Claude Code run, the case's checks) and the requests the
-/// fake did not serve. The error is the detail to print (what was expected, what our plugin
-/// answered).
+/// One case: project, fake API, one Claude Code run, the case's checks. The error is the
+/// detail to print (what was expected, what our plugin answered); requests the fake did not
+/// serve are added to `unserved` either way.
 fn run_case(
-    setup: &Setup,
-    sandbox: &Sandbox,
-    case: &cases::Case,
-) -> (Result<(), String>, Vec<String>) {
-    let mut unserved = Vec::new();
-    let verdict = run_case_inner(setup, sandbox, case, &mut unserved);
-    (verdict, unserved)
-}
-
-fn run_case_inner(
     setup: &Setup,
     sandbox: &Sandbox,
     case: &cases::Case,
