@@ -396,10 +396,13 @@ fn run_claude(
                 )
             })
             .collect();
-        stdin
-            .write_all(lines.as_bytes())
-            .map_err(|e| format!("writing the prompts: {e}"))?;
+        if let Err(e) = stdin.write_all(lines.as_bytes()) {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(format!("writing the prompts: {e}"));
+        }
     }
+    // The exit status is not a verdict: a turn that ends in an API error exits 1 by design.
     let deadline = Instant::now() + RUN_TIMEOUT;
     loop {
         match child.try_wait() {
