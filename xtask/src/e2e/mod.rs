@@ -369,6 +369,7 @@ fn run_claude(
         .arg("--debug-file")
         .arg(logs.join("debug.log"))
         .args(case.mode.args())
+        .args(case.args)
         .args(if case.settings.is_empty() {
             vec![]
         } else {
