@@ -755,7 +755,7 @@ pub fn all() -> Vec<Case> {
             check: |o| answered(o, "SessionEnd", "E2E-BYE"),
         },
         Case {
-            name: "setup-context",
+            name: "setup",
             about: "Setup (new, -p --init): our hook runs and answers with context",
             hooks: "[[hook]]\nkind = \"hook\"\nevents = \"Setup\"\nmessage = \"E2E-SETUP dependencies are installed\"\n",
             files: &[],
@@ -781,6 +781,29 @@ pub fn all() -> Vec<Case> {
             mode: Mode::Bypass,
             script: vec![bash("cd sub && pwd")],
             check: |o| answered(o, "CwdChanged", "E2E-CWD"),
+        },
+        Case {
+            name: "config-change-block",
+            about: "ConfigChange block (new): Claude Code keeps the old settings",
+            hooks: "[[hook]]\nkind = \"hook\"\nevents = \"ConfigChange\"\nblock = true\nmessage = \"E2E-CONFIG settings are frozen\"\n",
+            files: &[(".claude/settings.local.json", "{}\n")],
+            settings: "",
+            args: &[],
+            prompts: &["Change the local settings."],
+            mode: Mode::Bypass,
+            // Claude Code notices the write through a file watcher, within about two seconds;
+            // the second call keeps the session alive until it has.
+            script: vec![
+                bash(r#"echo '{"env": {"E2E_X": "1"}}' > .claude/settings.local.json"#),
+                bash("sleep 3"),
+            ],
+            check: |o| {
+                answered(o, "ConfigChange", "E2E-CONFIG")?;
+                ensure(
+                    o.debug.contains("ConfigChange hook blocked change to"),
+                    "Claude Code did not keep the old settings",
+                )
+            },
         },
         Case {
             name: "pre-compact-block",
