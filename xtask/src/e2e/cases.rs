@@ -120,6 +120,7 @@ fn answered(o: &Outcome, event: &str, marker: &str) -> Result<(), String> {
 /// A settings hook that does nothing on CwdChanged (see the `cwd-changed` case).
 const SWITCH_ON_CWD_CHANGED: &str =
     r#"{"hooks": {"CwdChanged": [{"hooks": [{"type": "command", "command": "true"}]}]}}"#;
+
 /// All the cases, in the order they run.
 pub fn all() -> Vec<Case> {
     vec![
