@@ -120,6 +120,8 @@ fn answered(o: &Outcome, event: &str, marker: &str) -> Result<(), String> {
 /// A settings hook that does nothing on CwdChanged (see the `cwd-changed` case).
 const SWITCH_ON_CWD_CHANGED: &str =
     r#"{"hooks": {"CwdChanged": [{"hooks": [{"type": "command", "command": "true"}]}]}}"#;
+/// A settings hook that does nothing on FileChanged but makes Claude Code watch `watched.lock`.
+const SEED_WATCHED_LOCK: &str = r#"{"hooks": {"FileChanged": [{"matcher": "watched.lock", "hooks": [{"type": "command", "command": "true"}]}]}}"#;
 
 /// All the cases, in the order they run.
 pub fn all() -> Vec<Case> {
@@ -805,6 +807,20 @@ pub fn all() -> Vec<Case> {
                     "Claude Code did not keep the old settings",
                 )
             },
+        },
+        Case {
+            name: "file-changed",
+            about: "FileChanged (new, a watched file rewritten): our file condition holds, we answer",
+            hooks: "[[hook]]\nkind = \"hook\"\nevents = \"FileChanged\"\nmessage = \"E2E-WATCHED the lockfile moved\"\nonly_if = [{ file_path = \"**/watched.lock\" }]\n",
+            files: &[("watched.lock", "v1\n")],
+            // Claude Code starts its watcher only for files something names; a settings group
+            // whose matcher names the file seeds the list (our plugin's group has no matcher).
+            settings: SEED_WATCHED_LOCK,
+            args: &[],
+            prompts: &["Bump the lockfile."],
+            mode: Mode::Bypass,
+            script: vec![bash("echo v2 > watched.lock"), bash("sleep 3")],
+            check: |o| answered(o, "FileChanged", "E2E-WATCHED"),
         },
         Case {
             name: "pre-compact-block",
