@@ -823,6 +823,31 @@ pub fn all() -> Vec<Case> {
             check: |o| answered(o, "FileChanged", "E2E-WATCHED"),
         },
         Case {
+            name: "task-created-block",
+            about: "TaskCreated block (new): the task is refused with our reason as the tool error",
+            hooks: "[[hook]]\nkind = \"hook\"\nevents = \"TaskCreated\"\nblock = true\nmessage = \"E2E-TASK name the ticket in the subject\"\n",
+            files: &[],
+            // `-p` offers the task tools only with this switch, and only after a ToolSearch.
+            settings: r#"{"env": {"CLAUDE_CODE_ENABLE_TODO_TOOLS": "1"}}"#,
+            args: &[],
+            prompts: &["Plan the work."],
+            mode: Mode::Bypass,
+            script: vec![
+                call("ToolSearch", json!({"query": "select:TaskCreate"})),
+                call(
+                    "TaskCreate",
+                    json!({"subject": "Write the tests", "description": "All of them"}),
+                ),
+            ],
+            check: |o| {
+                let (text, is_error) = result_of(o, 2)?;
+                ensure(
+                    is_error && text.contains("E2E-TASK"),
+                    format!("the task was not refused with our reason: {text}"),
+                )
+            },
+        },
+        Case {
             name: "pre-compact-block",
             about: "PreCompact block: /compact is refused, no summary is requested",
             hooks: "[[hook]]\nkind = \"hook\"\nevents = \"PreCompact\"\nblock = true\nmessage = \"E2E-NOCOMPACT keep the history\"\n",
