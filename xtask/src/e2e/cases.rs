@@ -848,6 +848,35 @@ pub fn all() -> Vec<Case> {
             },
         },
         Case {
+            name: "task-completed-block",
+            about: "TaskCompleted block (new): the task stays open, the model hears why",
+            hooks: "[[hook]]\nkind = \"hook\"\nevents = \"TaskCompleted\"\nblock = true\nmessage = \"E2E-NOTDONE the tests are still red\"\n",
+            files: &[],
+            settings: r#"{"env": {"CLAUDE_CODE_ENABLE_TODO_TOOLS": "1"}}"#,
+            args: &[],
+            prompts: &["Do the work and tick it off."],
+            mode: Mode::Bypass,
+            script: vec![
+                call(
+                    "ToolSearch",
+                    json!({"query": "select:TaskCreate,TaskUpdate"}),
+                ),
+                call(
+                    "TaskCreate",
+                    json!({"subject": "Write the tests", "description": "All of them"}),
+                ),
+                call("TaskUpdate", json!({"taskId": "1", "status": "completed"})),
+            ],
+            check: |o| {
+                // Claude Code 2.1.332 returns the feedback as the result, not flagged an error.
+                let (text, _) = result_of(o, 3)?;
+                ensure(
+                    text.contains("TaskCompleted hook feedback") && text.contains("E2E-NOTDONE"),
+                    format!("completing the task was not refused with our reason: {text}"),
+                )
+            },
+        },
+        Case {
             name: "pre-compact-block",
             about: "PreCompact block: /compact is refused, no summary is requested",
             hooks: "[[hook]]\nkind = \"hook\"\nevents = \"PreCompact\"\nblock = true\nmessage = \"E2E-NOCOMPACT keep the history\"\n",
