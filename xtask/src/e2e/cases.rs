@@ -849,7 +849,7 @@ pub fn all() -> Vec<Case> {
         },
         Case {
             name: "task-completed-block",
-            about: "TaskCompleted block (new): the task stays open, the model hears why",
+            about: "TaskCompleted block (new): the model hears why the task may not close",
             hooks: "[[hook]]\nkind = \"hook\"\nevents = \"TaskCompleted\"\nblock = true\nmessage = \"E2E-NOTDONE the tests are still red\"\n",
             files: &[],
             settings: r#"{"env": {"CLAUDE_CODE_ENABLE_TODO_TOOLS": "1"}}"#,
