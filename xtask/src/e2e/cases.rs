@@ -48,7 +48,8 @@ pub struct Case {
     pub settings: &'static str,
     /// More Claude Code arguments.
     pub args: &'static [&'static str],
-    /// The user's prompts: one is given with `-p`; more are fed as stream-json input, in order.
+    /// The user's prompts: one is given with `-p`; more are fed as stream-json input, in order,
+    /// where an entry starting with `{` is a raw stream-json line (an SDK control request).
     pub prompts: &'static [&'static str],
     /// Claude Code's permission mode.
     pub mode: Mode,
@@ -875,6 +876,24 @@ pub fn all() -> Vec<Case> {
                     format!("completing the task was not refused with our reason: {text}"),
                 )
             },
+        },
+        Case {
+            name: "directory-added",
+            about: "DirectoryAdded (new, an SDK client adds a repo root): our hook runs and answers",
+            hooks: "[[hook]]\nkind = \"hook\"\nevents = \"DirectoryAdded\"\nmessage = \"E2E-ADDED the vendored repo is read-only\"\n",
+            files: &[("vendor/lib/README", "vendored\n")],
+            settings: "",
+            args: &[],
+            // `/add-dir` "isn't available" in -p; an SDK client's register_repo_root is, for a
+            // directory below the working directory.
+            prompts: &[
+                r#"{"type": "control_request", "request_id": "e2e-1", "request": {"subtype": "register_repo_root", "directory": "{P}/vendor/lib"}}"#,
+                "Hello.",
+            ],
+            mode: Mode::Default,
+            script: vec![say("Hi.")],
+            // For this source Claude Code writes the notice to its debug log only.
+            check: |o| answered(o, "DirectoryAdded", "E2E-ADDED"),
         },
         Case {
             name: "pre-compact-block",

@@ -386,15 +386,19 @@ fn run_claude(
         .spawn()
         .map_err(|e| format!("starting {}: {e}", setup.claude.display()))?;
     if let Some(mut stdin) = child.stdin.take() {
-        // Several prompts: one stream-json user message each; closing stdin ends the session.
+        // Several prompts: one stream-json user message each (raw lines as they are); closing
+        // stdin ends the session.
         let lines: String = case
             .prompts
             .iter()
             .map(|p| {
-                format!(
-                    "{}\n",
+                let line = if p.starts_with('{') {
+                    p.replace("{P}", &project.display().to_string())
+                } else {
                     serde_json::json!({"type": "user", "message": {"role": "user", "content": p}})
-                )
+                        .to_string()
+                };
+                format!("{line}\n")
             })
             .collect();
         if let Err(e) = stdin.write_all(lines.as_bytes()) {
