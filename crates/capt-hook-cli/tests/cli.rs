@@ -760,3 +760,121 @@ fn plugin_registers_every_event() {
     }
     assert_eq!(hooks.len(), capt_hook_core::EventKind::ALL.len() - 2);
 }
+
+/// `check` warns about a blocking Stop hook that repeats on every continuation (it can loop),
+/// and not about the same hook without `repeat` or about a gate.
+#[test]
+fn check_warns_on_a_stop_hook_that_can_loop() {
+    let looping = "[[hook]]\nkind = \"hook\"\nevents = \"Stop\"\nmessage = \"again\"\nblock = true\nrepeat = true\n";
+    let p = Project::new(&[("loop.toml", looping)]);
+    let out = p.run(&["check"], b"");
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("warning:") && text(&out.stderr).contains("loop"),
+        "{}",
+        text(&out.stderr)
+    );
+    let fine = "[[hook]]\nkind = \"hook\"\nevents = \"Stop\"\nmessage = \"once\"\nblock = true\n\n[[hook]]\nkind = \"gate\"\nmessage = \"tests?\"\n";
+    let p = Project::new(&[("fine.toml", fine)]);
+    let out = p.run(&["check"], b"");
+    assert_eq!(out.status.code(), Some(0));
+    assert!(
+        !text(&out.stderr).contains("warning:"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+/// Every relative link in the README and the docs resolves to a file in the repository.
+#[test]
+fn doc_links_resolve() {
+    let root = workspace();
+    let mut files = vec![root.join("README.md")];
+    for entry in std::fs::read_dir(root.join("docs")).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "md") {
+            files.push(path);
+        }
+    }
+    let link = regex_lite_links();
+    let mut broken = Vec::new();
+    for file in files {
+        let text = std::fs::read_to_string(&file).unwrap();
+        for target in link(&text) {
+            if target.starts_with("http") || target.starts_with('#') {
+                continue;
+            }
+            let path = target.split('#').next().unwrap_or_default();
+            if !file.parent().unwrap().join(path).exists() {
+                broken.push(format!("{}: {target}", file.display()));
+            }
+        }
+    }
+    assert!(broken.is_empty(), "broken links:\n{}", broken.join("\n"));
+}
+
+/// `](target)` link targets in markdown text.
+fn regex_lite_links() -> impl Fn(&str) -> Vec<String> {
+    |text: &str| {
+        text.match_indices("](")
+            .filter_map(|(i, _)| {
+                let rest = &text[i + 2..];
+                rest.find(')').map(|end| rest[..end].to_owned())
+            })
+            .collect()
+    }
+}
+
+/// Every field the docs' table of common fields lists, and every kind the kinds table names, is
+/// accepted by the loader (checked against the schema it validates with).
+#[test]
+fn documented_fields_and_kinds_are_accepted() {
+    let doc = std::fs::read_to_string(workspace().join("docs/hooks-toml.md")).unwrap();
+    let schema: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(workspace().join("docs/hooks.schema.json")).unwrap(),
+    )
+    .unwrap();
+    let entries = schema["$defs"]["HookEntry"]["oneOf"].as_array().unwrap();
+    let kind_of =
+        |e: &serde_json::Value| e["properties"]["kind"]["const"].as_str().map(str::to_owned);
+    let section = |title: &str| -> Vec<String> {
+        let start = doc
+            .find(title)
+            .unwrap_or_else(|| panic!("no {title:?} in the docs"));
+        doc[start..]
+            .lines()
+            .skip_while(|l| !l.starts_with('|'))
+            .take_while(|l| l.starts_with('|'))
+            .skip(2)
+            .filter_map(|l| l.split('|').nth(1))
+            .flat_map(|cell| {
+                cell.split(',')
+                    .map(|c| c.trim().trim_matches('`').to_owned())
+                    .collect::<Vec<_>>()
+            })
+            .collect()
+    };
+    let fields = section("Fields every kind accepts");
+    assert!(
+        fields.len() > 10 && fields.contains(&"repeat".to_owned()),
+        "{fields:?}"
+    );
+    for field in fields {
+        for entry in entries {
+            assert!(
+                entry["properties"].get(&field).is_some(),
+                "documented field `{field}` is not accepted by kind {:?}",
+                kind_of(entry)
+            );
+        }
+    }
+    let kinds: Vec<String> = entries.iter().filter_map(kind_of).collect();
+    let documented = section("## Kinds");
+    assert!(documented.len() > 10, "{documented:?}");
+    for kind in documented {
+        assert!(
+            kinds.contains(&kind),
+            "documented kind `{kind}` is not accepted"
+        );
+    }
+}
