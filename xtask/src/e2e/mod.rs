@@ -610,3 +610,77 @@ fn text_of(content: &Value) -> String {
         _ => String::new(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn outcome(debug: &str) -> Outcome {
+        Outcome {
+            project: PathBuf::new(),
+            requests: Vec::new(),
+            stream: Vec::new(),
+            debug: debug.to_owned(),
+        }
+    }
+
+    /// Both line shapes Claude Code 2.1.332 logs, a hook without JSON output, and complaints.
+    #[test]
+    fn debug_log_lines_become_hook_outputs_and_rejections() {
+        let o = outcome(
+            "2026-12-01T14:00:00.000Z [DEBUG] Hooks: Parsed initial response: {\"systemMessage\":\"a\"}\n\
+             2026-12-01T14:00:00.001Z [DEBUG] Hooks: PostToolUse:Bash [\"x/bin/hook\" run PostToolUse] (plugin p@inline) finished with status 0 (4ms)\n\
+             2026-12-01T14:00:00.002Z [DEBUG] Hook JSON output had unrecognized keys (ignored): hookSpecificOutput.permissionDecision.\n\
+             2026-12-01T14:00:00.003Z [DEBUG] CwdChanged [\"x/bin/hook\" run CwdChanged] completed with status 2\n\
+             2026-12-01T14:00:00.004Z [DEBUG] Hooks: Parsed initial response: {\"systemMessage\":\"b\"}\n\
+             2026-12-01T14:00:00.005Z [DEBUG] CwdChanged [\"x/bin/hook\" run CwdChanged] completed with status 0\n",
+        );
+        assert_eq!(
+            o.hook_outputs("PostToolUse"),
+            [("0".to_owned(), "{\"systemMessage\":\"a\"}".to_owned())]
+        );
+        assert_eq!(
+            o.hook_outputs("CwdChanged"),
+            [
+                ("2".to_owned(), String::new()),
+                ("0".to_owned(), "{\"systemMessage\":\"b\"}".to_owned())
+            ]
+        );
+        assert!(o.hook_outputs("Stop").is_empty());
+        let rejected = o.rejected_output();
+        assert_eq!(rejected.len(), 1);
+        assert!(rejected[0].starts_with("Hook JSON output had unrecognized keys"));
+    }
+
+    #[test]
+    fn tool_results_and_messages_are_read_from_the_turns() {
+        let body = serde_json::json!({"tools": [{}], "messages": [
+            {"role": "user", "content": "go"},
+            {"role": "user", "content": [
+                {"type": "tool_result", "tool_use_id": "toolu_e2e_1_2", "is_error": true,
+                 "content": [{"type": "text", "text": "BLOCKED: no"}]},
+                {"type": "text", "text": "<system-reminder>ctx</system-reminder>"}
+            ]}
+        ]});
+        let mut o = outcome("");
+        o.requests.push(Request {
+            method: "POST".into(),
+            path: "/v1/messages".into(),
+            body,
+            turn: true,
+        });
+        assert_eq!(
+            o.tool_result("toolu_e2e_1_2"),
+            Some(("BLOCKED: no".to_owned(), true))
+        );
+        assert_eq!(o.tool_result("toolu_e2e_9_9"), None);
+        let (role, text) = o.last_message(1).expect("turn 1");
+        assert_eq!(role, "user");
+        assert!(
+            text.contains("BLOCKED: no") && text.contains("ctx"),
+            "{text}"
+        );
+        assert_eq!(o.first_sent("ctx"), Some(1));
+        assert_eq!(o.first_sent("absent"), None);
+    }
+}
