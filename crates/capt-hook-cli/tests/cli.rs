@@ -879,3 +879,35 @@ fn documented_fields_and_kinds_are_accepted() {
         );
     }
 }
+
+/// A state directory that cannot be written is said once, where the user sees it, instead of
+/// silently turning fire limits off.
+#[test]
+fn unwritable_state_is_reported_in_a_system_message() {
+    let p = Project::new(&[(
+        "nudge.toml",
+        "[[hook]]\nkind = \"nudge\"\nmessage = \"read the docs first\"\n",
+    )]);
+    // A regular file where the state directory should be: no user can create directories in it.
+    let blocker = p.root().join("state-is-a-file");
+    std::fs::write(&blocker, "x").unwrap();
+    let payload = format!(
+        "{{\"session_id\":\"s1\",\"cwd\":{:?},\"tool_name\":\"Bash\",\"tool_input\":{{\"command\":\"ls\"}}}}",
+        p.root().display().to_string()
+    );
+    let out = p.run_env(
+        &["run", "PreToolUse"],
+        payload.as_bytes(),
+        &[("CAPTAIN_HOOK_STATE_DIR", &blocker)],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let notice = v["systemMessage"].as_str().unwrap_or_default();
+    assert!(
+        notice.contains("session state cannot be written") && notice.contains("state-is-a-file"),
+        "{v}"
+    );
+    // The nudge itself stays quiet: without its counter it cannot keep its once-per-session
+    // promise, and a limit errs towards firing less, never more.
+    assert!(v.get("hookSpecificOutput").is_none(), "{v}");
+}

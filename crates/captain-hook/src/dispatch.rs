@@ -203,7 +203,11 @@ impl Dispatcher {
 
     /// Evaluates every hook and returns the folded verdict.
     pub fn dispatch(&self, evt: &Arc<Event>, opts: DispatchOptions) -> Option<HookResult> {
-        self.run(evt, opts, false).0
+        let result = self.run(evt, opts, false).0;
+        if opts.run_async {
+            return result;
+        }
+        with_state_failure(result)
     }
 
     /// Evaluates every hook and returns the verdict plus one trace per registered hook.
@@ -300,6 +304,31 @@ impl Dispatcher {
         }
         (fold(inputs), traces)
     }
+}
+
+/// Adds the first not-yet-reported failure to write session state to the verdict, as a notice
+/// the user sees: fire limits and once-per-turn gates cannot hold without their files, and the
+/// user must not find that out from a nudge that silently stopped.
+fn with_state_failure(result: Option<HookResult>) -> Option<HookResult> {
+    let Some(failure) = capt_hook_state::take_write_failure() else {
+        return result;
+    };
+    let notice = format!(
+        "capt-hook: session state cannot be written under {} ({}); fire limits and \
+         once-per-turn gates may not hold until it can",
+        failure.dir.display(),
+        failure.reason
+    );
+    Some(match result {
+        Some(mut r) => {
+            r.system_message = Some(match r.system_message.take() {
+                Some(own) if !own.is_empty() => format!("{own}\n\n{notice}"),
+                _ => notice,
+            });
+            r
+        }
+        None => HookResult::notice_only().with_system_message(notice),
+    })
 }
 
 /// Whether a hook's conditions hold: `Ok(None)` for the event itself, `Ok(Some(call))` for a
