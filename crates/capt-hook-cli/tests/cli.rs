@@ -911,3 +911,14 @@ fn unwritable_state_is_reported_in_a_system_message() {
     // promise, and a limit errs towards firing less, never more.
     assert!(v.get("hookSpecificOutput").is_none(), "{v}");
 }
+
+/// `docs/runtime.md` lists every environment variable exactly as the one table declares it.
+#[test]
+fn docs_list_every_environment_variable() {
+    let doc = std::fs::read_to_string(workspace().join("docs/runtime.md")).unwrap();
+    let table = capt_hook_proto::env::markdown_table();
+    assert!(
+        doc.contains(&table),
+        "docs/runtime.md must carry the settings table from capt_hook_proto::env:\n{table}"
+    );
+}
