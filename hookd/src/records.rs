@@ -107,14 +107,9 @@ impl Records {
 /// The process's start time in clock ticks since boot (`/proc/<pid>/stat` field 22); `None`
 /// when it is gone, a zombie, or the platform has no procfs.
 fn start_ticks(pid: u32) -> Option<u64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // The command name may contain spaces and parentheses: fields start after the last ')'.
-    let rest = &stat[stat.rfind(')')? + 2..];
-    let fields: Vec<&str> = rest.split(' ').collect();
-    if fields.first() == Some(&"Z") {
-        return None;
-    }
-    fields.get(19)?.parse().ok()
+    capt_hook_proto::procfs::stat(pid)
+        .filter(|s| !s.zombie)
+        .map(|s| s.start_ticks)
 }
 
 #[cfg(test)]

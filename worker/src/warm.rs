@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use capt_hook_proto::{EventRequest, EventResponse, Status};
 use captain_hook::project::default_hooks_dir;
@@ -42,13 +42,7 @@ impl Warm {
     }
 }
 
-/// Unix milliseconds now.
-pub fn now_unix_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
-}
+pub use capt_hook_proto::clock::now_unix_ms;
 
 /// The request's deadline as an `Instant`, or `Err` when it has already passed.
 pub fn deadline_of(req: &EventRequest) -> Result<Option<Instant>, String> {

@@ -227,13 +227,9 @@ fn pct(sorted: &[f64], q: f64) -> f64 {
 }
 
 fn rss_kib(pid: u64) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
+    u32::try_from(pid)
         .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmRSS:"))
-                .and_then(|l| l.split_whitespace().nth(1).and_then(|n| n.parse().ok()))
-        })
+        .and_then(capt_hook_proto::procfs::rss_kib)
         .unwrap_or(0)
 }
 

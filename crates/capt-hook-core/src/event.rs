@@ -561,17 +561,8 @@ fn skips_permissions_from(start: u32) -> bool {
 }
 
 fn proc_info(pid: u32) -> Option<(u32, Vec<String>)> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // The command name is parenthesised and may contain spaces; fields resume after the last ')'.
-    let after = &stat[stat.rfind(')')? + 1..];
-    let ppid: u32 = after.split_whitespace().nth(1)?.parse().ok()?;
-    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
-    let argv = cmdline
-        .split(|b| *b == 0)
-        .filter(|s| !s.is_empty())
-        .map(|s| String::from_utf8_lossy(s).into_owned())
-        .collect();
-    Some((ppid, argv))
+    let stat = capt_hook_proto::procfs::stat(pid)?;
+    Some((stat.ppid, capt_hook_proto::procfs::cmdline(pid)?))
 }
 
 /// Workflow state (`ReviewState::load(evt)`) reads the event's session store.
