@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use capt_hook_proto::{EventRequest, EventResponse, Status};
 use captain_hook::project::default_hooks_dir;
@@ -42,13 +42,7 @@ impl Warm {
     }
 }
 
-/// Unix milliseconds now.
-pub fn now_unix_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
-}
+pub use capt_hook_proto::clock::now_unix_ms;
 
 /// The request's deadline as an `Instant`, or `Err` when it has already passed.
 pub fn deadline_of(req: &EventRequest) -> Result<Option<Instant>, String> {
@@ -105,23 +99,26 @@ pub fn respond(project: &Project, req: &EventRequest, deadline: Option<Instant>)
     }
 }
 
-/// Runs the project's async hooks for an event whose reply has been sent, if it has any.
-pub fn run_async_hooks(project: &Project, req: &EventRequest) {
-    if project
+/// True when the project has async hooks (to run after the reply).
+pub fn has_async_hooks(project: &Project) -> bool {
+    project
         .dispatcher()
         .registry()
         .hooks()
         .iter()
         .any(|h| h.is_async)
-    {
-        project.evaluate_from(
-            &req.event,
-            req.payload_raw.as_bytes(),
-            DispatchOptions {
-                deadline: None,
-                run_async: true,
-            },
-            origin(req),
-        );
-    }
+}
+
+/// Runs the project's async hooks for an event whose reply has been sent; handlers still
+/// running at `deadline` are abandoned.
+pub fn run_async_hooks(project: &Project, req: &EventRequest, deadline: Instant) {
+    project.evaluate_from(
+        &req.event,
+        req.payload_raw.as_bytes(),
+        DispatchOptions {
+            deadline: Some(deadline),
+            run_async: true,
+        },
+        origin(req),
+    );
 }

@@ -1,7 +1,8 @@
-//! `cargo xtask dist | install | demo | bench`: release builds, a user install, a live demo
-//! against a throwaway host, and the runtime benchmarks.
+//! `cargo xtask dist | install | demo | bench | e2e-claude`: release builds, a user install, a
+//! live demo against a throwaway host, the runtime benchmarks, and the real-client suite.
 
 mod bench;
+mod e2e;
 mod sandbox;
 
 use std::path::{Path, PathBuf};
@@ -19,8 +20,11 @@ fn main() -> ExitCode {
         Some("install") => install(),
         Some("demo") => demo(),
         Some("bench") => bench::run(&args[1..]),
+        Some("e2e-claude") => e2e::run(&args[1..]),
         _ => {
-            eprintln!("usage: cargo xtask dist | install | demo | bench [--quick]");
+            eprintln!(
+                "usage: cargo xtask dist | install | demo | bench [--quick] | e2e-claude [--only NAME]"
+            );
             return ExitCode::from(2);
         }
     };
@@ -154,10 +158,33 @@ fn static_client(target: &Path) -> anyhow::Result<PathBuf> {
 
 /// `install`: the binaries into `~/.local/share/captain-hook/bin/`, the plugin beside them.
 fn install() -> anyhow::Result<()> {
-    let dir = dist()?;
     let home = PathBuf::from(std::env::var("HOME").context("HOME is not set")?);
-    let share = home.join(".local/share/captain-hook");
-    let bin = share.join("bin");
+    let plugin = install_into(&home)?;
+    println!(
+        "installed {} and the plugin at {}",
+        installed_bin_dir(&home).display(),
+        plugin.display()
+    );
+    println!("enable it in Claude Code:");
+    println!("  /plugin marketplace add {}", plugin.display());
+    println!("  /plugin install captain-hook@captain-hook");
+    println!(
+        "then remove any `capt-hook run` entries from .claude/settings*.json (they would run twice)"
+    );
+    Ok(())
+}
+
+/// Where `install` puts the binaries for the user whose home is `home`.
+fn installed_bin_dir(home: &Path) -> PathBuf {
+    home.join(".local/share/captain-hook/bin")
+}
+
+/// Builds and installs the runtime and the plugin for the user whose home is `home`; returns
+/// the installed plugin's directory.
+fn install_into(home: &Path) -> anyhow::Result<PathBuf> {
+    let dir = dist()?;
+    let bin = installed_bin_dir(home);
+    let share = bin.parent().context("bin dir has a parent")?.to_path_buf();
     std::fs::create_dir_all(&bin)?;
     // A host from an older build would refuse this build's clients: stop it first (it drains),
     // and the first event starts the new one.
@@ -176,18 +203,19 @@ fn install() -> anyhow::Result<()> {
         std::fs::remove_dir_all(&plugin)?;
     }
     copy_dir(&workspace_root().join("plugin"), &plugin)?;
-    println!(
-        "installed {} and the plugin at {}",
-        bin.display(),
-        plugin.display()
-    );
-    println!("enable it in Claude Code:");
-    println!("  /plugin marketplace add {}", plugin.display());
-    println!("  /plugin install captain-hook@captain-hook");
-    println!(
-        "then remove any `capt-hook run` entries from .claude/settings*.json (they would run twice)"
-    );
-    Ok(())
+    link_native_client(&plugin, &bin)?;
+    Ok(plugin)
+}
+
+/// Points the installed plugin's `bin/hook` at the native client, so what Claude Code runs is
+/// one exec rather than a shell script that execs the client (a shell's start-up costs as much
+/// as the whole round trip to the host). The client finds the host and the worker beside its
+/// resolved path, so a symlink keeps them found.
+fn link_native_client(plugin: &Path, bin: &Path) -> anyhow::Result<()> {
+    let shim = plugin.join("bin/hook");
+    std::fs::remove_file(&shim).with_context(|| format!("removing {}", shim.display()))?;
+    std::os::unix::fs::symlink(bin.join("hook"), &shim)
+        .with_context(|| format!("linking {} to the client", shim.display()))
 }
 
 fn copy_dir(from: &Path, to: &Path) -> anyhow::Result<()> {
@@ -214,9 +242,20 @@ fn demo() -> anyhow::Result<()> {
             "guards.toml",
             "[[hook]]\nkind = \"block_command\"\nargv = [\"git\", \"stash\"]\nreason = \"use jj shelve instead\"\n\n\
              [[hook]]\nkind = \"warn_command\"\nargv = [\"cargo\", \"publish\"]\nevents = \"PreToolUse\"\nmessage = \"publishing: double-check the version\"\n\n\
-             [[hook]]\nkind = \"hook\"\nevents = \"Stop\"\nmessage = \"run the tests before you stop\"\n",
+             [[hook]]\nkind = \"gate\"\nmessage = \"run the tests before you stop\"\n",
         )],
     )?;
+    let transcript = project.join("transcript.jsonl");
+    std::fs::write(
+        &transcript,
+        concat!(
+            r#"{"type":"user","message":{"role":"user","content":"tidy the repo"},"uuid":"u1"}"#,
+            "\n",
+            r#"{"type":"assistant","message":{"role":"assistant","content":[{"type":"text","text":"Done."}]},"uuid":"a1"}"#,
+            "\n"
+        ),
+    )?;
+    let mut stops_seen = false;
     let host = sandbox.start_host()?;
     println!("host pid {host} on {}", sandbox.socket().display());
     // Each event with the verdict it must get, so `demo` doubles as a smoke test in CI.
@@ -233,9 +272,19 @@ fn demo() -> anyhow::Result<()> {
             "double-check the version",
         ),
         ("PreToolUse", Some("ls -la"), ""),
+        // A gate blocks the first Stop of a turn and lets the next one through: no loop.
         ("Stop", None, "\"decision\":\"block\""),
+        ("Stop", None, ""),
     ] {
-        let payload = sandbox::payload(event, &project, command, "demo");
+        let mut payload = sandbox::payload(event, &project, command, "demo");
+        if event == "Stop" {
+            // The gate reads the turn from the session's transcript; the second Stop is the
+            // continuation Claude Code marks `stop_hook_active`.
+            let mut v: serde_json::Value = serde_json::from_slice(&payload)?;
+            v["transcript_path"] = transcript.display().to_string().into();
+            v["stop_hook_active"] = std::mem::replace(&mut stops_seen, true).into();
+            payload = v.to_string().into_bytes();
+        }
         let out = sandbox.hook(event, &payload)?;
         let label = command
             .map(|c| format!("{event} `{c}`"))

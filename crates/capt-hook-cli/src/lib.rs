@@ -4,7 +4,7 @@
 //! expressed in the JSON, never by exit 2), 1 for usage errors, unknown events, failed tests and
 //! hook files that do not load.
 
-use std::io::{Read, Write};
+use std::io::{IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -13,9 +13,7 @@ use anyhow::Context as _;
 use capt_hook_core::{EventContext, EventKind, envelope};
 use captain_hook::project::resolve_root;
 use captain_hook::testing::{TestOutcome, all_passed, human_report, json_report, run_test};
-use captain_hook::{
-    DispatchOptions, Dispatcher, Event, LoadError, Project, Registry, Trace, load_dir,
-};
+use captain_hook::{DispatchOptions, Dispatcher, Event, LoadError, Project, Registry, load_dir};
 use clap::{Parser, Subcommand, ValueEnum};
 
 mod logging;
@@ -204,10 +202,15 @@ fn run(
     event: &str,
     run_async: bool,
 ) -> anyhow::Result<ExitCode> {
-    // An unknown name fails before stdin is read, so a typo never waits on a terminal.
+    // A name this build does not know comes from a newer Claude Code: a clean no-op, never an
+    // error Claude Code would report. The payload is drained so the writer never sees a broken
+    // pipe, unless stdin is a terminal (a typo at the prompt must not wait for input).
     if let Err(e) = event.parse::<EventKind>() {
-        eprintln!("{e}");
-        return Ok(ExitCode::from(1));
+        eprintln!("capt-hook: {e}; nothing to do");
+        if !std::io::stdin().is_terminal() {
+            let _ = std::io::copy(&mut std::io::stdin().lock(), &mut std::io::sink());
+        }
+        return Ok(ExitCode::SUCCESS);
     }
     let mut stdin = Vec::new();
     std::io::stdin()
@@ -273,33 +276,17 @@ fn explain(
             .as_ref()
             .map(|s| format!(", {s}"))
             .unwrap_or_default();
-        let what = match trace {
-            Trace::NotSubscribed => format!("skipped: listens to {}", hook.events),
-            Trace::OtherMode => "skipped: async hook (runs with --async)".to_owned(),
-            Trace::PlanningAgent => "skipped: planning agent".to_owned(),
-            Trace::Gitignored => "skipped: the file is gitignored".to_owned(),
-            Trace::NoMatch(miss) => {
-                format!("no match: {}", miss.describe(&hook.only_if, &hook.skip_if))
-            }
-            Trace::Doomed => "not run: an earlier hook already blocked".to_owned(),
-            Trace::Abandoned => "abandoned: the handler missed the deadline".to_owned(),
-            Trace::Capped => "skipped: max_fires reached for this session and agent".to_owned(),
-            Trace::Matched(None) => "matched, returned nothing".to_owned(),
-            Trace::Matched(Some(r)) => format!(
-                "MATCHED -> {}{}",
-                r.action.name(),
-                r.message
-                    .as_ref()
-                    .map(|m| format!(": {}", m.replace('\n', "\n      ")))
-                    .unwrap_or_default()
-            ),
-        };
+        let what = trace.describe(hook);
         out.push_str(&format!(
             "  {} ({}{source})\n    {what}\n",
             hook.name, hook.kind
         ));
     }
     match envelope(kind, result.as_ref()) {
+        Some(o) if o.blocking_stderr().is_some() => out.push_str(&format!(
+            "verdict: block\noutput: exit 2, stderr: {}\n",
+            o.blocking_stderr().unwrap_or_default()
+        )),
         Some(o) => out.push_str(&format!(
             "verdict: {}\noutput: {}\n",
             result.as_ref().map(|r| r.action.name()).unwrap_or("notice"),
@@ -348,6 +335,13 @@ fn check(root: &Option<PathBuf>, hooks: &Option<PathBuf>) -> anyhow::Result<Exit
     let files = captain_hook::loader::hook_files(&dir)
         .map(|f| f.len())
         .unwrap_or(0);
+    for warning in registry
+        .hooks()
+        .iter()
+        .filter_map(|h| h.stop_loop_warning())
+    {
+        eprintln!("warning: {warning}");
+    }
     if errors.is_empty() {
         println!(
             "{} hooks in {} files under {}: OK",

@@ -96,8 +96,10 @@ fn run_blocks_and_prints_one_line_of_json() {
 #[test]
 fn run_edges_unknown_event_blank_and_malformed_stdin() {
     let p = Project::new(&[("stash.toml", STASH)]);
+    // An unknown name is a newer Claude Code's event: exit 0, nothing on stdout.
     let out = p.run(&["run", "PreToolUze"], b"{}");
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(0));
+    assert!(out.stdout.is_empty());
     assert!(
         text(&out.stderr)
             .contains("Invalid event type: 'PreToolUze'. Valid event names are: PreToolUse")
@@ -420,7 +422,7 @@ fn a_capped_hook_never_over_fires_under_32_parallel_processes() {
 }
 
 #[test]
-fn a_corrupt_state_file_is_kept_aside_and_the_hook_keeps_working() {
+fn a_corrupt_counter_is_kept_aside_and_counts_as_spent() {
     let p = Project::new(&[(
         "cap.toml",
         "[[hook]]\nkind = \"hook\"\nevents = \"PreToolUse\"\nmessage = \"twice\"\nmax_fires = 2\n",
@@ -438,12 +440,13 @@ fn a_corrupt_state_file_is_kept_aside_and_the_hook_keeps_working() {
         .collect();
     assert_eq!(files.len(), 1, "{files:?}");
     std::fs::write(&files[0], "{ not json").unwrap();
-    // The bad file reads as a fresh count: the hook still works...
-    assert!(
-        !run_with_state(&p, &state, "PreToolUse", payload)
-            .stdout
-            .is_empty()
-    );
+    // A count that cannot be read is not reset to zero (that would let the hook fire past its
+    // cap): it counts as spent for the rest of the session...
+    for _ in 0..2 {
+        let out = run_with_state(&p, &state, "PreToolUse", payload);
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        assert!(out.stdout.is_empty(), "{}", text(&out.stdout));
+    }
     // ...and the bad bytes were moved aside, not lost.
     let backups: Vec<PathBuf> = walk(&state)
         .into_iter()
@@ -488,5 +491,434 @@ fn replay_shows_where_a_stateful_hook_fires() {
     assert!(
         stdout.ends_with("10 events replayed, 2 with a verdict\n"),
         "{stdout}"
+    );
+}
+
+// ---- Every Claude Code event, in the shape the real client honours ----------------------------
+
+/// The published examples of what Claude Code sends (`../shared/reference/claude-code/payloads`).
+fn reference_payloads() -> Vec<(String, serde_json::Value)> {
+    let dir = workspace().join("../shared/reference/claude-code/payloads");
+    let entries = std::fs::read_dir(&dir).unwrap_or_else(|e| {
+        panic!(
+            "the Claude Code reference payloads must sit beside the checkout at {}: {e}",
+            dir.display()
+        )
+    });
+    let mut out = Vec::new();
+    for entry in entries {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        if !name.contains(".input.") {
+            continue;
+        }
+        let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap())
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        let event = v["hook_event_name"]
+            .as_str()
+            .map(str::to_owned)
+            .unwrap_or_else(|| name.split('.').next().unwrap().to_owned());
+        out.push((event, v));
+    }
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    out
+}
+
+/// The keys the reference's decision-control table lets each event return (beyond the universal
+/// `systemMessage`): top-level keys, then `hookSpecificOutput` keys.
+fn allowed(event: &str) -> (&'static [&'static str], &'static [&'static str]) {
+    const TOP: &[&str] = &["decision", "reason"];
+    match event {
+        "PreToolUse" => (
+            &[],
+            &[
+                "permissionDecision",
+                "permissionDecisionReason",
+                "updatedInput",
+                "additionalContext",
+            ],
+        ),
+        "PermissionRequest" => (&[], &["decision"]),
+        "PermissionDenied" => (&[], &["retry"]),
+        "UserPromptSubmit" => (TOP, &["additionalContext", "sessionTitle"]),
+        "PostToolUse" => (TOP, &["additionalContext", "updatedToolOutput"]),
+        "UserPromptExpansion"
+        | "PostToolUseFailure"
+        | "PostToolBatch"
+        | "Stop"
+        | "SubagentStop" => (TOP, &["additionalContext"]),
+        "TaskCreated" | "ConfigChange" | "PreCompact" => (TOP, &[]),
+        "SessionStart" => (
+            &[],
+            &[
+                "additionalContext",
+                "initialUserMessage",
+                "sessionTitle",
+                "watchPaths",
+                "reloadSkills",
+            ],
+        ),
+        "Setup" | "SubagentStart" => (&[], &["additionalContext"]),
+        "MessageDisplay" => (&[], &["displayContent"]),
+        "CwdChanged" | "FileChanged" => (&[], &["watchPaths"]),
+        "Elicitation" | "ElicitationResult" => (&[], &["action", "content"]),
+        _ => (&[], &[]),
+    }
+}
+
+/// Checks one event: every reference payload of it runs with no hooks (exit 0, nothing printed),
+/// then with a warning and with a block on every event; each output uses only the keys the
+/// reference allows for the event, and the message is never dropped.
+fn check_event(event: &str) {
+    let payloads: Vec<serde_json::Value> = reference_payloads()
+        .into_iter()
+        .filter(|(e, _)| e == event)
+        .map(|(_, v)| v)
+        .collect();
+    assert!(!payloads.is_empty(), "no reference payload for {event}");
+    let quiet = Project::new(&[]);
+    let hooks = |block: bool| {
+        format!(
+            "[[hook]]\nkind = \"hook\"\nevents = {:?}\nmessage = \"MSG-{event}\"\nblock = {block}\nskip_planning_agents = false\n",
+            event
+        )
+    };
+    let warn = Project::new(&[("all.toml", &hooks(false))]);
+    let block = Project::new(&[("all.toml", &hooks(true))]);
+    for payload in payloads {
+        let stdin = payload.to_string();
+        let out = quiet.run(&["run", event], stdin.as_bytes());
+        assert_eq!(out.status.code(), Some(0), "{event}: {}", text(&out.stderr));
+        assert!(out.stdout.is_empty(), "{event}: {}", text(&out.stdout));
+
+        for (p, blocking) in [(&warn, false), (&block, true)] {
+            let out = p.run(&["run", event], stdin.as_bytes());
+            let stdout = text(&out.stdout);
+            let stderr = text(&out.stderr);
+            let exit_two =
+                blocking && matches!(event, "TaskCompleted" | "TeammateIdle" | "WorktreeCreate");
+            if exit_two {
+                // These events honour a block only as a failing exit, with feedback on stderr.
+                assert_eq!(out.status.code(), Some(2), "{event}: {stderr}");
+                assert!(
+                    stderr.contains(&format!("MSG-{event}")),
+                    "{event}: {stderr}"
+                );
+                continue;
+            }
+            assert_eq!(
+                out.status.code(),
+                Some(0),
+                "{event} block={blocking}: {stderr}"
+            );
+            match event {
+                // The dialog shows for a warning; WorktreeCreate's stdout is a path.
+                "PermissionRequest" if !blocking => {
+                    assert!(stdout.is_empty(), "{stdout}");
+                    continue;
+                }
+                "WorktreeCreate" => {
+                    assert!(stdout.is_empty(), "{stdout}");
+                    continue;
+                }
+                "PreCompact" if !blocking => {
+                    assert_eq!(stdout.trim(), format!("MSG-{event}"));
+                    continue;
+                }
+                // The continuation a stop hook caused: a plain hook does not block it again.
+                "Stop" | "SubagentStop" if payload["stop_hook_active"] == true => {
+                    assert!(stdout.is_empty(), "{event} looped: {stdout}");
+                    continue;
+                }
+                _ => {}
+            }
+            // Elicitation's decline carries no text: the reference has nowhere to put it.
+            if !(blocking && matches!(event, "Elicitation" | "ElicitationResult")) {
+                assert!(
+                    stdout.contains(&format!("MSG-{event}")),
+                    "{event} block={blocking}: the message was dropped: {stdout:?}"
+                );
+            }
+            let v: serde_json::Value = serde_json::from_str(stdout.trim())
+                .unwrap_or_else(|e| panic!("{event}: not JSON ({e}): {stdout}"));
+            let (top, specific) = allowed(event);
+            for key in v.as_object().unwrap().keys() {
+                assert!(
+                    key == "systemMessage"
+                        || key == "hookSpecificOutput"
+                        || top.contains(&key.as_str()),
+                    "{event}: Claude Code does not read top-level `{key}` here: {v}"
+                );
+            }
+            if let Some(hso) = v.get("hookSpecificOutput").and_then(|h| h.as_object()) {
+                assert_eq!(hso["hookEventName"], event, "{v}");
+                for key in hso.keys().filter(|k| *k != "hookEventName") {
+                    assert!(
+                        specific.contains(&key.as_str()),
+                        "{event}: Claude Code does not read hookSpecificOutput.{key}: {v}"
+                    );
+                }
+            }
+            if blocking {
+                let blocks = v["decision"] == "block"
+                    || v["hookSpecificOutput"]["permissionDecision"] == "deny"
+                    || v["hookSpecificOutput"]["decision"]["behavior"] == "deny"
+                    || v["hookSpecificOutput"]["action"] == "decline";
+                let can_block = !matches!(
+                    event,
+                    "PermissionDenied"
+                        | "SessionStart"
+                        | "Setup"
+                        | "SubagentStart"
+                        | "PostToolUseFailure"
+                        | "MessageDisplay"
+                        | "Notification"
+                        | "SessionEnd"
+                        | "PostCompact"
+                        | "InstructionsLoaded"
+                        | "StopFailure"
+                        | "CwdChanged"
+                        | "DirectoryAdded"
+                        | "FileChanged"
+                        | "WorktreeRemove"
+                );
+                assert_eq!(blocks, can_block, "{event}: {v}");
+            }
+        }
+    }
+}
+
+macro_rules! event_tests {
+    ($($name:ident => $event:literal,)*) => {
+        $(#[test] fn $name() { check_event($event); })*
+
+        /// Every event Claude Code documents has a test above.
+        #[test]
+        fn every_documented_event_is_checked() {
+            let tested = [$($event),*];
+            for (event, _) in reference_payloads() {
+                assert!(tested.contains(&event.as_str()), "{event} has no test");
+            }
+            assert_eq!(tested.len(), 31);
+        }
+    };
+}
+
+event_tests! {
+    ev_session_start => "SessionStart",
+    ev_setup => "Setup",
+    ev_instructions_loaded => "InstructionsLoaded",
+    ev_user_prompt_submit => "UserPromptSubmit",
+    ev_user_prompt_expansion => "UserPromptExpansion",
+    ev_message_display => "MessageDisplay",
+    ev_pre_tool_use => "PreToolUse",
+    ev_permission_request => "PermissionRequest",
+    ev_permission_denied => "PermissionDenied",
+    ev_post_tool_use => "PostToolUse",
+    ev_post_tool_use_failure => "PostToolUseFailure",
+    ev_post_tool_batch => "PostToolBatch",
+    ev_notification => "Notification",
+    ev_subagent_start => "SubagentStart",
+    ev_subagent_stop => "SubagentStop",
+    ev_task_created => "TaskCreated",
+    ev_task_completed => "TaskCompleted",
+    ev_stop => "Stop",
+    ev_stop_failure => "StopFailure",
+    ev_teammate_idle => "TeammateIdle",
+    ev_config_change => "ConfigChange",
+    ev_cwd_changed => "CwdChanged",
+    ev_directory_added => "DirectoryAdded",
+    ev_file_changed => "FileChanged",
+    ev_worktree_create => "WorktreeCreate",
+    ev_worktree_remove => "WorktreeRemove",
+    ev_pre_compact => "PreCompact",
+    ev_post_compact => "PostCompact",
+    ev_session_end => "SessionEnd",
+    ev_elicitation => "Elicitation",
+    ev_elicitation_result => "ElicitationResult",
+}
+
+/// The plugin registers every event Claude Code sends, once, with the same command.
+#[test]
+fn plugin_registers_every_event() {
+    let text = std::fs::read_to_string(workspace().join("plugin/hooks/hooks.json")).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let hooks = v["hooks"].as_object().unwrap();
+    for kind in capt_hook_core::EventKind::ALL {
+        let name = kind.name();
+        // ResourcePressure is our host's own; registering WorktreeCreate would replace Claude
+        // Code's git worktree creation for every user of the plugin.
+        if matches!(name, "ResourcePressure" | "WorktreeCreate") {
+            assert!(!hooks.contains_key(name), "{name} must not be registered");
+            continue;
+        }
+        let entry = &hooks[name];
+        assert_eq!(
+            entry[0]["hooks"][0]["command"],
+            format!("\"${{CLAUDE_PLUGIN_ROOT}}/bin/hook\" run {name}"),
+            "{name}"
+        );
+    }
+    assert_eq!(hooks.len(), capt_hook_core::EventKind::ALL.len() - 2);
+}
+
+/// `check` warns about a blocking Stop hook that repeats on every continuation (it can loop),
+/// and not about the same hook without `repeat` or about a gate.
+#[test]
+fn check_warns_on_a_stop_hook_that_can_loop() {
+    let looping = "[[hook]]\nkind = \"hook\"\nevents = \"Stop\"\nmessage = \"again\"\nblock = true\nrepeat = true\n";
+    let p = Project::new(&[("loop.toml", looping)]);
+    let out = p.run(&["check"], b"");
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("warning:") && text(&out.stderr).contains("loop"),
+        "{}",
+        text(&out.stderr)
+    );
+    let fine = "[[hook]]\nkind = \"hook\"\nevents = \"Stop\"\nmessage = \"once\"\nblock = true\n\n[[hook]]\nkind = \"gate\"\nmessage = \"tests?\"\n";
+    let p = Project::new(&[("fine.toml", fine)]);
+    let out = p.run(&["check"], b"");
+    assert_eq!(out.status.code(), Some(0));
+    assert!(
+        !text(&out.stderr).contains("warning:"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+/// Every relative link in the README and the docs resolves to a file in the repository.
+#[test]
+fn doc_links_resolve() {
+    let root = workspace();
+    let mut files = vec![root.join("README.md")];
+    for entry in std::fs::read_dir(root.join("docs")).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "md") {
+            files.push(path);
+        }
+    }
+    let link = regex_lite_links();
+    let mut broken = Vec::new();
+    for file in files {
+        let text = std::fs::read_to_string(&file).unwrap();
+        for target in link(&text) {
+            if target.starts_with("http") || target.starts_with('#') {
+                continue;
+            }
+            let path = target.split('#').next().unwrap_or_default();
+            if !file.parent().unwrap().join(path).exists() {
+                broken.push(format!("{}: {target}", file.display()));
+            }
+        }
+    }
+    assert!(broken.is_empty(), "broken links:\n{}", broken.join("\n"));
+}
+
+/// `](target)` link targets in markdown text.
+fn regex_lite_links() -> impl Fn(&str) -> Vec<String> {
+    |text: &str| {
+        text.match_indices("](")
+            .filter_map(|(i, _)| {
+                let rest = &text[i + 2..];
+                rest.find(')').map(|end| rest[..end].to_owned())
+            })
+            .collect()
+    }
+}
+
+/// Every field the docs' table of common fields lists, and every kind the kinds table names, is
+/// accepted by the loader (checked against the schema it validates with).
+#[test]
+fn documented_fields_and_kinds_are_accepted() {
+    let doc = std::fs::read_to_string(workspace().join("docs/hooks-toml.md")).unwrap();
+    let schema: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(workspace().join("docs/hooks.schema.json")).unwrap(),
+    )
+    .unwrap();
+    let entries = schema["$defs"]["HookEntry"]["oneOf"].as_array().unwrap();
+    let kind_of =
+        |e: &serde_json::Value| e["properties"]["kind"]["const"].as_str().map(str::to_owned);
+    let section = |title: &str| -> Vec<String> {
+        let start = doc
+            .find(title)
+            .unwrap_or_else(|| panic!("no {title:?} in the docs"));
+        doc[start..]
+            .lines()
+            .skip_while(|l| !l.starts_with('|'))
+            .take_while(|l| l.starts_with('|'))
+            .skip(2)
+            .filter_map(|l| l.split('|').nth(1))
+            .flat_map(|cell| {
+                cell.split(',')
+                    .map(|c| c.trim().trim_matches('`').to_owned())
+                    .collect::<Vec<_>>()
+            })
+            .collect()
+    };
+    let fields = section("Fields every kind accepts");
+    assert!(
+        fields.len() > 10 && fields.contains(&"repeat".to_owned()),
+        "{fields:?}"
+    );
+    for field in fields {
+        for entry in entries {
+            assert!(
+                entry["properties"].get(&field).is_some(),
+                "documented field `{field}` is not accepted by kind {:?}",
+                kind_of(entry)
+            );
+        }
+    }
+    let kinds: Vec<String> = entries.iter().filter_map(kind_of).collect();
+    let documented = section("## Kinds");
+    assert!(documented.len() > 10, "{documented:?}");
+    for kind in documented {
+        assert!(
+            kinds.contains(&kind),
+            "documented kind `{kind}` is not accepted"
+        );
+    }
+}
+
+/// A state directory that cannot be written is said once, where the user sees it, instead of
+/// silently turning fire limits off.
+#[test]
+fn unwritable_state_is_reported_in_a_system_message() {
+    let p = Project::new(&[(
+        "nudge.toml",
+        "[[hook]]\nkind = \"nudge\"\nmessage = \"read the docs first\"\n",
+    )]);
+    // A regular file where the state directory should be: no user can create directories in it.
+    let blocker = p.root().join("state-is-a-file");
+    std::fs::write(&blocker, "x").unwrap();
+    let payload = format!(
+        "{{\"session_id\":\"s1\",\"cwd\":{:?},\"tool_name\":\"Bash\",\"tool_input\":{{\"command\":\"ls\"}}}}",
+        p.root().display().to_string()
+    );
+    let out = p.run_env(
+        &["run", "PreToolUse"],
+        payload.as_bytes(),
+        &[("CAPTAIN_HOOK_STATE_DIR", &blocker)],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let notice = v["systemMessage"].as_str().unwrap_or_default();
+    assert!(
+        notice.contains("session state cannot be written") && notice.contains("state-is-a-file"),
+        "{v}"
+    );
+    // The nudge itself stays quiet: without its counter it cannot keep its once-per-session
+    // promise, and a limit errs towards firing less, never more.
+    assert!(v.get("hookSpecificOutput").is_none(), "{v}");
+}
+
+/// `docs/runtime.md` lists every environment variable exactly as the one table declares it.
+#[test]
+fn docs_list_every_environment_variable() {
+    let doc = std::fs::read_to_string(workspace().join("docs/runtime.md")).unwrap();
+    let table = capt_hook_proto::env::markdown_table();
+    assert!(
+        doc.contains(&table),
+        "docs/runtime.md must carry the settings table from capt_hook_proto::env:\n{table}"
     );
 }

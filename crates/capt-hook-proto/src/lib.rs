@@ -3,8 +3,11 @@
 //!
 //! Std + serde only, so the `hook` client can link it without an async runtime.
 
+pub mod clock;
+pub mod env;
 mod frame;
 pub mod paths;
+pub mod procfs;
 mod wire;
 
 pub use frame::{FrameError, decode, encode, frame_len, read_frame, write_frame};

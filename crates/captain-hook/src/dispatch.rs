@@ -7,7 +7,7 @@
 //! what a sequential run would give.
 
 use std::path::Path;
-use std::sync::mpsc::{self, Receiver, Sender};
+use std::sync::mpsc::{self, Receiver, SyncSender, TrySendError};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
 
@@ -21,6 +21,9 @@ use crate::registry::Registry;
 
 /// How many handler jobs run at once in one process.
 const POOL_THREADS: usize = 16;
+/// Handler jobs waiting for a pool thread. When stuck handlers hold every thread, the queue
+/// fills and a new job is abandoned at once instead of piling up (with its event) forever.
+const POOL_QUEUE: usize = 256;
 
 /// Options for one dispatch.
 #[derive(Debug, Clone, Copy, Default)]
@@ -52,6 +55,47 @@ pub enum Trace {
     Abandoned,
     /// It already delivered `max_fires` results in this session for this agent.
     Capped,
+    /// Claude Code is already continuing because of a stop hook, and this hook does not repeat.
+    Continuation,
+}
+
+impl Trace {
+    /// One line saying what happened to `hook`, for `explain` and failing inline tests.
+    pub fn describe(&self, hook: &Hook) -> String {
+        match self {
+            Trace::NotSubscribed => format!("skipped: listens to {}", hook.events),
+            Trace::OtherMode => "skipped: async hook (runs with --async)".to_owned(),
+            Trace::PlanningAgent => "skipped: planning agent".to_owned(),
+            Trace::Gitignored => "skipped: the file is gitignored".to_owned(),
+            Trace::NoMatch(miss) => {
+                format!("no match: {}", miss.describe(&hook.only_if, &hook.skip_if))
+            }
+            Trace::Doomed => "not run: an earlier hook already blocked".to_owned(),
+            Trace::Abandoned => "abandoned: the handler missed the deadline".to_owned(),
+            Trace::Capped => "skipped: max_fires reached for this session and agent".to_owned(),
+            Trace::Continuation => "skipped: Claude Code is already continuing because of a \
+                                    stop hook (repeat = true blocks again)"
+                .to_owned(),
+            Trace::Matched(None) => "matched, returned nothing".to_owned(),
+            Trace::Matched(Some(r)) => format!(
+                "MATCHED -> {}{}",
+                r.action.name(),
+                r.message
+                    .as_ref()
+                    .map(|m| format!(": {}", m.replace('\n', "\n      ")))
+                    .unwrap_or_default()
+            ),
+        }
+    }
+
+    /// Why the hook gave no verdict without running, or `None` when it ran (or did not match:
+    /// a condition deciding against it is what a test usually means).
+    pub fn skip_reason(&self, hook: &Hook) -> Option<String> {
+        match self {
+            Trace::Matched(_) | Trace::NoMatch(_) => None,
+            other => Some(other.describe(hook)),
+        }
+    }
 }
 
 /// A registry bound to a project, ready to evaluate events.
@@ -139,6 +183,15 @@ impl Dispatcher {
         if planning_skip_with(hook, evt, &self.planning_agents) {
             return Some(Trace::PlanningAgent);
         }
+        // Claude Code marks the continuation a stop hook caused; blocking it again with the
+        // same verdict is how agents loop, so only kinds that limit themselves (or hooks that
+        // opted in) see it.
+        if !hook.repeat
+            && matches!(evt.kind(), EventKind::Stop | EventKind::SubagentStop)
+            && evt.stop_hook_active()
+        {
+            return Some(Trace::Continuation);
+        }
         if hook.respect_gitignore
             && let (Some(gi), Some(file)) = (&self.gitignore, evt.file())
             && gi.is_ignored(file)
@@ -150,7 +203,11 @@ impl Dispatcher {
 
     /// Evaluates every hook and returns the folded verdict.
     pub fn dispatch(&self, evt: &Arc<Event>, opts: DispatchOptions) -> Option<HookResult> {
-        self.run(evt, opts, false).0
+        let result = self.run(evt, opts, false).0;
+        if opts.run_async {
+            return result;
+        }
+        with_state_failure(result)
     }
 
     /// Evaluates every hook and returns the verdict plus one trace per registered hook.
@@ -177,10 +234,15 @@ impl Dispatcher {
                 slots.push(Slot::Skipped(t));
                 continue;
             }
-            if let Some(miss) = first_miss(evt, &hook.only_if, &hook.skip_if) {
-                slots.push(Slot::Skipped(Trace::NoMatch(miss)));
-                continue;
-            }
+            let evt = match matching_event(hook, evt) {
+                Ok(Some(call)) => call,
+                Ok(None) => Arc::clone(evt),
+                Err(miss) => {
+                    slots.push(Slot::Skipped(Trace::NoMatch(miss)));
+                    continue;
+                }
+            };
+            let evt = &evt;
             if blocked && !hook.declarative && !hook.advisory_on_deny {
                 slots.push(Slot::Skipped(Trace::Doomed));
                 continue;
@@ -190,9 +252,12 @@ impl Dispatcher {
                 continue;
             };
             let slot = match &hook.body {
-                Body::Handler(h) if !h.inline => {
-                    Slot::Pending(submit(Arc::clone(hook), Arc::clone(evt), reservation))
-                }
+                Body::Handler(h) if !h.inline => Slot::Pending(submit(
+                    Arc::clone(hook),
+                    Arc::clone(evt),
+                    reservation,
+                    opts.deadline,
+                )),
                 _ => {
                     let result = hook.execute(evt);
                     settle(reservation, &result);
@@ -227,6 +292,7 @@ impl Dispatcher {
                     }
                 },
             };
+            let result = result.map(|r| if hook.approve { r.approving() } else { r });
             if explain {
                 traces.push(Trace::Matched(result.clone()));
             }
@@ -238,6 +304,55 @@ impl Dispatcher {
         }
         (fold(inputs), traces)
     }
+}
+
+/// Adds the first not-yet-reported failure to write session state to the verdict, as a notice
+/// the user sees: fire limits and once-per-turn gates cannot hold without their files, and the
+/// user must not find that out from a nudge that silently stopped.
+fn with_state_failure(result: Option<HookResult>) -> Option<HookResult> {
+    let Some(failure) = capt_hook_state::take_write_failure() else {
+        return result;
+    };
+    let notice = format!(
+        "capt-hook: session state cannot be written under {} ({}); fire limits and \
+         once-per-turn gates may not hold until it can",
+        failure.dir.display(),
+        failure.reason
+    );
+    Some(match result {
+        Some(mut r) => {
+            r.system_message = Some(match r.system_message.take() {
+                Some(own) if !own.is_empty() => format!("{own}\n\n{notice}"),
+                _ => notice,
+            });
+            r
+        }
+        None => HookResult::notice_only().with_system_message(notice),
+    })
+}
+
+/// Whether a hook's conditions hold: `Ok(None)` for the event itself, `Ok(Some(call))` for a
+/// batch of tool calls (PostToolBatch) whose `call` is the first to satisfy them, the miss
+/// otherwise.
+pub(crate) fn matching_event(hook: &Hook, evt: &Event) -> Result<Option<Arc<Event>>, Miss> {
+    let calls = evt.batch_calls();
+    if calls.is_empty() {
+        return match first_miss(evt, &hook.only_if, &hook.skip_if) {
+            None => Ok(None),
+            Some(miss) => Err(miss),
+        };
+    }
+    let mut first = None;
+    for call in calls {
+        match first_miss(call, &hook.only_if, &hook.skip_if) {
+            None => return Ok(Some(Arc::clone(call))),
+            Some(miss) => {
+                first.get_or_insert(miss);
+            }
+        }
+    }
+    // A non-empty batch where no call matched always recorded a miss.
+    first.map_or(Ok(None), Err)
 }
 
 /// Waits for a handler's result until the deadline; `None` when it did not arrive in time (or
@@ -258,10 +373,10 @@ fn wait(
 type Job = Box<dyn FnOnce() + Send>;
 
 /// The process-wide handler pool, started on first use so declarative-only runs spawn nothing.
-fn pool() -> &'static Sender<Job> {
-    static POOL: OnceLock<Sender<Job>> = OnceLock::new();
+fn pool() -> &'static SyncSender<Job> {
+    static POOL: OnceLock<SyncSender<Job>> = OnceLock::new();
     POOL.get_or_init(|| {
-        let (tx, rx) = mpsc::channel::<Job>();
+        let (tx, rx) = mpsc::sync_channel::<Job>(POOL_QUEUE);
         let rx = Arc::new(Mutex::new(rx));
         for i in 0..POOL_THREADS {
             let rx = Arc::clone(&rx);
@@ -288,13 +403,20 @@ fn pool() -> &'static Sender<Job> {
     })
 }
 
+/// Queues a handler job. A job that reaches a thread after `deadline` (it queued behind slow
+/// handlers) is skipped: nobody waits for it, and its reservation is given back.
 fn submit(
     hook: Arc<Hook>,
     evt: Arc<Event>,
     reservation: Option<Reservation>,
+    deadline: Option<Instant>,
 ) -> Receiver<Option<HookResult>> {
     let (tx, rx) = mpsc::channel();
+    let name = hook.name.clone();
     let job: Job = Box::new(move || {
+        if deadline.is_some_and(|d| Instant::now() >= d) {
+            return;
+        }
         let result = match &hook.body {
             Body::Handler(h) => run_handler(&hook.name, &h.func, &evt),
             Body::Message { .. } => hook.execute(&evt),
@@ -303,8 +425,16 @@ fn submit(
         // The dispatcher may have given up on us; that is fine.
         let _ = tx.send(result);
     });
-    if pool().send(job).is_err() {
-        tracing::error!("handler pool is gone; hook yields no result");
+    // A job that cannot be queued is dropped, so its receiver reports it abandoned.
+    match pool().try_send(job) {
+        Ok(()) => {}
+        Err(TrySendError::Full(_)) => tracing::warn!(
+            hook = %name,
+            "every handler thread is busy and {POOL_QUEUE} jobs wait; handler abandoned"
+        ),
+        Err(TrySendError::Disconnected(_)) => {
+            tracing::error!(hook = %name, "handler pool is gone; handler abandoned");
+        }
     }
     rx
 }

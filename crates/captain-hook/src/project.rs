@@ -18,9 +18,10 @@ use crate::registry::Registry;
 pub struct Evaluation {
     /// The envelope line for stdout, if any (no trailing newline).
     pub stdout: Option<String>,
-    /// Lines for stderr (malformed input, unknown event).
+    /// Lines for stderr (malformed input, blocking feedback for exit-2 events).
     pub stderr: Vec<String>,
-    /// The exit code: 0 for every dispatch outcome, 1 for an unknown event name.
+    /// The exit code: 0, or 2 for a block on an event that only honours exit 2 (TaskCompleted,
+    /// TeammateIdle, WorktreeCreate).
     pub exit_code: u8,
 }
 
@@ -115,7 +116,7 @@ impl Project {
     }
 
     /// Evaluates one event given its name and raw stdin bytes, with Claude Code's conventions:
-    /// an unknown event name exits 1, blank stdin prints nothing, malformed JSON is reported on
+    /// an unknown event name (a newer Claude Code) and blank stdin print nothing, malformed JSON is reported on
     /// stderr and otherwise ignored (exit 0), and the envelope goes to stdout.
     pub fn evaluate(&self, event: &str, stdin: &[u8], opts: DispatchOptions) -> Evaluation {
         self.evaluate_from(event, stdin, opts, Origin::default())
@@ -152,21 +153,31 @@ impl Project {
         }
         let result = self.dispatcher.dispatch(&evt, opts);
         // Async hooks run after Claude Code has its answer: their verdicts are never printed.
-        let stdout = if opts.run_async {
-            None
-        } else {
-            envelope(kind, result.as_ref()).map(|o| o.render())
-        };
-        Evaluation {
-            stdout,
-            stderr: Vec::new(),
-            exit_code: 0,
+        if opts.run_async {
+            return Evaluation::default();
+        }
+        match envelope(kind, result.as_ref()) {
+            // The events that only honour exit 2 get their feedback on stderr.
+            Some(out) if out.blocking_stderr().is_some() => Evaluation {
+                stdout: None,
+                stderr: out
+                    .blocking_stderr()
+                    .map(str::to_owned)
+                    .into_iter()
+                    .collect(),
+                exit_code: 2,
+            },
+            out => Evaluation {
+                stdout: out.map(|o| o.render()),
+                stderr: Vec::new(),
+                exit_code: 0,
+            },
         }
     }
 }
 
 /// Turns an event name and stdin into an event, with Claude Code's conventions: an unknown name
-/// is an error that exits 1, blank stdin is `Ok(None)`, and a payload that is not a JSON object
+/// (a newer Claude Code's event) and blank stdin are `Ok(None)`, and a payload that is not a JSON object
 /// is reported as `Malformed stdin: …` and exits 0. `context` gets the payload's `cwd` (for
 /// callers that resolve the project root from it).
 pub fn read_event(
@@ -179,13 +190,11 @@ pub fn read_event(
         stderr: vec![format!("Malformed stdin: {e}")],
         exit_code: 0,
     };
-    let kind: EventKind = event
-        .parse()
-        .map_err(|e: capt_hook_core::UnknownEvent| Evaluation {
-            stdout: None,
-            stderr: vec![e.to_string()],
-            exit_code: 1,
-        })?;
+    // A name this build does not know comes from a newer Claude Code: nothing to do.
+    let Ok(kind) = event.parse::<EventKind>() else {
+        tracing::debug!(event, "unknown event name; no-op");
+        return Ok(None);
+    };
     let payload = match parse_payload(stdin) {
         Ok(Some(v)) => v,
         Ok(None) => return Ok(None),
