@@ -313,11 +313,11 @@ fn cluster_letters<'a>(word: &'a str, table: Option<&FlagTable>) -> &'a str {
     }
 }
 
-/// The spellings that mean the same as the short letter `c` / the long name `long`.
-fn same_as<'t>(
-    table: Option<&'t FlagTable>,
+/// The group of spellings (in `table`) that `pred` picks.
+fn same_as(
+    table: Option<&FlagTable>,
     pred: impl Fn(&(&str, &[&str])) -> bool,
-) -> Option<&'t (&'static str, &'static [&'static str])> {
+) -> Option<&(&'static str, &'static [&'static str])> {
     table.and_then(|t| t.same.iter().find(|e| pred(e)))
 }
 

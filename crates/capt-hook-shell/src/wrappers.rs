@@ -379,7 +379,8 @@ pub(crate) fn runs_in<S: AsRef<str>>(words: &[S]) -> Found {
     {
         return found;
     }
-    let mut todo = vec![0..words.len()];
+    let mut todo = Vec::with_capacity(4);
+    todo.push(0..words.len());
     while let Some(range) = todo.pop() {
         let (start, end) = (range.start, range.end);
         if start >= end {
@@ -437,8 +438,8 @@ fn parallel_commands<S: AsRef<str>>(words: &[S], start: usize, end: usize, found
     let Some(sep) = (start..end).find(|&k| words[k].as_ref().starts_with(":::")) else {
         return;
     };
-    for k in sep + 1..end {
-        if !words[k].as_ref().starts_with(":::") {
+    for (k, word) in words.iter().enumerate().take(end).skip(sep + 1) {
+        if !word.as_ref().starts_with(":::") {
             found.strings.push((k..k + 1, 0));
         }
     }
