@@ -511,6 +511,23 @@ mod tests {
     }
 
     #[test]
+    fn primary_sees_through_wrappers_of_the_last_command() {
+        let primary = |tokens: &[&str], line: &str| {
+            Tokens::new(tokens)
+                .unwrap()
+                .matches_primary(&CommandLine::parse(line))
+        };
+        assert!(primary(&["pytest"], "cd x && sudo pytest -q"));
+        assert!(primary(&["pytest"], "timeout 60 env A=1 pytest"));
+        assert!(primary(&["tee"], "cd x && sudo pytest -q | tee log"));
+        assert!(!primary(&["pytest"], "cd x && sudo pytest -q | tee log"));
+        assert!(!primary(&["git", "stash"], "bash -c 'git stash'"));
+        let exact = Tokens::new(&["pytest"]).unwrap().exact(true);
+        assert!(exact.matches_primary(&CommandLine::parse("sudo pytest")));
+        assert!(!exact.matches_primary(&CommandLine::parse("/usr/bin/pytest")));
+    }
+
+    #[test]
     fn exact_keeps_the_literal_prefix() {
         assert!(exact(&["rm", "-rf"], "rm -rf build"));
         assert!(exact(&["rm", "-rf"], "cd x && rm -rf build"));

@@ -13,6 +13,9 @@ fn render(raw: &str) -> String {
     if cl.has_error {
         out.push_str("has_error\n");
     }
+    if let Some(why) = cl.unreadable {
+        let _ = writeln!(out, "unreadable: {why}");
+    }
     if !cl.comments.is_empty() {
         let _ = writeln!(out, "comments {:?}", cl.comments);
     }
@@ -54,6 +57,10 @@ fn render(raw: &str) -> String {
         }
         if c.tainted {
             out.push_str(" tainted");
+        }
+        for r in &c.runs {
+            let words: Vec<&str> = c.words[r.clone()].iter().map(|w| w.key()).collect();
+            let _ = write!(out, " runs={words:?}");
         }
         if c.executable.is_empty() {
             let _ = write!(out, " raw={:?}", c.raw);
@@ -133,6 +140,37 @@ const FIXTURES: &[&str] = &[
     r#"echo "unterminated"#,
     "",
     "   \n\t ",
+    // What runs behind wrappers and runners, each wrapper's options read from its table.
+    "sudo -u root env A=1 -i nice -n 5 timeout -s KILL 5s rm -rf /x",
+    "doas -u admin ionice -c3 stdbuf -oL setsid -f flock -w 5 /tmp/l chrt -f 10 taskset -c 0 rm x",
+    "command -v rm; command rm x; builtin cd /; exec -a n rm x; time -p rm x; nohup rm x",
+    "ls | xargs -0 -n 1 -I{} rm -rf {}",
+    "find . -name '*.o' -exec rm -rf {} + -execdir sudo rm {} \\;",
+    "busybox rm -rf x",
+    "watch -n 5 'git stash' && watch -x rm x",
+    "parallel -j 4 rm -rf ::: a b",
+    "flock /tmp/l -c 'git stash'",
+    "env -S 'rm -rf x'",
+    "\\rm -rf x; \"rm\" x; /usr/bin/rm x",
+    // Command strings fed to a shell by heredoc and here-string.
+    "bash <<EOF\nrm -rf /\nEOF",
+    "sh -s <<'EOF'\ngit stash\nEOF",
+    "bash <<EOF\n\\rm -rf victim\nEOF",
+    "sh <<< 'git push --force'",
+    "cat <<EOF\n$(git stash)\nEOF",
+    "cat <<'EOF'\n$(git stash)\nEOF",
+    // Substitutions in redirect targets and here-strings run too.
+    "echo hi > \"$(git stash)\" 2> $(rm x)",
+    "cat <<< $(git stash)",
+    // Assignments and declarations are parts.
+    "LD_PRELOAD=/x.so; ls",
+    "export PATH=./evil && ls",
+    "declare -x A=1; local b; readonly C; typeset -i n=3; unset D",
+    // Redirects belong to the command they follow.
+    "a > x && b > y",
+    // Lines the parser cannot read to the end.
+    "bash -c \"bash -c 'bash -c \\\"bash -c git\\\"'\"",
+    "if true; then git stash",
 ];
 
 #[test]
