@@ -147,9 +147,11 @@ impl Tokens {
     /// in order among its raw words.
     pub fn matches_line(&self, line: &CommandLine) -> bool {
         let found = if self.exact {
-            line.commands().any(|c| self.is_prefix_of_command(c))
+            line.parts
+                .iter()
+                .any(|p| self.is_prefix_of_command(&p.command))
         } else {
-            line.commands().any(|c| self.matches_command(c))
+            line.parts.iter().any(|p| self.matches_command(&p.command))
         };
         found || (line.unreadable.is_some() && self.matches_raw_words(&line.raw))
     }
