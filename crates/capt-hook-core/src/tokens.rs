@@ -212,6 +212,10 @@ impl Tokens {
             let w = key(w);
             if w == "--" && options_end == rest.len() {
                 options_end = k;
+                // The end-of-options marker is not a positional word, unless a token names it.
+                if !want.is_some_and(|t| t.matches(w)) {
+                    continue;
+                }
             }
             if k < options_end && is_option(w) {
                 continue;
@@ -510,6 +514,10 @@ mod tests {
             "git reset --soft HEAD~1"
         ));
         assert!(!runs(&["git", "stash"], "git commit -m stash"));
+        assert!(runs(&["git", "checkout", "."], "git checkout -- ."));
+        assert!(runs(&["git", "checkout", "--", "."], "git checkout -- ."));
+        assert!(!runs(&["git", "push"], "git stash push"));
+        assert!(!runs(&["npm", "test"], "npm run test"));
     }
 
     #[test]
