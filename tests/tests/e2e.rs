@@ -1,6 +1,9 @@
 //! End-to-end: real `hook`, `capt-hookd` and worker processes in a temp user. No test asserts a
 //! duration; waits are synchronization with a generous bound.
 
+// A test fails by panicking: unwrap and expect are how it says what broke.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod support;
 
 use std::os::unix::fs::PermissionsExt;

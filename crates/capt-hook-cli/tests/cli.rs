@@ -1,5 +1,8 @@
 //! The `capt-hook` binary, run as a real process.
 
+// A test fails by panicking: unwrap and expect are how it says what broke.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};

@@ -1,6 +1,9 @@
 //! The SDK end to end in one process: Rust builders, TOML loading and its errors, dispatch
 //! (fold order, concurrency, deadlines, failing handlers) and the inline-test runner.
 
+// A test fails by panicking: unwrap and expect are how it says what broke.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
