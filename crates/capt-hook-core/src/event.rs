@@ -13,6 +13,7 @@ use crate::tool::ToolCall;
 
 /// Why a payload could not become an event.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum EventError {
     /// The payload is JSON but not an object.
     #[error("expected a JSON object, got {0}")]

@@ -13,6 +13,7 @@ pub enum Token {
 
 /// Why a token list is unusable.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum TokenError {
     /// Nothing to match.
     #[error("the token list is empty")]
