@@ -3,8 +3,10 @@
 //!
 //! Std + serde only, so the `hook` client can link it without an async runtime.
 
+pub mod failure;
 mod frame;
 pub mod paths;
+pub mod payload;
 mod wire;
 
 pub use frame::{FrameError, decode, encode, frame_len, read_frame, write_frame};
