@@ -215,7 +215,11 @@ fn run(
         .read_to_end(&mut stdin)
         .context("reading stdin")?;
     let root = resolve_root(root.as_deref(), &stdin);
-    let project = Project::load(&root, &hooks_dir(hooks, &root));
+    let project = match hooks {
+        // A named directory that is missing is an error (its guards would silently not run).
+        Some(dir) => Project::load_named(&root, dir),
+        None => Project::load(&root, &hooks_dir(hooks, &root)),
+    };
     for e in project.errors() {
         eprintln!("capt-hook: {e}");
     }
@@ -283,6 +287,7 @@ fn explain(
             }
             Trace::Doomed => "not run: an earlier hook already blocked".to_owned(),
             Trace::Abandoned => "abandoned: the handler missed the deadline".to_owned(),
+            Trace::Failed(cause) => format!("FAILED: the handler {cause}"),
             Trace::Capped => "skipped: max_fires reached for this session and agent".to_owned(),
             Trace::Matched(None) => "matched, returned nothing".to_owned(),
             Trace::Matched(Some(r)) => format!(
@@ -341,13 +346,26 @@ fn test(
 fn check(root: &Option<PathBuf>, hooks: &Option<PathBuf>) -> anyhow::Result<ExitCode> {
     let root = project_root(root, None);
     let dir = hooks_dir(hooks, &root);
+    let files = captain_hook::loader::hook_files(&dir);
+    // A directory named on the command line that holds nothing is a typo, not a project
+    // without hooks: saying OK would hide that nothing is being checked.
+    if hooks.is_some() {
+        let problem = match &files {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Some("does not exist"),
+            Err(_) => None,
+            Ok(f) if f.is_empty() => Some("holds no hook files (*.toml not starting with _)"),
+            Ok(_) => None,
+        };
+        if let Some(problem) = problem {
+            eprintln!("capt-hook: the hooks directory {} {problem}", dir.display());
+            return Ok(ExitCode::from(1));
+        }
+    }
     let (registry, errors) = load(&root, hooks);
     for e in &errors {
         eprintln!("{e}");
     }
-    let files = captain_hook::loader::hook_files(&dir)
-        .map(|f| f.len())
-        .unwrap_or(0);
+    let files = files.map(|f| f.len()).unwrap_or(0);
     if errors.is_empty() {
         println!(
             "{} hooks in {} files under {}: OK",

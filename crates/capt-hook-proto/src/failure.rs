@@ -41,6 +41,11 @@ impl Unchecked {
     /// The envelope for `event` (one compact JSON line); `None` for an event that is not
     /// guarded, which has no decision to withhold.
     pub fn envelope(&self, event: &str) -> Option<String> {
+        self.to_value(event).map(|v| v.to_string())
+    }
+
+    /// [`Unchecked::envelope`] as a JSON value, for callers that add to it.
+    pub fn to_value(&self, event: &str) -> Option<Value> {
         let notice = self.notice.as_deref().filter(|n| !n.is_empty());
         let v = match event {
             "PreToolUse" => {
@@ -73,7 +78,7 @@ impl Unchecked {
             }
             _ => return None,
         };
-        Some(v.to_string())
+        Some(v)
     }
 }
 

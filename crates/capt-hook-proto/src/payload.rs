@@ -248,7 +248,10 @@ mod tests {
         }
         assert_eq!(depth, MAX_DEPTH);
         let raw = cur.as_str().expect("the rest is raw text");
-        assert!(raw.starts_with("[[[") && raw.ends_with("]]]") && raw.contains("[1]"), "{raw:.20}");
+        assert!(
+            raw.starts_with("[[[") && raw.ends_with("]]]") && raw.contains("[1]"),
+            "{raw:.20}"
+        );
         assert_eq!(raw.len(), 2 * (n - 98) + 1);
     }
 

@@ -5,6 +5,12 @@
 //! delays nobody but itself; a handler still running at the deadline is abandoned and its
 //! verdict dropped. The fold always walks results in registration order, so the verdict equals
 //! what a sequential run would give.
+//!
+//! A hook that matched and then failed (its handler returned an error, panicked or missed the
+//! deadline) is a [`HookFailure`]. On an event that decides a tool call (PreToolUse,
+//! PermissionRequest) a failure never lets another hook's approval through: the call is left to
+//! the user ([`Verdict::Unchecked`]), and a failed `mandatory` hook denies it outright, since its
+//! author said the call must never pass without it.
 
 use std::path::Path;
 use std::sync::mpsc::{self, Receiver, Sender};
@@ -13,10 +19,10 @@ use std::time::Instant;
 
 use capt_hook_core::condition::{Miss, first_miss};
 use capt_hook_core::paths::Gitignore;
-use capt_hook_core::{Event, EventKind, FoldInput, HookResult, fold};
+use capt_hook_core::{Action, Event, EventKind, FoldInput, HookResult, fold};
 use capt_hook_state::{FireCounter, Reservation};
 
-use crate::hook::{Body, Hook, run_handler};
+use crate::hook::{Body, HandlerFn, Hook};
 use crate::registry::Registry;
 
 /// How many handler jobs run at once in one process.
@@ -50,8 +56,110 @@ pub enum Trace {
     Matched(Option<HookResult>),
     /// Its handler missed the deadline.
     Abandoned,
+    /// Its handler returned an error or panicked.
+    Failed(FailureCause),
     /// It already delivered `max_fires` results in this session for this agent.
     Capped,
+}
+
+/// Why a hook that matched gave no verdict.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FailureCause {
+    /// The handler returned an error.
+    Error(String),
+    /// The handler panicked.
+    Panic(String),
+    /// The handler was still running at the deadline.
+    Deadline,
+}
+
+impl std::fmt::Display for FailureCause {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            FailureCause::Error(e) => write!(f, "failed: {e}"),
+            FailureCause::Panic(p) => write!(f, "panicked: {p}"),
+            FailureCause::Deadline => f.write_str("did not finish before the deadline"),
+        }
+    }
+}
+
+/// A hook that matched an event and failed to give its verdict.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HookFailure {
+    /// The hook's name.
+    pub hook: String,
+    /// The hook said the call must never pass without it.
+    pub mandatory: bool,
+    /// What went wrong.
+    pub cause: FailureCause,
+}
+
+impl std::fmt::Display for HookFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "hook {} {}", self.hook, self.cause)
+    }
+}
+
+/// Everything one dispatch found: the folded verdict of the hooks that answered, and the hooks
+/// that could not.
+#[derive(Debug, Clone, Default)]
+pub struct Outcome {
+    /// The fold of every result that arrived.
+    pub result: Option<HookResult>,
+    /// Hooks that matched and failed, in registration order.
+    pub failures: Vec<HookFailure>,
+}
+
+/// What to answer for an event once failures are weighed.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Verdict {
+    /// The hooks' verdict stands (possibly none).
+    Decided(Option<HookResult>),
+    /// A tool call some hook could not check: the user decides. `partial` is what the hooks
+    /// that did answer said (context and rewrites to show, never an approval).
+    Unchecked {
+        /// What failed, for the user.
+        reason: String,
+        /// The fold of the hooks that answered.
+        partial: Option<HookResult>,
+    },
+}
+
+/// True for the events whose tool call waits on the verdict.
+pub fn is_guarded(kind: EventKind) -> bool {
+    matches!(kind, EventKind::PreToolUse | EventKind::PermissionRequest)
+}
+
+impl Outcome {
+    /// Weighs the failures for an event of `kind`. Off the guarded events a failure only loses
+    /// that hook's verdict (it is logged). On them, a deny still stands; otherwise a failed
+    /// mandatory hook denies and any other failure leaves the call to the user.
+    pub fn verdict(self, kind: EventKind) -> Verdict {
+        if self.failures.is_empty() || !is_guarded(kind) {
+            return Verdict::Decided(self.result);
+        }
+        if self.result.as_ref().is_some_and(HookResult::is_block) {
+            return Verdict::Decided(self.result);
+        }
+        if let Some(f) = self.failures.iter().find(|f| f.mandatory) {
+            let mut r = HookResult::block(format!(
+                "BLOCKED: the mandatory hook {} {}, so this call stays denied until that hook \
+                 can check it.",
+                f.hook, f.cause
+            ));
+            r.system_message = self.result.and_then(|r| r.system_message);
+            return Verdict::Decided(Some(r));
+        }
+        let what: Vec<String> = self.failures.iter().map(ToString::to_string).collect();
+        Verdict::Unchecked {
+            reason: format!(
+                "capt-hook could not check this call: {}. Its other hooks' approval does not \
+                 apply; decide yourself.",
+                what.join("; ")
+            ),
+            partial: self.result,
+        }
+    }
 }
 
 /// A registry bound to a project, ready to evaluate events.
@@ -96,11 +204,42 @@ fn reserve(hook: &Hook, evt: &Event) -> Result<Option<Reservation>, ()> {
 }
 
 /// Keeps the reserved fire when the hook delivered a result, gives it back otherwise.
-fn settle(reservation: Option<Reservation>, result: &Option<HookResult>) {
+fn settle(reservation: Option<Reservation>, result: &Ran) {
     if let Some(r) = reservation
-        && result.is_some()
+        && matches!(result, Ok(Some(_)))
     {
         r.commit();
+    }
+}
+
+/// A hook's run: its result, or why it has none.
+type Ran = Result<Option<HookResult>, FailureCause>;
+
+/// Runs a matched hook's body, keeping a handler's error or panic as a [`FailureCause`] (the
+/// process never goes down with it).
+fn run_body(hook: &Hook, evt: &Event) -> Ran {
+    match &hook.body {
+        Body::Handler(h) if hook.max_fires != Some(0) => call(&hook.name, &h.func, evt),
+        _ => Ok(hook.execute(evt)),
+    }
+}
+
+fn call(name: &str, func: &HandlerFn, evt: &Event) -> Ran {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| func(evt))) {
+        Ok(Ok(r)) => Ok(r),
+        Ok(Err(e)) => {
+            tracing::warn!(hook = name, error = %e, "hook handler failed; no result");
+            Err(FailureCause::Error(e.to_string()))
+        }
+        Err(panic) => {
+            let what = panic
+                .downcast_ref::<&str>()
+                .map(|s| (*s).to_owned())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "unknown panic".to_owned());
+            tracing::error!(hook = name, panic = %what, "hook handler panicked; no result");
+            Err(FailureCause::Panic(what))
+        }
     }
 }
 
@@ -109,9 +248,9 @@ enum Slot {
     /// Not run, and why.
     Skipped(Trace),
     /// Ran on this thread.
-    Ready(Option<HookResult>),
+    Ready(Ran),
     /// Running on the pool.
-    Pending(Receiver<Option<HookResult>>),
+    Pending(Receiver<Ran>),
 }
 
 impl Dispatcher {
@@ -148,27 +287,31 @@ impl Dispatcher {
         None
     }
 
-    /// Evaluates every hook and returns the folded verdict.
+    /// Evaluates every hook and returns the folded verdict. On a guarded event a failed hook
+    /// turns an approval into no verdict (Claude Code's own permission flow decides) and a
+    /// failed mandatory hook into a deny; [`Dispatcher::outcome`] says what failed.
     pub fn dispatch(&self, evt: &Arc<Event>, opts: DispatchOptions) -> Option<HookResult> {
+        settled(self.run(evt, opts, false).0.verdict(evt.kind()))
+    }
+
+    /// Evaluates every hook and returns what they said and which of them failed.
+    pub fn outcome(&self, evt: &Arc<Event>, opts: DispatchOptions) -> Outcome {
         self.run(evt, opts, false).0
     }
 
-    /// Evaluates every hook and returns the verdict plus one trace per registered hook.
+    /// Evaluates every hook and returns the verdict (as [`Dispatcher::dispatch`]) plus one
+    /// trace per registered hook.
     pub fn explain(
         &self,
         evt: &Arc<Event>,
         opts: DispatchOptions,
     ) -> (Option<HookResult>, Vec<Trace>) {
-        self.run(evt, opts, true)
+        let (outcome, traces) = self.run(evt, opts, true);
+        (settled(outcome.verdict(evt.kind())), traces)
     }
 
     /// `explain` also keeps one trace per hook; dispatch skips that work.
-    fn run(
-        &self,
-        evt: &Arc<Event>,
-        opts: DispatchOptions,
-        explain: bool,
-    ) -> (Option<HookResult>, Vec<Trace>) {
+    fn run(&self, evt: &Arc<Event>, opts: DispatchOptions, explain: bool) -> (Outcome, Vec<Trace>) {
         let hooks = self.registry.hooks();
         let mut slots: Vec<Slot> = Vec::with_capacity(hooks.len());
         let mut blocked = false;
@@ -194,21 +337,22 @@ impl Dispatcher {
                     Slot::Pending(submit(Arc::clone(hook), Arc::clone(evt), reservation))
                 }
                 _ => {
-                    let result = hook.execute(evt);
+                    let result = run_body(hook, evt);
                     settle(reservation, &result);
                     Slot::Ready(result)
                 }
             };
-            if let Slot::Ready(Some(r)) = &slot {
+            if let Slot::Ready(Ok(Some(r))) = &slot {
                 blocked |= r.is_block();
             }
             slots.push(slot);
         }
 
         let mut inputs = Vec::with_capacity(hooks.len());
+        let mut failures = Vec::new();
         let mut traces = Vec::with_capacity(if explain { hooks.len() } else { 0 });
         for (hook, slot) in hooks.iter().zip(slots) {
-            let result = match slot {
+            let ran = match slot {
                 Slot::Skipped(t) => {
                     if explain {
                         traces.push(t);
@@ -216,16 +360,27 @@ impl Dispatcher {
                     continue;
                 }
                 Slot::Ready(r) => r,
-                Slot::Pending(rx) => match wait(&rx, opts.deadline) {
-                    Some(r) => r,
-                    None => {
-                        tracing::warn!(hook = %hook.name, "handler missed the deadline; abandoned");
-                        if explain {
-                            traces.push(Trace::Abandoned);
-                        }
-                        continue;
+                Slot::Pending(rx) => wait(&rx, opts.deadline).unwrap_or_else(|| {
+                    tracing::warn!(hook = %hook.name, "handler missed the deadline; abandoned");
+                    Err(FailureCause::Deadline)
+                }),
+            };
+            let result = match ran {
+                Ok(r) => r,
+                Err(cause) => {
+                    if explain {
+                        traces.push(match &cause {
+                            FailureCause::Deadline => Trace::Abandoned,
+                            other => Trace::Failed(other.clone()),
+                        });
                     }
-                },
+                    failures.push(HookFailure {
+                        hook: hook.name.clone(),
+                        mandatory: hook.mandatory,
+                        cause,
+                    });
+                    continue;
+                }
             };
             if explain {
                 traces.push(Trace::Matched(result.clone()));
@@ -236,16 +391,36 @@ impl Dispatcher {
                 advisory_on_deny: hook.advisory_on_deny,
             });
         }
-        (fold(inputs), traces)
+        (
+            Outcome {
+                result: fold(inputs),
+                failures,
+            },
+            traces,
+        )
+    }
+}
+
+/// The [`HookResult`] form of a verdict: an unchecked call carries no approval, only the
+/// warnings' context and notices of the hooks that answered.
+fn settled(verdict: Verdict) -> Option<HookResult> {
+    match verdict {
+        Verdict::Decided(r) => r,
+        Verdict::Unchecked { partial, .. } => partial.and_then(|r| match r.action {
+            Action::Warn => Some(HookResult {
+                approve: false,
+                ..r
+            }),
+            _ => r
+                .system_message
+                .map(|n| HookResult::notice_only().with_system_message(n)),
+        }),
     }
 }
 
 /// Waits for a handler's result until the deadline; `None` when it did not arrive in time (or
 /// its job died without answering, which `run_handler` makes impossible short of an abort).
-fn wait(
-    rx: &Receiver<Option<HookResult>>,
-    deadline: Option<Instant>,
-) -> Option<Option<HookResult>> {
+fn wait(rx: &Receiver<Ran>, deadline: Option<Instant>) -> Option<Ran> {
     match deadline {
         None => rx.recv().ok(),
         Some(d) => {
@@ -288,17 +463,10 @@ fn pool() -> &'static Sender<Job> {
     })
 }
 
-fn submit(
-    hook: Arc<Hook>,
-    evt: Arc<Event>,
-    reservation: Option<Reservation>,
-) -> Receiver<Option<HookResult>> {
+fn submit(hook: Arc<Hook>, evt: Arc<Event>, reservation: Option<Reservation>) -> Receiver<Ran> {
     let (tx, rx) = mpsc::channel();
     let job: Job = Box::new(move || {
-        let result = match &hook.body {
-            Body::Handler(h) => run_handler(&hook.name, &h.func, &evt),
-            Body::Message { .. } => hook.execute(&evt),
-        };
+        let result = run_body(&hook, &evt);
         settle(reservation, &result);
         // The dispatcher may have given up on us; that is fine.
         let _ = tx.send(result);
