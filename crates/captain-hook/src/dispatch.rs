@@ -314,6 +314,7 @@ impl Dispatcher {
     fn run(&self, evt: &Arc<Event>, opts: DispatchOptions, explain: bool) -> (Outcome, Vec<Trace>) {
         let hooks = self.registry.hooks();
         let mut slots: Vec<Slot> = Vec::with_capacity(hooks.len());
+        let mut later: Vec<Job> = Vec::new();
         let mut blocked = false;
         for hook in hooks {
             if let Some(t) = self.opt_out(hook, evt, opts) {
@@ -334,7 +335,15 @@ impl Dispatcher {
             };
             let slot = match &hook.body {
                 Body::Handler(h) if !h.inline => {
-                    Slot::Pending(submit(Arc::clone(hook), Arc::clone(evt), reservation))
+                    let (job, rx) = job(Arc::clone(hook), Arc::clone(evt), reservation);
+                    // Mandatory hooks take the pool's threads first: a call must not pass
+                    // unchecked because other handlers held them up.
+                    if hook.mandatory {
+                        submit(job);
+                    } else {
+                        later.push(job);
+                    }
+                    Slot::Pending(rx)
                 }
                 _ => {
                     let result = run_body(hook, evt);
@@ -347,6 +356,8 @@ impl Dispatcher {
             }
             slots.push(slot);
         }
+
+        later.into_iter().for_each(submit);
 
         let mut inputs = Vec::with_capacity(hooks.len());
         let mut failures = Vec::new();
@@ -402,19 +413,25 @@ impl Dispatcher {
 }
 
 /// The [`HookResult`] form of a verdict: an unchecked call carries no approval, only the
-/// warnings' context and notices of the hooks that answered.
+/// context and notices of the hooks that answered.
 fn settled(verdict: Verdict) -> Option<HookResult> {
-    match verdict {
-        Verdict::Decided(r) => r,
-        Verdict::Unchecked { partial, .. } => partial.and_then(|r| match r.action {
-            Action::Warn => Some(HookResult {
-                approve: false,
-                ..r
-            }),
-            _ => r
-                .system_message
-                .map(|n| HookResult::notice_only().with_system_message(n)),
-        }),
+    let partial = match verdict {
+        Verdict::Decided(r) => return r,
+        Verdict::Unchecked { partial, .. } => partial?,
+    };
+    let context = match partial.action {
+        Action::Warn | Action::Allow => partial.message,
+        Action::Rewrite => partial.note,
+        Action::Block => return Some(partial),
+    };
+    let r = match context.filter(|c| !c.is_empty()) {
+        Some(c) => HookResult::context(c),
+        None => HookResult::notice_only(),
+    };
+    match partial.system_message {
+        Some(n) => Some(r.with_system_message(n)),
+        None if r.is_notice_only() => None,
+        None => Some(r),
     }
 }
 
@@ -463,7 +480,8 @@ fn pool() -> &'static Sender<Job> {
     })
 }
 
-fn submit(hook: Arc<Hook>, evt: Arc<Event>, reservation: Option<Reservation>) -> Receiver<Ran> {
+/// A handler's run as a pool job, and where its result arrives.
+fn job(hook: Arc<Hook>, evt: Arc<Event>, reservation: Option<Reservation>) -> (Job, Receiver<Ran>) {
     let (tx, rx) = mpsc::channel();
     let job: Job = Box::new(move || {
         let result = run_body(&hook, &evt);
@@ -471,8 +489,13 @@ fn submit(hook: Arc<Hook>, evt: Arc<Event>, reservation: Option<Reservation>) ->
         // The dispatcher may have given up on us; that is fine.
         let _ = tx.send(result);
     });
+    (job, rx)
+}
+
+/// Queues a job. A job the pool cannot take drops its sender, which the dispatcher sees as a
+/// hook that never answered (a failure, not a silent pass).
+fn submit(job: Job) {
     if pool().send(job).is_err() {
         tracing::error!("handler pool is gone; hook yields no result");
     }
-    rx
 }
