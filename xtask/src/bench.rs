@@ -75,6 +75,38 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
         hook_ms / true_ms
     );
 
+    // What Claude Code really runs: `sh -c '"${CLAUDE_PLUGIN_ROOT}/bin/hook" run PreToolUse'`,
+    // with the installed plugin (bin/hook is the native client) and with the committed POSIX sh
+    // wrapper (a checkout without `cargo xtask install`), against `sh -c /bin/true`.
+    let (installed, checkout) = sandbox.install_plugin()?;
+    let script = "\"${CLAUDE_PLUGIN_ROOT}/bin/hook\" run PreToolUse";
+    let (mut native, mut wrapper, mut sh_true) = (Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..samples {
+        native.push(time(
+            sandbox.shell(script).env("CLAUDE_PLUGIN_ROOT", &installed),
+            &payload_path,
+        )?);
+        wrapper.push(time(
+            sandbox.shell(script).env("CLAUDE_PLUGIN_ROOT", &checkout),
+            &payload_path,
+        )?);
+        sh_true.push(time(&mut sandbox.shell("/bin/true"), &payload_path)?);
+    }
+    let (native_ms, wrapper_ms, sh_ms) = (
+        median(&mut native),
+        median(&mut wrapper),
+        median(&mut sh_true),
+    );
+    println!(
+        "plugin sh -c bin/hook (installed, native)  median {native_ms:7.3} ms   ratio {:.2}x sh -c /bin/true (target <= 1.3)",
+        native_ms / sh_ms
+    );
+    println!(
+        "plugin sh -c bin/hook (POSIX sh wrapper)   median {wrapper_ms:7.3} ms   ratio {:.2}x",
+        wrapper_ms / sh_ms
+    );
+    println!("       sh -c /bin/true                     median {sh_ms:7.3} ms");
+
     // Resident memory while warm.
     let status = sandbox.status()?;
     let host_rss = rss_kib(status["pid"].as_u64().unwrap_or(0));

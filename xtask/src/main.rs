@@ -176,6 +176,7 @@ fn install() -> anyhow::Result<()> {
         std::fs::remove_dir_all(&plugin)?;
     }
     copy_dir(&workspace_root().join("plugin"), &plugin)?;
+    link_native_client(&plugin, &bin)?;
     println!(
         "installed {} and the plugin at {}",
         bin.display(),
@@ -188,6 +189,17 @@ fn install() -> anyhow::Result<()> {
         "then remove any `capt-hook run` entries from .claude/settings*.json (they would run twice)"
     );
     Ok(())
+}
+
+/// Points the installed plugin's `bin/hook` at the native client, so what Claude Code runs is
+/// one exec rather than a shell script that execs the client (a shell's start-up costs as much
+/// as the whole round trip to the host). The client finds the host and the worker beside its
+/// resolved path, so a symlink keeps them found.
+fn link_native_client(plugin: &Path, bin: &Path) -> anyhow::Result<()> {
+    let shim = plugin.join("bin/hook");
+    std::fs::remove_file(&shim).with_context(|| format!("removing {}", shim.display()))?;
+    std::os::unix::fs::symlink(bin.join("hook"), &shim)
+        .with_context(|| format!("linking {} to the client", shim.display()))
 }
 
 fn copy_dir(from: &Path, to: &Path) -> anyhow::Result<()> {
@@ -214,9 +226,20 @@ fn demo() -> anyhow::Result<()> {
             "guards.toml",
             "[[hook]]\nkind = \"block_command\"\nargv = [\"git\", \"stash\"]\nreason = \"use jj shelve instead\"\n\n\
              [[hook]]\nkind = \"warn_command\"\nargv = [\"cargo\", \"publish\"]\nevents = \"PreToolUse\"\nmessage = \"publishing: double-check the version\"\n\n\
-             [[hook]]\nkind = \"hook\"\nevents = \"Stop\"\nmessage = \"run the tests before you stop\"\n",
+             [[hook]]\nkind = \"gate\"\nmessage = \"run the tests before you stop\"\n",
         )],
     )?;
+    let transcript = project.join("transcript.jsonl");
+    std::fs::write(
+        &transcript,
+        concat!(
+            r#"{"type":"user","message":{"role":"user","content":"tidy the repo"},"uuid":"u1"}"#,
+            "\n",
+            r#"{"type":"assistant","message":{"role":"assistant","content":[{"type":"text","text":"Done."}]},"uuid":"a1"}"#,
+            "\n"
+        ),
+    )?;
+    let mut stops_seen = false;
     let host = sandbox.start_host()?;
     println!("host pid {host} on {}", sandbox.socket().display());
     // Each event with the verdict it must get, so `demo` doubles as a smoke test in CI.
@@ -233,9 +256,19 @@ fn demo() -> anyhow::Result<()> {
             "double-check the version",
         ),
         ("PreToolUse", Some("ls -la"), ""),
+        // A gate blocks the first Stop of a turn and lets the next one through: no loop.
         ("Stop", None, "\"decision\":\"block\""),
+        ("Stop", None, ""),
     ] {
-        let payload = sandbox::payload(event, &project, command, "demo");
+        let mut payload = sandbox::payload(event, &project, command, "demo");
+        if event == "Stop" {
+            // The gate reads the turn from the session's transcript; the second Stop is the
+            // continuation Claude Code marks `stop_hook_active`.
+            let mut v: serde_json::Value = serde_json::from_slice(&payload)?;
+            v["transcript_path"] = transcript.display().to_string().into();
+            v["stop_hook_active"] = std::mem::replace(&mut stops_seen, true).into();
+            payload = v.to_string().into_bytes();
+        }
         let out = sandbox.hook(event, &payload)?;
         let label = command
             .map(|c| format!("{event} `{c}`"))

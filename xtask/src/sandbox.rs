@@ -33,7 +33,10 @@ impl Sandbox {
     /// A command for one of the binaries with the sandbox's environment. TMPDIR points inside
     /// the sandbox so the projects (outside it) are not treated as throwaway roots.
     pub fn command(&self, bin: &str) -> Command {
-        let mut cmd = Command::new(self.bins.join(bin));
+        self.with_env(Command::new(self.bins.join(bin)))
+    }
+
+    fn with_env(&self, mut cmd: Command) -> Command {
         cmd.env("HOME", self.dir.join("home"))
             .env("XDG_RUNTIME_DIR", self.dir.join("run"))
             .env("TMPDIR", self.dir.join("tmp"))
@@ -41,6 +44,37 @@ impl Sandbox {
             .env_remove("FACTORY_PROJECT_DIR")
             .env_remove("CAPT_HOOK_CLIENT_TIMEOUT");
         cmd
+    }
+
+    /// `sh -c script` with the sandbox's environment, as Claude Code runs a hook command.
+    pub fn shell(&self, script: &str) -> Command {
+        let mut sh = Command::new("sh");
+        sh.args(["-c", script]);
+        self.with_env(sh)
+    }
+
+    /// Installs the plugin as `cargo xtask install` lays it out (the committed plugin under
+    /// `plugin/`, its `bin/hook` a link to the native client) and the client where the POSIX sh
+    /// wrapper looks for it; returns (installed plugin root, committed wrapper's plugin root).
+    pub fn install_plugin(&self) -> anyhow::Result<(PathBuf, PathBuf)> {
+        let repo_plugin = crate::workspace_root().join("plugin");
+        let installed = self.dir.join("plugin-installed");
+        let checkout = self.dir.join("plugin-checkout");
+        for dir in [&installed, &checkout] {
+            crate::copy_dir(&repo_plugin, dir)?;
+        }
+        let shim = installed.join("bin/hook");
+        std::fs::remove_file(&shim)?;
+        std::os::unix::fs::symlink(self.bins.join("hook"), &shim)?;
+        let share = self.dir.join("home/.local/share/captain-hook/bin");
+        std::fs::create_dir_all(&share)?;
+        for bin in crate::RUNTIME_BINS {
+            let link = share.join(bin);
+            if !link.exists() {
+                std::os::unix::fs::symlink(self.bins.join(bin), link)?;
+            }
+        }
+        Ok((installed, checkout))
     }
 
     /// The host socket.

@@ -4,7 +4,7 @@
 //! expressed in the JSON, never by exit 2), 1 for usage errors, unknown events, failed tests and
 //! hook files that do not load.
 
-use std::io::{Read, Write};
+use std::io::{IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -204,10 +204,15 @@ fn run(
     event: &str,
     run_async: bool,
 ) -> anyhow::Result<ExitCode> {
-    // An unknown name fails before stdin is read, so a typo never waits on a terminal.
+    // A name this build does not know comes from a newer Claude Code: a clean no-op, never an
+    // error Claude Code would report. The payload is drained so the writer never sees a broken
+    // pipe, unless stdin is a terminal (a typo at the prompt must not wait for input).
     if let Err(e) = event.parse::<EventKind>() {
-        eprintln!("{e}");
-        return Ok(ExitCode::from(1));
+        eprintln!("capt-hook: {e}; nothing to do");
+        if !std::io::stdin().is_terminal() {
+            let _ = std::io::copy(&mut std::io::stdin().lock(), &mut std::io::sink());
+        }
+        return Ok(ExitCode::SUCCESS);
     }
     let mut stdin = Vec::new();
     std::io::stdin()
@@ -289,6 +294,11 @@ fn explain(
             Trace::Abandoned => "abandoned: the handler missed the deadline".to_owned(),
             Trace::Failed(cause) => format!("FAILED: the handler {cause}"),
             Trace::Capped => "skipped: max_fires reached for this session and agent".to_owned(),
+            Trace::Continuation => {
+                "skipped: Claude Code is already continuing because of a stop hook \
+                 (repeat = true blocks again)"
+                    .to_owned()
+            }
             Trace::Matched(None) => "matched, returned nothing".to_owned(),
             Trace::Matched(Some(r)) => format!(
                 "MATCHED -> {}{}",
@@ -305,6 +315,10 @@ fn explain(
         ));
     }
     match envelope(kind, result.as_ref()) {
+        Some(o) if o.blocking_stderr().is_some() => out.push_str(&format!(
+            "verdict: block\noutput: exit 2, stderr: {}\n",
+            o.blocking_stderr().unwrap_or_default()
+        )),
         Some(o) => out.push_str(&format!(
             "verdict: {}\noutput: {}\n",
             result.as_ref().map(|r| r.action.name()).unwrap_or("notice"),
@@ -366,6 +380,13 @@ fn check(root: &Option<PathBuf>, hooks: &Option<PathBuf>) -> anyhow::Result<Exit
         eprintln!("{e}");
     }
     let files = files.map(|f| f.len()).unwrap_or(0);
+    for warning in registry
+        .hooks()
+        .iter()
+        .filter_map(|h| h.stop_loop_warning())
+    {
+        eprintln!("warning: {warning}");
+    }
     if errors.is_empty() {
         println!(
             "{} hooks in {} files under {}: OK",

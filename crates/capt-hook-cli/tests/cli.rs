@@ -96,8 +96,10 @@ fn run_blocks_and_prints_one_line_of_json() {
 #[test]
 fn run_edges_unknown_event_blank_and_malformed_stdin() {
     let p = Project::new(&[("stash.toml", STASH)]);
+    // An unknown name is a newer Claude Code's event: exit 0, nothing on stdout.
     let out = p.run(&["run", "PreToolUze"], b"{}");
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(0));
+    assert!(out.stdout.is_empty());
     assert!(
         text(&out.stderr)
             .contains("Invalid event type: 'PreToolUze'. Valid event names are: PreToolUse")
@@ -546,4 +548,272 @@ fn replay_shows_where_a_stateful_hook_fires() {
         stdout.ends_with("10 events replayed, 2 with a verdict\n"),
         "{stdout}"
     );
+}
+
+// ---- Every Claude Code event, in the shape the real client honours ----------------------------
+
+/// The published examples of what Claude Code sends (`../shared/reference/claude-code/payloads`).
+fn reference_payloads() -> Vec<(String, serde_json::Value)> {
+    let dir = workspace().join("../shared/reference/claude-code/payloads");
+    let entries = std::fs::read_dir(&dir).unwrap_or_else(|e| {
+        panic!(
+            "the Claude Code reference payloads must sit beside the checkout at {}: {e}",
+            dir.display()
+        )
+    });
+    let mut out = Vec::new();
+    for entry in entries {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        if !name.contains(".input.") {
+            continue;
+        }
+        let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap())
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        let event = v["hook_event_name"]
+            .as_str()
+            .map(str::to_owned)
+            .unwrap_or_else(|| name.split('.').next().unwrap().to_owned());
+        out.push((event, v));
+    }
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    out
+}
+
+/// The keys the reference's decision-control table lets each event return (beyond the universal
+/// `systemMessage`): top-level keys, then `hookSpecificOutput` keys.
+fn allowed(event: &str) -> (&'static [&'static str], &'static [&'static str]) {
+    const TOP: &[&str] = &["decision", "reason"];
+    match event {
+        "PreToolUse" => (
+            &[],
+            &[
+                "permissionDecision",
+                "permissionDecisionReason",
+                "updatedInput",
+                "additionalContext",
+            ],
+        ),
+        "PermissionRequest" => (&[], &["decision"]),
+        "PermissionDenied" => (&[], &["retry"]),
+        "UserPromptSubmit" => (TOP, &["additionalContext", "sessionTitle"]),
+        "PostToolUse" => (TOP, &["additionalContext", "updatedToolOutput"]),
+        "UserPromptExpansion"
+        | "PostToolUseFailure"
+        | "PostToolBatch"
+        | "Stop"
+        | "SubagentStop" => (TOP, &["additionalContext"]),
+        "TaskCreated" | "ConfigChange" | "PreCompact" => (TOP, &[]),
+        "SessionStart" => (
+            &[],
+            &[
+                "additionalContext",
+                "initialUserMessage",
+                "sessionTitle",
+                "watchPaths",
+                "reloadSkills",
+            ],
+        ),
+        "Setup" | "SubagentStart" => (&[], &["additionalContext"]),
+        "MessageDisplay" => (&[], &["displayContent"]),
+        "CwdChanged" | "FileChanged" => (&[], &["watchPaths"]),
+        "Elicitation" | "ElicitationResult" => (&[], &["action", "content"]),
+        _ => (&[], &[]),
+    }
+}
+
+/// Checks one event: every reference payload of it runs with no hooks (exit 0, nothing printed),
+/// then with a warning and with a block on every event; each output uses only the keys the
+/// reference allows for the event, and the message is never dropped.
+fn check_event(event: &str) {
+    let payloads: Vec<serde_json::Value> = reference_payloads()
+        .into_iter()
+        .filter(|(e, _)| e == event)
+        .map(|(_, v)| v)
+        .collect();
+    assert!(!payloads.is_empty(), "no reference payload for {event}");
+    let quiet = Project::new(&[]);
+    let hooks = |block: bool| {
+        format!(
+            "[[hook]]\nkind = \"hook\"\nevents = {:?}\nmessage = \"MSG-{event}\"\nblock = {block}\nskip_planning_agents = false\n",
+            event
+        )
+    };
+    let warn = Project::new(&[("all.toml", &hooks(false))]);
+    let block = Project::new(&[("all.toml", &hooks(true))]);
+    for payload in payloads {
+        let stdin = payload.to_string();
+        let out = quiet.run(&["run", event], stdin.as_bytes());
+        assert_eq!(out.status.code(), Some(0), "{event}: {}", text(&out.stderr));
+        assert!(out.stdout.is_empty(), "{event}: {}", text(&out.stdout));
+
+        for (p, blocking) in [(&warn, false), (&block, true)] {
+            let out = p.run(&["run", event], stdin.as_bytes());
+            let stdout = text(&out.stdout);
+            let stderr = text(&out.stderr);
+            let exit_two =
+                blocking && matches!(event, "TaskCompleted" | "TeammateIdle" | "WorktreeCreate");
+            if exit_two {
+                // These events honour a block only as a failing exit, with feedback on stderr.
+                assert_eq!(out.status.code(), Some(2), "{event}: {stderr}");
+                assert!(
+                    stderr.contains(&format!("MSG-{event}")),
+                    "{event}: {stderr}"
+                );
+                continue;
+            }
+            assert_eq!(
+                out.status.code(),
+                Some(0),
+                "{event} block={blocking}: {stderr}"
+            );
+            match event {
+                // The dialog shows for a warning; WorktreeCreate's stdout is a path.
+                "PermissionRequest" if !blocking => {
+                    assert!(stdout.is_empty(), "{stdout}");
+                    continue;
+                }
+                "WorktreeCreate" => {
+                    assert!(stdout.is_empty(), "{stdout}");
+                    continue;
+                }
+                "PreCompact" if !blocking => {
+                    assert_eq!(stdout.trim(), format!("MSG-{event}"));
+                    continue;
+                }
+                // The continuation a stop hook caused: a plain hook does not block it again.
+                "Stop" | "SubagentStop" if payload["stop_hook_active"] == true => {
+                    assert!(stdout.is_empty(), "{event} looped: {stdout}");
+                    continue;
+                }
+                _ => {}
+            }
+            // Elicitation's decline carries no text: the reference has nowhere to put it.
+            if !(blocking && matches!(event, "Elicitation" | "ElicitationResult")) {
+                assert!(
+                    stdout.contains(&format!("MSG-{event}")),
+                    "{event} block={blocking}: the message was dropped: {stdout:?}"
+                );
+            }
+            let v: serde_json::Value = serde_json::from_str(stdout.trim())
+                .unwrap_or_else(|e| panic!("{event}: not JSON ({e}): {stdout}"));
+            let (top, specific) = allowed(event);
+            for key in v.as_object().unwrap().keys() {
+                assert!(
+                    key == "systemMessage"
+                        || key == "hookSpecificOutput"
+                        || top.contains(&key.as_str()),
+                    "{event}: Claude Code does not read top-level `{key}` here: {v}"
+                );
+            }
+            if let Some(hso) = v.get("hookSpecificOutput").and_then(|h| h.as_object()) {
+                assert_eq!(hso["hookEventName"], event, "{v}");
+                for key in hso.keys().filter(|k| *k != "hookEventName") {
+                    assert!(
+                        specific.contains(&key.as_str()),
+                        "{event}: Claude Code does not read hookSpecificOutput.{key}: {v}"
+                    );
+                }
+            }
+            if blocking {
+                let blocks = v["decision"] == "block"
+                    || v["hookSpecificOutput"]["permissionDecision"] == "deny"
+                    || v["hookSpecificOutput"]["decision"]["behavior"] == "deny"
+                    || v["hookSpecificOutput"]["action"] == "decline";
+                let can_block = !matches!(
+                    event,
+                    "PermissionDenied"
+                        | "SessionStart"
+                        | "Setup"
+                        | "SubagentStart"
+                        | "PostToolUseFailure"
+                        | "MessageDisplay"
+                        | "Notification"
+                        | "SessionEnd"
+                        | "PostCompact"
+                        | "InstructionsLoaded"
+                        | "StopFailure"
+                        | "CwdChanged"
+                        | "DirectoryAdded"
+                        | "FileChanged"
+                        | "WorktreeRemove"
+                );
+                assert_eq!(blocks, can_block, "{event}: {v}");
+            }
+        }
+    }
+}
+
+macro_rules! event_tests {
+    ($($name:ident => $event:literal,)*) => {
+        $(#[test] fn $name() { check_event($event); })*
+
+        /// Every event Claude Code documents has a test above.
+        #[test]
+        fn every_documented_event_is_checked() {
+            let tested = [$($event),*];
+            for (event, _) in reference_payloads() {
+                assert!(tested.contains(&event.as_str()), "{event} has no test");
+            }
+            assert_eq!(tested.len(), 31);
+        }
+    };
+}
+
+event_tests! {
+    ev_session_start => "SessionStart",
+    ev_setup => "Setup",
+    ev_instructions_loaded => "InstructionsLoaded",
+    ev_user_prompt_submit => "UserPromptSubmit",
+    ev_user_prompt_expansion => "UserPromptExpansion",
+    ev_message_display => "MessageDisplay",
+    ev_pre_tool_use => "PreToolUse",
+    ev_permission_request => "PermissionRequest",
+    ev_permission_denied => "PermissionDenied",
+    ev_post_tool_use => "PostToolUse",
+    ev_post_tool_use_failure => "PostToolUseFailure",
+    ev_post_tool_batch => "PostToolBatch",
+    ev_notification => "Notification",
+    ev_subagent_start => "SubagentStart",
+    ev_subagent_stop => "SubagentStop",
+    ev_task_created => "TaskCreated",
+    ev_task_completed => "TaskCompleted",
+    ev_stop => "Stop",
+    ev_stop_failure => "StopFailure",
+    ev_teammate_idle => "TeammateIdle",
+    ev_config_change => "ConfigChange",
+    ev_cwd_changed => "CwdChanged",
+    ev_directory_added => "DirectoryAdded",
+    ev_file_changed => "FileChanged",
+    ev_worktree_create => "WorktreeCreate",
+    ev_worktree_remove => "WorktreeRemove",
+    ev_pre_compact => "PreCompact",
+    ev_post_compact => "PostCompact",
+    ev_session_end => "SessionEnd",
+    ev_elicitation => "Elicitation",
+    ev_elicitation_result => "ElicitationResult",
+}
+
+/// The plugin registers every event Claude Code sends, once, with the same command.
+#[test]
+fn plugin_registers_every_event() {
+    let text = std::fs::read_to_string(workspace().join("plugin/hooks/hooks.json")).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let hooks = v["hooks"].as_object().unwrap();
+    for kind in capt_hook_core::EventKind::ALL {
+        let name = kind.name();
+        // ResourcePressure is our host's own; registering WorktreeCreate would replace Claude
+        // Code's git worktree creation for every user of the plugin.
+        if matches!(name, "ResourcePressure" | "WorktreeCreate") {
+            assert!(!hooks.contains_key(name), "{name} must not be registered");
+            continue;
+        }
+        let entry = &hooks[name];
+        assert_eq!(
+            entry[0]["hooks"][0]["command"],
+            format!("\"${{CLAUDE_PLUGIN_ROOT}}/bin/hook\" run {name}"),
+            "{name}"
+        );
+    }
+    assert_eq!(hooks.len(), capt_hook_core::EventKind::ALL.len() - 2);
 }

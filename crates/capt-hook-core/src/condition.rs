@@ -536,7 +536,12 @@ pub fn never_matches(conditions: &[Condition], events: crate::events::EventSet) 
     if events.intersects(crate::events::TOOL_EVENTS) {
         return None;
     }
-    conditions.iter().position(Condition::reads_tool_call)
+    // `file_path` and `test_file` also read the file FileChanged & co. are about.
+    let file_events = events.intersects(crate::events::FILE_EVENTS);
+    conditions.iter().position(|c| {
+        c.reads_tool_call()
+            && !(file_events && matches!(c, Condition::FilePath { .. } | Condition::TestFile(true)))
+    })
 }
 
 /// Evaluates `only_if` then `skip_if`; returns where the first deciding condition sits.

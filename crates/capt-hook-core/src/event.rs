@@ -60,6 +60,8 @@ pub struct Event {
     /// Values several hooks derive from this event (an edited file, its parse), kept so each
     /// is computed once per event.
     memo: std::sync::Mutex<std::collections::HashMap<String, Memo>>,
+    /// PostToolBatch: one view per call of the batch, built on first use.
+    batch: OnceLock<Vec<std::sync::Arc<Event>>>,
 }
 
 type Memo = std::sync::Arc<dyn std::any::Any + Send + Sync>;
@@ -86,7 +88,7 @@ impl Event {
             Value::Object(map) => map,
             other => return Err(EventError::NotAnObject(kind_name(&other))),
         };
-        let tool_name = if kind.has_tool() {
+        let tool_name = if kind.has_tool() || kind.has_tool_batch() {
             payload
                 .get("tool_name")
                 .and_then(Value::as_str)
@@ -117,8 +119,38 @@ impl Event {
             transcript: LazyTranscript::new(None),
             store: OnceLock::new(),
             memo: Default::default(),
+            batch: OnceLock::new(),
         }
         .with_transcript_path())
+    }
+
+    /// PostToolBatch: one event per call of the batch, each carrying that call's `tool_name`,
+    /// `tool_input`, `tool_use_id` and `tool_response` beside the batch's common fields, so tool
+    /// conditions read it as they read a single call. Empty on every other event.
+    pub fn batch_calls(&self) -> &[std::sync::Arc<Event>] {
+        self.batch.get_or_init(|| {
+            if !self.kind.has_tool_batch() || self.tool_name.is_some() {
+                return Vec::new();
+            }
+            let Some(calls) = self.payload.get("tool_calls").and_then(Value::as_array) else {
+                return Vec::new();
+            };
+            let mut common = self.payload.clone();
+            common.remove("tool_calls");
+            calls
+                .iter()
+                .filter_map(Value::as_object)
+                .filter_map(|call| {
+                    let mut payload = common.clone();
+                    for (k, v) in call {
+                        payload.insert(k.clone(), v.clone());
+                    }
+                    Event::new(self.kind, Value::Object(payload), self.context.clone())
+                        .ok()
+                        .map(std::sync::Arc::new)
+                })
+                .collect()
+        })
     }
 
     fn with_transcript_path(mut self) -> Event {
@@ -181,6 +213,13 @@ impl Event {
     /// The raw payload.
     pub fn payload(&self) -> &Map<String, Value> {
         &self.payload
+    }
+
+    /// The payload as this event's typed struct (every field Claude Code documents for it,
+    /// unknown ones kept). Parsed on each call: hooks that need more than the accessors below
+    /// ask for it, the hot path never does.
+    pub fn typed(&self) -> Result<crate::Payload, crate::PayloadError> {
+        crate::Payload::parse(self.kind, &self.payload)
     }
 
     /// The context the event was built with.
@@ -256,7 +295,7 @@ impl Event {
 
     /// The raw `tool_input` object (tool events only).
     pub fn tool_input(&self) -> Option<&Map<String, Value>> {
-        if self.kind.has_tool() {
+        if self.tool_name.is_some() || self.kind.has_tool() {
             self.payload.get("tool_input").and_then(Value::as_object)
         } else {
             None
@@ -284,9 +323,15 @@ impl Event {
         })
     }
 
-    /// The file the call targets.
+    /// The file the call targets, or the file the event is about (FileChanged,
+    /// InstructionsLoaded, ConfigChange).
     pub fn file(&self) -> Option<&str> {
-        self.tool.file_path()
+        self.tool.file_path().or_else(|| match self.kind {
+            EventKind::FileChanged | EventKind::InstructionsLoaded | EventKind::ConfigChange => {
+                self.str_field("file_path")
+            }
+            _ => None,
+        })
     }
 
     /// The new text an edit or write puts in the file.

@@ -3,98 +3,142 @@
 use std::fmt;
 use std::str::FromStr;
 
-/// One hook event. Declaration order matters: inline tests simulate a hook's first event in this
-/// order, and event sets print in it. Hook files name events exactly as the variants are spelled.
-#[derive(
-    Debug,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    Hash,
-    PartialOrd,
-    Ord,
-    serde::Deserialize,
-    serde::Serialize,
-    schemars::JsonSchema,
-)]
-pub enum EventKind {
+/// Declares the events once: the enum, its order, names, and which events carry a tool call
+/// (`T`), a batch of tool calls (`B`), name a file outside a tool call (`F`) or wait for a
+/// decision (`D`). Every other table of
+/// per-event facts (envelopes, docs, `hooks.json`) is keyed by this enum.
+macro_rules! events {
+    ($($(#[doc = $doc:literal])* $name:ident [$($flag:ident)*],)*) => {
+        /// One hook event. Declaration order matters: inline tests simulate a hook's first event
+        /// in this order, and event sets print in it. Hook files name events exactly as the
+        /// variants are spelled.
+        #[derive(
+            Debug,
+            Clone,
+            Copy,
+            PartialEq,
+            Eq,
+            Hash,
+            PartialOrd,
+            Ord,
+            serde::Deserialize,
+            serde::Serialize,
+            schemars::JsonSchema,
+        )]
+        pub enum EventKind {
+            $($(#[doc = $doc])* $name,)*
+        }
+
+        impl EventKind {
+            /// Every event, in declaration order.
+            pub const ALL: [EventKind; EVENT_COUNT] = [$(EventKind::$name,)*];
+
+            /// The event's name as Claude Code spells it.
+            pub fn name(self) -> &'static str {
+                match self {
+                    $(EventKind::$name => stringify!($name),)*
+                }
+            }
+
+            const fn flags(self) -> &'static str {
+                match self {
+                    $(EventKind::$name => concat!($(stringify!($flag)),*),)*
+                }
+            }
+        }
+    };
+}
+
+/// How many events there are.
+pub const EVENT_COUNT: usize = 32;
+
+events! {
     /// Before a tool runs; the verdict can deny, allow or rewrite the call.
-    PreToolUse,
+    PreToolUse [T D],
     /// After a tool ran successfully.
-    PostToolUse,
+    PostToolUse [T],
     /// After a tool failed.
-    PostToolUseFailure,
+    PostToolUseFailure [T],
     /// The user submitted a prompt.
-    UserPromptSubmit,
+    UserPromptSubmit [],
     /// The main agent wants to stop.
-    Stop,
+    Stop [D],
     /// A subagent wants to stop.
-    SubagentStop,
+    SubagentStop [D],
     /// A subagent is starting.
-    SubagentStart,
+    SubagentStart [],
     /// The conversation is about to be compacted.
-    PreCompact,
+    PreCompact [],
     /// Claude Code shows a notification.
-    Notification,
+    Notification [],
     /// A session starts or resumes.
-    SessionStart,
+    SessionStart [],
     /// A session ends.
-    SessionEnd,
+    SessionEnd [],
     /// Claude Code is about to show a permission dialog.
-    PermissionRequest,
-    /// Claude Code is about to display a message.
-    MessageDisplay,
+    PermissionRequest [T D],
+    /// Claude Code is about to display assistant text.
+    MessageDisplay [],
+    /// The auto-mode classifier denied a tool call.
+    PermissionDenied [T D],
+    /// A batch of parallel tool calls resolved, before the next model call.
+    PostToolBatch [B],
+    /// A typed slash command or MCP prompt is about to expand.
+    UserPromptExpansion [],
+    /// A turn ended with an API error instead of a Stop.
+    StopFailure [],
+    /// The conversation was compacted.
+    PostCompact [],
+    /// Claude Code runs its setup (`--init`, `--maintenance`).
+    Setup [],
+    /// A task is being created.
+    TaskCreated [D],
+    /// A task is being marked complete.
+    TaskCompleted [D],
+    /// An agent-team teammate is about to go idle.
+    TeammateIdle [D],
+    /// A settings, policy or skill file changed.
+    ConfigChange [F],
+    /// A CLAUDE.md or rules file was loaded.
+    InstructionsLoaded [F],
+    /// The working directory changed.
+    CwdChanged [],
+    /// A watched file changed on disk.
+    FileChanged [F],
+    /// A directory was added to the session.
+    DirectoryAdded [],
+    /// A worktree is being created; a hook may supply its path.
+    WorktreeCreate [D],
+    /// A worktree is being removed.
+    WorktreeRemove [],
+    /// An MCP server asks the user for input.
+    Elicitation [D],
+    /// The user answered an MCP elicitation.
+    ElicitationResult [D],
     /// Sent by our host, not Claude Code: the machine is short of resources.
-    ResourcePressure,
+    ResourcePressure [],
 }
 
 impl EventKind {
-    /// Every event, in declaration order.
-    pub const ALL: [EventKind; 14] = [
-        EventKind::PreToolUse,
-        EventKind::PostToolUse,
-        EventKind::PostToolUseFailure,
-        EventKind::UserPromptSubmit,
-        EventKind::Stop,
-        EventKind::SubagentStop,
-        EventKind::SubagentStart,
-        EventKind::PreCompact,
-        EventKind::Notification,
-        EventKind::SessionStart,
-        EventKind::SessionEnd,
-        EventKind::PermissionRequest,
-        EventKind::MessageDisplay,
-        EventKind::ResourcePressure,
-    ];
-
-    /// The event's name as Claude Code spells it.
-    pub fn name(self) -> &'static str {
-        match self {
-            EventKind::PreToolUse => "PreToolUse",
-            EventKind::PostToolUse => "PostToolUse",
-            EventKind::PostToolUseFailure => "PostToolUseFailure",
-            EventKind::UserPromptSubmit => "UserPromptSubmit",
-            EventKind::Stop => "Stop",
-            EventKind::SubagentStop => "SubagentStop",
-            EventKind::SubagentStart => "SubagentStart",
-            EventKind::PreCompact => "PreCompact",
-            EventKind::Notification => "Notification",
-            EventKind::SessionStart => "SessionStart",
-            EventKind::SessionEnd => "SessionEnd",
-            EventKind::PermissionRequest => "PermissionRequest",
-            EventKind::MessageDisplay => "MessageDisplay",
-            EventKind::ResourcePressure => "ResourcePressure",
-        }
+    fn bit(self) -> u64 {
+        1 << (self as u64)
     }
 
-    fn bit(self) -> u16 {
-        1 << (self as u16)
-    }
-
-    /// True for events that carry a tool call.
+    /// True for events that carry one tool call (`tool_name`, `tool_input`).
     pub fn has_tool(self) -> bool {
-        TOOL_EVENTS.contains(self)
+        self.flags().contains('T')
+    }
+
+    /// True for PostToolBatch, whose payload lists several tool calls; tool conditions hold
+    /// when one call of the batch satisfies them.
+    pub fn has_tool_batch(self) -> bool {
+        self.flags().contains('B')
+    }
+
+    /// True for events whose verdict Claude Code waits for and acts on; an async hook there
+    /// would have its verdict discarded.
+    pub fn is_decision(self) -> bool {
+        self.flags().contains('D')
     }
 
     /// The comma-separated list of valid names, for error messages.
@@ -133,27 +177,46 @@ impl FromStr for EventKind {
 
 /// A set of events, iterated in declaration order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-pub struct EventSet(u16);
+pub struct EventSet(u64);
 
-/// Events whose payload carries a tool call.
-pub const TOOL_EVENTS: EventSet = EventSet(
-    (1 << EventKind::PreToolUse as u16)
-        | (1 << EventKind::PostToolUse as u16)
-        | (1 << EventKind::PostToolUseFailure as u16)
-        | (1 << EventKind::PermissionRequest as u16),
-);
+/// Events whose payload carries tool calls (one, or PostToolBatch's list).
+pub const TOOL_EVENTS: EventSet = EventSet::matching('T').union(EventSet::matching('B'));
+
+/// Events about a file that is not a tool call's (`file_path` conditions apply).
+pub const FILE_EVENTS: EventSet = EventSet::matching('F');
 
 /// Events whose verdict Claude Code waits for; an async hook on one would be discarded.
-pub const DECISION_EVENTS: EventSet = EventSet(
-    (1 << EventKind::PreToolUse as u16)
-        | (1 << EventKind::PermissionRequest as u16)
-        | (1 << EventKind::Stop as u16)
-        | (1 << EventKind::SubagentStop as u16),
-);
+pub const DECISION_EVENTS: EventSet = EventSet::matching('D');
 
 impl EventSet {
     /// The empty set.
     pub const EMPTY: EventSet = EventSet(0);
+
+    /// Every event.
+    pub const ALL: EventSet = EventSet((1 << EVENT_COUNT as u64) - 1);
+
+    /// The events whose flags hold `flag` (const, so the sets above are computed once).
+    const fn matching(flag: char) -> EventSet {
+        let mut bits = 0u64;
+        let mut i = 0;
+        while i < EVENT_COUNT {
+            let flags = EventKind::ALL[i].flags().as_bytes();
+            let mut j = 0;
+            while j < flags.len() {
+                if flags[j] == flag as u8 {
+                    bits |= 1 << i;
+                }
+                j += 1;
+            }
+            i += 1;
+        }
+        EventSet(bits)
+    }
+
+    /// The union of two sets.
+    pub const fn union(self, other: EventSet) -> EventSet {
+        EventSet(self.0 | other.0)
+    }
 
     /// A set of the given events.
     pub fn of(events: &[EventKind]) -> EventSet {

@@ -204,7 +204,7 @@ mod tests {
         ])
         .unwrap();
         assert_eq!(out.message.as_deref(), Some("w1\n\nw2"));
-        assert!(out.approve);
+        assert!(!out.approve);
         let notice = fold([handler(Some(
             HookResult::notice_only().with_system_message("hey"),
         ))])

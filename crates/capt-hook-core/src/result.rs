@@ -38,7 +38,8 @@ pub struct HookResult {
     pub updated_input: Option<Map<String, Value>>,
     /// Context attached to a rewrite.
     pub note: Option<String>,
-    /// For a warn at PreToolUse: also approve the call (Claude Code's `permissionDecision`).
+    /// For a warn at PreToolUse: also approve the call (Claude Code's `permissionDecision`);
+    /// off unless the hook opted in with `approve = true`.
     pub approve: bool,
     /// A notice shown to the user, not the agent.
     pub system_message: Option<String>,
@@ -51,7 +52,7 @@ impl HookResult {
             message,
             updated_input: None,
             note: None,
-            approve: true,
+            approve: false,
             system_message: None,
         }
     }
@@ -61,17 +62,16 @@ impl HookResult {
         Self::of(Action::Block, Some(message.into()))
     }
 
-    /// A warning with `message`; at PreToolUse it also approves the call.
+    /// A warning with `message`: context for the agent, never a permission.
     pub fn warn(message: impl Into<String>) -> HookResult {
         Self::of(Action::Warn, Some(message.into()))
     }
 
-    /// A warning that only adds context and never approves anything.
-    pub fn context(message: impl Into<String>) -> HookResult {
-        HookResult {
-            approve: false,
-            ..Self::warn(message)
-        }
+    /// This result with `approve` set: a warning at PreToolUse then also grants permission
+    /// (`permissionDecision: "allow"`), as the original's warnings did.
+    pub fn approving(mut self) -> HookResult {
+        self.approve = true;
+        self
     }
 
     /// An approval.

@@ -207,6 +207,7 @@ fn lint_kind(
         skip_planning_agents: !options.block,
         default_max_fires: None,
         inline: true,
+        manages_repetition: false,
     })
 }
 
@@ -315,6 +316,7 @@ pub fn styleguide(rules: Vec<StyleRule>, block: bool, max_shown: usize) -> HookD
         skip_planning_agents: !block,
         default_max_fires: None,
         inline: true,
+        manages_repetition: false,
     })
 }
 
@@ -445,6 +447,7 @@ pub fn rewrite_code(
         skip_planning_agents: true,
         default_max_fires: None,
         inline: true,
+        manages_repetition: false,
     })
 }
 

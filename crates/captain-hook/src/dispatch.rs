@@ -60,6 +60,8 @@ pub enum Trace {
     Failed(FailureCause),
     /// It already delivered `max_fires` results in this session for this agent.
     Capped,
+    /// Claude Code is already continuing because of a stop hook, and this hook does not repeat.
+    Continuation,
 }
 
 /// Why a hook that matched gave no verdict.
@@ -278,6 +280,15 @@ impl Dispatcher {
         if planning_skip_with(hook, evt, &self.planning_agents) {
             return Some(Trace::PlanningAgent);
         }
+        // Claude Code marks the continuation a stop hook caused; blocking it again with the
+        // same verdict is how agents loop, so only kinds that limit themselves (or hooks that
+        // opted in) see it.
+        if !hook.repeat
+            && matches!(evt.kind(), EventKind::Stop | EventKind::SubagentStop)
+            && evt.stop_hook_active()
+        {
+            return Some(Trace::Continuation);
+        }
         if hook.respect_gitignore
             && let (Some(gi), Some(file)) = (&self.gitignore, evt.file())
             && gi.is_ignored(file)
@@ -321,10 +332,15 @@ impl Dispatcher {
                 slots.push(Slot::Skipped(t));
                 continue;
             }
-            if let Some(miss) = first_miss(evt, &hook.only_if, &hook.skip_if) {
-                slots.push(Slot::Skipped(Trace::NoMatch(miss)));
-                continue;
-            }
+            let evt = match matching_event(hook, evt) {
+                Ok(Some(call)) => call,
+                Ok(None) => Arc::clone(evt),
+                Err(miss) => {
+                    slots.push(Slot::Skipped(Trace::NoMatch(miss)));
+                    continue;
+                }
+            };
+            let evt = &evt;
             if blocked && !hook.declarative && !hook.advisory_on_deny {
                 slots.push(Slot::Skipped(Trace::Doomed));
                 continue;
@@ -393,6 +409,7 @@ impl Dispatcher {
                     continue;
                 }
             };
+            let result = result.map(|r| if hook.approve { r.approving() } else { r });
             if explain {
                 traces.push(Trace::Matched(result.clone()));
             }
@@ -425,7 +442,7 @@ fn settled(verdict: Verdict) -> Option<HookResult> {
         Action::Block => return Some(partial),
     };
     let r = match context.filter(|c| !c.is_empty()) {
-        Some(c) => HookResult::context(c),
+        Some(c) => HookResult::warn(c),
         None => HookResult::notice_only(),
     };
     match partial.system_message {
@@ -433,6 +450,30 @@ fn settled(verdict: Verdict) -> Option<HookResult> {
         None if r.is_notice_only() => None,
         None => Some(r),
     }
+}
+
+/// Whether a hook's conditions hold: `Ok(None)` for the event itself, `Ok(Some(call))` for a
+/// batch of tool calls (PostToolBatch) whose `call` is the first to satisfy them, the miss
+/// otherwise.
+pub(crate) fn matching_event(hook: &Hook, evt: &Event) -> Result<Option<Arc<Event>>, Miss> {
+    let calls = evt.batch_calls();
+    if calls.is_empty() {
+        return match first_miss(evt, &hook.only_if, &hook.skip_if) {
+            None => Ok(None),
+            Some(miss) => Err(miss),
+        };
+    }
+    let mut first = None;
+    for call in calls {
+        match first_miss(call, &hook.only_if, &hook.skip_if) {
+            None => return Ok(Some(Arc::clone(call))),
+            Some(miss) => {
+                first.get_or_insert(miss);
+            }
+        }
+    }
+    // A non-empty batch where no call matched always recorded a miss.
+    first.map_or(Ok(None), Err)
 }
 
 /// Waits for a handler's result until the deadline; `None` when it did not arrive in time (or

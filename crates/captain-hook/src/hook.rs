@@ -4,7 +4,7 @@ use std::fmt;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
-use capt_hook_core::{Condition, Event, EventSet, HookResult};
+use capt_hook_core::{Condition, Event, EventKind, EventSet, HookResult};
 
 use crate::testing::InlineTest;
 
@@ -107,6 +107,15 @@ pub struct Hook {
     pub is_async: bool,
     /// The client must not let the call through unchecked.
     pub mandatory: bool,
+    /// A warning from this hook also grants permission at PreToolUse.
+    pub approve: bool,
+    /// Its blocking Stop/SubagentStop verdict is given again on the continuation Claude Code
+    /// marks `stop_hook_active`; true for kinds that manage their own repetition (a gate fires
+    /// once per turn, a workflow until its checklist passes), opt-in for the rest so a plain
+    /// blocking Stop hook cannot loop.
+    pub repeat: bool,
+    /// The kind limits its own repetition at Stop (gate, workflow).
+    pub self_limiting: bool,
     /// Inline tests.
     pub tests: Vec<InlineTest>,
     /// Where it was defined.
@@ -114,6 +123,26 @@ pub struct Hook {
 }
 
 impl Hook {
+    /// A warning for `capt-hook check` when this hook can block Stop/SubagentStop on every
+    /// continuation: Claude Code then loops until its own cap overrides the hook.
+    pub fn stop_loop_warning(&self) -> Option<String> {
+        let stops = EventSet::of(&[EventKind::Stop, EventKind::SubagentStop]);
+        if !self.repeat || self.self_limiting || !self.events.intersects(stops) {
+            return None;
+        }
+        // On Stop every result but an allow keeps the agent going, so any message blocks.
+        Some(format!(
+            "{}{}: blocks {} on every continuation (repeat = true), so Claude Code can loop until \
+             its stop-hook cap overrides it; use a gate, or drop repeat",
+            self.source
+                .as_ref()
+                .map(|s| format!("{s}: "))
+                .unwrap_or_default(),
+            self.name,
+            self.events,
+        ))
+    }
+
     /// Runs the body once the conditions held. Errors and panics become `None` and are logged;
     /// they never take the process down.
     pub fn execute(&self, evt: &Event) -> Option<HookResult> {

@@ -841,7 +841,11 @@ macro_rules! common {
         d = d
             .respect_gitignore(spec.respect_gitignore)
             .run_async(spec.is_async)
-            .mandatory(spec.mandatory);
+            .mandatory(spec.mandatory)
+            .approve(spec.approve);
+        if let Some(r) = spec.repeat {
+            d = d.repeat(r);
+        }
         let located = Located::new($text);
         d = d.source($source, located.line_col($item.span().start).0);
         for (i, t) in spec.test.iter().enumerate() {

@@ -164,6 +164,9 @@ pub struct CustomKind {
     pub default_max_fires: Option<u32>,
     /// Pure and fast: run on the dispatching thread rather than the pool.
     pub inline: bool,
+    /// The kind limits its own repetition at Stop (once per turn, until a checklist passes),
+    /// so its blocks are given on `stop_hook_active` continuations too.
+    pub manages_repetition: bool,
 }
 
 /// Defines a hook of a [`CustomKind`].
@@ -217,6 +220,8 @@ pub struct HookDef {
     respect_gitignore: bool,
     is_async: bool,
     mandatory: bool,
+    approve: bool,
+    repeat: Option<bool>,
     tests: Vec<InlineTest>,
     source: Option<Source>,
 }
@@ -245,6 +250,8 @@ fn def(kind: Kind) -> HookDef {
         respect_gitignore: true,
         is_async: false,
         mandatory: false,
+        approve: false,
+        repeat: None,
         tests: Vec::new(),
         source: Some(Source {
             file: loc.file().to_owned(),
@@ -464,6 +471,21 @@ impl HookDef {
         self
     }
 
+    /// At PreToolUse, let this hook's warning also grant permission (`permissionDecision:
+    /// "allow"`); without it a warning only adds context.
+    pub fn approve(mut self, yes: bool) -> Self {
+        self.approve = yes;
+        self
+    }
+
+    /// Give a blocking Stop/SubagentStop verdict again while Claude Code is already continuing
+    /// because of a stop hook (`stop_hook_active`). Off by default except for kinds that limit
+    /// their own repetition, so a plain blocking Stop hook cannot loop.
+    pub fn repeat(mut self, yes: bool) -> Self {
+        self.repeat = Some(yes);
+        self
+    }
+
     /// Adds an inline test.
     #[track_caller]
     pub fn test(mut self, input: Input, expect: Expect) -> Self {
@@ -548,6 +570,7 @@ impl HookDef {
     /// checking everything that can be checked before an event arrives.
     pub fn build(self, stem: &str) -> Result<Hook, DefError> {
         let kind_name = self.kind.name();
+        let manages_repetition = matches!(&self.kind, Kind::Custom(c) if c.manages_repetition);
         let events = match self.events {
             Some(e) if e.is_empty() => {
                 return Err(DefError::new("events", "the event list is empty"));
@@ -775,6 +798,9 @@ impl HookDef {
             },
             is_async: self.is_async,
             mandatory: self.mandatory,
+            approve: self.approve,
+            repeat: self.repeat.unwrap_or(manages_repetition),
+            self_limiting: manages_repetition,
             tests: self.tests,
             source: self.source,
         })

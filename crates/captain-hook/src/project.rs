@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::SystemTime;
 
-use capt_hook_core::{Action, EventContext, EventKind, HookResult, envelope};
+use capt_hook_core::{Action, EventContext, EventKind, HookResult, Output, envelope};
 use capt_hook_proto::failure::Unchecked;
 use serde_json::Value;
 
@@ -19,9 +19,10 @@ use crate::registry::Registry;
 pub struct Evaluation {
     /// The envelope line for stdout, if any (no trailing newline).
     pub stdout: Option<String>,
-    /// Lines for stderr (malformed input, unknown event).
+    /// Lines for stderr (malformed input, blocking feedback for exit-2 events).
     pub stderr: Vec<String>,
-    /// The exit code: 0 for every dispatch outcome, 1 for an unknown event name.
+    /// The exit code: 0, or 2 for a block on an event that only honours exit 2 (TaskCompleted,
+    /// TeammateIdle, WorktreeCreate).
     pub exit_code: u8,
     /// Something kept the hooks from giving their whole verdict (an unreadable payload, a hook
     /// file that did not load, a hook that failed); on a guarded event the answer then asks
@@ -184,21 +185,31 @@ impl Project {
         }
         let verdict = self.weigh_load_errors(kind, outcome.verdict(kind));
         let unchecked = failed || !self.errors.is_empty();
-        let mut stdout = match verdict {
-            Verdict::Decided(r) => envelope(kind, r.as_ref()).map(|o| match o {
-                capt_hook_core::Output::Json(v) => Rendered::Json(v),
-                capt_hook_core::Output::Text(t) => Rendered::Text(t),
-            }),
+        let mut out = match verdict {
+            Verdict::Decided(r) => envelope(kind, r.as_ref()),
             Verdict::Unchecked { reason, partial } => {
-                unchecked_answer(kind, reason, partial).map(Rendered::Json)
+                unchecked_answer(kind, reason, partial).map(Output::Json)
             }
         };
-        self.announce_load_errors(&evt, &mut stdout);
-        Evaluation {
-            stdout: stdout.map(Rendered::render),
-            stderr: Vec::new(),
-            exit_code: 0,
-            unchecked,
+        self.announce_load_errors(&evt, &mut out);
+        match out {
+            // The events that only honour exit 2 get their feedback on stderr.
+            Some(out) if out.blocking_stderr().is_some() => Evaluation {
+                stdout: None,
+                stderr: out
+                    .blocking_stderr()
+                    .map(str::to_owned)
+                    .into_iter()
+                    .collect(),
+                exit_code: 2,
+                unchecked,
+            },
+            out => Evaluation {
+                stdout: out.map(|o| o.render()),
+                stderr: Vec::new(),
+                exit_code: 0,
+                unchecked,
+            },
         }
     }
 
@@ -239,9 +250,9 @@ impl Project {
 
     /// Hook files that did not load are told to the user once per session (and again when
     /// the errors change), on whatever event comes first: stderr alone is hidden by Claude Code.
-    fn announce_load_errors(&self, evt: &Event, stdout: &mut Option<Rendered>) {
-        if self.errors.is_empty() || matches!(stdout, Some(Rendered::Text(_))) {
-            // PreCompact's raw text has nowhere to carry a notice; a later event will.
+    fn announce_load_errors(&self, evt: &Event, out: &mut Option<Output>) {
+        if self.errors.is_empty() || matches!(out, Some(o) if !matches!(o, Output::Json(_))) {
+            // Raw text and exit-2 feedback have nowhere to carry a notice; a later event will.
             return;
         }
         let listed: Vec<String> = self.errors.iter().map(ToString::to_string).collect();
@@ -260,10 +271,10 @@ impl Project {
             self.hooks_dir.display(),
             listed.join("; ")
         );
-        let mut map = match stdout.take() {
-            Some(Rendered::Json(Value::Object(map))) => map,
+        let mut map = match out.take() {
+            Some(Output::Json(Value::Object(map))) => map,
             Some(other) => {
-                *stdout = Some(other);
+                *out = Some(other);
                 return;
             }
             None => serde_json::Map::new(),
@@ -273,22 +284,7 @@ impl Project {
             _ => notice,
         };
         map.insert("systemMessage".into(), joined.into());
-        *stdout = Some(Rendered::Json(Value::Object(map)));
-    }
-}
-
-/// An answer on its way to stdout.
-enum Rendered {
-    Json(Value),
-    Text(String),
-}
-
-impl Rendered {
-    fn render(self) -> String {
-        match self {
-            Rendered::Json(v) => v.to_string(),
-            Rendered::Text(t) => t,
-        }
+        *out = Some(Output::Json(Value::Object(map)));
     }
 }
 
@@ -320,7 +316,7 @@ fn unreadable(kind: EventKind, error: &dyn std::fmt::Display) -> Option<String> 
 }
 
 /// Turns an event name and stdin into an event, with Claude Code's conventions: an unknown name
-/// is an error that exits 1, blank stdin is `Ok(None)`, and a payload that is not a JSON object
+/// (a newer Claude Code's event) and blank stdin are `Ok(None)`, and a payload that is not a JSON object
 /// is reported as `Malformed stdin: …` and exits 0 — with an answer that asks the user when the
 /// event decides a tool call, which must never pass unchecked in silence. The payload is read
 /// as leniently as Claude Code writes it ([`capt_hook_proto::payload`]). `context` gets the
@@ -330,14 +326,11 @@ pub fn read_event(
     stdin: &[u8],
     context: impl FnOnce(Option<&str>) -> EventContext,
 ) -> Result<Option<Event>, Evaluation> {
-    let kind: EventKind = event
-        .parse()
-        .map_err(|e: capt_hook_core::UnknownEvent| Evaluation {
-            stdout: None,
-            stderr: vec![e.to_string()],
-            exit_code: 1,
-            unchecked: false,
-        })?;
+    // A name this build does not know comes from a newer Claude Code: nothing to do.
+    let Ok(kind) = event.parse::<EventKind>() else {
+        tracing::debug!(event, "unknown event name; no-op");
+        return Ok(None);
+    };
     let malformed = |e: &dyn std::fmt::Display| Evaluation {
         stdout: unreadable(kind, e),
         stderr: vec![format!("Malformed stdin: {e}")],

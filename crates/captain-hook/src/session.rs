@@ -235,6 +235,7 @@ pub fn nudge(options: NudgeOptions) -> HookDef {
         skip_planning_agents: !block,
         default_max_fires,
         inline: true,
+        manages_repetition: block,
     })
 }
 
@@ -431,7 +432,26 @@ pub fn workflow(flow: Workflow) -> Result<HookDef, DefError> {
         return Err(DefError::new("steps", "list at least one step"));
     }
     let identity = flow.label.clone();
-    let handler: HandlerFn = Arc::new(move |evt: &Event| Ok(flow.verdict(evt)));
+    // The seeds: the guard blocks every stop of an agent until its checklist passes, and once it
+    // lets that agent stop it never fires for it again this session. A fire counter cannot say
+    // that (it counts blocks), so the released agents are recorded instead.
+    let released_key = format!("workflow_released_{}", crate::hook::slug(&flow.label));
+    let handler: HandlerFn = Arc::new(move |evt: &Event| {
+        let agent = evt.agent_id().unwrap_or("main").to_owned();
+        let released = evt
+            .store()
+            .slot_named::<std::collections::BTreeSet<String>>(&released_key);
+        if released.get().is_some_and(|set| set.contains(&agent)) {
+            return Ok(None);
+        }
+        let verdict = flow.verdict(evt);
+        if !verdict.as_ref().is_some_and(HookResult::is_block)
+            && let Err(e) = released.mutate(|set| set.insert(agent))
+        {
+            tracing::warn!(error = %e, "could not record a released workflow agent");
+        }
+        Ok(verdict)
+    });
     Ok(custom(CustomKind {
         kind: "workflow",
         default_events: EventSet::of(&[EventKind::SubagentStop]),
@@ -440,8 +460,9 @@ pub fn workflow(flow: Workflow) -> Result<HookDef, DefError> {
         handler,
         identity,
         skip_planning_agents: false,
-        default_max_fires: Some(1),
+        default_max_fires: None,
         inline: true,
+        manages_repetition: true,
     }))
 }
 
@@ -463,5 +484,6 @@ where
         skip_planning_agents: true,
         default_max_fires: None,
         inline: false,
+        manages_repetition: false,
     })
 }

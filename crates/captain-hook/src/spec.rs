@@ -532,6 +532,14 @@ macro_rules! kind_spec {
             /// PreToolUse/PermissionRequest only: never let the call through unchecked.
             #[serde(default)]
             pub mandatory: bool,
+            /// PreToolUse: a warning from this hook also grants permission
+            /// (`permissionDecision: "allow"`); without it a warning only adds context.
+            #[serde(default)]
+            pub approve: bool,
+            /// Stop/SubagentStop: give a blocking verdict again while Claude Code is already
+            /// continuing because of a stop hook (`stop_hook_active`); default false except for
+            /// `gate` and `workflow`, which limit their own repetition.
+            pub repeat: Option<bool>,
             /// Inline tests.
             #[serde(default)]
             pub test: Vec<TestSpec>,

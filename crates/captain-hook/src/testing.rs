@@ -3,7 +3,6 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-use capt_hook_core::condition::first_miss;
 use capt_hook_core::{
     Action, Condition, Event, EventContext, EventKind, HookResult, Mode, Pattern,
 };
@@ -372,6 +371,26 @@ pub fn build_payload(hook: &Hook, input: &Input, event: EventKind) -> Value {
                 input.agent_type.clone().unwrap_or_default().into(),
             );
         }
+        EventKind::FileChanged | EventKind::InstructionsLoaded | EventKind::ConfigChange => {
+            put("file_path", &input.file);
+        }
+        // One call in the batch, in the batch's own shape.
+        EventKind::PostToolBatch => {
+            let tool = infer_tool(hook, input);
+            let tool_input = input
+                .tool_input
+                .clone()
+                .unwrap_or_else(|| synthesise_input(&tool, input));
+            p.insert(
+                "tool_calls".into(),
+                json!([{
+                    "tool_name": tool,
+                    "tool_input": tool_input,
+                    "tool_use_id": "toolu_test",
+                    "tool_response": input.output.clone().unwrap_or(Value::Null),
+                }]),
+            );
+        }
         k if k.has_tool() => {
             let tool = infer_tool(hook, input);
             let tool_input = input
@@ -455,10 +474,12 @@ pub fn evaluate_alone(hook: &Hook, evt: &Event) -> Option<HookResult> {
     if crate::dispatch::planning_skip(hook, evt) {
         return None;
     }
-    if first_miss(evt, &hook.only_if, &hook.skip_if).is_some() {
-        return None;
-    }
-    hook.execute(evt)
+    let result = match crate::dispatch::matching_event(hook, evt) {
+        Ok(Some(call)) => hook.execute(&call),
+        Ok(None) => hook.execute(evt),
+        Err(_) => None,
+    };
+    result.map(|r| if hook.approve { r.approving() } else { r })
 }
 
 /// Runs one inline test of `hook` with `root` as the project root.
