@@ -193,22 +193,29 @@ fn attempt(body: &[u8], answer_by: Instant) -> Attempt {
     }
 }
 
-/// Connects to the host by `answer_by`. A stopped or wedged host with a full accept backlog
-/// makes `connect` block, so it runs on a helper thread that is abandoned at the deadline (the
-/// process exits soon after).
+/// Connects to the host by `answer_by`. A stopped or wedged host whose accept backlog is full
+/// makes `connect` wait for room; the socket's send timeout bounds that wait (Linux applies it
+/// to a Unix `connect`), so a client never outlives its deadline in `connect`.
 fn connect(answer_by: Instant) -> io::Result<UnixStream> {
-    let (tx, rx) = mpsc::channel();
-    std::thread::Builder::new()
-        .name("hook-connect".into())
-        .spawn(move || {
-            let _ = tx.send(UnixStream::connect(paths::socket_path()));
-        })?;
-    match rx.recv_timeout(answer_by.saturating_duration_since(Instant::now())) {
-        Ok(connected) => connected,
-        Err(_) => Err(io::Error::new(
+    use rustix::net::{AddressFamily, SocketAddrUnix, SocketFlags, SocketType, sockopt};
+    let fd = rustix::net::socket_with(
+        AddressFamily::UNIX,
+        SocketType::STREAM,
+        SocketFlags::CLOEXEC,
+        None,
+    )?;
+    // A zero timeout means "wait forever" to the kernel: never pass one.
+    let wait = answer_by
+        .saturating_duration_since(Instant::now())
+        .max(Duration::from_millis(1));
+    sockopt::set_socket_timeout(&fd, sockopt::Timeout::Send, Some(wait))?;
+    match rustix::net::connect(&fd, &SocketAddrUnix::new(paths::socket_path())?) {
+        Ok(()) => Ok(UnixStream::from(fd)),
+        Err(rustix::io::Errno::AGAIN | rustix::io::Errno::INPROGRESS) => Err(io::Error::new(
             io::ErrorKind::TimedOut,
             "the host did not accept the connection before the deadline",
         )),
+        Err(e) => Err(e.into()),
     }
 }
 

@@ -732,17 +732,49 @@ fn guard_host_stopped_falls_back_within_one_deadline() {
     }
     let _cont = Cont(host);
 
+    let quick = [("CAPT_HOOK_CLIENT_TIMEOUT", "3")];
     let started = std::time::Instant::now();
-    let out = env.hook(
-        "PreToolUse",
-        &bash(&root, "git stash"),
-        &[("CAPT_HOOK_CLIENT_TIMEOUT", "3")],
-    );
+    let out = env.hook("PreToolUse", &bash(&root, "git stash"), &quick);
     let took = started.elapsed();
     assert_eq!(decision(&guarded_answer(&out)), Some("deny"));
     // One deadline for host, retries and local evaluation together (the old client could take
     // three timeouts); the bound is loose on purpose, it only separates one from three.
     assert!(took < std::time::Duration::from_secs(7), "took {took:?}");
+
+    // With the stopped host's accept backlog full, `connect` itself would wait: it too is
+    // bounded by the deadline.
+    let backlog = fill_backlog(&env.run_dir().join("capt-hookd.sock"));
+    assert!(!backlog.is_empty());
+    let started = std::time::Instant::now();
+    let out = env.hook("PreToolUse", &bash(&root, "git stash"), &quick);
+    let took = started.elapsed();
+    assert_eq!(decision(&guarded_answer(&out)), Some("deny"));
+    assert!(took < std::time::Duration::from_secs(7), "took {took:?}");
+}
+
+/// Connects to `socket` until the listener's backlog is full (a connect that would wait), and
+/// keeps the connections open.
+fn fill_backlog(socket: &std::path::Path) -> Vec<rustix::fd::OwnedFd> {
+    use rustix::net::{AddressFamily, SocketAddrUnix, SocketFlags, SocketType, sockopt};
+    let addr = SocketAddrUnix::new(socket).unwrap();
+    let mut held = Vec::new();
+    for _ in 0..20_000 {
+        let fd = rustix::net::socket_with(
+            AddressFamily::UNIX,
+            SocketType::STREAM,
+            SocketFlags::CLOEXEC,
+            None,
+        )
+        .unwrap();
+        let wait = std::time::Duration::from_millis(20);
+        sockopt::set_socket_timeout(&fd, sockopt::Timeout::Send, Some(wait)).unwrap();
+        match rustix::net::connect(&fd, &addr) {
+            Ok(()) => held.push(fd),
+            Err(rustix::io::Errno::AGAIN) => return held,
+            Err(e) => panic!("connect: {e}"),
+        }
+    }
+    panic!("the backlog never filled ({} connections)", held.len());
 }
 
 #[test]
