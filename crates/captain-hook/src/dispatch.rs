@@ -477,7 +477,7 @@ pub(crate) fn matching_event(hook: &Hook, evt: &Event) -> Result<Option<Arc<Even
 }
 
 /// Waits for a handler's result until the deadline; `None` when it did not arrive in time (or
-/// its job died without answering, which `run_handler` makes impossible short of an abort).
+/// its job was never run because the pool is gone).
 fn wait(rx: &Receiver<Ran>, deadline: Option<Instant>) -> Option<Ran> {
     match deadline {
         None => rx.recv().ok(),
