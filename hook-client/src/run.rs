@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use capt_hook_proto::failure::{Unchecked, is_guarded};
 use capt_hook_proto::serde_json::{self, Value};
-use capt_hook_proto::{EventRequest, EventResponse, MAX_EVENT_INPUT, payload, request_env};
+use capt_hook_proto::{EventRequest, EventResponse, MAX_EVENT_INPUT, Status, payload, request_env};
 
 use crate::guard;
 use crate::transport::{self, Kind};
@@ -156,7 +156,7 @@ fn grade(resp: &EventResponse) -> Option<Kind> {
     if resp.exit == 2 || denies(&resp.stdout) {
         return None;
     }
-    if resp.exit != 0 {
+    if resp.exit != 0 || resp.status == Status::Error {
         return Some(Kind::WorkerError);
     }
     if resp.guard_completed {
@@ -265,6 +265,9 @@ mod tests {
         assert_eq!(grade(&resp(r#"{"systemMessage":"m"}"#, 0, false)), None);
         assert_eq!(grade(&resp(allow, 0, false)), Some(Kind::NoVerdict));
         assert_eq!(grade(&resp("not json", 0, false)), Some(Kind::NoVerdict));
+        let mut failed = resp("", 0, true);
+        failed.status = capt_hook_proto::Status::Error;
+        assert_eq!(grade(&failed), Some(Kind::WorkerError));
     }
 
     #[test]
