@@ -336,6 +336,10 @@ fn test(
     format: Format,
 ) -> anyhow::Result<ExitCode> {
     let root = project_root(root, None);
+    if let Some(problem) = named_dir_problem(hooks, &hooks_dir(hooks, &root)) {
+        eprintln!("{problem}");
+        return Ok(ExitCode::from(1));
+    }
     let (registry, errors) = load(&root, hooks);
     let mut outcomes: Vec<TestOutcome> = Vec::new();
     for hook in registry.hooks() {
@@ -357,24 +361,31 @@ fn test(
     })
 }
 
+/// What is wrong with a hooks directory named by `--hooks` that holds nothing: a typo, not a
+/// project without hooks, and saying OK would hide that nothing is being checked. `None` when
+/// the directory was not named or has hook files.
+fn named_dir_problem(hooks: &Option<PathBuf>, dir: &Path) -> Option<String> {
+    hooks.as_ref()?;
+    let problem = match captain_hook::loader::hook_files(dir) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => "does not exist",
+        Err(_) => return None,
+        Ok(f) if f.is_empty() => "holds no hook files (*.toml not starting with _)",
+        Ok(_) => return None,
+    };
+    Some(format!(
+        "capt-hook: the hooks directory {} {problem}",
+        dir.display()
+    ))
+}
+
 fn check(root: &Option<PathBuf>, hooks: &Option<PathBuf>) -> anyhow::Result<ExitCode> {
     let root = project_root(root, None);
     let dir = hooks_dir(hooks, &root);
-    let files = captain_hook::loader::hook_files(&dir);
-    // A directory named on the command line that holds nothing is a typo, not a project
-    // without hooks: saying OK would hide that nothing is being checked.
-    if hooks.is_some() {
-        let problem = match &files {
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Some("does not exist"),
-            Err(_) => None,
-            Ok(f) if f.is_empty() => Some("holds no hook files (*.toml not starting with _)"),
-            Ok(_) => None,
-        };
-        if let Some(problem) = problem {
-            eprintln!("capt-hook: the hooks directory {} {problem}", dir.display());
-            return Ok(ExitCode::from(1));
-        }
+    if let Some(problem) = named_dir_problem(hooks, &dir) {
+        eprintln!("{problem}");
+        return Ok(ExitCode::from(1));
     }
+    let files = captain_hook::loader::hook_files(&dir);
     let (registry, errors) = load(&root, hooks);
     for e in &errors {
         eprintln!("{e}");

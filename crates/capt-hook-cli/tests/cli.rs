@@ -135,6 +135,12 @@ fn check_fails_on_a_named_hooks_dir_that_is_missing_or_empty() {
     let empty = p.root().join("empty");
     std::fs::create_dir_all(&empty).unwrap();
     std::fs::write(empty.join("_skipped.toml"), STASH).unwrap();
+    let out = p.run(&["test", "--hooks", missing.to_str().unwrap()], b"");
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "a test run over nothing is not a pass"
+    );
     let out = p.run(&["check", "--hooks", empty.to_str().unwrap()], b"");
     assert_eq!(out.status.code(), Some(1));
     assert!(
