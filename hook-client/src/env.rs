@@ -3,18 +3,19 @@
 
 use std::time::Duration;
 
-/// Seconds (a float) each host attempt and the local fallback may take; default 30.
+/// Seconds (a float) one event may take in the client, host attempts and local fallback
+/// together; default 30.
 pub const CAPT_HOOK_CLIENT_TIMEOUT: &str = "CAPT_HOOK_CLIENT_TIMEOUT";
 /// The project root, set by Claude Code for hook commands.
 pub const CLAUDE_PROJECT_DIR: &str = "CLAUDE_PROJECT_DIR";
 /// The project root as Factory's droid sets it; read after `CLAUDE_PROJECT_DIR`.
 pub const FACTORY_PROJECT_DIR: &str = "FACTORY_PROJECT_DIR";
 
-/// The default per-attempt timeout.
+/// The default deadline.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// The per-attempt timeout: `Err` names a value that is not positive; an unparsable value
-/// falls back to the default.
+/// The client's deadline: `Err` names a value that is not positive; an unparsable value falls
+/// back to the default.
 pub fn timeout() -> Result<Duration, String> {
     let Ok(raw) = std::env::var(CAPT_HOOK_CLIENT_TIMEOUT) else {
         return Ok(DEFAULT_TIMEOUT);
