@@ -851,6 +851,17 @@ fn guard_unreadable_and_lenient_payloads() {
     let out = env.hook("PreToolUse", text.as_bytes(), &[]);
     assert_eq!(decision(&guarded_answer(&out)), Some("deny"));
 
+    // A bad client setting does not cost a guarded call its check.
+    let bad = [("CAPT_HOOK_CLIENT_TIMEOUT", "0")];
+    let out = env.hook("PreToolUse", &bash(&root, "git stash"), &bad);
+    assert_eq!(decision(&guarded_answer(&out)), Some("deny"));
+    assert!(
+        stderr(&out).contains("must be positive"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(env.hook("Stop", &stop(&root), &bad).status.code(), Some(1));
+
     // Truly unreadable: the user is asked, and told why.
     let out = env.hook("PreToolUse", br#"{"tool_name":"Bash","tool_in"#, &root_var);
     let v = guarded_answer(&out);
