@@ -219,6 +219,71 @@ fn fuzz_payloads_read_leniently_and_fail_closed() {
     );
 }
 
+/// A random JSON value; strings may hold U+0001, which the writer below turns into a lone
+/// surrogate escape.
+fn value(rng: &mut fastrand::Rng, depth: usize) -> Value {
+    let leaf = depth == 0 || rng.u8(..4) == 0;
+    match rng.u8(..if leaf { 4 } else { 6 }) {
+        0 => Value::Null,
+        1 => Value::Bool(rng.bool()),
+        2 => Value::from(rng.i64(..)),
+        3 => {
+            let pool = ['a', 'é', '😀', '"', '\\', '\n', '\u{1}', ' ', '$', '('];
+            Value::String(
+                (0..rng.usize(..12))
+                    .map(|_| pool[rng.usize(..pool.len())])
+                    .collect(),
+            )
+        }
+        4 => Value::Array((0..rng.usize(..4)).map(|_| value(rng, depth - 1)).collect()),
+        _ => Value::Object(
+            (0..rng.usize(..4))
+                .map(|i| (format!("k{i}"), value(rng, depth - 1)))
+                .collect(),
+        ),
+    }
+}
+
+/// `v` as Claude Code's runtime might write it: lone surrogates where the strings hold U+0001,
+/// sometimes a byte-order mark, sometimes bytes after the object.
+fn as_claude_writes(rng: &mut fastrand::Rng, v: &Value) -> String {
+    let mut text = v.to_string().replace("\\u0001", "\\ud800");
+    if rng.bool() {
+        text.insert(0, '\u{feff}');
+    }
+    if rng.bool() {
+        text.push_str("\n{\"next\":1}");
+    }
+    text
+}
+
+/// What the reader must make of it: each lone surrogate read as U+FFFD.
+fn as_read(v: &Value) -> Value {
+    match v {
+        Value::String(s) => Value::String(s.replace('\u{1}', "\u{fffd}")),
+        Value::Array(items) => Value::Array(items.iter().map(as_read).collect()),
+        Value::Object(map) => {
+            Value::Object(map.iter().map(|(k, v)| (k.clone(), as_read(v))).collect())
+        }
+        other => other.clone(),
+    }
+}
+
+#[test]
+fn fuzz_payloads_written_by_claude_code_read_back() {
+    run_for("payload-structured", |rng| {
+        let mut payload = serde_json::Map::new();
+        payload.insert("tool_name".into(), "Bash".into());
+        payload.insert("tool_input".into(), value(rng, 8));
+        let v = Value::Object(payload);
+        let text = as_claude_writes(rng, &v);
+        let read = payload::parse(text.as_bytes())
+            .unwrap_or_else(|e| panic!("{e}: {text:.300}"))
+            .expect("an object");
+        assert_eq!(read, as_read(&v), "{text:.300}");
+    });
+}
+
 const TOML_SEEDS: &[&str] = &[
     ANSWERING,
     r#"
