@@ -9,8 +9,26 @@ use capt_hook_proto::{
     HostReply, HostRequest, MAX_FRAME, Op, decode, encode, paths, read_frame, write_frame,
 };
 
-/// Sends one request to the running host and returns its reply.
+/// Pause before asking a busy host again.
+const BUSY_PAUSE: Duration = Duration::from_millis(50);
+
+/// Sends one request to the running host and returns its reply, asking again while the host is
+/// too busy to take it (a burst of connections fills its slots for a moment) and the budget lasts.
 pub fn request(op: Op, budget: Duration) -> io::Result<HostReply> {
+    let until = Instant::now() + budget;
+    loop {
+        let left = until.saturating_duration_since(Instant::now());
+        match request_once(op.clone(), left.max(Duration::from_millis(1)))? {
+            HostReply::Refused {
+                code: capt_hook_proto::Refusal::Busy,
+                ..
+            } if Instant::now() + BUSY_PAUSE < until => std::thread::sleep(BUSY_PAUSE),
+            reply => return Ok(reply),
+        }
+    }
+}
+
+fn request_once(op: Op, budget: Duration) -> io::Result<HostReply> {
     let mut stream = UnixStream::connect(paths::socket_path())?;
     stream.set_read_timeout(Some(budget))?;
     stream.set_write_timeout(Some(budget))?;

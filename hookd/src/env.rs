@@ -1,13 +1,9 @@
-//! Every environment variable `capt-hookd` reads, declared once.
+//! The environment variables `capt-hookd` reads. Their names, defaults and docs are owned by
+//! `capt_hook_proto::env`; the parsing lives here, next to its one user.
 
-/// Seconds a worker may sit idle before it is retired (default 1800).
-pub const CAPT_HOOKD_IDLE_SECS: &str = "CAPT_HOOKD_IDLE_SECS";
-/// Path of the worker binary to run (default: `capt-hook-worker` beside `capt-hookd`).
-pub const CAPT_HOOKD_WORKER: &str = "CAPT_HOOKD_WORKER";
-/// A `tracing` filter for the host log (default `info`).
-pub const CAPT_HOOKD_LOG: &str = "CAPT_HOOKD_LOG";
-/// `PATH` for workers; when unset they get `/usr/bin:/bin:/usr/sbin:/sbin`.
-pub const PATH: &str = "PATH";
+pub use capt_hook_proto::env::{
+    CAPT_HOOKD_IDLE_SECS, CAPT_HOOKD_LOG, CAPT_HOOKD_MAX_WORKERS, CAPT_HOOKD_WORKER, PATH,
+};
 
 /// The idle retirement period.
 pub fn idle() -> std::time::Duration {
@@ -17,6 +13,15 @@ pub fn idle() -> std::time::Duration {
         .filter(|s| s.is_finite() && *s > 0.0)
         .unwrap_or(1800.0);
     std::time::Duration::from_secs_f64(secs)
+}
+
+/// The worker cap (at least 1).
+pub fn max_workers() -> usize {
+    std::env::var(CAPT_HOOKD_MAX_WORKERS)
+        .ok()
+        .and_then(|v| v.trim().parse::<usize>().ok())
+        .filter(|n| *n > 0)
+        .unwrap_or(16)
 }
 
 /// The worker binary.

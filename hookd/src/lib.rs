@@ -2,8 +2,10 @@
 //! events multiplexed to workers over framed pipes.
 
 pub mod cli;
+mod conns;
 pub mod ctl;
 pub mod env;
+mod files;
 mod framing;
 mod pool;
 mod records;

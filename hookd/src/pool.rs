@@ -1,10 +1,12 @@
 //! The workers, one per key (canonical root + semantic environment): started on demand,
-//! reused while warm, retired when idle, broken, timed out, or serving a temp-dir root.
+//! reused while warm, retired when idle, broken, timed out, or serving a temp-dir root. At most
+//! `max_workers` run at once: starting one more retires the least recently used idle worker,
+//! and when every worker is busy the event is refused as busy (the client evaluates it itself).
 
 use std::collections::{BTreeMap, HashMap};
 use std::fs::File;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -43,11 +45,38 @@ pub struct Pool {
     temp: PathBuf,
     /// Durable pids of live workers, for reaping after a host crash.
     records: Arc<Records>,
+    /// Most workers running or starting at once.
+    pub max_workers: usize,
+    /// Workers being started now; counted against `max_workers` with the running ones.
+    starting: Arc<AtomicUsize>,
+}
+
+/// Why no worker could be had for an event.
+enum NoWorker {
+    /// Every worker is busy and the cap is reached.
+    Busy(String),
+    /// Starting one failed or missed the deadline.
+    Failed(String),
+}
+
+/// A claimed place under the worker cap for a worker being started; released when dropped.
+struct Starting(Arc<AtomicUsize>);
+
+impl Drop for Starting {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 impl Pool {
     /// An empty pool.
-    pub fn new(exe: PathBuf, log: File, idle: Duration, records: Records) -> Pool {
+    pub fn new(
+        exe: PathBuf,
+        log: File,
+        idle: Duration,
+        max_workers: usize,
+        records: Records,
+    ) -> Pool {
         let temp = std::env::temp_dir();
         Pool {
             slots: Mutex::new(HashMap::new()),
@@ -58,37 +87,66 @@ impl Pool {
             idle,
             temp: temp.canonicalize().unwrap_or(temp),
             records: Arc::new(records),
+            max_workers: max_workers.max(1),
+            starting: Arc::new(AtomicUsize::new(0)),
         }
     }
 
-    /// Evaluates one event on its worker, starting one if needed.
-    pub async fn dispatch(&self, mut req: EventRequest, deadline: Instant) -> HostReply {
-        let root = canonical_root(&req.root);
+    /// Evaluates one event on its worker, starting one if needed. A worker retired by the cap
+    /// between being picked and being sent the event is replaced once.
+    pub async fn dispatch(&self, req: EventRequest, deadline: Instant) -> HostReply {
+        let root = canonical_root(&req.root).await;
+        let req = match self.dispatch_to(&root, req, deadline).await {
+            Ok(reply) => return reply,
+            Err(req) => req,
+        };
+        self.dispatch_to(&root, req, deadline)
+            .await
+            .unwrap_or_else(|_| HostReply::Failed {
+                message: "the worker was retired twice before the event could be sent".into(),
+                timed_out: false,
+            })
+    }
+
+    /// One attempt; the event comes back when its worker was retired before it was sent.
+    async fn dispatch_to(
+        &self,
+        root: &Path,
+        mut req: EventRequest,
+        deadline: Instant,
+    ) -> Result<HostReply, EventRequest> {
         let semantic: BTreeMap<String, String> = req
             .env
             .iter()
             .filter(|(k, _)| capt_hook_proto::is_semantic_env(k))
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect();
-        let key = worker_key(&root, &semantic);
+        let key = worker_key(root, &semantic);
         let reply_by = deadline.checked_sub(REPLY_MARGIN).unwrap_or(deadline);
         let worker_deadline = reply_by
             .checked_sub(WORKER_MARGIN)
             .filter(|d| *d > Instant::now());
         req.deadline_unix_ms = crate::unix_ms_at(worker_deadline.unwrap_or(reply_by));
 
-        let worker = match self.worker(&key, &root, &semantic, reply_by).await {
+        let worker = match self.worker(&key, root, &semantic, reply_by).await {
             Ok(w) => w,
-            Err(message) => {
-                return HostReply::Failed {
+            Err(NoWorker::Busy(reason)) => {
+                return Ok(HostReply::Refused {
+                    code: Refusal::Busy,
+                    reason,
+                });
+            }
+            Err(NoWorker::Failed(message)) => {
+                return Ok(HostReply::Failed {
                     message,
                     timed_out: false,
-                };
+                });
             }
         };
         let outcome = worker.call(req, reply_by).await;
         let reply = match outcome {
             Ok(resp) => HostReply::Event(resp),
+            Err(CallError::Retired(req)) => return Err(*req),
             Err(CallError::NoSlot) => HostReply::Refused {
                 code: Refusal::DeadlinePassed,
                 reason: "the deadline passed while the worker's 64 slots were busy".into(),
@@ -121,7 +179,37 @@ impl Pool {
         if root.starts_with(&self.temp) && worker.outstanding() == 0 {
             retire_later(&worker);
         }
-        reply
+        Ok(reply)
+    }
+
+    /// Claims a place under the worker cap, retiring the least recently used idle worker when
+    /// the cap is reached.
+    fn claim_start(&self, key: &str) -> Result<Starting, NoWorker> {
+        let live = self.live.lock().unwrap_or_else(|p| p.into_inner());
+        let running: Vec<&Arc<Worker>> = live.values().filter(|w| !w.is_broken()).collect();
+        if running.len() + self.starting.load(Ordering::SeqCst) >= self.max_workers {
+            let Some(lru) = running
+                .iter()
+                .filter(|w| w.outstanding() == 0)
+                .min_by_key(|w| w.last_used())
+            else {
+                return Err(NoWorker::Busy(format!(
+                    "all {} workers are busy (the cap is {}; set {} to change it)",
+                    running.len(),
+                    self.max_workers,
+                    crate::env::CAPT_HOOKD_MAX_WORKERS
+                )));
+            };
+            tracing::info!(
+                key = %lru.key,
+                pid = lru.pid,
+                for_key = key,
+                "at the worker cap; retiring the least recently used idle worker"
+            );
+            lru.stop();
+        }
+        self.starting.fetch_add(1, Ordering::SeqCst);
+        Ok(Starting(Arc::clone(&self.starting)))
     }
 
     /// The live worker for `key`, started if there is none. Waiting for another event's start
@@ -132,17 +220,20 @@ impl Pool {
         root: &Path,
         semantic: &BTreeMap<String, String>,
         reply_by: Instant,
-    ) -> Result<Arc<Worker>, String> {
+    ) -> Result<Arc<Worker>, NoWorker> {
         let slot = {
             let mut slots = self.slots.lock().unwrap_or_else(|p| p.into_inner());
             Arc::clone(slots.entry(key.to_owned()).or_default())
         };
         let mut guard = tokio::time::timeout_at(reply_by.into(), slot.lock())
             .await
-            .map_err(|_| "the deadline passed while a worker was starting".to_owned())?;
+            .map_err(|_| {
+                NoWorker::Failed("the deadline passed while a worker was starting".to_owned())
+            })?;
         if let Some(w) = guard.as_ref().filter(|w| !w.is_broken()) {
             return Ok(Arc::clone(w));
         }
+        let claim = self.claim_start(key)?;
         let generation = self.generation.fetch_add(1, Ordering::SeqCst) + 1;
         let (live, records) = (Arc::clone(&self.live), Arc::clone(&self.records));
         let spec = Spawn {
@@ -156,16 +247,22 @@ impl Pool {
         let start = Worker::spawn(spec, move |w: &Worker| {
             let mut live = live.lock().unwrap_or_else(|p| p.into_inner());
             live.remove(&w.generation);
-            records.save(live.values().map(|w| w.pid));
+            records.save_soon(live.values().map(|w| w.pid).collect());
         });
         let worker = tokio::time::timeout_at(reply_by.into(), start)
             .await
-            .map_err(|_| "the deadline passed while the worker was starting".to_owned())??;
+            .map_err(|_| {
+                NoWorker::Failed("the deadline passed while the worker was starting".to_owned())
+            })?
+            .map_err(NoWorker::Failed)?;
         tracing::info!(key, root = %root.display(), pid = worker.pid, generation, "worker started");
         {
             let mut live = self.live.lock().unwrap_or_else(|p| p.into_inner());
             live.insert(generation, Arc::clone(&worker));
-            self.records.save(live.values().map(|w| w.pid));
+            // Counted as running from here; the claim is released under the same lock.
+            drop(claim);
+            self.records
+                .save_soon(live.values().map(|w| w.pid).collect());
         }
         *guard = Some(Arc::clone(&worker));
         Ok(worker)
@@ -215,7 +312,7 @@ impl Pool {
     /// Retires workers idle past the idle period or whose root no longer exists.
     pub async fn sweep(&self) {
         for w in self.workers() {
-            let gone = matches!(std::fs::metadata(&w.root), Err(e) if e.kind() == std::io::ErrorKind::NotFound);
+            let gone = matches!(tokio::fs::metadata(&w.root).await, Err(e) if e.kind() == std::io::ErrorKind::NotFound);
             if w.outstanding() == 0 && (w.idle_for() >= self.idle || gone) {
                 tracing::info!(key = %w.key, pid = w.pid, gone, "retiring an idle worker");
                 w.retire().await;
@@ -237,8 +334,9 @@ fn retire_later(worker: &Arc<Worker>) {
     tokio::spawn(async move { w.retire().await });
 }
 
-/// The root made absolute with symlinks resolved (kept as given when it cannot be resolved).
-pub fn canonical_root(root: &str) -> PathBuf {
+/// The root made absolute with symlinks resolved (kept as given when it cannot be resolved);
+/// the file system is consulted off the runtime thread.
+pub async fn canonical_root(root: &str) -> PathBuf {
     let p = Path::new(root);
     let abs = if p.is_absolute() {
         p.to_path_buf()
@@ -247,7 +345,7 @@ pub fn canonical_root(root: &str) -> PathBuf {
             .map(|d| d.join(p))
             .unwrap_or_else(|_| p.to_path_buf())
     };
-    abs.canonicalize().unwrap_or(abs)
+    tokio::fs::canonicalize(&abs).await.unwrap_or(abs)
 }
 
 /// 16 hex characters of blake3 over the root and each semantic `NAME=value`, NUL-separated.

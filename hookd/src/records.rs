@@ -2,6 +2,8 @@
 //! reap the previous generation's workers instead of leaving them running.
 
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -17,12 +19,34 @@ struct Record {
 #[derive(Debug)]
 pub struct Records {
     path: PathBuf,
+    /// Last save requested from async code.
+    requested: AtomicU64,
+    /// Last save written; a background save overtaken by a newer one is skipped.
+    written: Mutex<u64>,
 }
 
 impl Records {
     /// Records kept at `path`.
     pub fn new(path: PathBuf) -> Records {
-        Records { path }
+        Records {
+            path,
+            requested: AtomicU64::new(0),
+            written: Mutex::new(0),
+        }
+    }
+
+    /// [`Records::save`] from async code: the file work runs on the blocking pool, in order.
+    pub fn save_soon(self: &Arc<Self>, pids: Vec<u32>) {
+        let seq = self.requested.fetch_add(1, Ordering::SeqCst) + 1;
+        let me = Arc::clone(self);
+        tokio::task::spawn_blocking(move || {
+            let mut written = me.written.lock().unwrap_or_else(|p| p.into_inner());
+            if *written > seq {
+                return;
+            }
+            *written = seq;
+            me.save(pids.into_iter());
+        });
     }
 
     /// Replaces the records with the given live pids.
@@ -30,10 +54,8 @@ impl Records {
         let records: Vec<Record> = pids
             .filter_map(|pid| start_ticks(pid).map(|start_ticks| Record { pid, start_ticks }))
             .collect();
-        let tmp = self.path.with_extension("json.tmp");
         let body = serde_json::to_vec(&records).unwrap_or_default();
-        if let Err(e) = std::fs::write(&tmp, body).and_then(|()| std::fs::rename(&tmp, &self.path))
-        {
+        if let Err(e) = crate::files::write_replace(&self.path, &body) {
             tracing::warn!(error = %e, path = %self.path.display(), "cannot save worker records");
         }
     }
@@ -41,8 +63,13 @@ impl Records {
     /// Stops every recorded worker that is still the same process (TERM, then KILL), then
     /// clears the records. Runs before the new host admits any event.
     pub fn reap_leftovers(&self) {
-        let Ok(body) = std::fs::read(&self.path) else {
-            return;
+        let body = match crate::files::read_own(&self.path) {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return,
+            Err(e) => {
+                tracing::warn!(error = %e, path = %self.path.display(), "unreadable worker records; ignoring them");
+                Vec::new()
+            }
         };
         let records: Vec<Record> = match serde_json::from_slice(&body) {
             Ok(r) => r,

@@ -1,12 +1,15 @@
 //! `capt-hookd serve`: the listener, one task per connection, and the ordered shutdown.
 //!
-//! Shape (after mini-redis): a semaphore caps connections; every connection task holds a clone
-//! of `drained_tx`, so shutdown can wait for the last one by waiting for the channel to close.
+//! Shape (after mini-redis): every connection task holds a clone of `drained_tx`, so shutdown
+//! can wait for the last one by waiting for the channel to close. Abuse is bounded: a connection
+//! cap that sheds the oldest connections still waiting for their request (see [`crate::conns`]),
+//! a stall timeout on every read, and a memory budget for request frames in flight (see
+//! [`crate::framing`]). The accept loop never waits for a free slot, so it always sees shutdown.
 
 use std::fs::File;
 use std::io::Write;
 use std::os::fd::AsFd;
-use std::os::unix::fs::PermissionsExt;
+use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -18,16 +21,33 @@ use capt_hook_proto::{
     paths,
 };
 use tokio::net::{UnixListener, UnixStream};
-use tokio::sync::{Semaphore, mpsc, watch};
+use tokio::sync::{mpsc, watch};
 
-use crate::framing::{read_frame, write_frame};
+use crate::conns::{Conn, Conns};
+use crate::framing::{Budget, Held, RequestError, read_request, write_frame};
 use crate::pool::Pool;
 use crate::records::Records;
 
-/// Connections served at once; further clients wait in the listen backlog.
+/// Connections open at once (fewer when the descriptor limit is low). A client arriving at the
+/// cap sheds the oldest connection still waiting for its request.
 const MAX_CONNECTIONS: usize = 1024;
-/// Time a client has to send its request after connecting.
+/// Descriptors kept back from connections for the log, the listener and worker pipes.
+const FD_HEADROOM: u64 = 256;
+/// Time a client has to send its whole request after connecting.
 const REQUEST_READ: Duration = Duration::from_secs(10);
+/// Longest wait for the next byte of a request (the first one included): a connection that
+/// sends nothing, or stops part-way through a header or frame, is closed after this.
+const STALL: Duration = Duration::from_secs(5);
+/// Time a client has to take its reply.
+const REPLY_WRITE: Duration = Duration::from_secs(5);
+/// Memory for client request frames in flight across connections: one maximal frame fits,
+/// and [`FRAME_RESERVE`] of it is kept for small frames, so clients holding partial large
+/// frames can neither grow the host without bound nor starve ordinary events.
+const FRAME_BUDGET: usize = MAX_FRAME + FRAME_RESERVE;
+/// The part of [`FRAME_BUDGET`] only small frames ([`crate::framing::SMALL_FRAME`]) may use.
+const FRAME_RESERVE: usize = 32 * 1024 * 1024;
+/// Pause after the process ran out of descriptors, so accept does not spin.
+const FD_PAUSE: Duration = Duration::from_millis(20);
 /// Time in-flight events get to finish once shutdown starts.
 const DRAIN: Duration = Duration::from_secs(30);
 /// Deadline for an event whose client sent none.
@@ -53,6 +73,12 @@ struct Host {
     euid: u32,
     /// Events admitted and not yet answered, for status.
     in_flight: AtomicU64,
+    /// Open connections, oldest first.
+    conns: Arc<Conns>,
+    /// Connections kept open at once.
+    max_connections: usize,
+    /// Memory for request frames in flight.
+    budget: Arc<Budget>,
 }
 
 /// Runs the host in the foreground until shutdown. Prints `ready` on stdout once the socket
@@ -69,17 +95,18 @@ pub fn serve() -> anyhow::Result<()> {
         .with_context(|| format!("state dir {}", state_dir.display()))?;
     paths::ensure_private_dir(&sock_dir)
         .with_context(|| format!("socket dir {}", sock_dir.display()))?;
-    let log_dir = paths::log_dir();
-    std::fs::create_dir_all(&log_dir).with_context(|| format!("log dir {}", log_dir.display()))?;
-    let log = open_log(&log_dir.join(paths::LOG_NAME))?;
+    let (log, log_path, trouble) = open_log(&state_dir)?;
     crate::init_logging(&log);
+    for line in trouble {
+        tracing::warn!(log = %log_path.display(), "{line}");
+    }
+    let max_connections = raise_fd_limit();
 
-    let lock = File::options()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(sock_dir.join(paths::LIFETIME_LOCK))
-        .context("opening the host lock")?;
+    let lock = crate::files::open_own(
+        &sock_dir.join(paths::LIFETIME_LOCK),
+        File::options().create(true).truncate(false).write(true),
+    )
+    .context("opening the host lock")?;
     if !take_lifetime_lock(&lock)? {
         // Another host is live and answering: nothing to do, and the client may proceed.
         println!("ready (already running)");
@@ -105,10 +132,23 @@ pub fn serve() -> anyhow::Result<()> {
     runtime.block_on(async move {
         let listener = UnixListener::from_std(std_listener)?;
         let records = Records::new(state_dir.join(paths::WORKER_RECORDS));
-        let pool = Pool::new(crate::env::worker_exe(), log, crate::env::idle(), records);
+        let pool = Pool::new(
+            crate::env::worker_exe(),
+            log,
+            crate::env::idle(),
+            crate::env::max_workers(),
+            records,
+        );
         signal_ready()?;
-        tracing::info!(pid = std::process::id(), build = BUILD, socket = %socket.display(), "host ready");
-        run(listener, pool, &socket).await;
+        tracing::info!(
+            pid = std::process::id(),
+            build = BUILD,
+            socket = %socket.display(),
+            max_connections,
+            max_workers = pool.max_workers,
+            "host ready"
+        );
+        run(listener, pool, &socket, max_connections).await;
         anyhow::Ok(())
     })?;
     drop(lock);
@@ -136,14 +176,56 @@ fn take_lifetime_lock(lock: &File) -> anyhow::Result<bool> {
     }
 }
 
-fn open_log(path: &Path) -> anyhow::Result<File> {
-    use std::os::unix::fs::OpenOptionsExt;
-    File::options()
-        .create(true)
-        .append(true)
-        .mode(0o600)
-        .open(path)
-        .with_context(|| format!("opening {}", path.display()))
+/// Opens the host log: `paths::log_dir()`, else (when that cannot be created or written) the
+/// host state directory, else nowhere. A log problem never keeps the host from serving: it is
+/// written, as `trouble`, into whichever log did open.
+fn open_log(state_dir: &Path) -> anyhow::Result<(File, PathBuf, Vec<String>)> {
+    let mut trouble = Vec::new();
+    let configured = paths::log_dir();
+    for dir in [configured.clone(), state_dir.to_path_buf()] {
+        let path = dir.join(paths::LOG_NAME);
+        let opened = std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&dir)
+            .and_then(|()| crate::files::open_append(&path));
+        match opened {
+            Ok((file, moved)) => {
+                if let Some(moved) = moved {
+                    trouble.push(format!(
+                        "the log was not a regular file of ours (a symlink?); moved it aside \
+                         unfollowed to {}",
+                        moved.display()
+                    ));
+                }
+                return Ok((file, path, trouble));
+            }
+            Err(e) => trouble.push(format!("cannot log to {}: {e}", path.display())),
+        }
+        if dir == state_dir {
+            break;
+        }
+    }
+    let null = File::options()
+        .write(true)
+        .open("/dev/null")
+        .with_context(|| trouble.join("; "))?;
+    Ok((null, "/dev/null".into(), trouble))
+}
+
+/// Raises the soft descriptor limit to the hard one and returns the connection cap it allows.
+fn raise_fd_limit() -> usize {
+    use rustix::process::{Resource, getrlimit, setrlimit};
+    let mut lim = getrlimit(Resource::Nofile);
+    if lim.current < lim.maximum {
+        lim.current = lim.maximum;
+        if let Err(e) = setrlimit(Resource::Nofile, lim) {
+            tracing::warn!(error = %e, "cannot raise the descriptor limit");
+        }
+    }
+    let soft = getrlimit(Resource::Nofile).current.unwrap_or(u64::MAX);
+    let room = soft.saturating_sub(FD_HEADROOM).max(16);
+    MAX_CONNECTIONS.min(usize::try_from(room).unwrap_or(usize::MAX))
 }
 
 /// Tells whoever started us that the socket is live, then detaches stdout from their pipe.
@@ -156,7 +238,7 @@ fn signal_ready() -> std::io::Result<()> {
     Ok(())
 }
 
-async fn run(listener: UnixListener, pool: Pool, socket: &PathBuf) {
+async fn run(listener: UnixListener, pool: Pool, socket: &PathBuf, max_connections: usize) {
     let (shutdown, mut shutdown_rx) = watch::channel(false);
     let host = Arc::new(Host {
         pool,
@@ -166,8 +248,10 @@ async fn run(listener: UnixListener, pool: Pool, socket: &PathBuf) {
         shutdown,
         euid: rustix::process::geteuid().as_raw(),
         in_flight: AtomicU64::new(0),
+        conns: Arc::new(Conns::default()),
+        max_connections,
+        budget: Budget::new(FRAME_BUDGET, FRAME_RESERVE),
     });
-    let limit = Arc::new(Semaphore::new(MAX_CONNECTIONS));
     let (drained_tx, mut drained_rx) = mpsc::channel::<()>(1);
     let mut sweep = tokio::time::interval(
         (host.pool.idle / 4).clamp(Duration::from_millis(100), Duration::from_secs(60)),
@@ -184,17 +268,15 @@ async fn run(listener: UnixListener, pool: Pool, socket: &PathBuf) {
     };
 
     loop {
-        let Ok(permit) = Arc::clone(&limit).acquire_owned().await else {
-            break;
-        };
         tokio::select! {
             accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => {
-                    let (host, done) = (Arc::clone(&host), drained_tx.clone());
-                    tokio::spawn(async move {
-                        handle(stream, &host).await;
-                        drop((permit, done));
-                    });
+                Ok((stream, _)) => admit(stream, &host, &drained_tx),
+                Err(e) if out_of_descriptors(&e) => {
+                    // Make room the way a new client at the cap would, then let the
+                    // shed connection close before accepting again.
+                    let shed = host.conns.shed_one();
+                    tracing::warn!(error = %e, shed, "out of descriptors");
+                    tokio::time::sleep(FD_PAUSE).await;
                 }
                 Err(e) => tracing::warn!(error = %e, "accept failed"),
             },
@@ -208,11 +290,13 @@ async fn run(listener: UnixListener, pool: Pool, socket: &PathBuf) {
         }
     }
 
-    // Ordered shutdown: stop admitting, let admitted events finish, stop the workers.
+    // Ordered shutdown: stop admitting, drop connections still waiting for their request, let
+    // admitted events finish, stop the workers.
     tracing::info!("shutting down: draining");
     host.draining.store(true, Ordering::SeqCst);
     drop(listener);
     let _ = std::fs::remove_file(socket);
+    host.conns.shed_waiting();
     drop(drained_tx);
     if tokio::time::timeout(DRAIN, drained_rx.recv())
         .await
@@ -223,54 +307,147 @@ async fn run(listener: UnixListener, pool: Pool, socket: &PathBuf) {
     host.pool.retire_all().await;
 }
 
+fn out_of_descriptors(e: &std::io::Error) -> bool {
+    let raw = e.raw_os_error();
+    raw == Some(rustix::io::Errno::MFILE.raw_os_error())
+        || raw == Some(rustix::io::Errno::NFILE.raw_os_error())
+}
+
+/// Registers a new connection and starts its task; when even the control lane is full, the
+/// client is told the host is busy.
+fn admit(stream: UnixStream, host: &Arc<Host>, drained: &mpsc::Sender<()>) {
+    let Some(registered) = host.conns.admit(host.max_connections) else {
+        tokio::spawn(async move {
+            let mut stream = stream;
+            let busy = refuse(
+                Refusal::Busy,
+                "every connection slot is serving an event; try again",
+            );
+            let _ =
+                tokio::time::timeout(REPLY_WRITE, write_frame(&mut stream, &encode(&busy))).await;
+        });
+        return;
+    };
+    let (host, done) = (Arc::clone(host), drained.clone());
+    tokio::spawn(async move {
+        let conn = Arc::clone(&registered.conn);
+        handle(stream, &host, &conn).await;
+        drop((registered, done));
+    });
+}
+
+/// How a connection's wait for its request ended.
+enum Arrival {
+    /// A request, with the budget bytes its frame holds until the reply is written.
+    Request(HostRequest, Held),
+    /// Something to answer instead (a refusal).
+    Reply(HostReply),
+    /// A refusal not worth a log line each: a client that sent nothing or stalled (abusers
+    /// arrive by the thousand).
+    Quiet(HostReply),
+    /// Shed to make room for another client.
+    Shed,
+}
+
 /// Serves one connection: one request, one reply.
-async fn handle(mut stream: UnixStream, host: &Host) {
-    let reply = match tokio::time::timeout(REQUEST_READ, read_request(&mut stream, host)).await {
-        Ok(Ok(req)) => answer(req, host).await,
-        Ok(Err(reply)) => reply,
-        Err(_) => refuse(Refusal::BadRequest, "no request within the read timeout"),
+async fn handle(mut stream: UnixStream, host: &Host, conn: &Conn) {
+    let arrival = tokio::select! {
+        biased;
+        () = conn.shed() => Arrival::Shed,
+        read = tokio::time::timeout(REQUEST_READ, read_request_from(&mut stream, host, conn)) => {
+            match read {
+                Ok(Ok((req, held))) => Arrival::Request(req, held),
+                Ok(Err(arrival)) => arrival,
+                Err(_) => Arrival::Quiet(refuse(
+                    Refusal::BadRequest,
+                    "no complete request within the read timeout",
+                )),
+            }
+        }
+    };
+    let (reply, _held) = match arrival {
+        Arrival::Shed => {
+            // Best effort and never waiting: a client that is really there learns why.
+            let busy = refuse(Refusal::Busy, "shed: the host is at its connection cap");
+            let mut frame = Vec::new();
+            let _ = capt_hook_proto::write_frame(&mut frame, &encode(&busy));
+            let _ = stream.try_write(&frame);
+            tracing::debug!("shed a connection that was waiting for its request");
+            return;
+        }
+        Arrival::Quiet(reply) => {
+            tracing::debug!(?reply, "dropped a silent or stalled connection");
+            let _ =
+                tokio::time::timeout(REPLY_WRITE, write_frame(&mut stream, &encode(&reply))).await;
+            return;
+        }
+        // Shed between the last byte and here: the request was never served.
+        Arrival::Request(..) if !conn.serving() => return,
+        Arrival::Request(req, _) if conn.overflow && matches!(req.op, Op::Event(_)) => (
+            refuse(
+                Refusal::Busy,
+                "every connection slot is serving an event; try again",
+            ),
+            None,
+        ),
+        Arrival::Request(req, held) => (answer(req, host).await, Some(held)),
+        Arrival::Reply(reply) => (reply, None),
     };
     if let HostReply::Refused { code, reason } = &reply {
         tracing::info!(?code, reason, "refused a request");
     }
-    if let Err(e) = write_frame(&mut stream, &encode(&reply)).await {
-        tracing::debug!(error = %e, "client left before its reply");
+    match tokio::time::timeout(REPLY_WRITE, write_frame(&mut stream, &encode(&reply))).await {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => tracing::debug!(error = %e, "client left before its reply"),
+        Err(_) => tracing::debug!("client did not take its reply"),
     }
 }
 
 /// Reads and authenticates the request: same uid as the host, and the pid it claims is the
 /// kernel's pid for the peer.
-async fn read_request(stream: &mut UnixStream, host: &Host) -> Result<HostRequest, HostReply> {
+async fn read_request_from(
+    stream: &mut UnixStream,
+    host: &Host,
+    conn: &Conn,
+) -> Result<(HostRequest, Held), Arrival> {
+    let loud = |code, reason: &str| Arrival::Reply(refuse(code, reason));
     let cred = stream
         .peer_cred()
-        .map_err(|e| refuse(Refusal::Untrusted, &format!("no peer credentials: {e}")))?;
+        .map_err(|e| loud(Refusal::Untrusted, &format!("no peer credentials: {e}")))?;
     if cred.uid() != host.euid {
-        return Err(refuse(
+        return Err(loud(
             Refusal::Untrusted,
             &format!("peer uid {} is not the host's", cred.uid()),
         ));
     }
-    let body = match read_frame(stream, MAX_FRAME).await {
+    let mut held = Held::new(Arc::clone(&host.budget));
+    let body = match read_request(stream, MAX_FRAME, &mut held, STALL, || conn.reading()).await {
         Ok(Some(b)) => b,
-        Ok(None) => return Err(refuse(Refusal::BadRequest, "no request")),
-        Err(e) => return Err(refuse(Refusal::BadRequest, &e.to_string())),
+        Ok(None) => return Err(Arrival::Quiet(refuse(Refusal::BadRequest, "no request"))),
+        Err(e @ RequestError::OverBudget { .. }) => {
+            return Err(loud(Refusal::Busy, &e.to_string()));
+        }
+        Err(e @ RequestError::Stalled(_)) => {
+            return Err(Arrival::Quiet(refuse(Refusal::BadRequest, &e.to_string())));
+        }
+        Err(e) => return Err(loud(Refusal::BadRequest, &e.to_string())),
     };
-    let req: HostRequest =
-        decode(&body).map_err(|e| refuse(Refusal::BadRequest, &e.to_string()))?;
+    let req: HostRequest = decode(&body).map_err(|e| loud(Refusal::BadRequest, &e.to_string()))?;
+    drop(body);
     if req.protocol != PROTOCOL {
-        return Err(refuse(
+        return Err(loud(
             Refusal::ProtocolMismatch,
             &format!("client speaks protocol {}, host {PROTOCOL}", req.protocol),
         ));
     }
     let peer_pid = cred.pid().and_then(|p| u32::try_from(p).ok());
     if peer_pid.is_some_and(|p| p != req.client_pid) {
-        return Err(refuse(
+        return Err(loud(
             Refusal::Untrusted,
             "claimed client pid does not match the socket peer",
         ));
     }
-    Ok(req)
+    Ok((req, held))
 }
 
 async fn answer(req: HostRequest, host: &Host) -> HostReply {
@@ -288,6 +465,8 @@ async fn answer(req: HostRequest, host: &Host) -> HostReply {
             started_at_unix_ms: host.started_unix_ms,
             in_flight: host.in_flight.load(Ordering::SeqCst),
             workers: host.pool.status(),
+            connections: host.conns.len() as u64,
+            frame_bytes: host.budget.used() as u64,
         }),
         Op::RestartWorkers => {
             host.pool.retire_all().await;

@@ -46,6 +46,9 @@ pub enum CallError {
     Broken(String),
     /// The worker refused the event (for example, its deadline passed before dispatch).
     Refused(String),
+    /// The worker was retired before the event was sent; another worker may take it (the
+    /// event comes back for that).
+    Retired(Box<EventRequest>),
 }
 
 /// A running worker.
@@ -114,10 +117,9 @@ impl Worker {
         on_exit: impl FnOnce(&Worker) + Send + 'static,
     ) -> Result<Arc<Worker>, String> {
         let mut cmd = tokio::process::Command::new(spec.exe);
-        let cwd = if spec.root.is_dir() {
-            spec.root.to_path_buf()
-        } else {
-            std::env::temp_dir()
+        let cwd = match tokio::fs::metadata(spec.root).await {
+            Ok(m) if m.is_dir() => spec.root.to_path_buf(),
+            _ => std::env::temp_dir(),
         };
         cmd.arg("serve")
             .arg("--root")
@@ -214,12 +216,15 @@ impl Worker {
         reply_by: Instant,
     ) -> Result<EventResponse, CallError> {
         let reply_by = tokio::time::Instant::from_std(reply_by);
-        let slot = tokio::time::timeout_at(reply_by, Arc::clone(&self.slots).acquire_owned())
+        let slot = match tokio::time::timeout_at(reply_by, Arc::clone(&self.slots).acquire_owned())
             .await
-            .map_err(|_| CallError::NoSlot)?
-            .map_err(|_| CallError::Broken("worker retired".into()))?;
+        {
+            Err(_) => return Err(CallError::NoSlot),
+            Ok(Err(_)) => return Err(CallError::Retired(Box::new(req))),
+            Ok(Ok(slot)) => slot,
+        };
         if self.broken.load(Ordering::SeqCst) {
-            return Err(CallError::Broken("worker retired".into()));
+            return Err(CallError::Retired(Box::new(req)));
         }
         let id = self.next_id.fetch_add(1, Ordering::SeqCst);
         let (tx, rx) = oneshot::channel();
@@ -267,15 +272,25 @@ impl Worker {
             .elapsed()
     }
 
+    /// When the last event finished (or the worker started).
+    pub fn last_used(&self) -> Instant {
+        *self.last_used.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
     /// True once the worker is retiring or gone.
     pub fn is_broken(&self) -> bool {
         self.broken.load(Ordering::SeqCst)
     }
 
-    /// Stops the worker (TERM, grace, KILL) and waits until it has been reaped.
-    pub async fn retire(&self) {
+    /// Starts stopping the worker without waiting: no new event is sent to it from now on.
+    pub fn stop(&self) {
         self.broken.store(true, Ordering::SeqCst);
         let _ = self.retire.send(true);
+    }
+
+    /// Stops the worker (TERM, grace, KILL) and waits until it has been reaped.
+    pub async fn retire(&self) {
+        self.stop();
         let mut reaped = self.reaped.clone();
         let _ = reaped.wait_for(|r| *r).await;
     }

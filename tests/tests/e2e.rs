@@ -395,11 +395,15 @@ fn foreign_pid_and_bad_frames_are_refused() {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "root-tests"),
+    ignore = "needs root to run a client as another uid: run as root with --features root-tests (CI does)"
+)]
 fn foreign_uid_is_refused() {
-    if !rustix::process::geteuid().is_root() {
-        eprintln!("skipped: needs root to run a client as another uid");
-        return;
-    }
+    assert!(
+        rustix::process::geteuid().is_root(),
+        "the root-tests feature needs root: it runs a client as another uid"
+    );
     let env = Env::new();
     let root = env.project("p", HOOKS);
     env.hook("Stop", &stop(&root), &[]);
@@ -565,15 +569,14 @@ fn workers_are_keyed_by_semantic_env_only() {
 
 #[test]
 fn plugin_shim_without_a_client() {
-    if std::process::Command::new("python3")
-        .arg("-c")
-        .arg("pass")
-        .output()
-        .is_err()
-    {
-        eprintln!("skipped: no python3");
-        return;
-    }
+    assert!(
+        std::process::Command::new("python3")
+            .arg("-c")
+            .arg("pass")
+            .output()
+            .is_ok_and(|o| o.status.success()),
+        "the plugin's no-client path needs python3 (install it: .ci/run does)"
+    );
     let env = Env::new();
     std::fs::remove_dir_all(&env.bin).unwrap();
     let shim = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../plugin/bin/hook");
@@ -931,4 +934,502 @@ fn guard_hook_file_that_fails_to_load_asks_and_tells_the_user_once() {
     let v = guarded_answer(&out);
     assert_eq!(decision(&v), Some("ask"), "{v}");
     assert!(v.to_string().contains("broken.toml:3:"), "{v}");
+}
+
+// =============================================================================================
+// Bounded resources and state that is never silently lost (issue 9): connection cap and
+// shedding, stall timeouts, the frame memory budget, the worker cap, no-follow host files,
+// private state and conservative fire counters. Real host, real workers, real socket.
+// =============================================================================================
+
+mod bounded {
+    use std::io::{Read, Write};
+    use std::os::unix::fs::PermissionsExt;
+    use std::os::unix::net::UnixStream;
+    use std::path::{Path, PathBuf};
+    use std::sync::Arc;
+    use std::time::{Duration, Instant};
+
+    use super::support::*;
+    use capt_hook_proto::serde_json::Value;
+
+    /// Lets this test process hold a thousand sockets.
+    fn raise_fd_limit() {
+        use rustix::process::{Resource, getrlimit, setrlimit};
+        let mut lim = getrlimit(Resource::Nofile);
+        lim.current = lim.maximum;
+        let _ = setrlimit(Resource::Nofile, lim);
+    }
+
+    fn host_pid(env: &Env) -> u32 {
+        env.status().expect("host answers")["pid"].as_u64().unwrap() as u32
+    }
+
+    /// A field of `/proc/<pid>/status` in KiB (`VmRSS`, `VmHWM`).
+    fn proc_kib(pid: u32, field: &str) -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .unwrap_or_else(|| panic!("no {field} in /proc/{pid}/status"))
+    }
+
+    /// Events answered by the live worker of `root` (0 without one).
+    fn served(env: &Env, root: &Path) -> u64 {
+        let root = root.canonicalize().unwrap().display().to_string();
+        env.status().map_or(0, |s| {
+            s["workers"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|w| w["root"] == root.as_str())
+                .map(|w| w["served"].as_u64().unwrap())
+                .sum()
+        })
+    }
+
+    /// Runs one guarded event and checks that the host (not the client's local fallback)
+    /// answered it; returns how long the client took.
+    fn event_answered_by_host(env: &Env, root: &Path) -> Duration {
+        let before = served(env, root);
+        let t = Instant::now();
+        let out = env.hook(
+            "PreToolUse",
+            &bash(root, "git stash"),
+            &[("CAPT_HOOK_CLIENT_TIMEOUT", "5")],
+        );
+        let took = t.elapsed();
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        assert_eq!(decision(&json_out(&out)), Some("deny"), "{}", stderr(&out));
+        assert_eq!(
+            served(env, root),
+            before + 1,
+            "the host did not serve the event"
+        );
+        took
+    }
+
+    fn socket(env: &Env) -> PathBuf {
+        env.run_dir().join("capt-hookd.sock")
+    }
+
+    /// The stream was closed by the host: a read sees the end (or a reset).
+    fn closed_by_host(s: &mut UnixStream) -> bool {
+        s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+        let mut buf = [0u8; 4096];
+        loop {
+            match s.read(&mut buf) {
+                Ok(0) => return true,
+                // A refusal frame before the close is fine; keep reading to the end.
+                Ok(_) => continue,
+                Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => return true,
+                Err(_) => return false,
+            }
+        }
+    }
+
+    /// Sends the header of a 60 MiB frame and 59 MiB of its body, then holds the connection.
+    fn hold_partial_frame(path: &Path, body: &[u8]) -> UnixStream {
+        let mut s = UnixStream::connect(path).unwrap();
+        s.set_write_timeout(Some(Duration::from_secs(10))).unwrap();
+        let mut framed = (60u32 << 20).to_be_bytes().to_vec();
+        framed.extend_from_slice(body);
+        // Over the budget the host refuses and closes: the write then fails, as it should.
+        let _ = s.write_all(&framed);
+        s
+    }
+
+    /// 1,000 idle connections and 8 partial 60 MiB frames at once: events are still answered
+    /// by the host, its memory stays bounded, the abusers are dropped after the stall timeout,
+    /// and shutdown still works.
+    #[test]
+    fn idle_connections_and_partial_frames_neither_delay_events_nor_grow_the_host() {
+        raise_fd_limit();
+        let env = Env::new();
+        let root = env.project("p", HOOKS);
+        let warm = event_answered_by_host(&env, &root);
+        let pid = host_pid(&env);
+        let rss_idle = proc_kib(pid, "VmRSS");
+
+        let path = socket(&env);
+        let mut idle: Vec<UnixStream> = (0..1000)
+            .map(|_| UnixStream::connect(&path).unwrap())
+            .collect();
+        let body = Arc::new(vec![b' '; 59 << 20]);
+        let mut partial: Vec<UnixStream> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..8)
+                .map(|_| {
+                    let (path, body) = (&path, Arc::clone(&body));
+                    s.spawn(move || hold_partial_frame(path, &body))
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        let rss_held = proc_kib(pid, "VmRSS");
+        let latency = event_answered_by_host(&env, &root);
+        let rss_after = proc_kib(pid, "VmRSS");
+        let hwm = proc_kib(pid, "VmHWM");
+        let status = env.status().unwrap();
+        eprintln!(
+            "MEASURE host RSS idle {rss_idle} KiB; with 1000 idle connections and 8 partial \
+             60 MiB frames held: {rss_held} KiB, {rss_after} KiB after an event, peak {hwm} KiB; \
+             event latency {latency:?} (warm, no load: {warm:?}); status: connections {}, \
+             frame_bytes {}",
+            status["connections"], status["frame_bytes"]
+        );
+        // The budget admits one maximal frame plus a reserve: far below 8 × 60 MiB.
+        assert!(
+            hwm < 200 * 1024,
+            "host peaked at {hwm} KiB holding partial frames"
+        );
+        assert!(
+            status["frame_bytes"].as_u64().unwrap() <= 100 << 20,
+            "{status}"
+        );
+
+        // 1,100 idle connections: the cap sheds the oldest idle ones, the event gets through.
+        idle.extend((0..100).map(|_| UnixStream::connect(&path).unwrap()));
+        let latency_1100 = event_answered_by_host(&env, &root);
+        eprintln!("MEASURE event latency with 1100 idle connections: {latency_1100:?}");
+        assert!(
+            env.status().unwrap()["connections"].as_u64().unwrap() <= 1024,
+            "the connection cap holds"
+        );
+
+        // Nothing more arrives: every abuser is dropped after the stall timeout.
+        assert!(
+            closed_by_host(&mut idle[999]),
+            "an idle connection stayed open"
+        );
+        for s in &mut partial {
+            assert!(closed_by_host(s), "a stalled partial frame stayed open");
+        }
+        // Only the status request itself is left: its connection and its small frame.
+        env.wait_until("connections dropped", || {
+            env.status().is_some_and(|s| {
+                s["connections"] == 1 && s["frame_bytes"].as_u64().is_some_and(|b| b < 1024)
+            })
+        });
+        // Shutdown works with connections held open (the accept loop never waits for a slot).
+        let more: Vec<UnixStream> = (0..1100)
+            .map(|_| UnixStream::connect(&path).unwrap())
+            .collect();
+        let out = env.cmd("capt-hookd").arg("shutdown").output().unwrap();
+        assert!(out.status.success(), "{}", stderr(&out));
+        assert!(env.status().is_none(), "the host is gone");
+        drop((idle, partial, more));
+    }
+
+    /// Every connection slot serving an event (1,024 events stuck on a hung worker): an event
+    /// past the cap is refused as busy at once, status still answers through the control lane,
+    /// and shutdown still works.
+    #[test]
+    fn a_saturated_host_still_answers_control_requests() {
+        raise_fd_limit();
+        let env = Env::with(&[
+            ("CAPT_HOOKD_WORKER", Env::fake_worker()),
+            ("FAKE_WORKER_MODE", "hang"),
+        ]);
+        let root = env.project("p", HOOKS);
+        env.hook("Stop", &stop(&root), &[("CAPT_HOOK_CLIENT_TIMEOUT", "1")]);
+        let path = socket(&env);
+        let until = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis() as u64
+            + 20_000;
+        let send_event = || {
+            let mut s = UnixStream::connect(&path).unwrap();
+            let mut req = super::event_request(&root);
+            req.deadline_unix_ms = until;
+            capt_hook_proto::write_frame(
+                &mut s,
+                &capt_hook_proto::encode(&capt_hook_proto::HostRequest::event(
+                    std::process::id(),
+                    req,
+                )),
+            )
+            .unwrap();
+            s
+        };
+        let mut stuck: Vec<UnixStream> = (0..1024).map(|_| send_event()).collect();
+        // A host slowed down by other tests may shed a few events it had not read yet to let
+        // the status requests in: top up until every slot is serving.
+        let mut last = 0;
+        env.wait_until("every slot serving", || {
+            let in_flight = env.status().unwrap()["in_flight"].as_u64().unwrap();
+            if in_flight < 1024 && in_flight == last {
+                stuck.push(send_event());
+            }
+            last = in_flight;
+            in_flight >= 1024
+        });
+        let status = env.status().expect("status answers on a saturated host");
+        assert!(status["connections"].as_u64().unwrap() > 1024, "{status}");
+
+        let mut late = send_event();
+        let reply: capt_hook_proto::HostReply = capt_hook_proto::decode(
+            &capt_hook_proto::read_frame(&mut late, capt_hook_proto::MAX_FRAME)
+                .unwrap()
+                .unwrap(),
+        )
+        .unwrap();
+        assert!(
+            matches!(
+                reply,
+                capt_hook_proto::HostReply::Refused {
+                    code: capt_hook_proto::Refusal::Busy,
+                    ..
+                }
+            ),
+            "{reply:?}"
+        );
+        let out = env.cmd("capt-hookd").arg("shutdown").output().unwrap();
+        assert!(out.status.success(), "{}", stderr(&out));
+        assert!(env.status().is_none());
+        drop(stuck);
+    }
+
+    /// A connection that sends half a header and stops is closed after the stall timeout, not
+    /// held for the whole request period.
+    #[test]
+    fn a_stalled_header_is_closed() {
+        let env = Env::new();
+        let root = env.project("p", HOOKS);
+        event_answered_by_host(&env, &root);
+        let mut s = UnixStream::connect(socket(&env)).unwrap();
+        s.write_all(&[0, 0]).unwrap();
+        let t = Instant::now();
+        assert!(closed_by_host(&mut s));
+        eprintln!("MEASURE stalled header closed after {:?}", t.elapsed());
+    }
+
+    /// The worker processes whose parent is `host`.
+    fn worker_processes(host: u32) -> usize {
+        std::fs::read_dir("/proc")
+            .unwrap()
+            .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+            .filter(|pid| {
+                std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+                    let Some(close) = stat.rfind(')') else {
+                        return false;
+                    };
+                    let comm_is_worker = stat[..close].contains("capt-hook-worke");
+                    let ppid = stat[close + 2..].split(' ').nth(1);
+                    comm_is_worker && ppid == Some(&host.to_string()[..])
+                })
+            })
+            .count()
+    }
+
+    fn worker_roots(env: &Env) -> Vec<String> {
+        let mut roots: Vec<String> = env.status().unwrap()["workers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|w| w["root"].as_str().unwrap().to_owned())
+            .collect();
+        roots.sort();
+        roots
+    }
+
+    /// At the cap a new root retires the least recently used idle worker, and many roots never
+    /// make more workers than the cap.
+    #[test]
+    fn worker_cap_retires_the_least_recently_used() {
+        let env = Env::with(&[("CAPT_HOOKD_MAX_WORKERS", "3")]);
+        let roots: Vec<PathBuf> = (0..12)
+            .map(|i| env.project(&format!("r{i:02}"), HOOKS))
+            .collect();
+        let canon = |i: usize| roots[i].canonicalize().unwrap().display().to_string();
+        for i in [0, 1, 2, 0] {
+            event_answered_by_host(&env, &roots[i]);
+        }
+        assert_eq!(worker_roots(&env), vec![canon(0), canon(1), canon(2)]);
+        // r01 is now the least recently used.
+        event_answered_by_host(&env, &roots[3]);
+        assert_eq!(worker_roots(&env), vec![canon(0), canon(2), canon(3)]);
+
+        let host = host_pid(&env);
+        for root in &roots {
+            event_answered_by_host(&env, root);
+            assert!(worker_roots(&env).len() <= 3);
+        }
+        env.wait_until("retired workers reaped", || worker_processes(host) <= 3);
+        eprintln!(
+            "MEASURE 12 roots with CAPT_HOOKD_MAX_WORKERS=3: {} worker processes",
+            worker_processes(host)
+        );
+    }
+
+    /// At the cap with every worker busy, an event for another project is refused as busy at
+    /// once (the client then evaluates it itself) instead of starting one worker too many.
+    #[test]
+    fn worker_cap_with_every_worker_busy_refuses_as_busy() {
+        let env = Env::with(&[
+            ("CAPT_HOOKD_WORKER", Env::fake_worker()),
+            ("FAKE_WORKER_MODE", "hang"),
+            ("CAPT_HOOKD_MAX_WORKERS", "1"),
+        ]);
+        let (a, b) = (env.project("a", HOOKS), env.project("b", HOOKS));
+        let busy = env.spawn_hook("Stop", &stop(&a), &[("CAPT_HOOK_CLIENT_TIMEOUT", "20")]);
+        env.wait_until("the one worker is busy", || {
+            env.status()
+                .is_some_and(|s| s["workers"][0]["outstanding"] == 1)
+        });
+        let mut s = UnixStream::connect(socket(&env)).unwrap();
+        let req = capt_hook_proto::HostRequest::event(std::process::id(), super::event_request(&b));
+        capt_hook_proto::write_frame(&mut s, &capt_hook_proto::encode(&req)).unwrap();
+        let reply: capt_hook_proto::HostReply = capt_hook_proto::decode(
+            &capt_hook_proto::read_frame(&mut s, capt_hook_proto::MAX_FRAME)
+                .unwrap()
+                .unwrap(),
+        )
+        .unwrap();
+        match reply {
+            capt_hook_proto::HostReply::Refused {
+                code: capt_hook_proto::Refusal::Busy,
+                reason,
+            } => assert!(reason.contains("CAPT_HOOKD_MAX_WORKERS"), "{reason}"),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(env.worker_pids().len(), 1);
+        let out = env
+            .cmd("capt-hookd")
+            .arg("restart-workers")
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+        let _ = busy.wait_with_output();
+    }
+
+    /// A symlink planted where the host log goes is moved aside, not written through.
+    #[test]
+    fn symlinked_log_is_not_followed() {
+        let env = Env::new();
+        let root = env.project("p", HOOKS);
+        let state = env.dir.path().join("home/.cache/captain-hook/host-v1");
+        std::fs::create_dir_all(&state).unwrap();
+        std::fs::set_permissions(&state, std::fs::Permissions::from_mode(0o700)).unwrap();
+        let victim = env.dir.path().join("victim.txt");
+        std::fs::write(&victim, "precious\n").unwrap();
+        let log = state.join("capt-hookd.log");
+        std::os::unix::fs::symlink(&victim, &log).unwrap();
+
+        event_answered_by_host(&env, &root);
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious\n");
+        let meta = std::fs::symlink_metadata(&log).unwrap();
+        assert!(
+            meta.file_type().is_file(),
+            "the log is a fresh regular file"
+        );
+        assert_eq!(meta.permissions().mode() & 0o777, 0o600);
+        let text = std::fs::read_to_string(&log).unwrap();
+        assert!(text.contains("moved it aside"), "{text}");
+        let moved: Vec<_> = std::fs::read_dir(&state)
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .filter(|e| {
+                e.file_name()
+                    .to_string_lossy()
+                    .starts_with("capt-hookd.log.moved-")
+            })
+            .collect();
+        assert_eq!(moved.len(), 1);
+        assert!(moved[0].file_type().unwrap().is_symlink());
+    }
+
+    /// A log directory that cannot be created does not keep the host from serving: it logs to
+    /// its state directory instead and says why there.
+    #[test]
+    fn an_unwritable_log_dir_falls_back_and_still_serves() {
+        let tmp = tempfile::tempdir().unwrap();
+        let blocker = tmp.path().join("not-a-dir");
+        std::fs::write(&blocker, "").unwrap();
+        let bad = blocker.join("logs");
+        let env = Env::with(&[("CAPTAIN_HOOK_LOG_DIR", bad.to_str().unwrap())]);
+        let root = env.project("p", HOOKS);
+        event_answered_by_host(&env, &root);
+        let fallback = env
+            .dir
+            .path()
+            .join("home/.cache/captain-hook/host-v1/capt-hookd.log");
+        let text = std::fs::read_to_string(&fallback).unwrap();
+        assert!(text.contains("cannot log to"), "{text}");
+        assert!(text.contains("worker started"), "{text}");
+    }
+
+    const NUDGE: &str = r#"
+[[hook]]
+kind = "nudge"
+name = "tests"
+message = "consider running the tests"
+"#;
+
+    fn nudged(out: &std::process::Output) -> bool {
+        String::from_utf8_lossy(&out.stdout).contains("consider running the tests")
+    }
+
+    fn find(dir: &Path, name: &str, found: &mut Vec<PathBuf>) {
+        for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+            let p = e.path();
+            if e.file_type().unwrap().is_dir() {
+                find(&p, name, found);
+            } else if e.file_name().to_string_lossy().starts_with(name) {
+                found.push(p);
+            }
+        }
+    }
+
+    /// A nudge (max_fires 1) fires once; a corrupted counter does not make it fire again, the
+    /// corrupt file is kept as `.bak`, and the state the worker creates is private.
+    #[test]
+    fn corrupt_counter_keeps_max_fires_and_state_is_private() {
+        let env = Env::new();
+        let root = env.project("p", NUDGE);
+        let payload = bash(&root, "ls");
+        let first = env.hook("PreToolUse", &payload, &[]);
+        assert!(nudged(&first), "{}", String::from_utf8_lossy(&first.stdout));
+        assert!(!nudged(&env.hook("PreToolUse", &payload, &[])));
+
+        let state = env.dir.path().join("home/.claude/state");
+        let mut counters = Vec::new();
+        find(&state, "hook_state.json", &mut counters);
+        counters.retain(|p| p.extension().is_some_and(|e| e == "json"));
+        assert_eq!(counters.len(), 1, "{counters:?}");
+        std::fs::write(&counters[0], "{\"fire_count\": 0,,,").unwrap();
+
+        let third = env.hook("PreToolUse", &payload, &[]);
+        assert_eq!(third.status.code(), Some(0));
+        assert!(
+            !nudged(&third),
+            "a corrupt counter let the nudge fire twice"
+        );
+        let mut baks = Vec::new();
+        find(&state, "hook_state.json.bak.", &mut baks);
+        assert_eq!(baks.len(), 1);
+        assert_eq!(
+            std::fs::read_to_string(&baks[0]).unwrap(),
+            "{\"fire_count\": 0,,,"
+        );
+
+        // Every directory and file the worker created under the state root is private.
+        let mut dir = counters[0].parent().unwrap();
+        while dir != state {
+            let mode = std::fs::metadata(dir).unwrap().permissions().mode() & 0o777;
+            assert_eq!(mode, 0o700, "{}", dir.display());
+            dir = dir.parent().unwrap();
+        }
+        let mode = std::fs::metadata(&counters[0])
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o777;
+        assert_eq!(mode, 0o600);
+        let v: Value =
+            capt_hook_proto::serde_json::from_str(&std::fs::read_to_string(&counters[0]).unwrap())
+                .unwrap();
+        assert_eq!(v["fire_count"], 1, "the counter was rebuilt as spent");
+    }
 }

@@ -1,6 +1,11 @@
 //! `capt-hook-worker serve --root R`: the host's side of a worker. Framed messages on
-//! stdin/stdout, a hello that names this build, then events multiplexed by id, each on its own
-//! thread (the host caps a worker at 64 outstanding events, so the thread count is bounded).
+//! stdin/stdout, a hello that names this build, then events multiplexed by id.
+//!
+//! Threads are bounded whatever the hooks do: each event runs on its own thread, at most
+//! [`MAX_EVENT_THREADS`] at once (the host's per-worker cap; an event past it is refused), and
+//! returns at its deadline because slow handlers run on the engine's bounded pool and are
+//! abandoned there. Async hooks run after the reply on a fixed background lane with a bounded
+//! queue and their own deadline, so they never hold an event thread.
 
 use std::fs::File;
 use std::io::Write;
@@ -8,17 +13,28 @@ use std::os::fd::AsFd;
 use std::path::Path;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc::{self, SyncSender, TrySendError};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use capt_hook_proto::{
-    BUILD, MAX_FRAME, PROTOCOL, WorkerFrame, decode, encode, read_frame, write_frame,
+    BUILD, EventRequest, MAX_FRAME, PROTOCOL, WorkerFrame, decode, encode, read_frame, write_frame,
 };
+use captain_hook::Project;
 
-use crate::warm::{Warm, deadline_of, respond, run_async_hooks};
+use crate::warm::{Warm, deadline_of, has_async_hooks, respond, run_async_hooks};
 
 /// How long a worker whose host went away waits for events already running.
 const DRAIN: Duration = Duration::from_secs(5);
+/// Events evaluated at once; the host never sends more (its per-worker cap), and a further one
+/// is refused rather than given another thread.
+pub const MAX_EVENT_THREADS: usize = 64;
+/// Threads running async hooks after replies.
+const BACKGROUND_THREADS: usize = 4;
+/// Async runs waiting for a background thread; when full, a new run is dropped (and logged).
+const BACKGROUND_QUEUE: usize = 64;
+/// How long one event's async hooks may run before their handlers are abandoned.
+const ASYNC_TIMEOUT: Duration = Duration::from_secs(180);
 
 /// The write half of the protocol channel, shared by event threads.
 type Out = Arc<Mutex<File>>;
@@ -61,6 +77,7 @@ pub fn run(root: &Path) -> ExitCode {
 
     let warm = Arc::new(Warm::load(root));
     let running = Arc::new(AtomicUsize::new(0));
+    let background = Background::start();
     let code = loop {
         let frame = match read_frame(&mut input, MAX_FRAME) {
             Ok(None) => break ExitCode::SUCCESS,
@@ -72,10 +89,21 @@ pub fn run(root: &Path) -> ExitCode {
         };
         match frame {
             Ok(WorkerFrame::Event { id, request }) if id != 0 => {
+                if running.fetch_add(1, Ordering::SeqCst) >= MAX_EVENT_THREADS {
+                    running.fetch_sub(1, Ordering::SeqCst);
+                    send(
+                        &out,
+                        &WorkerFrame::Error {
+                            id,
+                            error: format!("worker busy: {MAX_EVENT_THREADS} events running"),
+                        },
+                    );
+                    continue;
+                }
                 let (w, o, r) = (warm.clone(), out.clone(), running.clone());
-                running.fetch_add(1, Ordering::SeqCst);
+                let bg = background.clone();
                 let spawned = std::thread::Builder::new().spawn(move || {
-                    serve_event(&w, &o, id, request);
+                    serve_event(&w, &o, &bg, id, request);
                     r.fetch_sub(1, Ordering::SeqCst);
                 });
                 if let Err(e) = spawned {
@@ -105,7 +133,7 @@ pub fn run(root: &Path) -> ExitCode {
     code
 }
 
-fn serve_event(warm: &Warm, out: &Out, id: u64, request: capt_hook_proto::EventRequest) {
+fn serve_event(warm: &Warm, out: &Out, background: &Background, id: u64, request: EventRequest) {
     let deadline = match request.validate().and_then(|()| deadline_of(&request)) {
         Ok(d) => d,
         Err(error) => return send(out, &WorkerFrame::Error { id, error }),
@@ -113,7 +141,54 @@ fn serve_event(warm: &Warm, out: &Out, id: u64, request: capt_hook_proto::EventR
     let project = warm.project();
     let response = respond(&project, &request, deadline);
     send(out, &WorkerFrame::Result { id, response });
-    run_async_hooks(&project, &request);
+    if has_async_hooks(&project) {
+        background.submit(project, request);
+    }
+}
+
+/// The lane that runs async hooks after replies: a fixed set of threads fed by a bounded queue.
+#[derive(Clone)]
+struct Background {
+    queue: SyncSender<(Arc<Project>, EventRequest)>,
+}
+
+impl Background {
+    fn start() -> Background {
+        let (queue, rx) = mpsc::sync_channel::<(Arc<Project>, EventRequest)>(BACKGROUND_QUEUE);
+        let rx = Arc::new(Mutex::new(rx));
+        for i in 0..BACKGROUND_THREADS {
+            let rx = Arc::clone(&rx);
+            let spawned = std::thread::Builder::new()
+                .name(format!("capt-hook-async-{i}"))
+                .spawn(move || {
+                    loop {
+                        // Hold the lock only to take a run, not while running it.
+                        let next = rx.lock().unwrap_or_else(|p| p.into_inner()).recv();
+                        let Ok((project, request)) = next else { return };
+                        run_async_hooks(&project, &request, Instant::now() + ASYNC_TIMEOUT);
+                    }
+                });
+            if let Err(e) = spawned {
+                eprintln!("capt-hook-worker: cannot start an async-hook thread: {e}");
+            }
+        }
+        Background { queue }
+    }
+
+    /// Queues one event's async hooks; drops them (logged) when the lane is saturated.
+    fn submit(&self, project: Arc<Project>, request: EventRequest) {
+        match self.queue.try_send((project, request)) {
+            Ok(()) => {}
+            Err(TrySendError::Full((_, r))) => eprintln!(
+                "capt-hook-worker: {BACKGROUND_QUEUE} async runs already queued; dropped the \
+                 async hooks of a {} event",
+                r.event
+            ),
+            Err(TrySendError::Disconnected(_)) => {
+                eprintln!("capt-hook-worker: no async-hook thread is running");
+            }
+        }
+    }
 }
 
 fn send(out: &Out, frame: &WorkerFrame) {
@@ -133,4 +208,137 @@ fn protocol_out() -> std::io::Result<File> {
     let mut f = File::from(proto);
     f.flush()?;
     Ok(f)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use captain_hook::core::EventKind;
+    use captain_hook::{Registry, on};
+    use std::sync::Condvar;
+
+    /// Both tests count the process's threads, so they must not overlap.
+    static SERIAL: Mutex<()> = Mutex::new(());
+
+    fn threads() -> usize {
+        let status = std::fs::read_to_string("/proc/self/status").unwrap();
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("Threads:"))
+            .and_then(|n| n.trim().parse().ok())
+            .unwrap()
+    }
+
+    fn request(root: &std::path::Path) -> EventRequest {
+        let payload = serde_json::json!({
+            "session_id": "t", "cwd": root, "hook_event_name": "PostToolUse",
+            "tool_name": "Bash", "tool_input": {"command": "ls"}, "tool_response": {},
+        });
+        EventRequest {
+            schema: 1,
+            event: "PostToolUse".into(),
+            root: root.display().to_string(),
+            cwd: root.display().to_string(),
+            env: Default::default(),
+            payload_raw: payload.to_string(),
+            client_pid: 2,
+            client_ppid: 1,
+            deadline_unix_ms: 0,
+            mandatory: false,
+        }
+    }
+
+    /// Async handlers that never return until released hold at most the background lane and
+    /// the engine's handler pool; the rest queue (boundedly) or are dropped.
+    #[test]
+    fn stuck_async_handlers_do_not_grow_threads() {
+        let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+        let gate = Arc::new((Mutex::new(false), Condvar::new()));
+        let started = Arc::new(AtomicUsize::new(0));
+        let mut reg = Registry::new();
+        let (g, s) = (Arc::clone(&gate), Arc::clone(&started));
+        reg.add(
+            "t",
+            on(&[EventKind::PostToolUse], move |_| {
+                s.fetch_add(1, Ordering::SeqCst);
+                let (lock, cv) = &*g;
+                let open = lock.lock().unwrap();
+                // Bounded so a failing test cannot hang the suite.
+                let _ = cv
+                    .wait_timeout_while(open, Duration::from_secs(20), |open| !*open)
+                    .unwrap();
+                Ok(None)
+            })
+            .name("stuck")
+            .run_async(true),
+        )
+        .unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let project = Arc::new(Project::from_registry(dir.path(), reg));
+        assert!(has_async_hooks(&project));
+        let before = threads();
+        let lane = Background::start();
+        for _ in 0..500 {
+            lane.submit(Arc::clone(&project), request(dir.path()));
+        }
+        std::thread::sleep(Duration::from_millis(300));
+        let during = threads();
+        // The lane's threads plus the engine's handler pool (16), however many runs were asked.
+        assert!(
+            during <= before + BACKGROUND_THREADS + 16,
+            "{before} threads before, {during} with stuck async handlers"
+        );
+        assert!(started.load(Ordering::SeqCst) <= BACKGROUND_THREADS);
+        let (lock, cv) = &*gate;
+        *lock.lock().unwrap() = true;
+        cv.notify_all();
+    }
+
+    /// Sync handlers stuck past the deadline: the event still returns at its deadline, the
+    /// engine's pool does not grow, and jobs that queued behind the stuck ones are skipped once
+    /// their deadline has passed instead of running late.
+    #[test]
+    fn stuck_handlers_are_abandoned_and_their_queue_is_skipped() {
+        let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+        let gate = Arc::new((Mutex::new(false), Condvar::new()));
+        let started = Arc::new(AtomicUsize::new(0));
+        let mut reg = Registry::new();
+        for i in 0..40 {
+            let (g, s) = (Arc::clone(&gate), Arc::clone(&started));
+            reg.add(
+                "t",
+                on(&[EventKind::PostToolUse], move |_| {
+                    s.fetch_add(1, Ordering::SeqCst);
+                    let (lock, cv) = &*g;
+                    let open = lock.lock().unwrap();
+                    let _ = cv
+                        .wait_timeout_while(open, Duration::from_secs(20), |open| !*open)
+                        .unwrap();
+                    Ok(None)
+                })
+                .name(format!("stuck {i}")),
+            )
+            .unwrap();
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let project = Project::from_registry(dir.path(), reg);
+        let before = threads();
+        let req = request(dir.path());
+        let t = Instant::now();
+        let response = crate::warm::respond(&project, &req, Some(t + Duration::from_millis(200)));
+        assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
+        assert_eq!(response.exit, 0);
+        let ran = started.load(Ordering::SeqCst);
+        assert!(ran <= 16, "{ran} handlers ran at once");
+        assert!(threads() <= before + 16, "the handler pool grew");
+        let (lock, cv) = &*gate;
+        *lock.lock().unwrap() = true;
+        cv.notify_all();
+        std::thread::sleep(Duration::from_millis(300));
+        assert_eq!(
+            started.load(Ordering::SeqCst),
+            ran,
+            "handlers that queued past their deadline must not run late"
+        );
+    }
 }

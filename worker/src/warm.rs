@@ -105,23 +105,26 @@ pub fn respond(project: &Project, req: &EventRequest, deadline: Option<Instant>)
     }
 }
 
-/// Runs the project's async hooks for an event whose reply has been sent, if it has any.
-pub fn run_async_hooks(project: &Project, req: &EventRequest) {
-    if project
+/// True when the project has async hooks (to run after the reply).
+pub fn has_async_hooks(project: &Project) -> bool {
+    project
         .dispatcher()
         .registry()
         .hooks()
         .iter()
         .any(|h| h.is_async)
-    {
-        project.evaluate_from(
-            &req.event,
-            req.payload_raw.as_bytes(),
-            DispatchOptions {
-                deadline: None,
-                run_async: true,
-            },
-            origin(req),
-        );
-    }
+}
+
+/// Runs the project's async hooks for an event whose reply has been sent; handlers still
+/// running at `deadline` are abandoned.
+pub fn run_async_hooks(project: &Project, req: &EventRequest, deadline: Instant) {
+    project.evaluate_from(
+        &req.event,
+        req.payload_raw.as_bytes(),
+        DispatchOptions {
+            deadline: Some(deadline),
+            run_async: true,
+        },
+        origin(req),
+    );
 }

@@ -1,7 +1,8 @@
-//! `cargo xtask dist | install | demo | bench`: release builds, a user install, a live demo
-//! against a throwaway host, and the runtime benchmarks.
+//! `cargo xtask dist | install | demo | bench | e2e-claude`: release builds, a user install, a
+//! live demo against a throwaway host, the runtime benchmarks, and the real-client suite.
 
 mod bench;
+mod e2e;
 mod sandbox;
 
 use std::path::{Path, PathBuf};
@@ -19,8 +20,11 @@ fn main() -> ExitCode {
         Some("install") => install(),
         Some("demo") => demo(),
         Some("bench") => bench::run(&args[1..]),
+        Some("e2e-claude") => e2e::run(&args[1..]),
         _ => {
-            eprintln!("usage: cargo xtask dist | install | demo | bench [--quick]");
+            eprintln!(
+                "usage: cargo xtask dist | install | demo | bench [--quick] | e2e-claude [--only NAME]"
+            );
             return ExitCode::from(2);
         }
     };
@@ -154,10 +158,33 @@ fn static_client(target: &Path) -> anyhow::Result<PathBuf> {
 
 /// `install`: the binaries into `~/.local/share/captain-hook/bin/`, the plugin beside them.
 fn install() -> anyhow::Result<()> {
-    let dir = dist()?;
     let home = PathBuf::from(std::env::var("HOME").context("HOME is not set")?);
-    let share = home.join(".local/share/captain-hook");
-    let bin = share.join("bin");
+    let plugin = install_into(&home)?;
+    println!(
+        "installed {} and the plugin at {}",
+        installed_bin_dir(&home).display(),
+        plugin.display()
+    );
+    println!("enable it in Claude Code:");
+    println!("  /plugin marketplace add {}", plugin.display());
+    println!("  /plugin install captain-hook@captain-hook");
+    println!(
+        "then remove any `capt-hook run` entries from .claude/settings*.json (they would run twice)"
+    );
+    Ok(())
+}
+
+/// Where `install` puts the binaries for the user whose home is `home`.
+fn installed_bin_dir(home: &Path) -> PathBuf {
+    home.join(".local/share/captain-hook/bin")
+}
+
+/// Builds and installs the runtime and the plugin for the user whose home is `home`; returns
+/// the installed plugin's directory.
+fn install_into(home: &Path) -> anyhow::Result<PathBuf> {
+    let dir = dist()?;
+    let bin = installed_bin_dir(home);
+    let share = bin.parent().context("bin dir has a parent")?.to_path_buf();
     std::fs::create_dir_all(&bin)?;
     // A host from an older build would refuse this build's clients: stop it first (it drains),
     // and the first event starts the new one.
@@ -177,18 +204,7 @@ fn install() -> anyhow::Result<()> {
     }
     copy_dir(&workspace_root().join("plugin"), &plugin)?;
     link_native_client(&plugin, &bin)?;
-    println!(
-        "installed {} and the plugin at {}",
-        bin.display(),
-        plugin.display()
-    );
-    println!("enable it in Claude Code:");
-    println!("  /plugin marketplace add {}", plugin.display());
-    println!("  /plugin install captain-hook@captain-hook");
-    println!(
-        "then remove any `capt-hook run` entries from .claude/settings*.json (they would run twice)"
-    );
-    Ok(())
+    Ok(plugin)
 }
 
 /// Points the installed plugin's `bin/hook` at the native client, so what Claude Code runs is

@@ -13,6 +13,8 @@ pub struct Sandbox {
     pub dir: PathBuf,
     /// Where the binaries are.
     pub bins: PathBuf,
+    /// Whether dropping the sandbox removes its directory (false for one made elsewhere).
+    owned: bool,
 }
 
 impl Sandbox {
@@ -27,7 +29,17 @@ impl Sandbox {
         Ok(Sandbox {
             dir,
             bins: bins.to_path_buf(),
+            owned: true,
         })
+    }
+
+    /// A sandbox another process made (and will remove) at `dir`.
+    pub fn attach(dir: &Path, bins: &Path) -> Sandbox {
+        Sandbox {
+            dir: dir.to_path_buf(),
+            bins: bins.to_path_buf(),
+            owned: false,
+        }
     }
 
     /// A command for one of the binaries with the sandbox's environment. TMPDIR points inside
@@ -146,7 +158,9 @@ impl Sandbox {
 impl Drop for Sandbox {
     fn drop(&mut self) {
         let _ = self.shutdown();
-        let _ = std::fs::remove_dir_all(&self.dir);
+        if self.owned {
+            let _ = std::fs::remove_dir_all(&self.dir);
+        }
     }
 }
 

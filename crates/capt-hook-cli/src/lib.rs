@@ -13,9 +13,7 @@ use anyhow::Context as _;
 use capt_hook_core::{EventContext, EventKind, envelope};
 use captain_hook::project::resolve_root;
 use captain_hook::testing::{TestOutcome, all_passed, human_report, json_report, run_test};
-use captain_hook::{
-    DispatchOptions, Dispatcher, Event, LoadError, Project, Registry, Trace, load_dir,
-};
+use captain_hook::{DispatchOptions, Dispatcher, Event, LoadError, Project, Registry, load_dir};
 use clap::{Parser, Subcommand, ValueEnum};
 
 mod logging;
@@ -282,33 +280,7 @@ fn explain(
             .as_ref()
             .map(|s| format!(", {s}"))
             .unwrap_or_default();
-        let what = match trace {
-            Trace::NotSubscribed => format!("skipped: listens to {}", hook.events),
-            Trace::OtherMode => "skipped: async hook (runs with --async)".to_owned(),
-            Trace::PlanningAgent => "skipped: planning agent".to_owned(),
-            Trace::Gitignored => "skipped: the file is gitignored".to_owned(),
-            Trace::NoMatch(miss) => {
-                format!("no match: {}", miss.describe(&hook.only_if, &hook.skip_if))
-            }
-            Trace::Doomed => "not run: an earlier hook already blocked".to_owned(),
-            Trace::Abandoned => "abandoned: the handler missed the deadline".to_owned(),
-            Trace::Failed(cause) => format!("FAILED: the handler {cause}"),
-            Trace::Capped => "skipped: max_fires reached for this session and agent".to_owned(),
-            Trace::Continuation => {
-                "skipped: Claude Code is already continuing because of a stop hook \
-                 (repeat = true blocks again)"
-                    .to_owned()
-            }
-            Trace::Matched(None) => "matched, returned nothing".to_owned(),
-            Trace::Matched(Some(r)) => format!(
-                "MATCHED -> {}{}",
-                r.action.name(),
-                r.message
-                    .as_ref()
-                    .map(|m| format!(": {}", m.replace('\n', "\n      ")))
-                    .unwrap_or_default()
-            ),
-        };
+        let what = trace.describe(hook);
         out.push_str(&format!(
             "  {} ({}{source})\n    {what}\n",
             hook.name, hook.kind

@@ -17,7 +17,7 @@ pub fn init() {
     let Some(dir) = log_dir() else {
         return;
     };
-    let filter = tracing_subscriber::EnvFilter::try_from_env("CAPT_HOOK_LOG")
+    let filter = tracing_subscriber::EnvFilter::try_from_env(capt_hook_core::env::CAPT_HOOK_LOG)
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
     let writer = move || -> Box<dyn std::io::Write> {
         let open = std::fs::create_dir_all(&dir).and_then(|_| {

@@ -485,7 +485,7 @@ fn a_capped_hook_never_over_fires_under_32_parallel_processes() {
 }
 
 #[test]
-fn a_corrupt_state_file_is_kept_aside_and_the_hook_keeps_working() {
+fn a_corrupt_counter_is_kept_aside_and_counts_as_spent() {
     let p = Project::new(&[(
         "cap.toml",
         "[[hook]]\nkind = \"hook\"\nevents = \"PreToolUse\"\nmessage = \"twice\"\nmax_fires = 2\n",
@@ -503,12 +503,13 @@ fn a_corrupt_state_file_is_kept_aside_and_the_hook_keeps_working() {
         .collect();
     assert_eq!(files.len(), 1, "{files:?}");
     std::fs::write(&files[0], "{ not json").unwrap();
-    // The bad file reads as a fresh count: the hook still works...
-    assert!(
-        !run_with_state(&p, &state, "PreToolUse", payload)
-            .stdout
-            .is_empty()
-    );
+    // A count that cannot be read is not reset to zero (that would let the hook fire past its
+    // cap): it counts as spent for the rest of the session...
+    for _ in 0..2 {
+        let out = run_with_state(&p, &state, "PreToolUse", payload);
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        assert!(out.stdout.is_empty(), "{}", text(&out.stdout));
+    }
     // ...and the bad bytes were moved aside, not lost.
     let backups: Vec<PathBuf> = walk(&state)
         .into_iter()
@@ -822,4 +823,165 @@ fn plugin_registers_every_event() {
         );
     }
     assert_eq!(hooks.len(), capt_hook_core::EventKind::ALL.len() - 2);
+}
+
+/// `check` warns about a blocking Stop hook that repeats on every continuation (it can loop),
+/// and not about the same hook without `repeat` or about a gate.
+#[test]
+fn check_warns_on_a_stop_hook_that_can_loop() {
+    let looping = "[[hook]]\nkind = \"hook\"\nevents = \"Stop\"\nmessage = \"again\"\nblock = true\nrepeat = true\n";
+    let p = Project::new(&[("loop.toml", looping)]);
+    let out = p.run(&["check"], b"");
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("warning:") && text(&out.stderr).contains("loop"),
+        "{}",
+        text(&out.stderr)
+    );
+    let fine = "[[hook]]\nkind = \"hook\"\nevents = \"Stop\"\nmessage = \"once\"\nblock = true\n\n[[hook]]\nkind = \"gate\"\nmessage = \"tests?\"\n";
+    let p = Project::new(&[("fine.toml", fine)]);
+    let out = p.run(&["check"], b"");
+    assert_eq!(out.status.code(), Some(0));
+    assert!(
+        !text(&out.stderr).contains("warning:"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+/// Every relative link in the README and the docs resolves to a file in the repository.
+#[test]
+fn doc_links_resolve() {
+    let root = workspace();
+    let mut files = vec![root.join("README.md")];
+    for entry in std::fs::read_dir(root.join("docs")).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "md") {
+            files.push(path);
+        }
+    }
+    let link = regex_lite_links();
+    let mut broken = Vec::new();
+    for file in files {
+        let text = std::fs::read_to_string(&file).unwrap();
+        for target in link(&text) {
+            if target.starts_with("http") || target.starts_with('#') {
+                continue;
+            }
+            let path = target.split('#').next().unwrap_or_default();
+            if !file.parent().unwrap().join(path).exists() {
+                broken.push(format!("{}: {target}", file.display()));
+            }
+        }
+    }
+    assert!(broken.is_empty(), "broken links:\n{}", broken.join("\n"));
+}
+
+/// `](target)` link targets in markdown text.
+fn regex_lite_links() -> impl Fn(&str) -> Vec<String> {
+    |text: &str| {
+        text.match_indices("](")
+            .filter_map(|(i, _)| {
+                let rest = &text[i + 2..];
+                rest.find(')').map(|end| rest[..end].to_owned())
+            })
+            .collect()
+    }
+}
+
+/// Every field the docs' table of common fields lists, and every kind the kinds table names, is
+/// accepted by the loader (checked against the schema it validates with).
+#[test]
+fn documented_fields_and_kinds_are_accepted() {
+    let doc = std::fs::read_to_string(workspace().join("docs/hooks-toml.md")).unwrap();
+    let schema: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(workspace().join("docs/hooks.schema.json")).unwrap(),
+    )
+    .unwrap();
+    let entries = schema["$defs"]["HookEntry"]["oneOf"].as_array().unwrap();
+    let kind_of =
+        |e: &serde_json::Value| e["properties"]["kind"]["const"].as_str().map(str::to_owned);
+    let section = |title: &str| -> Vec<String> {
+        let start = doc
+            .find(title)
+            .unwrap_or_else(|| panic!("no {title:?} in the docs"));
+        doc[start..]
+            .lines()
+            .skip_while(|l| !l.starts_with('|'))
+            .take_while(|l| l.starts_with('|'))
+            .skip(2)
+            .filter_map(|l| l.split('|').nth(1))
+            .flat_map(|cell| {
+                cell.split(',')
+                    .map(|c| c.trim().trim_matches('`').to_owned())
+                    .collect::<Vec<_>>()
+            })
+            .collect()
+    };
+    let fields = section("Fields every kind accepts");
+    assert!(
+        fields.len() > 10 && fields.contains(&"repeat".to_owned()),
+        "{fields:?}"
+    );
+    for field in fields {
+        for entry in entries {
+            assert!(
+                entry["properties"].get(&field).is_some(),
+                "documented field `{field}` is not accepted by kind {:?}",
+                kind_of(entry)
+            );
+        }
+    }
+    let kinds: Vec<String> = entries.iter().filter_map(kind_of).collect();
+    let documented = section("## Kinds");
+    assert!(documented.len() > 10, "{documented:?}");
+    for kind in documented {
+        assert!(
+            kinds.contains(&kind),
+            "documented kind `{kind}` is not accepted"
+        );
+    }
+}
+
+/// A state directory that cannot be written is said once, where the user sees it, instead of
+/// silently turning fire limits off.
+#[test]
+fn unwritable_state_is_reported_in_a_system_message() {
+    let p = Project::new(&[(
+        "nudge.toml",
+        "[[hook]]\nkind = \"nudge\"\nmessage = \"read the docs first\"\n",
+    )]);
+    // A regular file where the state directory should be: no user can create directories in it.
+    let blocker = p.root().join("state-is-a-file");
+    std::fs::write(&blocker, "x").unwrap();
+    let payload = format!(
+        "{{\"session_id\":\"s1\",\"cwd\":{:?},\"tool_name\":\"Bash\",\"tool_input\":{{\"command\":\"ls\"}}}}",
+        p.root().display().to_string()
+    );
+    let out = p.run_env(
+        &["run", "PreToolUse"],
+        payload.as_bytes(),
+        &[("CAPTAIN_HOOK_STATE_DIR", &blocker)],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let notice = v["systemMessage"].as_str().unwrap_or_default();
+    assert!(
+        notice.contains("session state cannot be written") && notice.contains("state-is-a-file"),
+        "{v}"
+    );
+    // The nudge itself stays quiet: without its counter it cannot keep its once-per-session
+    // promise, and a limit errs towards firing less, never more.
+    assert!(v.get("hookSpecificOutput").is_none(), "{v}");
+}
+
+/// `docs/runtime.md` lists every environment variable exactly as the one table declares it.
+#[test]
+fn docs_list_every_environment_variable() {
+    let doc = std::fs::read_to_string(workspace().join("docs/runtime.md")).unwrap();
+    let table = capt_hook_proto::env::markdown_table();
+    assert!(
+        doc.contains(&table),
+        "docs/runtime.md must carry the settings table from capt_hook_proto::env:\n{table}"
+    );
 }

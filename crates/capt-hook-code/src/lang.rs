@@ -5,7 +5,6 @@
 
 use std::borrow::Cow;
 use std::fmt;
-use std::path::Path;
 use std::sync::OnceLock;
 
 use ast_grep_core::matcher::PatternBuilder;
@@ -50,26 +49,17 @@ impl Lang {
     /// Looks a language up by the ids hooks use (`py`, `python`, `ts`, `tsx`, `js`, `jsx`, `rs`,
     /// `rust`, `go`, `bash`, `sh`, …); case-insensitive, surrounding spaces ignored.
     pub fn from_id(id: &str) -> Option<Lang> {
-        let id = id.trim().to_ascii_lowercase();
-        Some(match id.as_str() {
-            "py" | "python" | "python3" | "pyi" => Lang::Python,
-            "ts" | "typescript" | "mts" | "cts" => Lang::TypeScript,
-            "tsx" => Lang::Tsx,
-            "js" | "javascript" | "jsx" | "mjs" | "cjs" | "node" => Lang::JavaScript,
-            "rs" | "rust" => Lang::Rust,
-            "go" | "golang" => Lang::Go,
-            "bash" | "sh" | "shell" => Lang::Bash,
-            _ => return None,
-        })
+        Lang::of(capt_hook_core::lang::lookup(id)?)
     }
 
     /// The language of a file, from its extension only (no extension, no language).
     pub fn from_path(path: &str) -> Option<Lang> {
-        let ext = Path::new(path).extension()?.to_str()?;
-        let ext = ext.to_ascii_lowercase();
-        Lang::ALL
-            .into_iter()
-            .find(|lang| lang.extensions().contains(&ext.as_str()))
+        Lang::of(capt_hook_core::lang::for_path(path)?)
+    }
+
+    /// The compiled grammar for an entry of the language table, if there is one.
+    fn of(info: &capt_hook_core::lang::LangInfo) -> Option<Lang> {
+        Lang::ALL.into_iter().find(|l| l.id() == info.id)
     }
 
     /// The canonical short id (`py`, `ts`, `tsx`, `js`, `rs`, `go`, `bash`).
@@ -85,22 +75,15 @@ impl Lang {
         }
     }
 
-    /// File extensions (lower case, no dot) that belong to this language.
+    /// File extensions (lower case, no dot) that belong to this language, from the core's
+    /// language table.
     pub fn extensions(self) -> &'static [&'static str] {
-        match self {
-            Lang::Python => &["py", "pyi"],
-            Lang::TypeScript => &["ts", "mts", "cts"],
-            Lang::Tsx => &["tsx"],
-            Lang::JavaScript => &["js", "mjs", "cjs", "jsx"],
-            Lang::Rust => &["rs"],
-            Lang::Go => &["go"],
-            Lang::Bash => &["sh", "bash"],
-        }
+        capt_hook_core::lang::lookup(self.id()).map_or(&[], |info| info.extensions)
     }
 
     /// fnmatch globs for the language's files (`*.py`, `*.pyi`), for a lint's file guard.
     pub fn globs(self) -> Vec<String> {
-        self.extensions().iter().map(|e| format!("*.{e}")).collect()
+        capt_hook_core::lang::source_globs(self.id())
     }
 
     /// The tree-sitter grammar, built on first use and cached for the process.

@@ -14,52 +14,17 @@ pub use capt_hook_transcript::Scope;
 /// A predicate written in Rust, for what data cannot say.
 pub type CustomCheck = Arc<dyn Fn(&Event) -> bool + Send + Sync>;
 
-/// Globs that mark a test file (`**/` means a directory must precede the name).
-pub const TEST_FILE_GLOBS: &[&str] = &[
-    "**/test_*.py",
-    "**/*_test.py",
-    "**/conftest.py",
-    "**/tests/**/*.py",
-    "**/*_test.go",
-    "**/*.test.*",
-    "**/*.spec.*",
-];
+/// Globs that mark a test file; owned by [`crate::lang`].
+pub use crate::lang::{TEST_FILE_GLOBS, is_test_file};
 
 /// The source-file globs of a language key (`py`, `rs`, …); unknown keys mean `*.<key>`.
 pub fn language_globs(lang: &str) -> Vec<String> {
-    let globs: &[&str] = match lang {
-        "py" | "python" => &["*.py", "*.pyi"],
-        "ts" | "typescript" => &["*.ts"],
-        "tsx" => &["*.tsx"],
-        "js" | "javascript" => &["*.js", "*.mjs", "*.cjs"],
-        "jsx" => &["*.jsx"],
-        "go" => &["*.go"],
-        "rs" | "rust" => &["*.rs"],
-        "java" => &["*.java"],
-        "bash" | "sh" => &["*.sh", "*.bash"],
-        other => return vec![format!("*.{other}")],
-    };
-    globs.iter().map(|s| (*s).to_owned()).collect()
+    crate::lang::source_globs(lang)
 }
 
 fn compile_globs(globs: &[String]) -> Vec<Glob> {
     // Built-in glob tables are known to compile.
     globs.iter().map(|g| Glob::new(g)).collect()
-}
-
-/// True when `file` is a test file by [`TEST_FILE_GLOBS`].
-pub fn is_test_file(file: &str) -> bool {
-    use std::sync::OnceLock;
-    static GLOBS: OnceLock<Vec<Glob>> = OnceLock::new();
-    let globs = GLOBS.get_or_init(|| {
-        compile_globs(
-            &TEST_FILE_GLOBS
-                .iter()
-                .map(|s| (*s).to_owned())
-                .collect::<Vec<_>>(),
-        )
-    });
-    globs.iter().any(|g| g.matches_path(file))
 }
 
 /// One compiled condition.
@@ -576,3 +541,7 @@ impl Miss {
         }
     }
 }
+
+#[cfg(test)]
+#[path = "condition_tests.rs"]
+mod tests;

@@ -1,17 +1,10 @@
-//! Every environment variable the engine reads, declared once.
+//! The environment variables the engine reads. Their names, defaults and docs are owned by
+//! `capt_hook_proto::env`; the parsing lives here.
 
-/// The project root, set by Claude Code for hook commands.
-pub const CLAUDE_PROJECT_DIR: &str = "CLAUDE_PROJECT_DIR";
-/// The project root as Factory's droid sets it; read after `CLAUDE_PROJECT_DIR`.
-pub const FACTORY_PROJECT_DIR: &str = "FACTORY_PROJECT_DIR";
-/// Comma-separated subagent types that count as planning agents (replaces the default list).
-pub const HOOKS_PLANNING_AGENTS: &str = "HOOKS_PLANNING_AGENTS";
-/// `1`, `true` or `yes` adds the `raw` annotation to every event.
-pub const CAPT_HOOK_CCX_RAW: &str = "CAPT_HOOK_CCX_RAW";
-/// Root of session and durable state (default `~/.claude/state`).
-pub const CAPTAIN_HOOK_STATE_DIR: &str = "CAPTAIN_HOOK_STATE_DIR";
-/// Directory for log files (default: the platform's cache directory).
-pub const CAPTAIN_HOOK_LOG_DIR: &str = "CAPTAIN_HOOK_LOG_DIR";
+pub use capt_hook_proto::env::{
+    CAPT_HOOK_CCX_RAW, CAPT_HOOK_LOG, CAPTAIN_HOOK_LOG_DIR, CAPTAIN_HOOK_STATE_DIR,
+    CLAUDE_PROJECT_DIR, FACTORY_PROJECT_DIR, HOOKS_PLANNING_AGENTS, HOOKS_WAITING_TOOLS,
+};
 
 /// The subagent types skipped by hooks with `skip_planning_agents` when the setting is unset.
 pub const DEFAULT_PLANNING_AGENTS: &[&str] = &[

@@ -8,9 +8,7 @@ use capt_hook_transcript::{CommandMatcher, ToolCall, Transcript, TranscriptCache
 
 use crate::tokens::Tokens;
 
-/// Env var naming the tools whose use in the current turn means "waiting on background work"
-/// (comma-separated; replaces the default list).
-pub const HOOKS_WAITING_TOOLS: &str = "HOOKS_WAITING_TOOLS";
+pub use crate::env::HOOKS_WAITING_TOOLS;
 
 /// The unwrapped argv of every command a Bash call ran, nested ones included; parsed once per
 /// call and kept with the call in the transcript cache.

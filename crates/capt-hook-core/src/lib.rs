@@ -9,6 +9,7 @@ pub mod events;
 pub mod fold;
 pub mod glob;
 pub mod history;
+pub mod lang;
 pub mod paths;
 pub mod pattern;
 pub mod payload;

@@ -3,6 +3,7 @@
 //!
 //! Std + serde only, so the `hook` client can link it without an async runtime.
 
+pub mod env;
 pub mod failure;
 mod frame;
 pub mod paths;

@@ -2,12 +2,7 @@
 
 use std::path::PathBuf;
 
-/// Runtime directory of the user's session (Linux); when set, the socket lives under it.
-pub const XDG_RUNTIME_DIR: &str = "XDG_RUNTIME_DIR";
-/// The user's home; the fallback socket directory and the log directory hang off it.
-pub const HOME: &str = "HOME";
-/// Where logs go (default: the host state directory).
-pub const CAPTAIN_HOOK_LOG_DIR: &str = "CAPTAIN_HOOK_LOG_DIR";
+pub use crate::env::{CAPTAIN_HOOK_LOG_DIR, HOME, XDG_RUNTIME_DIR};
 
 /// File name of the host socket.
 pub const SOCKET_NAME: &str = "capt-hookd.sock";

@@ -156,6 +156,9 @@ pub enum Refusal {
     DeadlinePassed,
     /// The request is malformed (a field failed validation).
     BadRequest,
+    /// The host is at a resource limit (connections, memory for frames in flight, workers);
+    /// the event did not run and the client should evaluate it another way.
+    Busy,
 }
 
 /// The host's single reply on a connection.
@@ -212,6 +215,13 @@ pub struct HostStatus {
     pub in_flight: u64,
     /// Every live worker, sorted by key.
     pub workers: Vec<WorkerStatus>,
+    /// Client connections open right now (this one included).
+    #[serde(default)]
+    pub connections: u64,
+    /// Bytes of request frames being received or served right now (this one's included),
+    /// counted against the host's frame memory budget.
+    #[serde(default)]
+    pub frame_bytes: u64,
 }
 
 /// One live worker.

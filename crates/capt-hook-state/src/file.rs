@@ -1,4 +1,8 @@
 //! File primitives: tolerant reads, atomic writes, moving bad files aside, and `.lock` siblings.
+//!
+//! State is private: directories are created 0700 and files 0600, and a lock file is never
+//! opened through a symlink (the rename that installs a state file replaces a link instead of
+//! writing through it).
 
 use std::fs::{File, OpenOptions, TryLockError};
 use std::io::Write;
@@ -98,7 +102,7 @@ pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), StateError> 
         source,
     };
     let dir = parent_of(path);
-    std::fs::create_dir_all(dir).map_err(err)?;
+    create_private_dirs(dir).map_err(err)?;
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
@@ -107,10 +111,24 @@ pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), StateError> 
         .prefix(&format!(".{name}."))
         .suffix(".tmp")
         .tempfile_in(dir)
+        .inspect_err(|e| crate::health::note(dir, e))
         .map_err(err)?;
     tmp.write_all(bytes).map_err(err)?;
     tmp.persist(path).map_err(|e| err(e.error))?;
     Ok(())
+}
+
+/// Creates `dir` and its missing parents with mode 0700.
+pub(crate) fn create_private_dirs(dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    let result = std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir);
+    if let Err(e) = &result {
+        crate::health::note(dir, e);
+    }
+    result
 }
 
 fn parent_of(path: &Path) -> &Path {
@@ -204,13 +222,17 @@ pub(crate) fn lock(lock: &Path, wait: LockWait) -> Result<LockGuard, StateError>
         path: lock.to_path_buf(),
         source,
     };
-    std::fs::create_dir_all(parent_of(lock)).map_err(err)?;
+    use std::os::unix::fs::OpenOptionsExt;
+    create_private_dirs(parent_of(lock)).map_err(err)?;
     let file = OpenOptions::new()
         .read(true)
         .write(true)
         .create(true)
         .truncate(false)
+        .mode(0o600)
+        .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
         .open(lock)
+        .inspect_err(|e| crate::health::note(lock, e))
         .map_err(err)?;
     let deadline = match wait {
         LockWait::Forever => {

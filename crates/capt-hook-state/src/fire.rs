@@ -34,6 +34,12 @@ pub const FIRE_LOCK_TIMEOUT: Duration = Duration::from_secs(10);
 /// Reserve-then-release: [`FireCounter::reserve`] increments the count under the lock *before*
 /// the handler runs, so parallel processes can never together exceed the cap; a handler that
 /// delivers nothing drops its [`Reservation`], which gives the fire back.
+///
+/// A damaged counter errs towards silence, never towards a fire past the cap: a corrupt
+/// `hook_state.json` is moved aside (`.bak.<timestamp>`) and replaced by a spent counter
+/// (`fire_count` = the cap), and so is a counter file that vanished while its `.lock` sibling,
+/// which every reservation creates and nothing removes, is still there. The hook then stays
+/// quiet for the rest of that session and agent context.
 #[derive(Clone, Debug)]
 pub struct FireCounter {
     slot: Slot<HookState>,
@@ -80,15 +86,33 @@ impl FireCounter {
         if self.slot.is_null() {
             return Some(Reservation::noop());
         }
-        let taken = self.slot.mutate_with(self.wait, |s| {
-            if s.fire_count >= cap {
-                false
-            } else {
-                s.fire_count += 1;
-                true
-            }
-        });
-        match taken {
+        // Checked before the lock is taken, since taking it creates the lock file.
+        let locked_before = self
+            .slot
+            .path()
+            .is_some_and(|p| crate::file::lock_path(p).symlink_metadata().is_ok());
+        let spent = move || HookState { fire_count: cap };
+        let taken = self.slot.try_mutate_from(
+            self.wait,
+            move || {
+                if locked_before {
+                    tracing::warn!("fire counter lost; treating the capped hook as spent");
+                    spent()
+                } else {
+                    HookState::default()
+                }
+            },
+            spent,
+            |s| {
+                if s.fire_count >= cap {
+                    Ok::<bool, std::convert::Infallible>(false)
+                } else {
+                    s.fire_count += 1;
+                    Ok(true)
+                }
+            },
+        );
+        match taken.map(|r| r.unwrap_or_else(|never| match never {})) {
             Ok(true) => Some(Reservation {
                 slot: Some(self.slot.clone()),
                 wait: self.wait,
@@ -291,6 +315,93 @@ mod tests {
         sub.reserve(1).unwrap().commit();
         assert!(sub.reserve(1).is_none());
         assert!(FireCounter::new(&s, "h", Some("a2")).reserve(1).is_some());
+    }
+
+    #[test]
+    fn a_corrupt_counter_is_kept_aside_and_counts_as_spent() {
+        let (_root, s) = store();
+        let c = FireCounter::new(&s, "nudge", None);
+        c.reserve(1).unwrap().commit();
+        let path = c.path().unwrap().to_path_buf();
+        std::fs::write(&path, b"{\"fire_count\": garbage").unwrap();
+        assert!(
+            c.reserve(1).is_none(),
+            "a corrupt counter must not fire again"
+        );
+        assert_eq!(c.count(), 1);
+        let dir = path.parent().unwrap();
+        let baks: Vec<_> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with("hook_state.json.bak."))
+            .collect();
+        assert_eq!(baks.len(), 1, "{baks:?}");
+        assert_eq!(
+            std::fs::read(dir.join(&baks[0])).unwrap(),
+            b"{\"fire_count\": garbage"
+        );
+    }
+
+    #[test]
+    fn a_lost_counter_counts_as_spent_but_a_new_one_starts_at_zero() {
+        let (_root, s) = store();
+        let c = FireCounter::new(&s, "nudge", None);
+        c.reserve(2).unwrap().commit();
+        std::fs::remove_file(c.path().unwrap()).unwrap();
+        assert!(c.reserve(2).is_none());
+        let fresh = FireCounter::new(&s, "other", None);
+        assert!(fresh.reserve(2).is_some());
+    }
+
+    #[test]
+    fn state_dirs_and_files_are_private() {
+        use std::os::unix::fs::PermissionsExt;
+        let (root, s) = store();
+        let c = FireCounter::new(&s, "h", None);
+        c.reserve(1).unwrap().commit();
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        let file = c.path().unwrap();
+        assert_eq!(mode(file), 0o600);
+        assert_eq!(mode(&crate::file::lock_path(file)), 0o600);
+        let mut dir = file.parent().unwrap();
+        while dir != root.path() {
+            assert_eq!(mode(dir), 0o700, "{}", dir.display());
+            dir = dir.parent().unwrap();
+        }
+    }
+
+    #[test]
+    fn a_symlinked_lock_is_not_followed() {
+        let (root, s) = store();
+        let c = FireCounter::new(&s, "h", None);
+        let file = c.path().unwrap();
+        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+        let target = root.path().join("elsewhere");
+        std::os::unix::fs::symlink(&target, crate::file::lock_path(file)).unwrap();
+        assert!(c.reserve(1).is_none(), "no lock, no fire");
+        assert!(!target.exists(), "the link's target was not created");
+    }
+
+    #[test]
+    fn an_unwritable_state_dir_is_reported_once() {
+        let dir = tempfile::tempdir().unwrap();
+        // A file where the state root should be: nothing can be created under it (even by root).
+        let blocker = dir.path().join("state");
+        std::fs::write(&blocker, b"").unwrap();
+        let s = SessionStore::for_session(&blocker, Some("s"));
+        let c = FireCounter::new(&s, "h", None);
+        assert!(c.reserve(1).is_none());
+        assert!(c.reserve(1).is_none());
+        let mut mine = Vec::new();
+        while let Some(f) = crate::health::take_write_failure() {
+            if f.dir.starts_with(dir.path()) {
+                mine.push(f);
+            }
+        }
+        assert_eq!(mine.len(), 1, "{mine:?}");
+        assert_eq!(mine[0].dir, blocker);
+        assert!(mine[0].to_string().contains("CAPTAIN_HOOK_STATE_DIR"));
+        crate::health::forget(dir.path());
     }
 
     #[test]

@@ -13,13 +13,16 @@
 //! * [`cleanup_stale`] removes session directories whose transcript is gone.
 //!
 //! A file that does not parse as its model reads as empty (logged), and the next write moves it
-//! aside as `<name>.json.bak.<timestamp>` instead of overwriting it.
+//! aside as `<name>.json.bak.<timestamp>` instead of overwriting it ([`FireCounter`] reads a
+//! damaged counter as spent instead). Directories are created 0700 and files 0600; a directory
+//! that refuses a write is reported once through [`take_write_failure`].
 
 mod cleanup;
 mod deque;
 mod error;
 mod file;
 mod fire;
+mod health;
 pub mod paths;
 mod slot;
 mod store;
@@ -35,6 +38,7 @@ pub use file::LockWait;
 pub use fire::{
     FIRE_LOCK_TIMEOUT, FireCounter, HookState, PrimitiveState, Reservation, TurnThrottle, text_hash,
 };
+pub use health::{WriteFailure, take_write_failure};
 pub use paths::{model_key, state_root};
 pub use slot::Slot;
 pub use store::{

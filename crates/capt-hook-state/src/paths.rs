@@ -2,11 +2,8 @@
 
 use std::path::{Path, PathBuf};
 
-/// Relocates the state root (default `~/.claude/state`). The engine's `env` module lists the same
-/// name; it is repeated here because this crate depends on nothing of ours.
-pub const CAPTAIN_HOOK_STATE_DIR: &str = "CAPTAIN_HOOK_STATE_DIR";
-/// The user's home, the parent of the default state root.
-pub const HOME: &str = "HOME";
+/// The state root's override and the home it defaults under, owned by `capt_hook_proto::env`.
+pub use capt_hook_proto::env::{CAPTAIN_HOOK_STATE_DIR, HOME};
 
 /// The agent segment used for the top-level agent.
 pub const MAIN_AGENT: &str = "main";

@@ -165,22 +165,39 @@ impl<T: Serialize + DeserializeOwned> Slot<T> {
     where
         T: Default,
     {
+        self.try_mutate_from(wait, T::default, T::default, f)
+    }
+
+    /// [`Slot::try_mutate`] with the starting value chosen by the caller when the file is
+    /// missing (`missing`) or corrupt (`corrupt`; the file is still moved aside before the
+    /// write). Counters use it to start from "spent" rather than from zero when their file was
+    /// damaged.
+    pub(crate) fn try_mutate_from<R, E>(
+        &self,
+        wait: LockWait,
+        missing: impl FnOnce() -> T,
+        corrupt: impl FnOnce() -> T,
+        f: impl FnOnce(&mut T) -> Result<R, E>,
+    ) -> Result<Result<R, E>, StateError>
+    where
+        T: Default,
+    {
         let Some(path) = &self.path else {
             let mut value = T::default();
             return Ok(f(&mut value));
         };
         let _guard = file::lock(&file::lock_path(path), wait)?;
         let (mut value, prior) = match file::read_model::<T>(path)? {
-            ReadOutcome::Missing => (T::default(), Prior::Fine),
+            ReadOutcome::Missing => (missing(), Prior::Fine),
             ReadOutcome::Valid(v) => (v, Prior::Fine),
             ReadOutcome::Corrupt(reason) => {
                 tracing::warn!(
                     model = std::any::type_name::<T>(),
                     path = %path.display(),
                     %reason,
-                    "failed to read session state; starting from the default"
+                    "failed to read session state; moving it aside"
                 );
-                (T::default(), Prior::Corrupt)
+                (corrupt(), Prior::Corrupt)
             }
         };
         match f(&mut value) {

@@ -58,7 +58,7 @@ impl SessionStore {
     /// Creates the session directory (the CLI does this before dispatch); a no-op when null.
     pub fn ensure_dir(&self) -> Result<(), StateError> {
         match &self.dir {
-            Some(d) => std::fs::create_dir_all(d).map_err(|source| StateError::Write {
+            Some(d) => crate::file::create_private_dirs(d).map_err(|source| StateError::Write {
                 path: d.clone(),
                 source,
             }),

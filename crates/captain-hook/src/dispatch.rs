@@ -13,7 +13,7 @@
 //! author said the call must never pass without it.
 
 use std::path::Path;
-use std::sync::mpsc::{self, Receiver, Sender};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender, TrySendError};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
 
@@ -27,6 +27,9 @@ use crate::registry::Registry;
 
 /// How many handler jobs run at once in one process.
 const POOL_THREADS: usize = 16;
+/// Handler jobs waiting for a pool thread. When stuck handlers hold every thread, the queue
+/// fills and a new job is abandoned at once instead of piling up (with its event) forever.
+const POOL_QUEUE: usize = 256;
 
 /// Options for one dispatch.
 #[derive(Debug, Clone, Copy, Default)]
@@ -64,6 +67,46 @@ pub enum Trace {
     Continuation,
 }
 
+impl Trace {
+    /// One line saying what happened to `hook`, for `explain` and failing inline tests.
+    pub fn describe(&self, hook: &Hook) -> String {
+        match self {
+            Trace::NotSubscribed => format!("skipped: listens to {}", hook.events),
+            Trace::OtherMode => "skipped: async hook (runs with --async)".to_owned(),
+            Trace::PlanningAgent => "skipped: planning agent".to_owned(),
+            Trace::Gitignored => "skipped: the file is gitignored".to_owned(),
+            Trace::NoMatch(miss) => {
+                format!("no match: {}", miss.describe(&hook.only_if, &hook.skip_if))
+            }
+            Trace::Doomed => "not run: an earlier hook already blocked".to_owned(),
+            Trace::Abandoned => "abandoned: the handler missed the deadline".to_owned(),
+            Trace::Failed(cause) => format!("FAILED: the handler {cause}"),
+            Trace::Capped => "skipped: max_fires reached for this session and agent".to_owned(),
+            Trace::Continuation => "skipped: Claude Code is already continuing because of a \
+                                    stop hook (repeat = true blocks again)"
+                .to_owned(),
+            Trace::Matched(None) => "matched, returned nothing".to_owned(),
+            Trace::Matched(Some(r)) => format!(
+                "MATCHED -> {}{}",
+                r.action.name(),
+                r.message
+                    .as_ref()
+                    .map(|m| format!(": {}", m.replace('\n', "\n      ")))
+                    .unwrap_or_default()
+            ),
+        }
+    }
+
+    /// Why the hook gave no verdict without running, or `None` when it ran (or did not match:
+    /// a condition deciding against it is what a test usually means).
+    pub fn skip_reason(&self, hook: &Hook) -> Option<String> {
+        match self {
+            Trace::Matched(_) | Trace::NoMatch(_) => None,
+            other => Some(other.describe(hook)),
+        }
+    }
+}
+
 /// Why a hook that matched gave no verdict.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum FailureCause {
@@ -73,6 +116,9 @@ pub enum FailureCause {
     Panic(String),
     /// The handler was still running at the deadline.
     Deadline,
+    /// The handler never ran: every pool thread was busy and the queue full (or it reached a
+    /// thread only after the deadline).
+    NotRun,
 }
 
 impl std::fmt::Display for FailureCause {
@@ -81,6 +127,7 @@ impl std::fmt::Display for FailureCause {
             FailureCause::Error(e) => write!(f, "failed: {e}"),
             FailureCause::Panic(p) => write!(f, "panicked: {p}"),
             FailureCause::Deadline => f.write_str("did not finish before the deadline"),
+            FailureCause::NotRun => f.write_str("could not run: every handler thread was busy"),
         }
     }
 }
@@ -302,12 +349,16 @@ impl Dispatcher {
     /// turns an approval into no verdict (Claude Code's own permission flow decides) and a
     /// failed mandatory hook into a deny; [`Dispatcher::outcome`] says what failed.
     pub fn dispatch(&self, evt: &Arc<Event>, opts: DispatchOptions) -> Option<HookResult> {
-        settled(self.run(evt, opts, false).0.verdict(evt.kind()))
+        settled(self.outcome(evt, opts).verdict(evt.kind()))
     }
 
     /// Evaluates every hook and returns what they said and which of them failed.
     pub fn outcome(&self, evt: &Arc<Event>, opts: DispatchOptions) -> Outcome {
-        self.run(evt, opts, false).0
+        let mut outcome = self.run(evt, opts, false).0;
+        if !opts.run_async {
+            outcome.result = with_state_failure(outcome.result);
+        }
+        outcome
     }
 
     /// Evaluates every hook and returns the verdict (as [`Dispatcher::dispatch`]) plus one
@@ -325,7 +376,7 @@ impl Dispatcher {
     fn run(&self, evt: &Arc<Event>, opts: DispatchOptions, explain: bool) -> (Outcome, Vec<Trace>) {
         let hooks = self.registry.hooks();
         let mut slots: Vec<Slot> = Vec::with_capacity(hooks.len());
-        let mut later: Vec<Job> = Vec::new();
+        let mut later: Vec<(Job, &str)> = Vec::new();
         let mut blocked = false;
         for hook in hooks {
             if let Some(t) = self.opt_out(hook, evt, opts) {
@@ -351,13 +402,18 @@ impl Dispatcher {
             };
             let slot = match &hook.body {
                 Body::Handler(h) if !h.inline => {
-                    let (job, rx) = job(Arc::clone(hook), Arc::clone(evt), reservation);
+                    let (job, rx) = job(
+                        Arc::clone(hook),
+                        Arc::clone(evt),
+                        reservation,
+                        opts.deadline,
+                    );
                     // Mandatory hooks take the pool's threads first: a call must not pass
                     // unchecked because other handlers held them up.
                     if hook.mandatory {
-                        submit(job);
+                        submit(job, &hook.name);
                     } else {
-                        later.push(job);
+                        later.push((job, &hook.name));
                     }
                     Slot::Pending(rx)
                 }
@@ -373,7 +429,9 @@ impl Dispatcher {
             slots.push(slot);
         }
 
-        later.into_iter().for_each(submit);
+        for (job, name) in later {
+            submit(job, name);
+        }
 
         let mut inputs = Vec::with_capacity(hooks.len());
         let mut failures = Vec::new();
@@ -387,9 +445,9 @@ impl Dispatcher {
                     continue;
                 }
                 Slot::Ready(r) => r,
-                Slot::Pending(rx) => wait(&rx, opts.deadline).unwrap_or_else(|| {
-                    tracing::warn!(hook = %hook.name, "handler missed the deadline; abandoned");
-                    Err(FailureCause::Deadline)
+                Slot::Pending(rx) => wait(&rx, opts.deadline).unwrap_or_else(|cause| {
+                    tracing::warn!(hook = %hook.name, %cause, "handler abandoned");
+                    Err(cause)
                 }),
             };
             let result = match ran {
@@ -427,6 +485,31 @@ impl Dispatcher {
             traces,
         )
     }
+}
+
+/// Adds the first not-yet-reported failure to write session state to the verdict, as a notice
+/// the user sees: fire limits and once-per-turn gates cannot hold without their files, and the
+/// user must not find that out from a nudge that silently stopped.
+fn with_state_failure(result: Option<HookResult>) -> Option<HookResult> {
+    let Some(failure) = capt_hook_state::take_write_failure() else {
+        return result;
+    };
+    let notice = format!(
+        "capt-hook: session state cannot be written under {} ({}); fire limits and \
+         once-per-turn gates may not hold until it can",
+        failure.dir.display(),
+        failure.reason
+    );
+    Some(match result {
+        Some(mut r) => {
+            r.system_message = Some(match r.system_message.take() {
+                Some(own) if !own.is_empty() => format!("{own}\n\n{notice}"),
+                _ => notice,
+            });
+            r
+        }
+        None => HookResult::notice_only().with_system_message(notice),
+    })
 }
 
 /// The [`HookResult`] form of a verdict: an unchecked call carries no approval, only the
@@ -476,14 +559,17 @@ pub(crate) fn matching_event(hook: &Hook, evt: &Event) -> Result<Option<Arc<Even
     first.map_or(Ok(None), Err)
 }
 
-/// Waits for a handler's result until the deadline; `None` when it did not arrive in time (or
-/// its job was never run because the pool is gone).
-fn wait(rx: &Receiver<Ran>, deadline: Option<Instant>) -> Option<Ran> {
+/// Waits for a handler's result until the deadline; `Err` says why none came: the deadline
+/// passed, or the job was dropped unrun (the queue was full, or it reached a thread too late).
+fn wait(rx: &Receiver<Ran>, deadline: Option<Instant>) -> Result<Ran, FailureCause> {
     match deadline {
-        None => rx.recv().ok(),
+        None => rx.recv().map_err(|_| FailureCause::NotRun),
         Some(d) => {
             let left = d.saturating_duration_since(Instant::now());
-            rx.recv_timeout(left).ok()
+            rx.recv_timeout(left).map_err(|e| match e {
+                RecvTimeoutError::Timeout => FailureCause::Deadline,
+                RecvTimeoutError::Disconnected => FailureCause::NotRun,
+            })
         }
     }
 }
@@ -491,10 +577,10 @@ fn wait(rx: &Receiver<Ran>, deadline: Option<Instant>) -> Option<Ran> {
 type Job = Box<dyn FnOnce() + Send>;
 
 /// The process-wide handler pool, started on first use so declarative-only runs spawn nothing.
-fn pool() -> &'static Sender<Job> {
-    static POOL: OnceLock<Sender<Job>> = OnceLock::new();
+fn pool() -> &'static SyncSender<Job> {
+    static POOL: OnceLock<SyncSender<Job>> = OnceLock::new();
     POOL.get_or_init(|| {
-        let (tx, rx) = mpsc::channel::<Job>();
+        let (tx, rx) = mpsc::sync_channel::<Job>(POOL_QUEUE);
         let rx = Arc::new(Mutex::new(rx));
         for i in 0..POOL_THREADS {
             let rx = Arc::clone(&rx);
@@ -521,10 +607,20 @@ fn pool() -> &'static Sender<Job> {
     })
 }
 
-/// A handler's run as a pool job, and where its result arrives.
-fn job(hook: Arc<Hook>, evt: Arc<Event>, reservation: Option<Reservation>) -> (Job, Receiver<Ran>) {
+/// A handler's run as a pool job, and where its result arrives. A job that reaches a thread
+/// after `deadline` (it queued behind slow handlers) is skipped: nobody waits for it, and its
+/// reservation is given back.
+fn job(
+    hook: Arc<Hook>,
+    evt: Arc<Event>,
+    reservation: Option<Reservation>,
+    deadline: Option<Instant>,
+) -> (Job, Receiver<Ran>) {
     let (tx, rx) = mpsc::channel();
     let job: Job = Box::new(move || {
+        if deadline.is_some_and(|d| Instant::now() >= d) {
+            return;
+        }
         let result = run_body(&hook, &evt);
         settle(reservation, &result);
         // The dispatcher may have given up on us; that is fine.
@@ -533,10 +629,17 @@ fn job(hook: Arc<Hook>, evt: Arc<Event>, reservation: Option<Reservation>) -> (J
     (job, rx)
 }
 
-/// Queues a job. A job the pool cannot take drops its sender, which the dispatcher sees as a
-/// hook that never answered (a failure, not a silent pass).
-fn submit(job: Job) {
-    if pool().send(job).is_err() {
-        tracing::error!("handler pool is gone; hook yields no result");
+/// Queues a job. A job that cannot be queued is dropped with its sender, which the dispatcher
+/// sees as a hook that never ran (a failure, not a silent pass).
+fn submit(job: Job, name: &str) {
+    match pool().try_send(job) {
+        Ok(()) => {}
+        Err(TrySendError::Full(_)) => tracing::warn!(
+            hook = %name,
+            "every handler thread is busy and {POOL_QUEUE} jobs wait; handler abandoned"
+        ),
+        Err(TrySendError::Disconnected(_)) => {
+            tracing::error!(hook = %name, "handler pool is gone; handler abandoned");
+        }
     }
 }

@@ -19,7 +19,7 @@ use crate::primitives::{
 use crate::registry::Registry;
 use crate::session;
 use crate::spec::*;
-use crate::testing::{Expect, InlineTest, Input, Verdict};
+use crate::testing::{Expect, InlineTest, TranscriptInput, Verdict, load_transcript};
 
 /// A hook file problem, located.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -1027,83 +1027,20 @@ fn lower(
     Ok(def)
 }
 
-/// Reads a test's transcript: inline lines, or a fixture file next to the hook file.
-fn test_transcript(
-    spec: &Option<TranscriptInputSpec>,
-    field: &str,
-    source: &str,
-) -> Result<Option<Vec<serde_json::Value>>, DefError> {
-    let Some(spec) = spec else {
-        return Ok(None);
-    };
-    let field = format!("{field}.input.transcript");
-    let mut lines: Vec<serde_json::Value> = match spec {
-        TranscriptInputSpec::Lines(l) => l.iter().cloned().map(serde_json::Value::Object).collect(),
-        TranscriptInputSpec::File(rel) => {
-            let base = Path::new(source).parent().unwrap_or(Path::new("."));
-            let path = base.join(rel);
-            let text = std::fs::read_to_string(&path)
-                .map_err(|e| err(&field, format!("cannot read {}: {e}", path.display())))?;
-            let mut out = Vec::new();
-            for (n, line) in text.lines().enumerate() {
-                if line.trim().is_empty() {
-                    continue;
-                }
-                let v = serde_json::from_str(line).map_err(|e| {
-                    err(
-                        &field,
-                        format!("{}:{}: not JSON: {e}", path.display(), n + 1),
-                    )
-                })?;
-                out.push(v);
-            }
-            out
-        }
-    };
-    // Fixture lines may leave out the envelope Claude Code always writes.
-    for (i, line) in lines.iter_mut().enumerate() {
-        if let Some(obj) = line.as_object_mut() {
-            obj.entry("uuid")
-                .or_insert_with(|| format!("fixture-{i}").into());
-            obj.entry("sessionId").or_insert_with(|| "fixture".into());
-            obj.entry("timestamp")
-                .or_insert_with(|| format!("2026-01-01T00:00:{:02}.000Z", i % 60).into());
-        }
-    }
-    Ok(Some(lines))
-}
-
 fn lower_test(
     t: &TestSpec,
     field: &str,
     line: Option<usize>,
     source: &str,
 ) -> Result<InlineTest, DefError> {
-    let i = &t.input;
-    let input = Input {
-        event: i.event,
-        tool: i.tool.clone(),
-        command: i.command.clone(),
-        file: i.file.clone(),
-        content: i.content.clone(),
-        old: i.old.clone(),
-        tool_input: i.tool_input.clone(),
-        prompt: i.prompt.clone(),
-        agent_type: i.agent_type.clone(),
-        agent_id: i.agent_id.clone(),
-        model: i.model.clone(),
-        output: i.output.clone(),
-        error: i.error.clone(),
-        reason: i.reason.clone(),
-        source: i.source.clone(),
-        permission_mode: i.permission_mode.clone(),
-        skip_permissions: i.skip_permissions,
-        offset: i.offset,
-        limit: i.limit,
-        cwd: i.cwd.clone(),
-        transcript: test_transcript(&i.transcript, field, source)?,
-        state: i.state.clone(),
-    };
+    // A fixture file is read now, so a missing or broken one is a load error naming the test.
+    let mut input = t.input.clone();
+    if let Some(spec) = &t.input.transcript {
+        let base = Path::new(source).parent().unwrap_or(Path::new("."));
+        let lines =
+            load_transcript(spec, base).map_err(|e| err(format!("{field}.input.transcript"), e))?;
+        input.transcript = Some(TranscriptInput::Lines(lines));
+    }
     let verdict = match t.expect {
         ExpectSpec::Block => Verdict::Block,
         ExpectSpec::Warn => Verdict::Warn,

@@ -417,73 +417,13 @@ pub enum ExpectSpec {
     Rewrite,
 }
 
-/// The simulated event of an inline test.
-#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct TestInputSpec {
-    /// The event (default: the hook's first event).
-    pub event: Option<EventName>,
-    /// The tool (default: the first `tool` condition, else inferred from the fields).
-    pub tool: Option<String>,
-    /// Bash command.
-    pub command: Option<String>,
-    /// Target file.
-    pub file: Option<String>,
-    /// New text.
-    pub content: Option<String>,
-    /// Replaced text.
-    pub old: Option<String>,
-    /// Raw tool input, used verbatim.
-    pub tool_input: Option<serde_json::Map<String, serde_json::Value>>,
-    /// User prompt, or an Agent call's prompt.
-    pub prompt: Option<String>,
-    /// Subagent type.
-    pub agent_type: Option<String>,
-    /// Subagent id.
-    pub agent_id: Option<String>,
-    /// An Agent call's model.
-    pub model: Option<String>,
-    /// Tool response (PostToolUse).
-    pub output: Option<serde_json::Value>,
-    /// Failure text (PostToolUseFailure).
-    pub error: Option<String>,
-    /// SessionEnd reason.
-    pub reason: Option<String>,
-    /// SessionStart source.
-    pub source: Option<String>,
-    /// Permission mode.
-    pub permission_mode: Option<String>,
-    /// Whether permission prompts are skipped.
-    pub skip_permissions: Option<bool>,
-    /// Read offset.
-    pub offset: Option<i64>,
-    /// Read limit.
-    pub limit: Option<i64>,
-    /// Working directory.
-    pub cwd: Option<String>,
-    /// The session so far: transcript lines inline, or a `.jsonl` file relative to the hook file.
-    pub transcript: Option<TranscriptInputSpec>,
-    /// Session state slots to pre-seed, by slot key.
-    pub state: Option<serde_json::Map<String, serde_json::Value>>,
-}
-
-/// A test's transcript: inline lines or a fixture file.
-#[derive(Debug, Clone, Deserialize, JsonSchema)]
-#[serde(untagged)]
-pub enum TranscriptInputSpec {
-    /// Raw transcript lines (missing `uuid`, `timestamp` and `sessionId` are filled in).
-    Lines(Vec<serde_json::Map<String, serde_json::Value>>),
-    /// A `.jsonl` file, relative to the hook file.
-    File(String),
-}
-
 /// One inline test.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TestSpec {
     /// The simulated event.
     #[serde(default)]
-    pub input: TestInputSpec,
+    pub input: crate::testing::Input,
     /// The verdict the hook must give.
     pub expect: ExpectSpec,
     /// Regex the message must contain (rewrite: substring of the new `command`).

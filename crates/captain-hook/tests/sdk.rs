@@ -606,3 +606,53 @@ fn unreadable_payloads_ask_on_guarded_events_only() {
             .contains("expected a JSON object, got an array")
     );
 }
+
+/// Inline tests go through the dispatcher a session uses: a test on an event the hook does not
+/// listen to fails and says why, a gitignored file is skipped, and a fire cap holds.
+#[test]
+fn inline_tests_honour_events_gitignore_and_fire_caps() {
+    let root = tempfile::tempdir().unwrap();
+    std::fs::write(root.path().join(".gitignore"), "generated\n").unwrap();
+    let mut reg = Registry::new();
+    load_str(
+        "[[hook]]\nkind = \"block_command\"\nargv = [\"git\", \"stash\"]\nreason = \"no\"\n\n\
+           [[hook.test]]\n  input = { command = \"git stash\", event = \"PostToolUse\" }\n  expect = \"block\"\n\n\
+         [[hook]]\nkind = \"hook\"\nevents = \"PreToolUse\"\nmessage = \"careful\"\nonly_if = [{ tool = \"Write\" }]\n\n\
+           [[hook.test]]\n  input = { file = \"generated/out.py\", content = \"x\" }\n  expect = \"allow\"\n\n\
+           [[hook.test]]\n  input = { file = \"src/out.py\", content = \"x\" }\n  expect = \"warn\"\n\n\
+         [[hook]]\nkind = \"hook\"\nevents = \"PreToolUse\"\nmessage = \"never\"\nmax_fires = 0\n\n\
+           [[hook.test]]\n  input = { command = \"ls\" }\n  expect = \"warn\"\n",
+        "t",
+        &mut reg,
+    )
+    .unwrap();
+    let results: Vec<_> = reg
+        .hooks()
+        .iter()
+        .flat_map(|h| {
+            h.tests
+                .iter()
+                .map(|t| {
+                    let mut t = t.clone();
+                    // Relative test files live under the project root.
+                    if let Some(f) = &mut t.input.file {
+                        *f = root.path().join(&*f).display().to_string();
+                    }
+                    run_test(h, &t, Some(root.path()))
+                })
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    assert_eq!(results[0].status, Status::Fail, "{results:?}");
+    assert!(
+        results[0].reason.contains("listens to PreToolUse"),
+        "{results:?}"
+    );
+    assert_eq!(results[1].status, Status::Pass, "gitignored: {results:?}");
+    assert_eq!(results[2].status, Status::Pass, "{results:?}");
+    assert_eq!(
+        results[3].status,
+        Status::Fail,
+        "max_fires = 0: {results:?}"
+    );
+}

@@ -1,0 +1,183 @@
+//! Unit tests of the conditions, one event at a time (kept beside `condition.rs`).
+
+use serde_json::{Value, json};
+
+use super::*;
+use crate::events::{EventKind, EventSet};
+use crate::{EventContext, Mode};
+
+fn evt(kind: EventKind, payload: Value) -> Event {
+    let ctx = EventContext {
+        project_root: Some("/proj".into()),
+        skip_permissions: Some(false),
+        ..EventContext::default()
+    };
+    Event::new(kind, payload, ctx).unwrap()
+}
+
+fn bash(cmd: &str) -> Event {
+    evt(
+        EventKind::PreToolUse,
+        json!({"tool_name": "Bash", "tool_input": {"command": cmd}}),
+    )
+}
+
+fn write(path: &str, content: &str) -> Event {
+    evt(
+        EventKind::PreToolUse,
+        json!({"tool_name": "Write", "tool_input": {"file_path": path, "content": content}}),
+    )
+}
+
+fn re(p: &str) -> Pattern {
+    Pattern::new(p, Mode::Plain).unwrap()
+}
+
+#[test]
+fn tool_names_aliases_and_mcp_tails() {
+    let c = Condition::tool(&["Bash", "Write"]);
+    assert!(c.check(&bash("ls")));
+    assert!(c.check(&evt(
+        EventKind::PreToolUse,
+        json!({"tool_name": "Create", "tool_input": {}})
+    )));
+    assert!(!c.check(&evt(
+        EventKind::PreToolUse,
+        json!({"tool_name": "Read", "tool_input": {}})
+    )));
+    let mcp = evt(
+        EventKind::PreToolUse,
+        json!({"tool_name": "mcp__github__create_issue", "tool_input": {}}),
+    );
+    assert!(Condition::tool(&["create_issue"]).check(&mcp));
+    assert!(Condition::McpTool(true).check(&mcp));
+    assert!(Condition::McpTool(false).check(&bash("ls")));
+    // Events without a tool call never satisfy a tool condition.
+    assert!(!c.check(&evt(EventKind::Stop, json!({}))));
+}
+
+#[test]
+fn command_searches_the_raw_line_and_each_commands_words() {
+    assert!(Condition::Command(re(r"^git\s+push")).check(&bash("git   push -f")));
+    assert!(Condition::Command(re("stash")).check(&bash("echo 'git stash'")));
+    assert!(!Condition::Command(re("stash")).check(&bash("ls")));
+}
+
+#[test]
+fn tool_input_needs_every_field_and_coerces_scalars() {
+    let e = evt(
+        EventKind::PreToolUse,
+        json!({"tool_name": "Bash", "tool_input": {"command": "ls", "run_in_background": true, "timeout": 5}}),
+    );
+    let c = |fields: &[(&str, &str)]| {
+        Condition::ToolInput(
+            fields
+                .iter()
+                .map(|(k, p)| ((*k).to_owned(), re(p)))
+                .collect(),
+        )
+    };
+    assert!(c(&[("run_in_background", "^true$"), ("timeout", "^5$")]).check(&e));
+    assert!(!c(&[("run_in_background", "^false$")]).check(&e));
+    assert!(!c(&[("missing", ".*")]).check(&e));
+}
+
+#[test]
+fn content_and_file_path_respect_the_project() {
+    let inside = write("/proj/src/a.py", "API_KEY = 1\n");
+    let outside = write("/tmp/a.py", "API_KEY = 1\n");
+    let content = |project_only| Condition::Content {
+        pattern: Pattern::new("^API_KEY", Mode::Multiline).unwrap(),
+        project_only,
+    };
+    assert!(content(true).check(&inside));
+    assert!(!content(true).check(&outside));
+    assert!(content(false).check(&outside));
+    let file = |g: &str, project_only| Condition::file_path(vec![Glob::new(g)], project_only);
+    assert!(file("**/src/*.py", true).check(&inside));
+    assert!(!file("**/src/*.py", true).check(&outside));
+    assert!(file("a.py", false).check(&outside), "basename match");
+}
+
+#[test]
+fn test_files_and_source_edits_use_the_language_table() {
+    assert!(Condition::TestFile(true).check(&write("/proj/tests/test_a.py", "")));
+    assert!(Condition::TestFile(false).check(&write("/proj/src/a.py", "")));
+    let ts = Condition::source_edits("ts");
+    assert!(ts.check(&write("/proj/src/a.mts", "")));
+    assert!(
+        !ts.check(&write("/proj/src/a.test.ts", "")),
+        "test files are not source edits"
+    );
+    assert!(!ts.check(&bash("ls")));
+}
+
+#[test]
+fn agents_modes_and_subagents() {
+    let sub = evt(
+        EventKind::SubagentStart,
+        json!({"agent_id": "a1", "agent_type": "Explore", "permission_mode": "plan"}),
+    );
+    assert!(Condition::Agent(vec!["Explore".into()]).check(&sub));
+    assert!(!Condition::Agent(vec!["Plan".into()]).check(&sub));
+    assert!(Condition::FromSubagent(true).check(&sub));
+    assert!(Condition::PermissionMode(vec!["plan".into(), "default".into()]).check(&sub));
+    assert!(Condition::InPlanMode(true).check(&sub));
+    assert!(Condition::FromSubagent(false).check(&bash("ls")));
+    assert!(Condition::SkipPermissions(false).check(&bash("ls")));
+}
+
+#[test]
+fn combinators_and_their_empty_cases() {
+    let yes = Condition::Command(re("ls"));
+    let no = Condition::Command(re("rm"));
+    let e = bash("ls");
+    assert!(Condition::All(vec![]).check(&e));
+    assert!(!Condition::Any(vec![]).check(&e));
+    assert!(Condition::Any(vec![no.clone(), yes.clone()]).check(&e));
+    assert!(!Condition::All(vec![no.clone(), yes.clone()]).check(&e));
+    assert!(Condition::Not(Box::new(no.clone())).check(&e));
+    assert_eq!(
+        first_miss(&e, &[yes.clone(), no.clone()], &[]),
+        Some(Miss::OnlyIf(1))
+    );
+    assert_eq!(
+        first_miss(&e, std::slice::from_ref(&yes), std::slice::from_ref(&yes)),
+        Some(Miss::SkipIf(0))
+    );
+    assert_eq!(first_miss(&e, &[], &[no]), None);
+}
+
+#[test]
+fn conditions_that_can_never_match_are_found_per_event_set() {
+    let stop = EventSet::of(&[EventKind::Stop]);
+    let changed = EventSet::of(&[EventKind::FileChanged]);
+    let file = Condition::file_path(vec![Glob::new("*.lock")], false);
+    let tool = Condition::tool(&["Bash"]);
+    assert_eq!(never_matches(std::slice::from_ref(&tool), stop), Some(0));
+    assert_eq!(never_matches(std::slice::from_ref(&file), stop), Some(0));
+    // FileChanged carries a file but no tool call.
+    assert_eq!(never_matches(std::slice::from_ref(&file), changed), None);
+    assert_eq!(never_matches(std::slice::from_ref(&tool), changed), Some(0));
+    assert_eq!(
+        never_matches(&[tool], EventSet::of(&[EventKind::PostToolBatch])),
+        None
+    );
+    // The file a FileChanged event is about is what file conditions read.
+    let e = evt(
+        EventKind::FileChanged,
+        json!({"file_path": "/proj/Cargo.lock", "event": "change"}),
+    );
+    assert!(file.check(&e));
+}
+
+#[test]
+fn conditions_print_as_they_are_written() {
+    assert_eq!(
+        Condition::TestFile(true).to_string(),
+        "{ test_file = true }"
+    );
+    assert!(Condition::tool(&["Bash"]).to_string().contains("Bash"));
+    let d = Miss::OnlyIf(0).describe(&[Condition::TestFile(true)], &[]);
+    assert_eq!(d, "only_if[0] { test_file = true } does not hold");
+}

@@ -1,0 +1,95 @@
+//! Every environment variable captain-hook reads, declared once: its name, who reads it, its
+//! default and what it does. The binaries' own `env` modules re-export these names and keep the
+//! parsing next to the code that uses the value; `docs/runtime.md`'s settings table is checked
+//! against [`VARS`] by a test. Std only, so the `hook` client can link it.
+
+/// One environment variable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EnvVar {
+    /// The variable's name.
+    pub name: &'static str,
+    /// Which programs read it.
+    pub read_by: &'static str,
+    /// The value in effect when it is unset.
+    pub default: &'static str,
+    /// What it changes.
+    pub doc: &'static str,
+}
+
+macro_rules! vars {
+    ($($(#[doc = $doc:literal])+ $name:ident, read_by: $by:literal, default: $default:literal;)*) => {
+        $($(#[doc = $doc])+ pub const $name: &str = stringify!($name);)*
+
+        /// Every variable, in the order of the settings table in `docs/runtime.md`.
+        pub const VARS: &[EnvVar] = &[$(EnvVar {
+            name: stringify!($name),
+            read_by: $by,
+            default: $default,
+            doc: concat!($($doc),+),
+        },)*];
+    };
+}
+
+vars! {
+    /// The project root Claude Code sets for hook commands.
+    CLAUDE_PROJECT_DIR, read_by: "hook, capt-hook, workers", default: "the payload's `cwd`";
+    /// The project root as Factory's droid sets it; read after `CLAUDE_PROJECT_DIR`.
+    FACTORY_PROJECT_DIR, read_by: "hook, capt-hook, workers", default: "unset";
+    /// Seconds (a float) the whole attempt to answer one event may take, retries and local
+    /// evaluation included.
+    CAPT_HOOK_CLIENT_TIMEOUT, read_by: "hook", default: "30";
+    /// Root of session and durable state.
+    CAPTAIN_HOOK_STATE_DIR, read_by: "capt-hook, workers", default: "`~/.claude/state`";
+    /// Directory for log files.
+    CAPTAIN_HOOK_LOG_DIR, read_by: "all", default: "`~/.cache/captain-hook/host-v1`";
+    /// A `tracing` filter for `capt-hook`'s log.
+    CAPT_HOOK_LOG, read_by: "capt-hook", default: "`warn`";
+    /// A `tracing` filter for the host's log.
+    CAPT_HOOKD_LOG, read_by: "capt-hookd", default: "`info`";
+    /// Seconds a worker may sit idle before it is retired.
+    CAPT_HOOKD_IDLE_SECS, read_by: "capt-hookd", default: "1800";
+    /// Most workers kept at once; one more retires the least recently used idle worker.
+    CAPT_HOOKD_MAX_WORKERS, read_by: "capt-hookd", default: "16";
+    /// The worker binary the host runs.
+    CAPT_HOOKD_WORKER, read_by: "capt-hookd", default: "`capt-hook-worker` beside `capt-hookd`";
+    /// Comma-separated subagent types that count as planning agents (replaces the list).
+    HOOKS_PLANNING_AGENTS, read_by: "capt-hook, workers", default: "Explore, Plan, general-purpose, …";
+    /// Comma-separated tools whose pending calls mean the session is waiting (replaces the list).
+    HOOKS_WAITING_TOOLS, read_by: "capt-hook, workers", default: "the built-in list";
+    /// `1`, `true` or `yes` adds the `raw` annotation to every event.
+    CAPT_HOOK_CCX_RAW, read_by: "capt-hook, workers", default: "unset";
+    /// The user's runtime directory; the host socket lives under it when set.
+    XDG_RUNTIME_DIR, read_by: "hook, capt-hookd, capt-hook", default: "the host state directory";
+    /// The user's home: the state, log and socket defaults hang off it.
+    HOME, read_by: "all", default: "`/`";
+    /// `PATH` given to workers.
+    PATH, read_by: "capt-hookd", default: "`/usr/bin:/bin:/usr/sbin:/sbin`";
+}
+
+/// The settings table `docs/runtime.md` carries, rendered from [`VARS`].
+pub fn markdown_table() -> String {
+    let mut out =
+        String::from("| variable | read by | default | what it does |\n|---|---|---|---|\n");
+    for v in VARS {
+        let doc = v.doc.split_whitespace().collect::<Vec<_>>().join(" ");
+        out.push_str(&format!(
+            "| `{}` | {} | {} | {} |\n",
+            v.name, v.read_by, v.default, doc
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_unique_and_documented() {
+        for (i, v) in VARS.iter().enumerate() {
+            assert!(!v.doc.trim().is_empty() && !v.default.is_empty(), "{v:?}");
+            assert!(VARS[i + 1..].iter().all(|w| w.name != v.name), "{}", v.name);
+        }
+        assert_eq!(CAPT_HOOK_CLIENT_TIMEOUT, "CAPT_HOOK_CLIENT_TIMEOUT");
+    }
+}

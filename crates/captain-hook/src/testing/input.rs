@@ -1,0 +1,375 @@
+//! The simulated event of an inline test, one definition for the SDK and hook files, and the
+//! payload Claude Code would send for it.
+
+use std::path::Path;
+
+use capt_hook_core::{Condition, EventKind};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+
+use crate::hook::Hook;
+
+/// The simulated event of an inline test: `input = { … }` in a hook file, `Input { … }` in
+/// Rust. Unset fields are left out of the payload.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Input {
+    /// The event (default: the hook's first event).
+    pub event: Option<EventKind>,
+    /// The tool (default: the hook's first `tool` condition, else inferred from the fields).
+    pub tool: Option<String>,
+    /// Bash `command`.
+    pub command: Option<String>,
+    /// The target file.
+    pub file: Option<String>,
+    /// New text (Edit `new_string`, Write `content`).
+    pub content: Option<String>,
+    /// Replaced text (Edit `old_string`).
+    pub old: Option<String>,
+    /// The raw tool input, used verbatim instead of a synthesised one.
+    pub tool_input: Option<Map<String, Value>>,
+    /// The user prompt, or an Agent call's prompt.
+    pub prompt: Option<String>,
+    /// The subagent type.
+    pub agent_type: Option<String>,
+    /// The subagent id.
+    pub agent_id: Option<String>,
+    /// An Agent call's model.
+    pub model: Option<String>,
+    /// The tool response (PostToolUse).
+    pub output: Option<Value>,
+    /// The failure text (PostToolUseFailure).
+    pub error: Option<String>,
+    /// SessionEnd's reason.
+    pub reason: Option<String>,
+    /// SessionStart's source.
+    pub source: Option<String>,
+    /// The permission mode.
+    pub permission_mode: Option<String>,
+    /// Whether Claude Code runs with permission prompts skipped.
+    pub skip_permissions: Option<bool>,
+    /// Read offset.
+    pub offset: Option<i64>,
+    /// Read limit.
+    pub limit: Option<i64>,
+    /// The working directory.
+    pub cwd: Option<String>,
+    /// The session so far: transcript lines inline, or a `.jsonl` file relative to the hook file.
+    pub transcript: Option<TranscriptInput>,
+    /// Session state slots to pre-seed, by slot key.
+    pub state: Option<Map<String, Value>>,
+}
+
+impl Input {
+    /// An input with just a Bash command.
+    pub fn command(command: impl Into<String>) -> Input {
+        Input {
+            command: Some(command.into()),
+            ..Input::default()
+        }
+    }
+
+    /// Python-style repr listing the fields that are set, used in test ids.
+    pub fn repr(&self) -> String {
+        let mut parts: Vec<String> = Vec::new();
+        let mut s = |k: &str, v: &Option<String>| {
+            if let Some(v) = v {
+                parts.push(format!("{k}={}", py_str(v)));
+            }
+        };
+        s("event", &self.event.map(|e| e.name().to_owned()));
+        s("command", &self.command);
+        s("file", &self.file);
+        s("content", &self.content);
+        s("old", &self.old);
+        s("tool", &self.tool);
+        s("prompt", &self.prompt);
+        s("agent_type", &self.agent_type);
+        s("agent_id", &self.agent_id);
+        s("model", &self.model);
+        s("error", &self.error);
+        s("reason", &self.reason);
+        s("source", &self.source);
+        s("permission_mode", &self.permission_mode);
+        s("cwd", &self.cwd);
+        if let Some(t) = &self.tool_input {
+            parts.push(format!("tool_input={}", Value::Object(t.clone())));
+        }
+        if let Some(o) = &self.output {
+            parts.push(format!("output={o}"));
+        }
+        if let Some(b) = self.skip_permissions {
+            parts.push(format!(
+                "skip_permissions={}",
+                if b { "True" } else { "False" }
+            ));
+        }
+        if let Some(o) = self.offset {
+            parts.push(format!("offset={o}"));
+        }
+        if let Some(l) = self.limit {
+            parts.push(format!("limit={l}"));
+        }
+        match &self.transcript {
+            Some(TranscriptInput::Lines(t)) => {
+                parts.push(format!("transcript=[{} lines]", t.len()))
+            }
+            Some(TranscriptInput::File(f)) => parts.push(format!("transcript={}", py_str(f))),
+            None => {}
+        }
+        if let Some(s) = &self.state {
+            let keys: Vec<&str> = s.keys().map(String::as_str).collect();
+            parts.push(format!("state=[{}]", keys.join(", ")));
+        }
+        format!("Input({})", parts.join(", "))
+    }
+}
+
+pub(super) fn py_str(s: &str) -> String {
+    let quote = if s.contains('\'') && !s.contains('"') {
+        '"'
+    } else {
+        '\''
+    };
+    let mut out = String::new();
+    out.push(quote);
+    for c in s.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            '\r' => out.push_str("\\r"),
+            c if c == quote => {
+                out.push('\\');
+                out.push(c);
+            }
+            c => out.push(c),
+        }
+    }
+    out.push(quote);
+    out
+}
+
+/// The tool the test simulates.
+fn infer_tool(hook: &Hook, input: &Input) -> String {
+    if let Some(t) = &input.tool {
+        return t.clone();
+    }
+    let from_fields = if input.old.is_some() {
+        "Edit"
+    } else if input.content.is_some() {
+        "Write"
+    } else if input.prompt.is_some() || input.model.is_some() || input.agent_type.is_some() {
+        "Agent"
+    } else if input.offset.is_some() || input.limit.is_some() {
+        "Read"
+    } else if input.command.is_some() {
+        "Bash"
+    } else if input.file.is_some() {
+        "Read"
+    } else {
+        "Bash"
+    };
+    let named: Vec<&String> = hook
+        .only_if
+        .iter()
+        .filter_map(|c| match c {
+            Condition::Tool(names) => Some(names),
+            _ => None,
+        })
+        .flatten()
+        .collect();
+    let spellings = capt_hook_core::tool::tool_spellings(from_fields);
+    if let Some(hit) = named.iter().find(|n| spellings.contains(&n.as_str())) {
+        return (*hit).clone();
+    }
+    named
+        .first()
+        .map(|n| (*n).clone())
+        .unwrap_or_else(|| from_fields.to_owned())
+}
+
+/// Builds the payload Claude Code would send for the test input.
+pub fn build_payload(hook: &Hook, input: &Input, event: EventKind) -> Value {
+    let mut p = Map::new();
+    p.insert("hook_event_name".into(), event.name().into());
+    let mut put = |k: &str, v: &Option<String>| {
+        if let Some(v) = v {
+            p.insert(k.into(), v.clone().into());
+        }
+    };
+    put("agent_id", &input.agent_id);
+    put("permission_mode", &input.permission_mode);
+    put("cwd", &input.cwd);
+    put("error", &input.error);
+    match event {
+        EventKind::UserPromptSubmit => put("prompt", &input.prompt),
+        EventKind::SessionStart => {
+            p.insert(
+                "source".into(),
+                input
+                    .source
+                    .clone()
+                    .unwrap_or_else(|| "startup".into())
+                    .into(),
+            );
+        }
+        EventKind::SessionEnd => {
+            p.insert(
+                "reason".into(),
+                input
+                    .reason
+                    .clone()
+                    .unwrap_or_else(|| "other".into())
+                    .into(),
+            );
+        }
+        EventKind::SubagentStart | EventKind::SubagentStop => {
+            p.insert(
+                "agent_type".into(),
+                input.agent_type.clone().unwrap_or_default().into(),
+            );
+        }
+        EventKind::FileChanged | EventKind::InstructionsLoaded | EventKind::ConfigChange => {
+            put("file_path", &input.file);
+        }
+        // One call in the batch, in the batch's own shape.
+        EventKind::PostToolBatch => {
+            let tool = infer_tool(hook, input);
+            let tool_input = input
+                .tool_input
+                .clone()
+                .unwrap_or_else(|| synthesise_input(&tool, input));
+            p.insert(
+                "tool_calls".into(),
+                json!([{
+                    "tool_name": tool,
+                    "tool_input": tool_input,
+                    "tool_use_id": "toolu_test",
+                    "tool_response": input.output.clone().unwrap_or(Value::Null),
+                }]),
+            );
+        }
+        k if k.has_tool() => {
+            let tool = infer_tool(hook, input);
+            let tool_input = input
+                .tool_input
+                .clone()
+                .unwrap_or_else(|| synthesise_input(&tool, input));
+            p.insert("tool_name".into(), tool.into());
+            p.insert("tool_input".into(), Value::Object(tool_input));
+            if let Some(a) = &input.agent_type {
+                p.insert("agent_type".into(), a.clone().into());
+            }
+            if let Some(o) = &input.output {
+                p.insert("tool_response".into(), o.clone());
+            }
+        }
+        _ => {}
+    }
+    Value::Object(p)
+}
+
+fn synthesise_input(tool: &str, input: &Input) -> Map<String, Value> {
+    let s = |v: &Option<String>| Value::String(v.clone().unwrap_or_default());
+    let mut m = Map::new();
+    match capt_hook_core::tool::canonical_tool(tool) {
+        "Bash" => {
+            m.insert("command".into(), s(&input.command));
+        }
+        "Edit" => {
+            m.insert("file_path".into(), s(&input.file));
+            m.insert("old_string".into(), s(&input.old));
+            m.insert("new_string".into(), s(&input.content));
+        }
+        "MultiEdit" => {
+            m.insert("file_path".into(), s(&input.file));
+            m.insert(
+                "edits".into(),
+                json!([{"old_string": s(&input.old), "new_string": s(&input.content)}]),
+            );
+        }
+        "Write" => {
+            m.insert("file_path".into(), s(&input.file));
+            m.insert("content".into(), s(&input.content));
+        }
+        "Read" => {
+            m.insert("file_path".into(), s(&input.file));
+            if let Some(l) = input.limit {
+                m.insert("limit".into(), l.into());
+            }
+            if let Some(o) = input.offset {
+                m.insert("offset".into(), o.into());
+            }
+        }
+        "Agent" => {
+            let prompt = input.prompt.clone().or_else(|| input.content.clone());
+            m.insert("prompt".into(), prompt.unwrap_or_default().into());
+            if let Some(a) = &input.agent_type {
+                m.insert("subagent_type".into(), a.clone().into());
+            }
+            if let Some(a) = &input.model {
+                m.insert("model".into(), a.clone().into());
+            }
+        }
+        _ => {
+            for (k, v) in [
+                ("command", &input.command),
+                ("file_path", &input.file),
+                ("new_string", &input.content),
+                ("old_string", &input.old),
+            ] {
+                if let Some(v) = v {
+                    m.insert(k.into(), v.clone().into());
+                }
+            }
+        }
+    }
+    m
+}
+
+/// A test's transcript: lines inline, or a fixture file.
+#[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum TranscriptInput {
+    /// Raw transcript lines (missing `uuid`, `timestamp` and `sessionId` are filled in).
+    Lines(Vec<Value>),
+    /// A `.jsonl` file, relative to the file that declares the test.
+    File(String),
+}
+
+/// The transcript lines of a test, a fixture file read relative to `base`; fixture lines may
+/// leave out the envelope Claude Code always writes, which is filled in. The error names the
+/// file and line.
+pub fn load_transcript(spec: &TranscriptInput, base: &Path) -> Result<Vec<Value>, String> {
+    let mut lines: Vec<Value> = match spec {
+        TranscriptInput::Lines(l) => l.clone(),
+        TranscriptInput::File(rel) => {
+            let path = base.join(rel);
+            let text = std::fs::read_to_string(&path)
+                .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+            let mut out = Vec::new();
+            for (n, line) in text.lines().enumerate() {
+                if line.trim().is_empty() {
+                    continue;
+                }
+                out.push(
+                    serde_json::from_str(line)
+                        .map_err(|e| format!("{}:{}: not JSON: {e}", path.display(), n + 1))?,
+                );
+            }
+            out
+        }
+    };
+    for (i, line) in lines.iter_mut().enumerate() {
+        if let Some(obj) = line.as_object_mut() {
+            obj.entry("uuid")
+                .or_insert_with(|| format!("fixture-{i}").into());
+            obj.entry("sessionId").or_insert_with(|| "fixture".into());
+            obj.entry("timestamp")
+                .or_insert_with(|| format!("2026-01-01T00:00:{:02}.000Z", i % 60).into());
+        }
+    }
+    Ok(lines)
+}

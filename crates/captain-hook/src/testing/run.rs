@@ -1,0 +1,221 @@
+//! Running one inline test: the hook alone in a registry, through the dispatcher the worker
+//! uses, in a scratch state root.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use capt_hook_core::{Action, Event, EventContext, HookResult, Mode, Pattern};
+use serde_json::Value;
+
+use super::input::{build_payload, load_transcript, py_str};
+use super::report::{Status, TestOutcome};
+use super::{Expect, InlineTest, Verdict};
+use crate::dispatch::{DispatchOptions, Dispatcher};
+use crate::hook::Hook;
+use crate::registry::Registry;
+
+fn describe(r: Option<&HookResult>) -> String {
+    match r {
+        None => "no result".to_owned(),
+        Some(r) => match r.action {
+            Action::Rewrite => format!(
+                "rewrite({})",
+                r.updated_input
+                    .as_ref()
+                    .map(|u| Value::Object(u.clone()).to_string())
+                    .unwrap_or_default()
+            ),
+            a => match &r.message {
+                Some(m) => format!("{}({})", a.name(), py_str(m)),
+                None => format!("{}()", a.name()),
+            },
+        },
+    }
+}
+
+/// Runs `hook` alone against `evt` through the dispatcher the worker uses, so a test honours
+/// what a session would: the hook's events, planning agents, `.gitignore`, async mode, fire caps
+/// and Stop continuations; the fold sees this one hook. Returns the verdict and, when the hook
+/// did not run, why.
+pub fn evaluate_alone(
+    hook: &Hook,
+    evt: &Arc<Event>,
+    root: Option<&Path>,
+) -> (Option<HookResult>, Option<String>) {
+    let mut registry = Registry::new();
+    registry.push(hook.clone());
+    let dispatcher = Dispatcher::new(Arc::new(registry), root);
+    let opts = DispatchOptions {
+        deadline: Some(Instant::now() + TEST_DEADLINE),
+        run_async: hook.is_async,
+    };
+    let (result, traces) = dispatcher.explain(evt, opts);
+    let why = traces.first().and_then(|t| t.skip_reason(hook));
+    (result, why)
+}
+
+/// How long a Rust handler under test may run before it counts as hung.
+const TEST_DEADLINE: Duration = Duration::from_secs(10);
+
+/// Runs one inline test of `hook` with `root` as the project root.
+pub fn run_test(hook: &Hook, test: &InlineTest, root: Option<&Path>) -> TestOutcome {
+    let id = format!("{}:{}", hook.name, test.input.repr());
+    let expected = test.expect.name().to_owned();
+    let outcome = |status, reason: String| TestOutcome {
+        id: id.clone(),
+        status,
+        expected: expected.clone(),
+        reason,
+    };
+    let Some(event) = test.input.event.or_else(|| hook.events.first()) else {
+        return outcome(Status::Error, "the hook listens to no event".to_owned());
+    };
+    let payload = build_payload(hook, &test.input, event);
+    // Each test gets a scratch state root, so pre-seeded slots and once-per-turn throttles
+    // never leak between tests or into the user's real state.
+    let scratch = match tempfile::tempdir() {
+        Ok(d) => d,
+        Err(e) => return outcome(Status::Error, format!("IOError: scratch state dir: {e}")),
+    };
+    let mut payload = payload;
+    if let Some(obj) = payload.as_object_mut() {
+        obj.insert("session_id".into(), "inline-test".into());
+    }
+    if let Some(state) = &test.input.state {
+        let store = capt_hook_state::SessionStore::for_session(scratch.path(), Some("inline-test"));
+        for (key, value) in state {
+            if let Err(e) = store.slot_named::<Value>(key).set(value) {
+                return outcome(Status::Error, format!("StateError: {e}"));
+            }
+        }
+    }
+    let context = EventContext {
+        project_root: root.map(Path::to_path_buf),
+        skip_permissions: test.input.skip_permissions,
+        state_root: Some(scratch.path().to_path_buf()),
+        origin_pid: None,
+        request_env: None,
+    };
+    let evt = match Event::new(event, payload, context) {
+        Ok(e) => e,
+        Err(e) => return outcome(Status::Error, format!("EventError: {e}")),
+    };
+    let evt = match &test.input.transcript {
+        Some(spec) => {
+            // A fixture file sits beside the file that declares the test.
+            let base = hook
+                .source
+                .as_ref()
+                .and_then(|s| Path::new(&s.file).parent().map(Path::to_path_buf))
+                .unwrap_or_default();
+            match load_transcript(spec, &base) {
+                Ok(lines) => {
+                    evt.with_transcript(capt_hook_core::history::transcript_from_values(&lines))
+                }
+                Err(e) => return outcome(Status::Error, format!("transcript: {e}")),
+            }
+        }
+        None => evt.with_transcript(capt_hook_transcript::Transcript::empty()),
+    };
+    let (result, why_not) = evaluate_alone(hook, &Arc::new(evt), root);
+    match check(&hook.name, &test.expect, result.as_ref()) {
+        Ok(()) => outcome(Status::Pass, String::new()),
+        Err(CheckError::Fail(m)) => match why_not {
+            Some(why) => outcome(Status::Fail, format!("{m} ({why})")),
+            None => outcome(Status::Fail, m),
+        },
+        Err(CheckError::Error(m)) => outcome(Status::Error, m),
+    }
+}
+
+enum CheckError {
+    Fail(String),
+    Error(String),
+}
+
+fn search(pattern: &str, text: &str) -> Result<bool, CheckError> {
+    Pattern::new(pattern, Mode::Plain)
+        .map(|p| p.is_match(text))
+        .map_err(|e| CheckError::Error(format!("PatternError: {e}")))
+}
+
+fn check(name: &str, expect: &Expect, r: Option<&HookResult>) -> Result<(), CheckError> {
+    let fail = |m: String| Err(CheckError::Fail(format!("[{name}] {m}")));
+    let got = describe(r);
+    match (&expect.verdict, r) {
+        (Verdict::Allow { explicit: false }, None) => {}
+        (Verdict::Allow { .. }, Some(r)) if r.action == Action::Allow => {}
+        (Verdict::Allow { .. }, _) => return fail(format!("Expected Allow, got {got}")),
+        (Verdict::Ask, None) => {}
+        (Verdict::Ask, _) => return fail(format!("Expected Ask, got {got}")),
+        (Verdict::Block, Some(r)) | (Verdict::Warn, Some(r))
+            if r.action
+                == if expect.verdict == Verdict::Block {
+                    Action::Block
+                } else {
+                    Action::Warn
+                } =>
+        {
+            if let Some(p) = &expect.pattern {
+                let msg = r.message.clone().unwrap_or_default();
+                if !search(p, &msg)? {
+                    let label = if r.action == Action::Block {
+                        "Block"
+                    } else {
+                        "Warn"
+                    };
+                    return fail(format!(
+                        "{label} message {} doesn't match {}",
+                        py_str(&msg),
+                        py_str(p)
+                    ));
+                }
+            }
+        }
+        (Verdict::Block, _) => return fail(format!("Expected Block, got {got}")),
+        (Verdict::Warn, _) => return fail(format!("Expected Warn, got {got}")),
+        (Verdict::Rewrite, Some(r)) if r.action == Action::Rewrite => {
+            let input = r.updated_input.clone().unwrap_or_default();
+            if let Some(p) = &expect.pattern {
+                let cmd = input
+                    .get("command")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
+                if !cmd.contains(p.as_str()) {
+                    return fail(format!(
+                        "Rewrite command {} doesn't contain {}",
+                        py_str(cmd),
+                        py_str(p)
+                    ));
+                }
+            }
+            for (key, needle) in &expect.fields {
+                let text = match input.get(key) {
+                    Some(Value::String(s)) => s.clone(),
+                    Some(v) => v.to_string(),
+                    None => String::new(),
+                };
+                if !text.contains(needle.as_str()) {
+                    return fail(format!(
+                        "Rewrite field {key} {} doesn't contain {}",
+                        py_str(&text),
+                        py_str(needle)
+                    ));
+                }
+            }
+        }
+        (Verdict::Rewrite, _) => return fail(format!("Expected Rewrite, got {got}")),
+    }
+    if let Some(p) = &expect.system_message {
+        let notice = r.and_then(|r| r.system_message.clone()).unwrap_or_default();
+        if !search(p, &notice)? {
+            return fail(format!(
+                "System message {} doesn't match {}",
+                py_str(&notice),
+                py_str(p)
+            ));
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,101 @@
+//! The pinned Claude Code CLI: installed from the npm registry into a cache directory once,
+//! then run straight from its native platform package.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{Context, bail};
+
+/// The Claude Code release the suite is written against.
+pub const VERSION: &str = "2.1.332";
+
+/// The npm package and the prefix of its per-platform native packages.
+const PACKAGE: &str = "@anthropic-ai/claude-code";
+
+/// Where the install is cached: `$XDG_CACHE_HOME` (else `~/.cache`) so a fresh clone reuses it,
+/// else the target directory.
+pub fn cache_dir(target: &Path) -> PathBuf {
+    let base = std::env::var_os("XDG_CACHE_HOME")
+        .filter(|d| !d.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| {
+            std::env::var_os("HOME")
+                .filter(|d| !d.is_empty())
+                .map(|h| PathBuf::from(h).join(".cache"))
+        });
+    match base {
+        Some(base) => base.join("captain-hook/e2e-claude"),
+        None => target.join("e2e-claude/cache"),
+    }
+    .join(format!("claude-code-{VERSION}"))
+}
+
+/// The native package for this machine (the npm wrapper's postinstall would copy it over its
+/// placeholder; we skip install scripts and run it in place).
+fn platform_package() -> anyhow::Result<String> {
+    let arch = match std::env::consts::ARCH {
+        "x86_64" => "x64",
+        "aarch64" => "arm64",
+        other => bail!("no Claude Code build for the {other} architecture"),
+    };
+    if std::env::consts::OS != "linux" {
+        bail!("the e2e suite runs on Linux only");
+    }
+    let musl = cfg!(target_env = "musl");
+    Ok(format!(
+        "{PACKAGE}-linux-{arch}{}",
+        if musl { "-musl" } else { "" }
+    ))
+}
+
+/// The CLI binary, installed into `cache` first unless a working copy of [`VERSION`] is there.
+pub fn ensure(cache: &Path) -> anyhow::Result<PathBuf> {
+    let bin = cache
+        .join("node_modules")
+        .join(platform_package()?)
+        .join("claude");
+    if version_of(&bin, cache).as_deref() == Some(VERSION) {
+        return Ok(bin);
+    }
+    std::fs::create_dir_all(cache).with_context(|| format!("creating {}", cache.display()))?;
+    println!("installing {PACKAGE}@{VERSION} into {}", cache.display());
+    let status = Command::new("npm")
+        .args([
+            "install",
+            "--prefix",
+            &cache.to_string_lossy(),
+            "--ignore-scripts",
+            "--no-audit",
+            "--no-fund",
+            "--no-update-notifier",
+            "--loglevel=error",
+            &format!("{PACKAGE}@{VERSION}"),
+        ])
+        .status()
+        .context("running npm (is Node.js installed?)")?;
+    if !status.success() {
+        bail!("npm install {PACKAGE}@{VERSION} failed ({status})");
+    }
+    match version_of(&bin, cache) {
+        Some(v) if v == VERSION => Ok(bin),
+        Some(v) => bail!("{} reports version {v}, not {VERSION}", bin.display()),
+        None => bail!(
+            "{} is missing or does not run after npm install",
+            bin.display()
+        ),
+    }
+}
+
+/// `claude --version`'s number, when the binary runs. It runs outside the sandbox, so it gets
+/// a HOME of its own (the cache) and the switches that keep it quiet on the network.
+fn version_of(bin: &Path, home: &Path) -> Option<String> {
+    let out = Command::new(bin)
+        .arg("--version")
+        .env("HOME", home)
+        .env("DISABLE_AUTOUPDATER", "1")
+        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+        .output()
+        .ok()?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    text.split_whitespace().next().map(str::to_owned)
+}

@@ -1,0 +1,686 @@
+//! `cargo xtask e2e-claude`: the real Claude Code CLI (pinned, from the npm registry) runs our
+//! installed plugin in `-p` mode against a scripted fake Messages API on loopback. Each case
+//! writes hook files into a fresh project, scripts the model's turns, and asserts what the model
+//! was sent next (tool results, context, Stop feedback) and what happened on disk.
+//!
+//! No traffic leaves the machine: when `unshare -n` works the whole run (fake API, Claude Code,
+//! our host) lives in a fresh network namespace with only loopback; otherwise it says so and
+//! relies on Claude Code's own switches for non-essential traffic.
+
+mod api;
+mod cases;
+mod claude;
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use serde_json::Value;
+
+use crate::sandbox::Sandbox;
+use api::{FakeApi, Reply, Request};
+
+/// How long one Claude Code run may take before the case fails.
+const RUN_TIMEOUT: Duration = Duration::from_secs(90);
+
+/// What the cases need, handed from the outer process to the one in the network namespace.
+struct Setup {
+    sandbox: PathBuf,
+    claude: PathBuf,
+    plugin: PathBuf,
+    logs: PathBuf,
+    only: Vec<String>,
+}
+
+impl Setup {
+    fn to_args(&self) -> Vec<String> {
+        let mut args = vec![
+            "--inside".into(),
+            self.sandbox.display().to_string(),
+            "--claude".into(),
+            self.claude.display().to_string(),
+            "--plugin".into(),
+            self.plugin.display().to_string(),
+            "--logs".into(),
+            self.logs.display().to_string(),
+        ];
+        for o in &self.only {
+            args.extend(["--only".into(), o.clone()]);
+        }
+        args
+    }
+}
+
+/// Entry point: `e2e-claude [--only SUBSTRING]...`.
+pub fn run(args: &[String]) -> anyhow::Result<()> {
+    let mut only = Vec::new();
+    let mut inside = None;
+    let (mut claude, mut plugin, mut logs) = (None, None, None);
+    // Every option takes a value; `--inside` and the paths after it are how the run re-enters
+    // itself in the network namespace.
+    let mut it = args.iter();
+    while let Some(arg) = it.next() {
+        if !["--only", "--inside", "--claude", "--plugin", "--logs"].contains(&arg.as_str()) {
+            bail!("e2e-claude: unknown argument {arg:?} (usage: e2e-claude [--only NAME]...)");
+        }
+        let Some(value) = it.next() else {
+            bail!("e2e-claude: {arg} needs a value (usage: e2e-claude [--only NAME]...)");
+        };
+        match arg.as_str() {
+            "--only" => only.push(value.clone()),
+            "--inside" => inside = Some(PathBuf::from(value)),
+            "--claude" => claude = Some(PathBuf::from(value)),
+            "--plugin" => plugin = Some(PathBuf::from(value)),
+            "--logs" => logs = Some(PathBuf::from(value)),
+            _ => {}
+        }
+    }
+    if let Some(sandbox) = inside {
+        let setup = Setup {
+            sandbox,
+            claude: claude.context("--inside needs --claude")?,
+            plugin: plugin.context("--inside needs --plugin")?,
+            logs: logs.context("--inside needs --logs")?,
+            only,
+        };
+        return run_cases(&setup);
+    }
+
+    selected(&only)?;
+    let started = Instant::now();
+    let target = crate::target_dir()?;
+    let claude = claude::ensure(&claude::cache_dir(&target))?;
+    let mut sandbox = Sandbox::new(Path::new("."), "e2e")?;
+    let home = sandbox.dir.join("home");
+    let plugin = crate::install_into(&home)?;
+    sandbox.bins = crate::installed_bin_dir(&home);
+    let logs = target.join("e2e-claude/logs");
+    let _ = std::fs::remove_dir_all(&logs);
+    let setup = Setup {
+        sandbox: sandbox.dir.clone(),
+        claude,
+        plugin,
+        logs,
+        only,
+    };
+    println!(
+        "e2e-claude: Claude Code {} with the plugin at {} (setup {:.1} s)",
+        claude::VERSION,
+        setup.plugin.display(),
+        started.elapsed().as_secs_f64()
+    );
+    let result = match loopback_only() {
+        Ok(flags) => {
+            println!(
+                "e2e-claude: running in a network namespace with only loopback (unshare {})",
+                flags.join(" ")
+            );
+            let exe = std::env::current_exe().context("locating the xtask binary")?;
+            // `ip` brings the namespace's loopback up, then the same binary runs the cases.
+            let status = Command::new("unshare")
+                .args(flags)
+                .args(["sh", "-c", "ip link set lo up && exec \"$0\" \"$@\""])
+                .arg(exe)
+                .arg("e2e-claude")
+                .args(setup.to_args())
+                .status()
+                .context("running unshare")?;
+            if status.success() {
+                Ok(())
+            } else {
+                Err(anyhow::anyhow!("e2e-claude failed ({status})"))
+            }
+        }
+        Err(reason) => {
+            println!(
+                "e2e-claude: NOT isolating the network ({reason}); only Claude Code's own \
+                 switches and the loopback base URL keep it offline"
+            );
+            run_cases(&setup)
+        }
+    };
+    drop(sandbox);
+    println!(
+        "e2e-claude: total {:.1} s; logs in {}",
+        started.elapsed().as_secs_f64(),
+        setup.logs.display()
+    );
+    result
+}
+
+/// The `unshare` flags that give a network namespace with a working loopback here (`-n` as
+/// root, `-r -n` where unprivileged user namespaces are allowed), or why there are none.
+fn loopback_only() -> Result<&'static [&'static str], String> {
+    let mut tried = Vec::new();
+    for flags in [&["-n"][..], &["-r", "-n"][..]] {
+        match Command::new("unshare")
+            .args(flags)
+            .args(["ip", "link", "set", "lo", "up"])
+            .stdin(Stdio::null())
+            .output()
+        {
+            Ok(out) if out.status.success() => return Ok(flags),
+            Ok(out) => tried.push(format!(
+                "`unshare {} ip link set lo up`: {}",
+                flags.join(" "),
+                String::from_utf8_lossy(&out.stderr).trim()
+            )),
+            Err(e) => return Err(format!("cannot run unshare: {e}")),
+        }
+    }
+    Err(tried.join("; "))
+}
+
+/// The cases whose name contains one of `only` (all when it is empty); an error when none does.
+fn selected(only: &[String]) -> anyhow::Result<Vec<cases::Case>> {
+    let cases: Vec<cases::Case> = cases::all()
+        .into_iter()
+        .filter(|c| only.is_empty() || only.iter().any(|o| c.name.contains(o.as_str())))
+        .collect();
+    if cases.is_empty() {
+        bail!("e2e-claude: no case name contains any of {only:?}");
+    }
+    Ok(cases)
+}
+
+/// Runs every selected case; fails when any did.
+fn run_cases(setup: &Setup) -> anyhow::Result<()> {
+    let home = setup.sandbox.join("home");
+    let sandbox = Sandbox::attach(&setup.sandbox, &crate::installed_bin_dir(&home));
+    let cases = selected(&setup.only)?;
+    let mut failed = Vec::new();
+    for case in &cases {
+        let started = Instant::now();
+        let mut unserved = Vec::new();
+        let verdict = run_case(setup, &sandbox, case, &mut unserved);
+        let secs = started.elapsed().as_secs_f64();
+        match verdict {
+            Ok(()) => println!("PASS  {:<34} {secs:5.1} s  {}", case.name, case.about),
+            Err(detail) => {
+                println!("FAIL  {:<34} {secs:5.1} s  {}", case.name, case.about);
+                for line in detail.lines() {
+                    println!("        {line}");
+                }
+                failed.push(case.name);
+            }
+        }
+        for request in unserved {
+            println!("        note: the fake API refused {request} (Claude Code asked for it)");
+        }
+    }
+    println!(
+        "{} cases: {} passed, {} failed",
+        cases.len(),
+        cases.len() - failed.len(),
+        failed.len()
+    );
+    if !failed.is_empty() {
+        bail!("failed: {}", failed.join(", "));
+    }
+    Ok(())
+}
+
+/// One case: project, fake API, one Claude Code run, the case's checks. The error is the
+/// detail to print (what was expected, what our plugin answered); requests the fake did not
+/// serve are added to `unserved` either way.
+fn run_case(
+    setup: &Setup,
+    sandbox: &Sandbox,
+    case: &cases::Case,
+    unserved: &mut Vec<String>,
+) -> Result<(), String> {
+    let project = sandbox
+        .project(case.name, &[("e2e.toml", case.hooks)])
+        .map_err(|e| format!("creating the project: {e:#}"))?;
+    for (rel, text) in case.files {
+        let path = project.join(rel);
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        }
+        std::fs::write(&path, text.replace("{P}", &project.display().to_string()))
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+    }
+    // A hook file that does not load would make every "nothing reached the model" check pass.
+    let loaded = sandbox
+        .command("capt-hook")
+        .arg("--root")
+        .arg(&project)
+        .arg("check")
+        .output()
+        .map_err(|e| format!("running capt-hook check: {e}"))?;
+    if !loaded.status.success() {
+        return Err(format!(
+            "the case's hook file does not load:\n{}{}",
+            String::from_utf8_lossy(&loaded.stdout),
+            String::from_utf8_lossy(&loaded.stderr)
+        ));
+    }
+    let script = case
+        .script
+        .iter()
+        .map(|r| with_project(r, &project))
+        .collect();
+    let api = FakeApi::start(script).map_err(|e| format!("starting the fake API: {e}"))?;
+    let logs = setup.logs.join(case.name);
+    std::fs::create_dir_all(&logs).map_err(|e| format!("{}: {e}", logs.display()))?;
+    let run = run_claude(setup, sandbox, case, &project, &api.base_url(), &logs);
+    let outcome = Outcome {
+        project,
+        requests: api.requests(),
+        stream: read_lines(&logs.join("stdout.jsonl")),
+        debug: std::fs::read_to_string(logs.join("debug.log")).unwrap_or_default(),
+    };
+    drop(api);
+    save_requests(&logs, &outcome.requests);
+    unserved.extend(
+        outcome
+            .requests
+            .iter()
+            .filter(|r| !api::served(&r.path))
+            .map(|r| format!("{} {}", r.method, r.path)),
+    );
+    let rejected = outcome.rejected_output();
+    let checked = run.and_then(|()| (case.check)(&outcome)).and_then(|()| {
+        if rejected.is_empty() {
+            Ok(())
+        } else {
+            Err("Claude Code rejected (part of) our hook output".into())
+        }
+    });
+    checked.map_err(|detail| {
+        let mut out = detail;
+        for line in &rejected {
+            out.push_str(&format!("\n  claude: {line}"));
+        }
+        for line in outcome.hook_summary() {
+            out.push_str(&format!("\n{line}"));
+        }
+        out.push_str(&format!("\nlogs: {}", logs.display()));
+        out
+    })
+}
+
+/// Replaces `{P}` in scripted tool inputs with the project path.
+fn with_project(reply: &Reply, project: &Path) -> Reply {
+    let Reply::Blocks(blocks) = reply else {
+        return reply.clone();
+    };
+    let p = project.display().to_string();
+    Reply::Blocks(
+        blocks
+            .iter()
+            .map(|b| match b {
+                api::Block::Tool { name, input } => api::Block::Tool {
+                    name: name.clone(),
+                    input: serde_json::from_str(&input.to_string().replace("{P}", &p))
+                        .unwrap_or_else(|_| input.clone()),
+                },
+                other => other.clone(),
+            })
+            .collect(),
+    )
+}
+
+/// Runs `claude -p` for the case with an isolated environment; stdout, stderr and Claude
+/// Code's debug log go to `logs`.
+fn run_claude(
+    setup: &Setup,
+    sandbox: &Sandbox,
+    case: &cases::Case,
+    project: &Path,
+    base_url: &str,
+    logs: &Path,
+) -> Result<(), String> {
+    let file = |name: &str| {
+        std::fs::File::create(logs.join(name)).map_err(|e| format!("{}: {e}", logs.display()))
+    };
+    let mut cmd = Command::new(&setup.claude);
+    cmd.current_dir(project)
+        .env_clear()
+        .env(
+            "PATH",
+            std::env::var_os("PATH").unwrap_or_else(|| "/usr/bin:/bin".into()),
+        )
+        .env("LANG", "C.UTF-8")
+        .env("TERM", "dumb")
+        .env("HOME", sandbox.dir.join("home"))
+        .env("TMPDIR", sandbox.dir.join("tmp"))
+        .env("XDG_RUNTIME_DIR", sandbox.dir.join("run"))
+        .env("ANTHROPIC_BASE_URL", base_url)
+        .env("ANTHROPIC_API_KEY", "dummy")
+        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+        .env("DISABLE_AUTOUPDATER", "1")
+        .env("DISABLE_TELEMETRY", "1")
+        .env("DISABLE_ERROR_REPORTING", "1")
+        // Claude Code refuses bypass mode as root unless told it runs in a sandbox, which this is.
+        .env("IS_SANDBOX", "1")
+        .arg("-p")
+        .args(match case.prompts {
+            [one] => vec![*one],
+            _ => vec!["--input-format", "stream-json"],
+        })
+        .args(["--output-format", "stream-json", "--verbose"])
+        .arg("--include-hook-events")
+        .arg("--strict-mcp-config")
+        .arg("--plugin-dir")
+        .arg(&setup.plugin)
+        .arg("--debug-file")
+        .arg(logs.join("debug.log"))
+        .args(case.mode.args())
+        .args(case.args)
+        .args(if case.settings.is_empty() {
+            vec![]
+        } else {
+            vec!["--settings", case.settings]
+        })
+        .stdin(if case.prompts.len() == 1 {
+            Stdio::null()
+        } else {
+            Stdio::piped()
+        })
+        .stdout(file("stdout.jsonl")?)
+        .stderr(file("stderr.txt")?);
+    let mut child = cmd
+        .spawn()
+        .map_err(|e| format!("starting {}: {e}", setup.claude.display()))?;
+    if let Some(mut stdin) = child.stdin.take() {
+        // Several prompts: one stream-json user message each (raw lines as they are); closing
+        // stdin ends the session.
+        let lines: String = case
+            .prompts
+            .iter()
+            .map(|p| {
+                let line = if p.starts_with('{') {
+                    p.replace("{P}", &project.display().to_string())
+                } else {
+                    serde_json::json!({"type": "user", "message": {"role": "user", "content": p}})
+                        .to_string()
+                };
+                format!("{line}\n")
+            })
+            .collect();
+        if let Err(e) = stdin.write_all(lines.as_bytes()) {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(format!("writing the prompts: {e}"));
+        }
+    }
+    // The exit status is not a verdict: a turn that ends in an API error exits 1 by design.
+    let deadline = Instant::now() + RUN_TIMEOUT;
+    loop {
+        match child.try_wait() {
+            Ok(Some(_)) => return Ok(()),
+            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(20)),
+            Ok(None) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(format!(
+                    "Claude Code did not finish within {} s",
+                    RUN_TIMEOUT.as_secs()
+                ));
+            }
+            Err(e) => return Err(format!("waiting for Claude Code: {e}")),
+        }
+    }
+}
+
+fn read_lines(path: &Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
+}
+
+fn save_requests(logs: &Path, requests: &[Request]) {
+    let lines: Vec<String> = requests
+        .iter()
+        .map(|r| {
+            serde_json::json!({"method": r.method, "path": r.path, "turn": r.turn, "body": r.body})
+                .to_string()
+        })
+        .collect();
+    let _ = std::fs::write(logs.join("requests.jsonl"), lines.join("\n"));
+}
+
+/// What one Claude Code run left behind, for the case's checks.
+pub struct Outcome {
+    /// The project root (Claude Code's cwd).
+    pub project: PathBuf,
+    /// Every request the fake API received.
+    pub requests: Vec<Request>,
+    /// Claude Code's stream-json output, one value per line.
+    pub stream: Vec<Value>,
+    /// Claude Code's debug log.
+    pub debug: String,
+}
+
+impl Outcome {
+    /// The bodies of the agent-loop requests, in order.
+    pub fn turns(&self) -> Vec<&Value> {
+        self.requests
+            .iter()
+            .filter(|r| r.turn)
+            .map(|r| &r.body)
+            .collect()
+    }
+
+    /// The first turn (from 1) whose request contains `needle` anywhere, if any.
+    pub fn first_sent(&self, needle: &str) -> Option<usize> {
+        self.turns()
+            .iter()
+            .position(|b| b.to_string().contains(needle))
+            .map(|i| i + 1)
+    }
+
+    /// Whether any request at all (side queries included) contains `needle`.
+    pub fn ever_sent(&self, needle: &str) -> bool {
+        self.requests
+            .iter()
+            .any(|r| r.body.to_string().contains(needle))
+    }
+
+    /// The `tool_result` answering `id` (its text, and whether it is an error), from the
+    /// first request that carries it.
+    pub fn tool_result(&self, id: &str) -> Option<(String, bool)> {
+        self.turns().into_iter().find_map(|body| {
+            body["messages"].as_array()?.iter().find_map(|m| {
+                m["content"].as_array()?.iter().find_map(|block| {
+                    (block["type"] == "tool_result" && block["tool_use_id"] == id).then(|| {
+                        (
+                            text_of(&block["content"]),
+                            block["is_error"].as_bool() == Some(true),
+                        )
+                    })
+                })
+            })
+        })
+    }
+
+    /// The text of the last message of turn `n`'s request (from 1).
+    pub fn last_message(&self, n: usize) -> Option<(String, String)> {
+        let body = self.turns().get(n.checked_sub(1)?).copied()?;
+        let last = body["messages"].as_array()?.last()?;
+        Some((
+            last["role"].as_str().unwrap_or("").to_owned(),
+            text_of(&last["content"]),
+        ))
+    }
+
+    /// The final `result` text of the run, what a `-p` user sees last.
+    pub fn result_text(&self) -> String {
+        self.stream
+            .iter()
+            .rev()
+            .find(|v| v["type"] == "result")
+            .and_then(|v| v["result"].as_str())
+            .unwrap_or("")
+            .to_owned()
+    }
+
+    /// Whether `rel` exists in the project.
+    pub fn exists(&self, rel: &str) -> bool {
+        self.project.join(rel).exists()
+    }
+
+    /// What our plugin printed for each run of `event` (exit status, JSON), per Claude Code's
+    /// debug log: a hook that printed JSON leaves "Parsed initial response: <json>" before its
+    /// "<Event>[:…] [<command>] completed|finished with status N" line.
+    pub fn hook_outputs(&self, event: &str) -> Vec<(String, String)> {
+        let mut out = Vec::new();
+        let mut parsed = String::new();
+        for line in self.debug.lines() {
+            let rest = line.split_once("] ").map(|(_, r)| r).unwrap_or(line);
+            if let Some(json) = rest.strip_prefix("Hooks: Parsed initial response: ") {
+                parsed = json.to_owned();
+            } else if let Some((head, status)) = rest
+                .split_once(" completed with status ")
+                .or_else(|| rest.split_once(" finished with status "))
+            {
+                let head = head.strip_prefix("Hooks: ").unwrap_or(head);
+                let name = head.split([' ', ':']).next().unwrap_or("");
+                if name == event {
+                    let status = status.split_whitespace().next().unwrap_or("?");
+                    out.push((status.to_owned(), std::mem::take(&mut parsed)));
+                } else {
+                    parsed.clear();
+                }
+            }
+        }
+        out
+    }
+
+    /// Claude Code's complaints about hook output (schema failures, ignored keys), from its
+    /// debug log: each means a verdict of ours did not land as written.
+    pub fn rejected_output(&self) -> Vec<String> {
+        self.debug
+            .lines()
+            .filter(|l| {
+                l.contains("Hook JSON output validation failed")
+                    || l.contains("Hook JSON output had unrecognized keys")
+            })
+            .map(|l| {
+                let l = l.split_once("] ").map(|(_, r)| r).unwrap_or(l);
+                l.chars().take(300).collect()
+            })
+            .collect()
+    }
+
+    /// One line per hook the stream reports (event, exit code, stdout), for a failure's detail.
+    fn hook_summary(&self) -> Vec<String> {
+        let mut lines: Vec<String> = self
+            .stream
+            .iter()
+            .filter(|v| v["subtype"] == "hook_response")
+            .map(|v| {
+                format!(
+                    "  {} exit {} -> {}",
+                    v["hook_event"].as_str().unwrap_or("?"),
+                    v["exit_code"],
+                    v["stdout"].as_str().unwrap_or("").trim()
+                )
+            })
+            .collect();
+        lines.push(format!(
+            "  model requests: {} (agent turns {})",
+            self.requests.len(),
+            self.turns().len()
+        ));
+        lines.push(format!("  result: {}", self.result_text().trim()));
+        lines
+    }
+}
+
+/// The text of a message `content` (a string, or blocks whose text is joined).
+fn text_of(content: &Value) -> String {
+    match content {
+        Value::String(s) => s.clone(),
+        Value::Array(blocks) => blocks
+            .iter()
+            .map(|b| {
+                b["text"]
+                    .as_str()
+                    .map(str::to_owned)
+                    .unwrap_or_else(|| text_of(&b["content"]))
+            })
+            .collect::<Vec<_>>()
+            .join("\n"),
+        _ => String::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn outcome(debug: &str) -> Outcome {
+        Outcome {
+            project: PathBuf::new(),
+            requests: Vec::new(),
+            stream: Vec::new(),
+            debug: debug.to_owned(),
+        }
+    }
+
+    /// Both line shapes Claude Code 2.1.332 logs, a hook without JSON output, and complaints.
+    #[test]
+    fn debug_log_lines_become_hook_outputs_and_rejections() {
+        let o = outcome(
+            "2026-12-01T14:00:00.000Z [DEBUG] Hooks: Parsed initial response: {\"systemMessage\":\"a\"}\n\
+             2026-12-01T14:00:00.001Z [DEBUG] Hooks: PostToolUse:Bash [\"x/bin/hook\" run PostToolUse] (plugin p@inline) finished with status 0 (4ms)\n\
+             2026-12-01T14:00:00.002Z [DEBUG] Hook JSON output had unrecognized keys (ignored): hookSpecificOutput.permissionDecision.\n\
+             2026-12-01T14:00:00.003Z [DEBUG] CwdChanged [\"x/bin/hook\" run CwdChanged] completed with status 2\n\
+             2026-12-01T14:00:00.004Z [DEBUG] Hooks: Parsed initial response: {\"systemMessage\":\"b\"}\n\
+             2026-12-01T14:00:00.005Z [DEBUG] CwdChanged [\"x/bin/hook\" run CwdChanged] completed with status 0\n",
+        );
+        assert_eq!(
+            o.hook_outputs("PostToolUse"),
+            [("0".to_owned(), "{\"systemMessage\":\"a\"}".to_owned())]
+        );
+        assert_eq!(
+            o.hook_outputs("CwdChanged"),
+            [
+                ("2".to_owned(), String::new()),
+                ("0".to_owned(), "{\"systemMessage\":\"b\"}".to_owned())
+            ]
+        );
+        assert!(o.hook_outputs("Stop").is_empty());
+        let rejected = o.rejected_output();
+        assert_eq!(rejected.len(), 1);
+        assert!(rejected[0].starts_with("Hook JSON output had unrecognized keys"));
+    }
+
+    #[test]
+    fn tool_results_and_messages_are_read_from_the_turns() {
+        let body = serde_json::json!({"tools": [{}], "messages": [
+            {"role": "user", "content": "go"},
+            {"role": "user", "content": [
+                {"type": "tool_result", "tool_use_id": "toolu_e2e_1_2", "is_error": true,
+                 "content": [{"type": "text", "text": "BLOCKED: no"}]},
+                {"type": "text", "text": "<system-reminder>ctx</system-reminder>"}
+            ]}
+        ]});
+        let mut o = outcome("");
+        o.requests.push(Request {
+            method: "POST".into(),
+            path: "/v1/messages".into(),
+            body,
+            turn: true,
+        });
+        assert_eq!(
+            o.tool_result("toolu_e2e_1_2"),
+            Some(("BLOCKED: no".to_owned(), true))
+        );
+        assert_eq!(o.tool_result("toolu_e2e_9_9"), None);
+        let (role, text) = o.last_message(1).expect("turn 1");
+        assert_eq!(role, "user");
+        assert!(
+            text.contains("BLOCKED: no") && text.contains("ctx"),
+            "{text}"
+        );
+        assert_eq!(o.first_sent("ctx"), Some(1));
+        assert_eq!(o.first_sent("absent"), None);
+    }
+}
