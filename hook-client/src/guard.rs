@@ -8,8 +8,6 @@
 
 use capt_hook_proto::serde_json::Value;
 
-/// Events the guard applies to.
-pub const EVENTS: &[&str] = &["PreToolUse", "PermissionRequest"];
 /// Tools that are mandatory by name alone.
 const TOOLS: &[&str] = &["TaskStop"];
 /// Programs that can end or escape a session (matched as whole words, case-insensitively).
@@ -68,7 +66,7 @@ const EXEMPT_HEADS: &[&str] = &[
 
 /// True when `event` with this payload must not pass unchecked.
 pub fn mandatory(event: &str, payload: &Value) -> bool {
-    if !EVENTS.contains(&event) {
+    if !capt_hook_proto::failure::is_guarded(event) {
         return false;
     }
     let Value::Object(obj) = payload else {

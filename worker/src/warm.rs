@@ -93,9 +93,9 @@ pub fn respond(project: &Project, req: &EventRequest, deadline: Option<Instant>)
         stderr,
         exit: i32::from(eval.exit_code),
         elapsed_ms: started.elapsed().as_secs_f64() * 1000.0,
-        // The engine abandons hooks still running at the deadline; finishing before it means
-        // every matched hook, mandatory ones included, gave its verdict.
-        guard_completed: deadline.is_none_or(|d| Instant::now() < d),
+        // Every matched hook gave its verdict from a payload that was read and hook files that
+        // all loaded. Otherwise the envelope already says so (ask, or deny for a mandatory hook).
+        guard_completed: !eval.unchecked,
     }
 }
 
