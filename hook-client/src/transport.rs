@@ -7,7 +7,9 @@ use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::sync::mpsc;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
+
+use capt_hook_proto::clock::unix_ms_in;
 
 use capt_hook_proto::{
     EventRequest, EventResponse, HostReply, HostRequest, MAX_FRAME, Refusal, decode, encode, paths,
@@ -382,12 +384,4 @@ fn sibling(name: &str) -> PathBuf {
         .ok()
         .and_then(|e| e.parent().map(|d| d.join(name)))
         .unwrap_or_else(|| name.into())
-}
-
-fn unix_ms_in(d: Duration) -> u64 {
-    let now = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0);
-    now + d.as_millis() as u64
 }
