@@ -614,16 +614,34 @@ fn plugin_shim_without_a_client() {
         Value::Null,
         "only the session's first event carries the note"
     );
-    let out = run("PreToolUse", &bash(&root, "pkill node"));
-    assert_eq!(out.status.code(), Some(0));
+    // The project's hooks cannot run: Claude Code's own permission prompt decides, with why.
+    for command in ["pkill node", "git status"] {
+        let out = run("PreToolUse", &bash(&root, command));
+        assert_eq!(out.status.code(), Some(0));
+        let v = json_out(&out);
+        assert_eq!(decision(&v), Some("ask"), "{command}: {v}");
+        assert!(
+            v["hookSpecificOutput"]["permissionDecisionReason"]
+                .as_str()
+                .unwrap()
+                .contains("not installed"),
+            "{v}"
+        );
+    }
+    let out = run("PermissionRequest", &bash(&root, "git status"));
     assert!(
         json_out(&out)["systemMessage"]
             .as_str()
             .unwrap()
-            .contains("(host-unavailable)")
+            .contains("not installed")
     );
-    let out = run("PreToolUse", &bash(&root, "git status"));
+    // A project without hook files: only a call that may end sessions is held back.
+    let bare = env.project("bare", "");
+    std::fs::remove_dir_all(bare.join(".claude/hooks")).unwrap();
+    let out = run("PreToolUse", &bash(&bare, "git status"));
     assert_eq!(json_out(&out), Value::Null);
+    let out = run("PreToolUse", &bash(&bare, "pkill node"));
+    assert_eq!(decision(&json_out(&out)), Some("ask"));
 }
 
 fn event_request(root: &std::path::Path) -> EventRequest {
