@@ -9,15 +9,27 @@ pub use capt_hook_proto::env::{CAPT_HOOK_CLIENT_TIMEOUT, CLAUDE_PROJECT_DIR, FAC
 /// The default deadline.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// A `CAPT_HOOK_CLIENT_TIMEOUT` that is a number but not a positive one.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct BadTimeout(pub f64);
+
+impl std::fmt::Display for BadTimeout {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "request timeout {}s must be positive", self.0)
+    }
+}
+
+impl std::error::Error for BadTimeout {}
+
 /// The client's deadline: `Err` names a value that is not positive; an unparsable value falls
 /// back to the default.
-pub fn timeout() -> Result<Duration, String> {
+pub fn timeout() -> Result<Duration, BadTimeout> {
     let Ok(raw) = std::env::var(CAPT_HOOK_CLIENT_TIMEOUT) else {
         return Ok(DEFAULT_TIMEOUT);
     };
     match raw.trim().parse::<f64>() {
         Ok(s) if s.is_finite() && s > 0.0 => Ok(Duration::from_secs_f64(s.min(86_400.0))),
-        Ok(s) if s.is_finite() => Err(format!("request timeout {s}s must be positive")),
+        Ok(s) if s.is_finite() => Err(BadTimeout(s)),
         _ => Ok(DEFAULT_TIMEOUT),
     }
 }

@@ -48,7 +48,7 @@ pub fn main(args: &[String]) -> ExitCode {
             eprintln!("hook: {e}; using the default");
             crate::env::DEFAULT_TIMEOUT
         }
-        Err(e) => return error(&e),
+        Err(e) => return error(&e.to_string()),
     };
     let mut input = Vec::new();
     if let Err(e) = std::io::stdin()
