@@ -1,27 +1,35 @@
-//! Every environment variable `hook` reads, declared once. (The host socket's location comes
-//! from `XDG_RUNTIME_DIR` and `HOME`, declared in `capt_hook_proto::paths`.)
+//! How `hook` reads its environment variables; their names and meaning are declared once, in
+//! [`capt_hook_proto::env`]. (The host socket's location comes from `XDG_RUNTIME_DIR` and
+//! `HOME`, read in `capt_hook_proto::paths`.)
 
 use std::time::Duration;
 
-/// Seconds (a float) each host attempt and the local fallback may take; default 30.
-pub const CAPT_HOOK_CLIENT_TIMEOUT: &str = "CAPT_HOOK_CLIENT_TIMEOUT";
-/// The project root, set by Claude Code for hook commands.
-pub const CLAUDE_PROJECT_DIR: &str = "CLAUDE_PROJECT_DIR";
-/// The project root as Factory's droid sets it; read after `CLAUDE_PROJECT_DIR`.
-pub const FACTORY_PROJECT_DIR: &str = "FACTORY_PROJECT_DIR";
+pub use capt_hook_proto::env::{CAPT_HOOK_CLIENT_TIMEOUT, CLAUDE_PROJECT_DIR, FACTORY_PROJECT_DIR};
 
-/// The default per-attempt timeout.
+/// The default deadline.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// The per-attempt timeout: `Err` names a value that is not positive; an unparsable value
-/// falls back to the default.
-pub fn timeout() -> Result<Duration, String> {
+/// A `CAPT_HOOK_CLIENT_TIMEOUT` that is a number but not a positive one.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct BadTimeout(pub f64);
+
+impl std::fmt::Display for BadTimeout {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "request timeout {}s must be positive", self.0)
+    }
+}
+
+impl std::error::Error for BadTimeout {}
+
+/// The client's deadline: `Err` names a value that is not positive; an unparsable value falls
+/// back to the default.
+pub fn timeout() -> Result<Duration, BadTimeout> {
     let Ok(raw) = std::env::var(CAPT_HOOK_CLIENT_TIMEOUT) else {
         return Ok(DEFAULT_TIMEOUT);
     };
     match raw.trim().parse::<f64>() {
         Ok(s) if s.is_finite() && s > 0.0 => Ok(Duration::from_secs_f64(s.min(86_400.0))),
-        Ok(s) if s.is_finite() => Err(format!("request timeout {s}s must be positive")),
+        Ok(s) if s.is_finite() => Err(BadTimeout(s)),
         _ => Ok(DEFAULT_TIMEOUT),
     }
 }

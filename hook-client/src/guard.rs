@@ -8,8 +8,6 @@
 
 use capt_hook_proto::serde_json::Value;
 
-/// Events the guard applies to.
-pub const EVENTS: &[&str] = &["PreToolUse", "PermissionRequest"];
 /// Tools that are mandatory by name alone.
 const TOOLS: &[&str] = &["TaskStop"];
 /// Programs that can end or escape a session (matched as whole words, case-insensitively).
@@ -68,7 +66,7 @@ const EXEMPT_HEADS: &[&str] = &[
 
 /// True when `event` with this payload must not pass unchecked.
 pub fn mandatory(event: &str, payload: &Value) -> bool {
-    if !EVENTS.contains(&event) {
+    if !capt_hook_proto::failure::is_guarded(event) {
         return false;
     }
     let Value::Object(obj) = payload else {
@@ -243,6 +241,35 @@ fn segments(line: &str) -> Option<Vec<Vec<String>>> {
 
 #[cfg(test)]
 mod tests {
+    /// The plugin's no-client script carries the same lists (it runs where this binary is
+    /// missing); this keeps them one fact.
+    #[test]
+    fn the_no_client_script_agrees() {
+        let script = std::fs::read_to_string(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../plugin/scripts/no_client.py"),
+        )
+        .unwrap();
+        let words = |name: &str| -> Vec<String> {
+            let start = script
+                .find(&format!("\n{name} = ("))
+                .unwrap_or_else(|| panic!("{name}"));
+            let body = &script[start..];
+            let body = &body[body.find('(').unwrap() + 1
+                ..body.find("\n)").map_or_else(
+                    || body.find(")\n").unwrap(),
+                    |e| e.min(body.find(")\n").unwrap_or(e)),
+                )];
+            body.split(|c: char| c == '"' || c == ',' || c.is_whitespace())
+                .filter(|w| !w.is_empty() && *w != "split" && !w.starts_with('.'))
+                .map(str::to_owned)
+                .collect()
+        };
+        let own = |list: &[&str]| list.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
+        assert_eq!(words("GUARDED"), own(GUARDED));
+        assert_eq!(words("EXEMPT_HEADS"), own(EXEMPT_HEADS));
+        assert_eq!(words("TOOLS"), own(TOOLS));
+    }
+
     use super::*;
     use capt_hook_proto::serde_json::json;
 

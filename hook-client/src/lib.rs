@@ -1,5 +1,5 @@
-//! The `hook` client Claude Code runs for every event: std only (no async runtime, no parser
-//! tables), so it starts about as fast as a process can.
+//! The `hook` client Claude Code runs for every event: std, the wire crate and raw syscalls only
+//! (no async runtime, no libc, no parser tables), so it starts about as fast as a process can.
 
 pub mod doctor;
 pub mod env;

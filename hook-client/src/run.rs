@@ -1,18 +1,28 @@
 //! `hook run <Event> [--async]`: read the event, send it to the host, print the verdict.
 //!
 //! Exit codes are decided here and only here: the reply's own code when the host (or the local
-//! fallback) answered; 0 with a skip note when a mandatory event could not be checked; 1 for an
-//! infrastructure failure on any other event or bad input. 2 only ever comes from a reply.
+//! fallback) answered; 1 for an infrastructure failure or bad input on an event that decides
+//! nothing. 2 only ever comes from a reply.
+//!
+//! A PreToolUse or PermissionRequest never ends in silence or exit 1: when the host cannot
+//! answer (any failure kind), the client evaluates the event itself with `capt-hook-worker
+//! evaluate`, and when that fails too it prints the ask answer naming what failed, so Claude
+//! Code's own permission prompt decides. One deadline, `CAPT_HOOK_CLIENT_TIMEOUT`, covers the
+//! host (two thirds of it, retries included) and the local evaluation (the rest).
 
 use std::io::{Read, Write};
 use std::process::ExitCode;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use capt_hook_proto::serde_json::{self, Value, json};
-use capt_hook_proto::{EventRequest, EventResponse, MAX_EVENT_INPUT, request_env};
+use capt_hook_proto::failure::{Unchecked, is_guarded};
+use capt_hook_proto::serde_json::{self, Value};
+use capt_hook_proto::{EventRequest, EventResponse, MAX_EVENT_INPUT, Status, payload, request_env};
 
 use crate::guard;
 use crate::transport::{self, Kind};
+
+/// Left at the end of the deadline for printing our own answer after local evaluation failed.
+const PRINT_MARGIN: Duration = Duration::from_millis(50);
 
 /// Runs `hook` with its arguments (without the program name).
 pub fn main(args: &[String]) -> ExitCode {
@@ -23,9 +33,22 @@ pub fn main(args: &[String]) -> ExitCode {
         ["run", event] if !event.is_empty() && !event.starts_with('-') => *event,
         _ => return error("usage: hook run EVENT [--async]"),
     };
+    let guarded = is_guarded(event);
+    // A guarded call is never refused over input we can still send: it gets an answer.
+    let refuse = |what: String| {
+        if guarded {
+            unchecked(event, Kind::BadInput, &what)
+        } else {
+            error(&what)
+        }
+    };
     let timeout = match crate::env::timeout() {
         Ok(t) => t,
-        Err(e) => return error(&e),
+        Err(e) if guarded => {
+            eprintln!("hook: {e}; using the default");
+            crate::env::DEFAULT_TIMEOUT
+        }
+        Err(e) => return error(&e.to_string()),
     };
     let mut input = Vec::new();
     if let Err(e) = std::io::stdin()
@@ -33,24 +56,39 @@ pub fn main(args: &[String]) -> ExitCode {
         .take(MAX_EVENT_INPUT as u64 + 1)
         .read_to_end(&mut input)
     {
-        return error(&format!("reading stdin: {e}"));
+        return refuse(format!("reading stdin: {e}"));
     }
     if input.len() > MAX_EVENT_INPUT {
-        return error(&format!("event input exceeds {MAX_EVENT_INPUT} bytes"));
+        return refuse(format!("event input exceeds {MAX_EVENT_INPUT} bytes"));
     }
-    let Ok(payload_raw) = String::from_utf8(input) else {
-        return error("event input is not UTF-8");
+    let parsed = payload::parse(&input);
+    // JSON's structure is ASCII: replacing stray bytes keeps every readable field readable.
+    let payload_raw = match String::from_utf8(input) {
+        Ok(s) => s,
+        Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
     };
-    let payload: Value = serde_json::from_str(&payload_raw).unwrap_or(Value::Null);
+    let payload = match &parsed {
+        Ok(Some(v)) => v,
+        _ => &Value::Null,
+    };
     let cwd = payload
         .get("cwd")
         .and_then(Value::as_str)
         .filter(|c| !c.is_empty())
         .map(str::to_owned);
     let Some(root) = crate::env::project_dir().or_else(|| cwd.clone()) else {
-        return error("no project root: CLAUDE_PROJECT_DIR is unset and the payload has no cwd");
+        let why = match parsed {
+            Err(e) => {
+                format!("the payload could not be read ({e}) and CLAUDE_PROJECT_DIR is unset")
+            }
+            Ok(_) => {
+                "no project root: CLAUDE_PROJECT_DIR is unset and the payload has no cwd".to_owned()
+            }
+        };
+        return refuse(why);
     };
-    let mandatory = guard::mandatory(event, &payload);
+    // A payload the guard cannot read might hide anything: treat it as mandatory.
+    let mandatory = guard::mandatory(event, payload) || (guarded && parsed.is_err());
     let req = EventRequest {
         schema: 1,
         event: event.to_owned(),
@@ -67,52 +105,91 @@ pub fn main(args: &[String]) -> ExitCode {
 }
 
 fn dispatch(req: &EventRequest, timeout: Duration) -> ExitCode {
-    let mut result = transport::dispatch(req, timeout);
-    if req.mandatory && matches!(&result, Err(f) if f.kind == Kind::TransportTimeout) {
-        result = transport::dispatch(req, timeout);
+    let start = Instant::now();
+    let deadline = start + timeout;
+    if !is_guarded(&req.event) {
+        return match transport::dispatch(req, deadline) {
+            Ok(resp) => emit(&resp),
+            Err(failure) => error(&failure.message),
+        };
     }
-    match result {
-        Ok(resp) if req.mandatory => match grade(&resp) {
-            None => emit(&resp),
-            Some(kind) => skip(&req.event, kind),
-        },
-        Ok(resp) => emit(&resp),
-        Err(failure) if req.mandatory => match transport::evaluate_locally(req, timeout) {
-            Ok(resp) => match grade(&resp) {
-                None => emit(&resp),
-                Some(kind) => skip(&req.event, kind),
-            },
-            // The note keeps the host's failure: that is what the user must fix.
-            Err(_) => skip(&req.event, failure.kind),
-        },
-        Err(failure) => error(&failure.message),
+    let host = match transport::dispatch(req, start + timeout * 2 / 3) {
+        // The event ran on the host: a bad answer is reported, never evaluated a second time.
+        Ok(resp) => return graded(&req.event, &resp, "the host's answer"),
+        Err(f) => f,
+    };
+    let local_by = deadline
+        .checked_sub(PRINT_MARGIN.min(timeout / 10))
+        .unwrap_or(deadline);
+    match transport::evaluate_locally(req, local_by) {
+        Ok(resp) => graded(&req.event, &resp, "local evaluation"),
+        Err(local) => {
+            let why = format!(
+                "the host could not answer ({}: {}) and local evaluation failed ({}: {})",
+                host.kind.as_str(),
+                host.message,
+                local.kind.as_str(),
+                local.message
+            );
+            unchecked(&req.event, host.kind, &why)
+        }
     }
 }
 
-/// `None` when a mandatory event's reply can stand; otherwise why it cannot.
+/// Prints a guarded event's answer when it can stand, or the ask answer saying why not.
+fn graded(event: &str, resp: &EventResponse, from: &str) -> ExitCode {
+    match grade(resp) {
+        None => emit(resp),
+        Some(kind) => {
+            let detail = resp.stderr.lines().find(|l| !l.trim().is_empty());
+            let why = match detail {
+                Some(d) => format!("{from} was incomplete ({}: {d})", kind.as_str()),
+                None => format!("{from} was incomplete ({})", kind.as_str()),
+            };
+            unchecked(event, kind, &why)
+        }
+    }
+}
+
+/// `None` when a guarded event's reply can stand; otherwise why it cannot.
 fn grade(resp: &EventResponse) -> Option<Kind> {
     if resp.exit == 2 || denies(&resp.stdout) {
         return None;
     }
-    if resp.exit != 0 {
+    if resp.exit != 0 || resp.status == Status::Error {
         return Some(Kind::WorkerError);
     }
     if resp.guard_completed {
         return None;
     }
-    if resp.stderr.contains("no verdict") {
-        return Some(Kind::Shed);
+    // The worker knew its check was incomplete and said so itself (an ask, a notice): that
+    // answer names the failure better than we can, as long as it approves nothing.
+    if !resp.stdout.trim().is_empty() && !approves(&resp.stdout) {
+        return None;
     }
     Some(Kind::NoVerdict)
 }
 
+fn decision(stdout: &str) -> Option<(String, String)> {
+    let v = serde_json::from_str::<Value>(stdout.trim()).ok()?;
+    let out = &v["hookSpecificOutput"];
+    Some((
+        out["permissionDecision"].as_str().unwrap_or("").to_owned(),
+        out["decision"]["behavior"]
+            .as_str()
+            .unwrap_or("")
+            .to_owned(),
+    ))
+}
+
 /// Whether the envelope denies the call (PreToolUse or PermissionRequest shape).
 fn denies(stdout: &str) -> bool {
-    let Ok(v) = serde_json::from_str::<Value>(stdout.trim()) else {
-        return false;
-    };
-    let out = &v["hookSpecificOutput"];
-    out["permissionDecision"] == "deny" || out["decision"]["behavior"] == "deny"
+    decision(stdout).is_some_and(|(pre, perm)| pre == "deny" || perm == "deny")
+}
+
+/// Whether the envelope lets the call through without the user (or is not JSON at all).
+fn approves(stdout: &str) -> bool {
+    decision(stdout).is_none_or(|(pre, perm)| pre == "allow" || perm == "allow")
 }
 
 /// Prints a reply verbatim and exits with its code.
@@ -131,37 +208,22 @@ fn emit(resp: &EventResponse) -> ExitCode {
     ExitCode::from(code)
 }
 
-/// The text shown when a mandatory event could not be checked.
-pub fn skip_note(kind: &str) -> String {
+/// The reason shown in the prompt when the client itself must answer a guarded call.
+pub fn reason(kind: Kind, why: &str) -> String {
     format!(
-        "capt-hook: the session guard could not finish ({kind}), so this call was not checked \
-         for session-ending programs and runs under your own permissions. Check the host with \
-         `capt-hookd status`; reinstall captain-hook if the host is missing or outdated."
+        "capt-hook could not check this call ({}): {why}. Decide yourself; `capt-hook doctor` \
+         checks the installation.",
+        kind.as_str()
     )
 }
 
-/// The skip-note envelope for a mandatory event (keys sorted, one line).
-pub fn skip_envelope(event: &str, kind: &str) -> String {
-    let note = skip_note(kind);
-    let v = if event == "PreToolUse" {
-        json!({
-            "hookSpecificOutput": {"additionalContext": note, "hookEventName": "PreToolUse"},
-            "systemMessage": note,
-        })
-    } else {
-        json!({"systemMessage": note})
-    };
-    v.to_string()
-}
-
-/// Lets a mandatory call through visibly: the note on stdout, one line on stderr, exit 0, so
-/// Claude Code's own permission prompt still applies.
-fn skip(event: &str, kind: Kind) -> ExitCode {
-    println!("{}", skip_envelope(event, kind.as_str()));
-    eprintln!(
-        "hook: the session guard did not complete ({}); skipped",
-        kind.as_str()
-    );
+/// Leaves a guarded call to the user, visibly: the ask answer on stdout, one line on stderr,
+/// exit 0.
+fn unchecked(event: &str, kind: Kind, why: &str) -> ExitCode {
+    if let Some(envelope) = Unchecked::because(reason(kind, why)).envelope(event) {
+        println!("{envelope}");
+    }
+    eprintln!("hook: could not check this call ({}): {why}", kind.as_str());
     ExitCode::SUCCESS
 }
 
@@ -190,25 +252,27 @@ mod tests {
     fn grading() {
         let deny =
             r#"{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny"}}"#;
+        let ask =
+            r#"{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"ask"}}"#;
+        let allow =
+            r#"{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"allow"}}"#;
         assert_eq!(grade(&resp(deny, 0, false)), None);
         assert_eq!(grade(&resp("", 2, false)), None);
         assert_eq!(grade(&resp("", 1, true)), Some(Kind::WorkerError));
         assert_eq!(grade(&resp("", 0, true)), None);
         assert_eq!(grade(&resp("", 0, false)), Some(Kind::NoVerdict));
+        assert_eq!(grade(&resp(ask, 0, false)), None);
+        assert_eq!(grade(&resp(r#"{"systemMessage":"m"}"#, 0, false)), None);
+        assert_eq!(grade(&resp(allow, 0, false)), Some(Kind::NoVerdict));
+        assert_eq!(grade(&resp("not json", 0, false)), Some(Kind::NoVerdict));
+        let mut failed = resp("", 0, true);
+        failed.status = capt_hook_proto::Status::Error;
+        assert_eq!(grade(&failed), Some(Kind::WorkerError));
     }
 
     #[test]
-    fn skip_envelopes() {
-        let pre: Value = serde_json::from_str(&skip_envelope("PreToolUse", "shed")).unwrap();
-        assert_eq!(pre["hookSpecificOutput"]["hookEventName"], "PreToolUse");
-        assert!(pre["systemMessage"].as_str().unwrap().contains("(shed)"));
-        assert!(
-            pre["hookSpecificOutput"]
-                .get("permissionDecision")
-                .is_none()
-        );
-        let perm: Value =
-            serde_json::from_str(&skip_envelope("PermissionRequest", "shed")).unwrap();
-        assert_eq!(perm.as_object().unwrap().len(), 1);
+    fn the_reason_names_the_kind() {
+        let r = reason(Kind::TransportTimeout, "no answer");
+        assert!(r.contains("(transport-timeout): no answer"), "{r}");
     }
 }

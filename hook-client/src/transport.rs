@@ -1,21 +1,26 @@
 //! Sending one event to the host, starting the host when nothing listens, and the local
-//! one-shot evaluation used when the host cannot answer a mandatory event.
+//! one-shot evaluation used when the host cannot answer a guarded event. Every failure is a
+//! typed [`Kind`] decided where it happens, never read back out of an error text.
 
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::sync::mpsc;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
+
+use capt_hook_proto::clock::unix_ms_in;
 
 use capt_hook_proto::{
     EventRequest, EventResponse, HostReply, HostRequest, MAX_FRAME, Refusal, decode, encode, paths,
     read_frame, write_frame,
 };
 
-/// How a dispatch failed, in the order and spelling the skip note uses.
+/// How a dispatch failed; the spelling is what the ask answer and stderr show.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
+    /// The client could not read or send its own input (stdin, no project root).
+    BadInput,
     /// No host could be started (binary missing, or it failed to start).
     HostUnavailable,
     /// The host or worker failed in flight, or answered something undecodable.
@@ -24,25 +29,26 @@ pub enum Kind {
     TransportTimeout,
     /// The host refused the event until the deadline (draining, mismatched build, …).
     TransportRefused,
-    /// The host answered without a verdict because the worker was too busy.
-    Shed,
-    /// A mandatory event was answered but its hooks did not all finish.
+    /// The event was answered, but its hooks did not all finish and the answer did not say so.
     NoVerdict,
-    /// The worker answered with a failure exit.
+    /// The worker answered with a failure exit, or broke its protocol.
     WorkerError,
+    /// The local evaluator could not be run (not installed beside the client).
+    DependencyUnavailable,
 }
 
 impl Kind {
     /// The kebab-case name printed in notes.
     pub fn as_str(self) -> &'static str {
         match self {
+            Kind::BadInput => "bad-input",
             Kind::HostUnavailable => "host-unavailable",
             Kind::TransportError => "transport-error",
             Kind::TransportTimeout => "transport-timeout",
             Kind::TransportRefused => "transport-refused",
-            Kind::Shed => "shed",
             Kind::NoVerdict => "no-verdict",
             Kind::WorkerError => "worker-error",
+            Kind::DependencyUnavailable => "dependency-unavailable",
         }
     }
 }
@@ -63,8 +69,9 @@ fn fail(kind: Kind, message: impl Into<String>) -> Failure {
     }
 }
 
-/// Extra time allowed for the host's reply past the deadline: it answers by the deadline, and
-/// a typed late reply is worth more than a bare timeout.
+/// Time kept between the deadline the host is given and the moment we stop waiting for it: it
+/// answers by its deadline, and a typed late reply is worth more than a bare timeout. At most a
+/// tenth of the budget, so short timeouts stay short.
 const REPLY_GRACE: Duration = Duration::from_millis(500);
 /// Pause between attempts while the host refuses (e.g. it is draining).
 const RETRY_PAUSE: Duration = Duration::from_millis(20);
@@ -79,16 +86,19 @@ enum Attempt {
     Broken(io::Error),
 }
 
-/// Sends `req` to the host within `timeout`, starting the host if nothing listens and resending
-/// while it refuses before dispatch. Never resends an event the host accepted.
-pub fn dispatch(req: &EventRequest, timeout: Duration) -> Result<EventResponse, Failure> {
-    let deadline = Instant::now() + timeout;
+/// Sends `req` to the host and waits for its answer until `answer_by`, starting the host if
+/// nothing listens and resending while it refuses before dispatch. Never resends an event the
+/// host accepted.
+pub fn dispatch(req: &EventRequest, answer_by: Instant) -> Result<EventResponse, Failure> {
+    let budget = answer_by.saturating_duration_since(Instant::now());
+    let grace = REPLY_GRACE.min(budget / 10);
+    let deadline = answer_by.checked_sub(grace).unwrap_or(answer_by);
     let mut req = req.clone();
-    req.deadline_unix_ms = unix_ms_in(timeout);
+    req.deadline_unix_ms = unix_ms_in(budget - grace);
     let body = encode(&HostRequest::event(std::process::id(), req));
     let mut started = false;
     loop {
-        match attempt(&body, deadline) {
+        match attempt(&body, answer_by) {
             Attempt::Reply(HostReply::Event(resp)) => return Ok(resp),
             Attempt::Reply(HostReply::Failed { message, timed_out }) => {
                 let kind = if timed_out {
@@ -152,12 +162,16 @@ pub fn dispatch(req: &EventRequest, timeout: Duration) -> Result<EventResponse, 
     }
 }
 
-fn attempt(body: &[u8], deadline: Instant) -> Attempt {
-    let mut stream = match UnixStream::connect(paths::socket_path()) {
+fn attempt(body: &[u8], answer_by: Instant) -> Attempt {
+    let mut stream = match connect(answer_by) {
         Ok(s) => s,
+        Err(e) if e.kind() == io::ErrorKind::TimedOut => return Attempt::Broken(e),
         Err(e) => return Attempt::NotListening(e),
     };
-    let wait = deadline.saturating_duration_since(Instant::now()) + REPLY_GRACE;
+    // A zero timeout means "block forever" to the socket: never pass one.
+    let wait = answer_by
+        .saturating_duration_since(Instant::now())
+        .max(Duration::from_millis(1));
     let exchange = (|| {
         stream.set_read_timeout(Some(wait))?;
         stream.set_write_timeout(Some(wait))?;
@@ -178,6 +192,32 @@ fn attempt(body: &[u8], deadline: Instant) -> Attempt {
     match exchange {
         Ok(reply) => Attempt::Reply(reply),
         Err(e) => Attempt::Broken(e),
+    }
+}
+
+/// Connects to the host by `answer_by`. A stopped or wedged host whose accept backlog is full
+/// makes `connect` wait for room; the socket's send timeout bounds that wait (Linux applies it
+/// to a Unix `connect`), so a client never outlives its deadline in `connect`.
+fn connect(answer_by: Instant) -> io::Result<UnixStream> {
+    use rustix::net::{AddressFamily, SocketAddrUnix, SocketFlags, SocketType, sockopt};
+    let fd = rustix::net::socket_with(
+        AddressFamily::UNIX,
+        SocketType::STREAM,
+        SocketFlags::CLOEXEC,
+        None,
+    )?;
+    // A zero timeout means "wait forever" to the kernel: never pass one.
+    let wait = answer_by
+        .saturating_duration_since(Instant::now())
+        .max(Duration::from_millis(1));
+    sockopt::set_socket_timeout(&fd, sockopt::Timeout::Send, Some(wait))?;
+    match rustix::net::connect(&fd, &SocketAddrUnix::new(paths::socket_path())?) {
+        Ok(()) => Ok(UnixStream::from(fd)),
+        Err(rustix::io::Errno::AGAIN | rustix::io::Errno::INPROGRESS) => Err(io::Error::new(
+            io::ErrorKind::TimedOut,
+            "the host did not accept the connection before the deadline",
+        )),
+        Err(e) => Err(e.into()),
     }
 }
 
@@ -252,12 +292,13 @@ fn start_host(deadline: Instant) -> Result<(), Failure> {
     }
 }
 
-/// Evaluates the event in a child `capt-hook-worker evaluate`, killed at the timeout. Used once,
-/// only for a mandatory event the host could not answer.
-pub fn evaluate_locally(req: &EventRequest, timeout: Duration) -> Result<EventResponse, String> {
+/// Evaluates the event in a child `capt-hook-worker evaluate`, killed at `answer_by`: the
+/// guarded event's fallback when the host could not answer. The child gets a deadline a little
+/// before ours, so a hook still running is reported by the worker rather than cut off by us.
+pub fn evaluate_locally(req: &EventRequest, answer_by: Instant) -> Result<EventResponse, Failure> {
+    let budget = answer_by.saturating_duration_since(Instant::now());
     let mut req = req.clone();
-    req.deadline_unix_ms = unix_ms_in(timeout);
-    let deadline = Instant::now() + timeout;
+    req.deadline_unix_ms = unix_ms_in(budget * 9 / 10);
     let root = PathBuf::from(&req.root);
     let exe = sibling("capt-hook-worker");
     let mut child = Command::new(&exe)
@@ -269,11 +310,18 @@ pub fn evaluate_locally(req: &EventRequest, timeout: Duration) -> Result<EventRe
         })
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
-        .stderr(Stdio::null())
+        .stderr(Stdio::piped())
         .spawn()
-        .map_err(|e| format!("cannot run {}: {e}", exe.display()))?;
-    let (Some(mut stdin), Some(mut stdout)) = (child.stdin.take(), child.stdout.take()) else {
-        return Err("worker pipes missing".into());
+        .map_err(|e| {
+            fail(
+                Kind::DependencyUnavailable,
+                format!("cannot run {}: {e}", exe.display()),
+            )
+        })?;
+    let (Some(mut stdin), Some(mut stdout), Some(stderr)) =
+        (child.stdin.take(), child.stdout.take(), child.stderr.take())
+    else {
+        return Err(fail(Kind::WorkerError, "worker pipes missing"));
     };
     let body = encode(&req);
     let (tx, rx) = mpsc::channel();
@@ -284,20 +332,50 @@ pub fn evaluate_locally(req: &EventRequest, timeout: Duration) -> Result<EventRe
         let read = (&mut stdout).take(MAX_FRAME as u64).read_to_end(&mut out);
         let _ = tx.send(written.and(read).map(|_| out));
     });
-    let out = match rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+    // Read on its own thread so a chatty worker never blocks on a full stderr pipe.
+    let errors = std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = stderr.take(64 * 1024).read_to_string(&mut text);
+        text
+    });
+    let out = match rx.recv_timeout(answer_by.saturating_duration_since(Instant::now())) {
         Ok(Ok(out)) => out,
-        Ok(Err(e)) => return Err(format!("local evaluation i/o: {e}")),
+        Ok(Err(e)) => {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(fail(
+                Kind::WorkerError,
+                format!("local evaluation i/o: {e}"),
+            ));
+        }
         Err(_) => {
             let _ = child.kill();
             let _ = child.wait();
-            return Err("local evaluation timed out".into());
+            return Err(fail(
+                Kind::TransportTimeout,
+                "local evaluation did not finish before the deadline",
+            ));
         }
     };
-    let status = child.wait().map_err(|e| e.to_string())?;
+    let status = child
+        .wait()
+        .map_err(|e| fail(Kind::WorkerError, e.to_string()))?;
     if !status.success() {
-        return Err(format!("local evaluation failed ({status})"));
+        let stderr = errors.join().unwrap_or_default();
+        let first = stderr.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
+        return Err(fail(
+            Kind::WorkerError,
+            format!("local evaluation failed ({status}) {first}")
+                .trim_end()
+                .to_owned(),
+        ));
     }
-    decode::<EventResponse>(&out).map_err(|e| format!("local evaluation answered badly: {e}"))
+    decode::<EventResponse>(&out).map_err(|e| {
+        fail(
+            Kind::WorkerError,
+            format!("local evaluation answered badly: {e}"),
+        )
+    })
 }
 
 /// A binary installed beside this one.
@@ -306,12 +384,4 @@ fn sibling(name: &str) -> PathBuf {
         .ok()
         .and_then(|e| e.parent().map(|d| d.join(name)))
         .unwrap_or_else(|| name.into())
-}
-
-fn unix_ms_in(d: Duration) -> u64 {
-    let now = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0);
-    now + d.as_millis() as u64
 }

@@ -254,7 +254,7 @@ impl Pool {
             .map_err(|_| {
                 NoWorker::Failed("the deadline passed while the worker was starting".to_owned())
             })?
-            .map_err(NoWorker::Failed)?;
+            .map_err(|e| NoWorker::Failed(e.to_string()))?;
         tracing::info!(key, root = %root.display(), pid = worker.pid, generation, "worker started");
         {
             let mut live = self.live.lock().unwrap_or_else(|p| p.into_inner());

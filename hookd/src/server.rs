@@ -496,7 +496,7 @@ async fn answer(req: HostRequest, host: &Host) -> HostReply {
                 );
             }
             if let Err(e) = event.validate() {
-                return refuse(Refusal::BadRequest, &e);
+                return refuse(Refusal::BadRequest, &e.to_string());
             }
             let now = crate::now_unix_ms();
             let remaining = match event.deadline_unix_ms {

@@ -109,13 +109,41 @@ pub struct Spawn<'a> {
     pub log: &'a File,
 }
 
+/// Why a worker could not be started.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SpawnError {
+    /// The process could not be started.
+    #[error("cannot start {}: {source}", exe.display())]
+    Start {
+        /// The worker binary.
+        exe: std::path::PathBuf,
+        /// Why it did not start.
+        source: std::io::Error,
+    },
+    /// The process started without the pipes it was given.
+    #[error("worker pipes missing")]
+    Pipes,
+    /// The hello failed: the worker refused, broke the protocol or exited.
+    #[error("worker {} failed its hello: {reason}", exe.display())]
+    Hello {
+        /// The worker binary.
+        exe: std::path::PathBuf,
+        /// What went wrong.
+        reason: String,
+    },
+    /// The hello did not arrive in time.
+    #[error("worker did not say hello within {0:?}")]
+    HelloTimeout(std::time::Duration),
+}
+
 impl Worker {
     /// Starts a worker and completes the hello within the startup bound. `on_exit` runs once
     /// the process has been reaped, whatever the cause.
     pub async fn spawn(
         spec: Spawn<'_>,
         on_exit: impl FnOnce(&Worker) + Send + 'static,
-    ) -> Result<Arc<Worker>, String> {
+    ) -> Result<Arc<Worker>, SpawnError> {
         let mut cmd = tokio::process::Command::new(spec.exe);
         let cwd = match tokio::fs::metadata(spec.root).await {
             Ok(m) if m.is_dir() => spec.root.to_path_buf(),
@@ -138,12 +166,13 @@ impl Worker {
             )
             // Its own process group, so retirement reaches the hooks' subprocesses too.
             .process_group(0);
-        let mut child = cmd
-            .spawn()
-            .map_err(|e| format!("cannot start {}: {e}", spec.exe.display()))?;
+        let mut child = cmd.spawn().map_err(|source| SpawnError::Start {
+            exe: spec.exe.to_path_buf(),
+            source,
+        })?;
         let pid = child.id().unwrap_or(0);
         let (Some(mut stdin), Some(mut stdout)) = (child.stdin.take(), child.stdout.take()) else {
-            return Err("worker pipes missing".into());
+            return Err(SpawnError::Pipes);
         };
         let hello = async {
             let ours = WorkerFrame::Hello {
@@ -167,14 +196,14 @@ impl Worker {
             Ok(Ok(())) => {}
             Ok(Err(e)) => {
                 stop(&mut child, pid).await;
-                return Err(format!(
-                    "worker {} failed its hello: {e}",
-                    spec.exe.display()
-                ));
+                return Err(SpawnError::Hello {
+                    exe: spec.exe.to_path_buf(),
+                    reason: e,
+                });
             }
             Err(_) => {
                 stop(&mut child, pid).await;
-                return Err(format!("worker did not say hello within {STARTUP:?}"));
+                return Err(SpawnError::HelloTimeout(STARTUP));
             }
         }
 

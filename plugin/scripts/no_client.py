@@ -1,11 +1,14 @@
 """Answers an event when the captain-hook client is not installed (stdlib only, Python 3.8+).
 
 Usage: python3 -I no_client.py <Event>  (payload on stdin). Always exits 0 after printing:
-* for a PreToolUse/PermissionRequest the session guard flags: a skip note (host-unavailable);
+* for a PreToolUse/PermissionRequest that the session guard flags, or in a project with hook
+  files (whose guards cannot run without the client): Claude Code's own permission prompt
+  decides (`permissionDecision: "ask"`, the shape capt_hook_proto::failure prints), with the
+  reason; a PermissionRequest gets the reason as a systemMessage and its dialog shows;
 * else, for the first event of a session: a systemMessage naming the install command;
 * else nothing.
 
-The guard mirrors hook-client/src/guard.rs; keep the two in step.
+The guard's word lists mirror hook-client/src/guard.rs; a test there checks they agree.
 """
 
 import hashlib
@@ -28,11 +31,24 @@ INSTALL = ("captain-hook: the hook client is not installed, so no hooks run in t
            "Install it with `cargo xtask install` from a captain-hook checkout.")
 
 
-def skip_note(kind):
-    return ("capt-hook: the session guard could not finish (%s), so this call was not checked "
-            "for session-ending programs and runs under your own permissions. Check the host "
-            "with `capt-hookd status`; reinstall captain-hook if the host is missing or "
-            "outdated." % kind)
+def unchecked_reason(why):
+    return ("capt-hook: the hook client is not installed, so %s could not be checked; "
+            "Claude Code's permission prompt decides. Install it with `cargo xtask install` "
+            "from a captain-hook checkout." % why)
+
+
+def project_has_hooks(payload):
+    """True when the project (CLAUDE_PROJECT_DIR, else the payload's cwd) has hook files."""
+    root = os.environ.get("CLAUDE_PROJECT_DIR") or os.environ.get("FACTORY_PROJECT_DIR")
+    if not root and isinstance(payload, dict) and isinstance(payload.get("cwd"), str):
+        root = payload["cwd"]
+    if not root:
+        return False
+    hooks = os.path.join(root, ".claude", "hooks")
+    try:
+        return any(n.endswith(".toml") and not n.startswith("_") for n in os.listdir(hooks))
+    except OSError:
+        return False
 
 
 def is_word(ch):
@@ -181,16 +197,19 @@ def main():
     except ValueError:
         payload = None
     first = first_event_of_session(payload)
-    if mandatory(event, payload):
-        note = skip_note("host-unavailable")
-        message = note + ("\n" + INSTALL if first else "")
+    guarded = mandatory(event, payload)
+    if event in EVENTS and (guarded or project_has_hooks(payload)):
+        why = ("this call, which may end sessions," if guarded
+               else "this call against the project's hooks")
+        reason = unchecked_reason(why)
         if event == "PreToolUse":
-            out = {"hookSpecificOutput": {"additionalContext": note, "hookEventName": event},
-                   "systemMessage": message}
+            out = {"hookSpecificOutput": {"hookEventName": event, "permissionDecision": "ask",
+                                          "permissionDecisionReason": reason}}
+            if first:
+                out["systemMessage"] = INSTALL
         else:
-            out = {"systemMessage": message}
-        print(json.dumps(out, sort_keys=True, separators=(",", ":"), ensure_ascii=False))
-        sys.stderr.write("hook: the session guard did not complete (host-unavailable); skipped\n")
+            out = {"systemMessage": reason}
+        print(json.dumps(out, separators=(",", ":"), ensure_ascii=False))
     elif first:
         print(json.dumps({"systemMessage": INSTALL}, separators=(",", ":")))
     return 0

@@ -136,7 +136,10 @@ pub fn run(root: &Path) -> ExitCode {
 fn serve_event(warm: &Warm, out: &Out, background: &Background, id: u64, request: EventRequest) {
     let deadline = match request.validate().and_then(|()| deadline_of(&request)) {
         Ok(d) => d,
-        Err(error) => return send(out, &WorkerFrame::Error { id, error }),
+        Err(e) => {
+            let error = e.to_string();
+            return send(out, &WorkerFrame::Error { id, error });
+        }
     };
     let project = warm.project();
     let response = respond(&project, &request, deadline);

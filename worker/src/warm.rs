@@ -3,9 +3,9 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use capt_hook_proto::{EventRequest, EventResponse, Status};
+use capt_hook_proto::{EventRequest, EventResponse, RequestError, Status};
 use captain_hook::project::default_hooks_dir;
 use captain_hook::{DispatchOptions, Project};
 
@@ -45,17 +45,8 @@ impl Warm {
 pub use capt_hook_proto::clock::now_unix_ms;
 
 /// The request's deadline as an `Instant`, or `Err` when it has already passed.
-pub fn deadline_of(req: &EventRequest) -> Result<Option<Instant>, String> {
-    if req.deadline_unix_ms == 0 {
-        return Ok(None);
-    }
-    let now = now_unix_ms();
-    if req.deadline_unix_ms <= now {
-        return Err("deadline passed before dispatch".into());
-    }
-    Ok(Some(
-        Instant::now() + Duration::from_millis(req.deadline_unix_ms - now),
-    ))
+pub fn deadline_of(req: &EventRequest) -> Result<Option<Instant>, RequestError> {
+    req.deadline()
 }
 
 /// The sending client: its pid and request-scoped environment.
@@ -93,9 +84,9 @@ pub fn respond(project: &Project, req: &EventRequest, deadline: Option<Instant>)
         stderr,
         exit: i32::from(eval.exit_code),
         elapsed_ms: started.elapsed().as_secs_f64() * 1000.0,
-        // The engine abandons hooks still running at the deadline; finishing before it means
-        // every matched hook, mandatory ones included, gave its verdict.
-        guard_completed: deadline.is_none_or(|d| Instant::now() < d),
+        // Every matched hook gave its verdict from a payload that was read and hook files that
+        // all loaded. Otherwise the envelope already says so (ask, or deny for a mandatory hook).
+        guard_completed: !eval.unchecked,
     }
 }
 

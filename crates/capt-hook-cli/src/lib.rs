@@ -218,7 +218,11 @@ fn run(
         .read_to_end(&mut stdin)
         .context("reading stdin")?;
     let root = resolve_root(root.as_deref(), &stdin);
-    let project = Project::load(&root, &hooks_dir(hooks, &root));
+    let project = match hooks {
+        // A named directory that is missing is an error (its guards would silently not run).
+        Some(dir) => Project::load_named(&root, dir),
+        None => Project::load(&root, &hooks_dir(hooks, &root)),
+    };
     for e in project.errors() {
         eprintln!("capt-hook: {e}");
     }
@@ -304,6 +308,10 @@ fn test(
     format: Format,
 ) -> anyhow::Result<ExitCode> {
     let root = project_root(root, None);
+    if let Some(problem) = named_dir_problem(hooks, &hooks_dir(hooks, &root)) {
+        eprintln!("{problem}");
+        return Ok(ExitCode::from(1));
+    }
     let (registry, errors) = load(&root, hooks);
     let mut outcomes: Vec<TestOutcome> = Vec::new();
     for hook in registry.hooks() {
@@ -325,16 +333,36 @@ fn test(
     })
 }
 
+/// What is wrong with a hooks directory named by `--hooks` that holds nothing: a typo, not a
+/// project without hooks, and saying OK would hide that nothing is being checked. `None` when
+/// the directory was not named or has hook files.
+fn named_dir_problem(hooks: &Option<PathBuf>, dir: &Path) -> Option<String> {
+    hooks.as_ref()?;
+    let problem = match captain_hook::loader::hook_files(dir) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => "does not exist",
+        Err(_) => return None,
+        Ok(f) if f.is_empty() => "holds no hook files (*.toml not starting with _)",
+        Ok(_) => return None,
+    };
+    Some(format!(
+        "capt-hook: the hooks directory {} {problem}",
+        dir.display()
+    ))
+}
+
 fn check(root: &Option<PathBuf>, hooks: &Option<PathBuf>) -> anyhow::Result<ExitCode> {
     let root = project_root(root, None);
     let dir = hooks_dir(hooks, &root);
+    if let Some(problem) = named_dir_problem(hooks, &dir) {
+        eprintln!("{problem}");
+        return Ok(ExitCode::from(1));
+    }
+    let files = captain_hook::loader::hook_files(&dir);
     let (registry, errors) = load(&root, hooks);
     for e in &errors {
         eprintln!("{e}");
     }
-    let files = captain_hook::loader::hook_files(&dir)
-        .map(|f| f.len())
-        .unwrap_or(0);
+    let files = files.map(|f| f.len()).unwrap_or(0);
     for warning in registry
         .hooks()
         .iter()

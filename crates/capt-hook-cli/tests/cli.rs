@@ -1,5 +1,8 @@
 //! The `capt-hook` binary, run as a real process.
 
+// A test fails by panicking: unwrap and expect are how it says what broke.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -109,13 +112,66 @@ fn run_edges_unknown_event_blank_and_malformed_stdin() {
     assert_eq!(out.status.code(), Some(0));
     assert!(out.stdout.is_empty() && out.stderr.is_empty());
 
+    // A guarded call whose payload cannot be read asks the user; other events print nothing.
     let out = p.run(&["run", "PreToolUse"], b"{not json");
+    assert_eq!(out.status.code(), Some(0));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["hookSpecificOutput"]["permissionDecision"], "ask");
+    assert!(text(&out.stderr).starts_with("Malformed stdin: "));
+    let out = p.run(&["run", "Stop"], b"{not json");
     assert_eq!(out.status.code(), Some(0));
     assert!(out.stdout.is_empty());
     assert!(text(&out.stderr).starts_with("Malformed stdin: "));
 }
 
-/// Malformed payloads of every kind: never a panic, never exit 2, never a verdict.
+#[test]
+fn check_fails_on_a_named_hooks_dir_that_is_missing_or_empty() {
+    let p = Project::new(&[("stash.toml", STASH)]);
+    let missing = p.root().join("nope");
+    let out = p.run(&["check", "--hooks", missing.to_str().unwrap()], b"");
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains("does not exist"),
+        "{}",
+        text(&out.stderr)
+    );
+    let empty = p.root().join("empty");
+    std::fs::create_dir_all(&empty).unwrap();
+    std::fs::write(empty.join("_skipped.toml"), STASH).unwrap();
+    let out = p.run(&["test", "--hooks", missing.to_str().unwrap()], b"");
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "a test run over nothing is not a pass"
+    );
+    let out = p.run(&["check", "--hooks", empty.to_str().unwrap()], b"");
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains("holds no hook files"),
+        "{}",
+        text(&out.stderr)
+    );
+    // The default directory may be absent: a project without hooks is fine.
+    std::fs::remove_dir_all(p.root().join(".claude")).unwrap();
+    let out = p.run(&["check"], b"");
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let hooks = p.root().join("h");
+    std::fs::create_dir_all(&hooks).unwrap();
+    std::fs::write(hooks.join("stash.toml"), STASH).unwrap();
+    let out = p.run(&["check", "--hooks", hooks.to_str().unwrap()], b"");
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    // `run` with a named directory that is missing asks on a guarded call.
+    let payload = br#"{"tool_name":"Bash","tool_input":{"command":"ls"}}"#;
+    let out = p.run(
+        &["run", "PreToolUse", "--hooks", missing.to_str().unwrap()],
+        payload,
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["hookSpecificOutput"]["permissionDecision"], "ask", "{v}");
+}
+
+/// Malformed payloads of every kind: never a panic, never exit 2, never an approval; one that
+/// cannot be read at all asks the user.
 #[test]
 fn thirty_malformed_payloads() {
     let p = Project::new(&[("stash.toml", STASH)]);
@@ -164,10 +220,20 @@ fn thirty_malformed_payloads() {
         let stderr = text(&out.stderr);
         assert_eq!(out.status.code(), Some(0), "payload {i}: {stderr}");
         assert!(!stderr.contains("panicked"), "payload {i}: {stderr}");
-        if !out.stdout.is_empty() {
+        if stderr.contains("Malformed stdin") {
+            let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+            assert_eq!(
+                v["hookSpecificOutput"]["permissionDecision"], "ask",
+                "payload {i}"
+            );
+        } else if !out.stdout.is_empty() {
             // The only payloads that may produce a verdict are well-formed Bash calls.
             let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
             assert!(v["hookSpecificOutput"].is_object(), "payload {i}");
+            assert_ne!(
+                v["hookSpecificOutput"]["permissionDecision"], "allow",
+                "payload {i}"
+            );
         }
     }
 }

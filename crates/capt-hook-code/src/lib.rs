@@ -32,6 +32,7 @@ pub use style::{
 
 /// Why a pattern, language or text could not be used.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum CodeError {
     /// A language id that names no compiled-in grammar.
     #[error("unknown language `{0}` (known: py, ts, tsx, js, rs, go, bash)")]

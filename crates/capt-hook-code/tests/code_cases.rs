@@ -5,6 +5,9 @@
 //! The cases live outside the repository (`../shared` beside the checkout); when that folder
 //! is missing the case test says so and passes.
 
+// A test fails by panicking: unwrap and expect are how it says what broke.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::path::PathBuf;
 use std::time::Instant;
 

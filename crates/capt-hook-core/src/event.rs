@@ -9,10 +9,11 @@ use capt_hook_transcript::{LazyTranscript, Transcript};
 use serde_json::{Map, Value};
 
 use crate::events::EventKind;
-use crate::tool::{ToolCall, apply_edit};
+use crate::tool::ToolCall;
 
 /// Why a payload could not become an event.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum EventError {
     /// The payload is JSON but not an object.
     #[error("expected a JSON object, got {0}")]
@@ -52,7 +53,7 @@ pub struct Event {
     /// Each command's words joined by spaces, built once for every regex that searches them.
     joined: OnceLock<Vec<String>>,
     annotations: OnceLock<BTreeMap<String, Option<String>>>,
-    images: OnceLock<(Option<String>, Option<String>)>,
+    images: OnceLock<Option<crate::edit::EditImages>>,
     /// Read on first use, through the process-wide cache.
     transcript: LazyTranscript,
     /// The session's state directory, opened on first use.
@@ -407,62 +408,22 @@ impl Event {
             }
     }
 
-    /// The whole file before the call (PreToolUse on Edit/MultiEdit/Write), read from disk.
+    /// The edited file before and after the call (Edit, Write, MultiEdit at PreToolUse and
+    /// PostToolUse), computed once; `None` for other calls and for files that are not text.
+    pub fn edit_images(&self) -> Option<&crate::edit::EditImages> {
+        self.images
+            .get_or_init(|| crate::edit::compute(self))
+            .as_ref()
+    }
+
+    /// The whole file before the call.
     pub fn pre_image(&self) -> Option<&str> {
-        self.images().0.as_deref()
+        self.edit_images().map(|i| i.pre.as_str())
     }
 
-    /// The whole file after the call would apply (PreToolUse only).
+    /// The whole file after the call.
     pub fn post_image(&self) -> Option<&str> {
-        self.images().1.as_deref()
-    }
-
-    fn images(&self) -> &(Option<String>, Option<String>) {
-        self.images.get_or_init(|| {
-            if self.kind != EventKind::PreToolUse {
-                return (None, None);
-            }
-            let read = |p: &str| -> Option<String> {
-                let path = Path::new(p);
-                if path.is_dir() {
-                    return None;
-                }
-                match std::fs::read(path) {
-                    Ok(bytes) => Some(String::from_utf8_lossy(&bytes).into_owned()),
-                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => Some(String::new()),
-                    Err(_) => None,
-                }
-            };
-            match &self.tool {
-                ToolCall::Write { file_path, content } => (read(file_path), Some(content.clone())),
-                ToolCall::Edit {
-                    file_path,
-                    old_string,
-                    new_string,
-                    replace_all,
-                } => {
-                    let pre = read(file_path);
-                    let op = crate::tool::EditOp {
-                        old_string: old_string.clone(),
-                        new_string: new_string.clone(),
-                        replace_all: *replace_all,
-                    };
-                    let post = pre.as_deref().and_then(|t| apply_edit(t, &op));
-                    (pre, post)
-                }
-                ToolCall::MultiEdit { file_path, edits } => {
-                    let pre = read(file_path);
-                    let post = pre.clone().and_then(|mut text| {
-                        for op in edits {
-                            text = apply_edit(&text, op)?;
-                        }
-                        Some(text)
-                    });
-                    (pre, post)
-                }
-                _ => (None, None),
-            }
-        })
+        self.edit_images().map(|i| i.post.as_str())
     }
 
     /// `ccx:<key>[=<value>]` annotations: from shell comments of the Bash command (nested

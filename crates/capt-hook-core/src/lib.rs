@@ -2,6 +2,7 @@
 //! output envelopes Claude Code reads. No I/O beyond reading the files an event names.
 
 pub mod condition;
+pub mod edit;
 pub mod env;
 pub mod envelope;
 pub mod event;

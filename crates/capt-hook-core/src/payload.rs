@@ -22,6 +22,7 @@ macro_rules! record {
             $($head)*
             $(
                 $(#[$fm])*
+                #[doc = concat!("\n\nThe payload's `", stringify!($field), "` field.")]
                 #[serde(default, skip_serializing_if = "Option::is_none")]
                 pub $field: Option<$ty>,
             )*

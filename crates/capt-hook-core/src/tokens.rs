@@ -56,6 +56,7 @@ impl Token {
 
 /// Why a token list is unusable.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum TokenError {
     /// Nothing to match.
     #[error("the token list is empty")]

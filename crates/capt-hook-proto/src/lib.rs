@@ -5,8 +5,10 @@
 
 pub mod clock;
 pub mod env;
+pub mod failure;
 mod frame;
 pub mod paths;
+pub mod payload;
 pub mod procfs;
 mod wire;
 

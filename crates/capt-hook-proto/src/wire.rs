@@ -32,32 +32,73 @@ pub struct EventRequest {
     pub mandatory: bool,
 }
 
+/// Why an event request cannot be served.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum RequestError {
+    /// A message schema this build does not speak.
+    Schema(u32),
+    /// A required field is empty.
+    Missing(&'static str),
+    /// The payload is larger than [`crate::MAX_EVENT_INPUT`] bytes.
+    TooLarge(usize),
+    /// The client pid cannot be a real client's.
+    ClientPid,
+    /// The deadline passed before the event could be dispatched.
+    DeadlinePassed,
+}
+
+impl std::fmt::Display for RequestError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RequestError::Schema(n) => write!(f, "unsupported event schema {n}"),
+            RequestError::Missing(field) => write!(f, "{field} is required"),
+            RequestError::TooLarge(len) => write!(
+                f,
+                "payload of {len} bytes exceeds {} bytes",
+                crate::MAX_EVENT_INPUT
+            ),
+            RequestError::ClientPid => f.write_str("client_pid must be greater than 1"),
+            RequestError::DeadlinePassed => f.write_str("deadline passed before dispatch"),
+        }
+    }
+}
+
+impl std::error::Error for RequestError {}
+
 impl EventRequest {
     /// Checks the fields a receiver relies on; the error names the first bad one.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), RequestError> {
         if self.schema != 1 {
-            return Err(format!("unsupported event schema {}", self.schema));
+            return Err(RequestError::Schema(self.schema));
         }
-        if self.event.is_empty() {
-            return Err("event is required".into());
-        }
-        if self.root.is_empty() {
-            return Err("root is required".into());
-        }
-        if self.cwd.is_empty() {
-            return Err("cwd is required".into());
+        for (name, value) in [
+            ("event", &self.event),
+            ("root", &self.root),
+            ("cwd", &self.cwd),
+        ] {
+            if value.is_empty() {
+                return Err(RequestError::Missing(name));
+            }
         }
         if self.payload_raw.len() > crate::MAX_EVENT_INPUT {
-            return Err(format!(
-                "payload of {} bytes exceeds {} bytes",
-                self.payload_raw.len(),
-                crate::MAX_EVENT_INPUT
-            ));
+            return Err(RequestError::TooLarge(self.payload_raw.len()));
         }
         if self.client_pid <= 1 {
-            return Err("client_pid must be greater than 1".into());
+            return Err(RequestError::ClientPid);
         }
         Ok(())
+    }
+
+    /// The request's deadline as an `Instant`: `None` when it has none, an error when it has
+    /// already passed.
+    pub fn deadline(&self) -> Result<Option<std::time::Instant>, RequestError> {
+        if self.deadline_unix_ms == 0 {
+            return Ok(None);
+        }
+        crate::clock::instant_of(self.deadline_unix_ms)
+            .map(Some)
+            .ok_or(RequestError::DeadlinePassed)
     }
 }
 
@@ -374,7 +415,7 @@ pub(crate) mod tests {
     fn validation_names_the_bad_field() {
         let mut r = sample_request();
         r.cwd.clear();
-        assert_eq!(r.validate().unwrap_err(), "cwd is required");
+        assert_eq!(r.validate().unwrap_err().to_string(), "cwd is required");
         let mut r = sample_request();
         r.client_pid = 1;
         assert!(r.validate().is_err());

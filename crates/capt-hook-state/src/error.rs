@@ -5,6 +5,7 @@ use std::time::Duration;
 
 /// A state operation that could not complete.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum StateError {
     /// The file or one of its parent directories could not be written.
     #[error(

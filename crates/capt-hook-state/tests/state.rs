@@ -3,6 +3,9 @@
 //! Child processes are this test binary re-executed with `CAPT_HOOK_STATE_TEST_CHILD` naming what
 //! to do; the `child` test is a no-op in a normal run.
 
+// A test fails by panicking: unwrap and expect are how it says what broke.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 /// A transcript that could not be read.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum TranscriptError {
     /// No file at the path (a session whose transcript was swept, or a wrong path).
     #[error(

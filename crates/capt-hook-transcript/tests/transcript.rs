@@ -5,6 +5,9 @@
 //! never timings. The 50 MB read runs in a child process (this binary re-executed with
 //! `CAPT_HOOK_TRANSCRIPT_TEST_CHILD` set) so its peak RSS is its own.
 
+// A test fails by panicking: unwrap and expect are how it says what broke.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

@@ -67,72 +67,15 @@ struct Images {
     changed: Option<Vec<RangeInclusive<usize>>>,
 }
 
-/// The file's text; `Err` when it exists but is not text we can lint (binary, non-UTF-8,
-/// unreadable), `Ok(None)` when it is not there.
-fn read_text(path: &str) -> Result<Option<String>, ()> {
-    match std::fs::read(path) {
-        Ok(bytes) => String::from_utf8(bytes).map(Some).map_err(|_| ()),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(_) => Err(()),
-    }
-}
-
-/// Undoes an edit on the post-edit text (for PostToolUse without `originalFile`).
-fn undo(post: &str, edits: &[(String, String)]) -> Option<String> {
-    let mut text = post.to_owned();
-    for (old, new) in edits.iter().rev() {
-        if new.is_empty() {
-            return None;
-        }
-        let at = text.find(new.as_str())?;
-        text.replace_range(at..at + new.len(), old);
-    }
-    Some(text)
-}
-
 fn compute_images(evt: &Event) -> Option<Images> {
-    let edits: Vec<(String, String)> = match evt.tool() {
-        ToolCall::Edit {
-            old_string,
-            new_string,
-            ..
-        } => vec![(old_string.clone(), new_string.clone())],
-        ToolCall::MultiEdit { edits, .. } => edits
-            .iter()
-            .map(|e| (e.old_string.clone(), e.new_string.clone()))
-            .collect(),
-        ToolCall::Write { .. } => Vec::new(),
-        _ => return None,
-    };
+    let images = evt.edit_images()?;
     let is_write = matches!(evt.tool(), ToolCall::Write { .. });
-    let (pre, post) = if evt.kind() == EventKind::PreToolUse {
-        (evt.pre_image()?.to_owned(), evt.post_image()?.to_owned())
-    } else {
-        let file = evt.file()?;
-        let Some(post) = read_text(file).ok()? else {
-            // No file to read (an inline test, or the file moved on): judge the edit's own
-            // text, numbered from its first line.
-            let post = evt.content()?;
-            let pre = if is_write {
-                String::new()
-            } else {
-                evt.old().unwrap_or_default()
-            };
-            let changed = (!is_write).then(|| changed_lines(&pre, &post));
-            return Some(Images { pre, post, changed });
-        };
-        let original = evt.tool_response().and_then(|r| r.get("originalFile"));
-        let pre = match original {
-            Some(Value::String(s)) => s.clone(),
-            Some(Value::Null) => String::new(),
-            _ if is_write => String::new(),
-            _ if edits.iter().all(|(old, _)| old.is_empty()) => String::new(),
-            _ => undo(&post, &edits)?,
-        };
-        (pre, post)
-    };
-    let changed = (!is_write).then(|| changed_lines(&pre, &post));
-    Some(Images { pre, post, changed })
+    let changed = (!is_write).then(|| changed_lines(&images.pre, &images.post));
+    Some(Images {
+        pre: images.pre.clone(),
+        post: images.post.clone(),
+        changed,
+    })
 }
 
 /// The edit's images, computed once per event however many code hooks ask.

@@ -5,18 +5,24 @@
 //! delays nobody but itself; a handler still running at the deadline is abandoned and its
 //! verdict dropped. The fold always walks results in registration order, so the verdict equals
 //! what a sequential run would give.
+//!
+//! A hook that matched and then failed (its handler returned an error, panicked or missed the
+//! deadline) is a [`HookFailure`]. On an event that decides a tool call (PreToolUse,
+//! PermissionRequest) a failure never lets another hook's approval through: the call is left to
+//! the user ([`Verdict::Unchecked`]), and a failed `mandatory` hook denies it outright, since its
+//! author said the call must never pass without it.
 
 use std::path::Path;
-use std::sync::mpsc::{self, Receiver, SyncSender, TrySendError};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender, TrySendError};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
 
 use capt_hook_core::condition::{Miss, first_miss};
 use capt_hook_core::paths::Gitignore;
-use capt_hook_core::{Event, EventKind, FoldInput, HookResult, fold};
+use capt_hook_core::{Action, Event, EventKind, FoldInput, HookResult, fold};
 use capt_hook_state::{FireCounter, Reservation};
 
-use crate::hook::{Body, Hook, run_handler};
+use crate::hook::{Body, HandlerFn, Hook};
 use crate::registry::Registry;
 
 /// How many handler jobs run at once in one process.
@@ -53,6 +59,8 @@ pub enum Trace {
     Matched(Option<HookResult>),
     /// Its handler missed the deadline.
     Abandoned,
+    /// Its handler returned an error or panicked.
+    Failed(FailureCause),
     /// It already delivered `max_fires` results in this session for this agent.
     Capped,
     /// Claude Code is already continuing because of a stop hook, and this hook does not repeat.
@@ -72,6 +80,7 @@ impl Trace {
             }
             Trace::Doomed => "not run: an earlier hook already blocked".to_owned(),
             Trace::Abandoned => "abandoned: the handler missed the deadline".to_owned(),
+            Trace::Failed(cause) => format!("FAILED: the handler {cause}"),
             Trace::Capped => "skipped: max_fires reached for this session and agent".to_owned(),
             Trace::Continuation => "skipped: Claude Code is already continuing because of a \
                                     stop hook (repeat = true blocks again)"
@@ -94,6 +103,110 @@ impl Trace {
         match self {
             Trace::Matched(_) | Trace::NoMatch(_) => None,
             other => Some(other.describe(hook)),
+        }
+    }
+}
+
+/// Why a hook that matched gave no verdict.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FailureCause {
+    /// The handler returned an error.
+    Error(String),
+    /// The handler panicked.
+    Panic(String),
+    /// The handler was still running at the deadline.
+    Deadline,
+    /// The handler never ran: every pool thread was busy and the queue full (or it reached a
+    /// thread only after the deadline).
+    NotRun,
+}
+
+impl std::fmt::Display for FailureCause {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            FailureCause::Error(e) => write!(f, "failed: {e}"),
+            FailureCause::Panic(p) => write!(f, "panicked: {p}"),
+            FailureCause::Deadline => f.write_str("did not finish before the deadline"),
+            FailureCause::NotRun => f.write_str("could not run: every handler thread was busy"),
+        }
+    }
+}
+
+/// A hook that matched an event and failed to give its verdict.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HookFailure {
+    /// The hook's name.
+    pub hook: String,
+    /// The hook said the call must never pass without it.
+    pub mandatory: bool,
+    /// What went wrong.
+    pub cause: FailureCause,
+}
+
+impl std::fmt::Display for HookFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "hook {} {}", self.hook, self.cause)
+    }
+}
+
+/// Everything one dispatch found: the folded verdict of the hooks that answered, and the hooks
+/// that could not.
+#[derive(Debug, Clone, Default)]
+pub struct Outcome {
+    /// The fold of every result that arrived.
+    pub result: Option<HookResult>,
+    /// Hooks that matched and failed, in registration order.
+    pub failures: Vec<HookFailure>,
+}
+
+/// What to answer for an event once failures are weighed.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Verdict {
+    /// The hooks' verdict stands (possibly none).
+    Decided(Option<HookResult>),
+    /// A tool call some hook could not check: the user decides. `partial` is what the hooks
+    /// that did answer said (context and rewrites to show, never an approval).
+    Unchecked {
+        /// What failed, for the user.
+        reason: String,
+        /// The fold of the hooks that answered.
+        partial: Option<HookResult>,
+    },
+}
+
+/// True for the events whose tool call waits on the verdict.
+pub fn is_guarded(kind: EventKind) -> bool {
+    matches!(kind, EventKind::PreToolUse | EventKind::PermissionRequest)
+}
+
+impl Outcome {
+    /// Weighs the failures for an event of `kind`. Off the guarded events a failure only loses
+    /// that hook's verdict (it is logged). On them, a deny still stands; otherwise a failed
+    /// mandatory hook denies and any other failure leaves the call to the user.
+    pub fn verdict(self, kind: EventKind) -> Verdict {
+        if self.failures.is_empty() || !is_guarded(kind) {
+            return Verdict::Decided(self.result);
+        }
+        if self.result.as_ref().is_some_and(HookResult::is_block) {
+            return Verdict::Decided(self.result);
+        }
+        if let Some(f) = self.failures.iter().find(|f| f.mandatory) {
+            let mut r = HookResult::block(format!(
+                "BLOCKED: the mandatory hook {} {}, so this call stays denied until that hook \
+                 can check it.",
+                f.hook, f.cause
+            ));
+            r.system_message = self.result.and_then(|r| r.system_message);
+            return Verdict::Decided(Some(r));
+        }
+        let what: Vec<String> = self.failures.iter().map(ToString::to_string).collect();
+        Verdict::Unchecked {
+            reason: format!(
+                "capt-hook could not check this call: {}. Its other hooks' approval does not \
+                 apply; decide yourself.",
+                what.join("; ")
+            ),
+            partial: self.result,
         }
     }
 }
@@ -140,11 +253,42 @@ fn reserve(hook: &Hook, evt: &Event) -> Result<Option<Reservation>, ()> {
 }
 
 /// Keeps the reserved fire when the hook delivered a result, gives it back otherwise.
-fn settle(reservation: Option<Reservation>, result: &Option<HookResult>) {
+fn settle(reservation: Option<Reservation>, result: &Ran) {
     if let Some(r) = reservation
-        && result.is_some()
+        && matches!(result, Ok(Some(_)))
     {
         r.commit();
+    }
+}
+
+/// A hook's run: its result, or why it has none.
+type Ran = Result<Option<HookResult>, FailureCause>;
+
+/// Runs a matched hook's body, keeping a handler's error or panic as a [`FailureCause`] (the
+/// process never goes down with it).
+fn run_body(hook: &Hook, evt: &Event) -> Ran {
+    match &hook.body {
+        Body::Handler(h) if hook.max_fires != Some(0) => call(&hook.name, &h.func, evt),
+        _ => Ok(hook.execute(evt)),
+    }
+}
+
+fn call(name: &str, func: &HandlerFn, evt: &Event) -> Ran {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| func(evt))) {
+        Ok(Ok(r)) => Ok(r),
+        Ok(Err(e)) => {
+            tracing::warn!(hook = name, error = %e, "hook handler failed; no result");
+            Err(FailureCause::Error(e.to_string()))
+        }
+        Err(panic) => {
+            let what = panic
+                .downcast_ref::<&str>()
+                .map(|s| (*s).to_owned())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "unknown panic".to_owned());
+            tracing::error!(hook = name, panic = %what, "hook handler panicked; no result");
+            Err(FailureCause::Panic(what))
+        }
     }
 }
 
@@ -153,9 +297,9 @@ enum Slot {
     /// Not run, and why.
     Skipped(Trace),
     /// Ran on this thread.
-    Ready(Option<HookResult>),
+    Ready(Ran),
     /// Running on the pool.
-    Pending(Receiver<Option<HookResult>>),
+    Pending(Receiver<Ran>),
 }
 
 impl Dispatcher {
@@ -201,33 +345,38 @@ impl Dispatcher {
         None
     }
 
-    /// Evaluates every hook and returns the folded verdict.
+    /// Evaluates every hook and returns the folded verdict. On a guarded event a failed hook
+    /// turns an approval into no verdict (Claude Code's own permission flow decides) and a
+    /// failed mandatory hook into a deny; [`Dispatcher::outcome`] says what failed.
     pub fn dispatch(&self, evt: &Arc<Event>, opts: DispatchOptions) -> Option<HookResult> {
-        let result = self.run(evt, opts, false).0;
-        if opts.run_async {
-            return result;
-        }
-        with_state_failure(result)
+        settled(self.outcome(evt, opts).verdict(evt.kind()))
     }
 
-    /// Evaluates every hook and returns the verdict plus one trace per registered hook.
+    /// Evaluates every hook and returns what they said and which of them failed.
+    pub fn outcome(&self, evt: &Arc<Event>, opts: DispatchOptions) -> Outcome {
+        let mut outcome = self.run(evt, opts, false).0;
+        if !opts.run_async {
+            outcome.result = with_state_failure(outcome.result);
+        }
+        outcome
+    }
+
+    /// Evaluates every hook and returns the verdict (as [`Dispatcher::dispatch`]) plus one
+    /// trace per registered hook.
     pub fn explain(
         &self,
         evt: &Arc<Event>,
         opts: DispatchOptions,
     ) -> (Option<HookResult>, Vec<Trace>) {
-        self.run(evt, opts, true)
+        let (outcome, traces) = self.run(evt, opts, true);
+        (settled(outcome.verdict(evt.kind())), traces)
     }
 
     /// `explain` also keeps one trace per hook; dispatch skips that work.
-    fn run(
-        &self,
-        evt: &Arc<Event>,
-        opts: DispatchOptions,
-        explain: bool,
-    ) -> (Option<HookResult>, Vec<Trace>) {
+    fn run(&self, evt: &Arc<Event>, opts: DispatchOptions, explain: bool) -> (Outcome, Vec<Trace>) {
         let hooks = self.registry.hooks();
         let mut slots: Vec<Slot> = Vec::with_capacity(hooks.len());
+        let mut later: Vec<(Job, &str)> = Vec::new();
         let mut blocked = false;
         for hook in hooks {
             if let Some(t) = self.opt_out(hook, evt, opts) {
@@ -252,28 +401,43 @@ impl Dispatcher {
                 continue;
             };
             let slot = match &hook.body {
-                Body::Handler(h) if !h.inline => Slot::Pending(submit(
-                    Arc::clone(hook),
-                    Arc::clone(evt),
-                    reservation,
-                    opts.deadline,
-                )),
+                Body::Handler(h) if !h.inline => {
+                    let (job, rx) = job(
+                        Arc::clone(hook),
+                        Arc::clone(evt),
+                        reservation,
+                        opts.deadline,
+                    );
+                    // Mandatory hooks take the pool's threads first: a call must not pass
+                    // unchecked because other handlers held them up.
+                    if hook.mandatory {
+                        submit(job, &hook.name);
+                    } else {
+                        later.push((job, &hook.name));
+                    }
+                    Slot::Pending(rx)
+                }
                 _ => {
-                    let result = hook.execute(evt);
+                    let result = run_body(hook, evt);
                     settle(reservation, &result);
                     Slot::Ready(result)
                 }
             };
-            if let Slot::Ready(Some(r)) = &slot {
+            if let Slot::Ready(Ok(Some(r))) = &slot {
                 blocked |= r.is_block();
             }
             slots.push(slot);
         }
 
+        for (job, name) in later {
+            submit(job, name);
+        }
+
         let mut inputs = Vec::with_capacity(hooks.len());
+        let mut failures = Vec::new();
         let mut traces = Vec::with_capacity(if explain { hooks.len() } else { 0 });
         for (hook, slot) in hooks.iter().zip(slots) {
-            let result = match slot {
+            let ran = match slot {
                 Slot::Skipped(t) => {
                     if explain {
                         traces.push(t);
@@ -281,16 +445,27 @@ impl Dispatcher {
                     continue;
                 }
                 Slot::Ready(r) => r,
-                Slot::Pending(rx) => match wait(&rx, opts.deadline) {
-                    Some(r) => r,
-                    None => {
-                        tracing::warn!(hook = %hook.name, "handler missed the deadline; abandoned");
-                        if explain {
-                            traces.push(Trace::Abandoned);
-                        }
-                        continue;
+                Slot::Pending(rx) => wait(&rx, opts.deadline).unwrap_or_else(|cause| {
+                    tracing::warn!(hook = %hook.name, %cause, "handler abandoned");
+                    Err(cause)
+                }),
+            };
+            let result = match ran {
+                Ok(r) => r,
+                Err(cause) => {
+                    if explain {
+                        traces.push(match &cause {
+                            FailureCause::Deadline => Trace::Abandoned,
+                            other => Trace::Failed(other.clone()),
+                        });
                     }
-                },
+                    failures.push(HookFailure {
+                        hook: hook.name.clone(),
+                        mandatory: hook.mandatory,
+                        cause,
+                    });
+                    continue;
+                }
             };
             let result = result.map(|r| if hook.approve { r.approving() } else { r });
             if explain {
@@ -302,7 +477,13 @@ impl Dispatcher {
                 advisory_on_deny: hook.advisory_on_deny,
             });
         }
-        (fold(inputs), traces)
+        (
+            Outcome {
+                result: fold(inputs),
+                failures,
+            },
+            traces,
+        )
     }
 }
 
@@ -331,6 +512,29 @@ fn with_state_failure(result: Option<HookResult>) -> Option<HookResult> {
     })
 }
 
+/// The [`HookResult`] form of a verdict: an unchecked call carries no approval, only the
+/// context and notices of the hooks that answered.
+fn settled(verdict: Verdict) -> Option<HookResult> {
+    let partial = match verdict {
+        Verdict::Decided(r) => return r,
+        Verdict::Unchecked { partial, .. } => partial?,
+    };
+    let context = match partial.action {
+        Action::Warn | Action::Allow => partial.message,
+        Action::Rewrite => partial.note,
+        Action::Block => return Some(partial),
+    };
+    let r = match context.filter(|c| !c.is_empty()) {
+        Some(c) => HookResult::warn(c),
+        None => HookResult::notice_only(),
+    };
+    match partial.system_message {
+        Some(n) => Some(r.with_system_message(n)),
+        None if r.is_notice_only() => None,
+        None => Some(r),
+    }
+}
+
 /// Whether a hook's conditions hold: `Ok(None)` for the event itself, `Ok(Some(call))` for a
 /// batch of tool calls (PostToolBatch) whose `call` is the first to satisfy them, the miss
 /// otherwise.
@@ -355,17 +559,17 @@ pub(crate) fn matching_event(hook: &Hook, evt: &Event) -> Result<Option<Arc<Even
     first.map_or(Ok(None), Err)
 }
 
-/// Waits for a handler's result until the deadline; `None` when it did not arrive in time (or
-/// its job died without answering, which `run_handler` makes impossible short of an abort).
-fn wait(
-    rx: &Receiver<Option<HookResult>>,
-    deadline: Option<Instant>,
-) -> Option<Option<HookResult>> {
+/// Waits for a handler's result until the deadline; `Err` says why none came: the deadline
+/// passed, or the job was dropped unrun (the queue was full, or it reached a thread too late).
+fn wait(rx: &Receiver<Ran>, deadline: Option<Instant>) -> Result<Ran, FailureCause> {
     match deadline {
-        None => rx.recv().ok(),
+        None => rx.recv().map_err(|_| FailureCause::NotRun),
         Some(d) => {
             let left = d.saturating_duration_since(Instant::now());
-            rx.recv_timeout(left).ok()
+            rx.recv_timeout(left).map_err(|e| match e {
+                RecvTimeoutError::Timeout => FailureCause::Deadline,
+                RecvTimeoutError::Disconnected => FailureCause::NotRun,
+            })
         }
     }
 }
@@ -403,29 +607,31 @@ fn pool() -> &'static SyncSender<Job> {
     })
 }
 
-/// Queues a handler job. A job that reaches a thread after `deadline` (it queued behind slow
-/// handlers) is skipped: nobody waits for it, and its reservation is given back.
-fn submit(
+/// A handler's run as a pool job, and where its result arrives. A job that reaches a thread
+/// after `deadline` (it queued behind slow handlers) is skipped: nobody waits for it, and its
+/// reservation is given back.
+fn job(
     hook: Arc<Hook>,
     evt: Arc<Event>,
     reservation: Option<Reservation>,
     deadline: Option<Instant>,
-) -> Receiver<Option<HookResult>> {
+) -> (Job, Receiver<Ran>) {
     let (tx, rx) = mpsc::channel();
-    let name = hook.name.clone();
     let job: Job = Box::new(move || {
         if deadline.is_some_and(|d| Instant::now() >= d) {
             return;
         }
-        let result = match &hook.body {
-            Body::Handler(h) => run_handler(&hook.name, &h.func, &evt),
-            Body::Message { .. } => hook.execute(&evt),
-        };
+        let result = run_body(&hook, &evt);
         settle(reservation, &result);
         // The dispatcher may have given up on us; that is fine.
         let _ = tx.send(result);
     });
-    // A job that cannot be queued is dropped, so its receiver reports it abandoned.
+    (job, rx)
+}
+
+/// Queues a job. A job that cannot be queued is dropped with its sender, which the dispatcher
+/// sees as a hook that never ran (a failure, not a silent pass).
+fn submit(job: Job, name: &str) {
     match pool().try_send(job) {
         Ok(()) => {}
         Err(TrySendError::Full(_)) => tracing::warn!(
@@ -436,5 +642,4 @@ fn submit(
             tracing::error!(hook = %name, "handler pool is gone; handler abandoned");
         }
     }
-    rx
 }

@@ -6,6 +6,8 @@
 
 pub mod code;
 pub mod dispatch;
+#[cfg(test)]
+mod fuzz;
 pub mod hook;
 pub mod loader;
 pub mod primitives;

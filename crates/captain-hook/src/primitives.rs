@@ -579,7 +579,6 @@ impl HookDef {
     /// checking everything that can be checked before an event arrives.
     pub fn build(self, stem: &str) -> Result<Hook, DefError> {
         let kind_name = self.kind.name();
-        let manages_repetition = matches!(&self.kind, Kind::Custom(c) if c.manages_repetition);
         let events = match self.events {
             Some(e) if e.is_empty() => {
                 return Err(DefError::new("events", "the event list is empty"));
@@ -594,153 +593,15 @@ impl HookDef {
         };
         let name = format!("{stem}:{kind_name}_{suffix}");
 
-        let bash = || Condition::tool(&["Bash"]);
-        let inline = |f: HandlerFn| {
-            Body::Handler(Handler {
-                func: f,
-                inline: true,
-            })
-        };
-        let mut skip_guards: Vec<Condition> = Vec::new();
-        let mut default_max_fires: Option<u32> = None;
-        let (guards, body, declarative, default_skip_planning): (Vec<Condition>, Body, bool, bool) =
-            match self.kind.clone() {
-                Kind::Custom(c) => {
-                    skip_guards = c.skip_guards;
-                    default_max_fires = c.default_max_fires;
-                    (
-                        c.guards,
-                        Body::Handler(Handler {
-                            func: c.handler,
-                            inline: c.inline,
-                        }),
-                        false,
-                        c.skip_planning_agents,
-                    )
-                }
-                Kind::Hook { message, block } => {
-                    (vec![], Body::Message { message, block }, true, !block)
-                }
-                Kind::On { handler } => (
-                    vec![],
-                    Body::Handler(Handler {
-                        func: handler,
-                        inline: false,
-                    }),
-                    false,
-                    true,
-                ),
-                Kind::BlockCommand {
-                    matcher,
-                    reason,
-                    hint,
-                } => {
-                    if reason.trim().is_empty() {
-                        return Err(DefError::new("reason", "a block needs a reason"));
-                    }
-                    (
-                        vec![bash(), matcher.condition()],
-                        Body::Message {
-                            message: blocked_message(&reason, hint.as_deref()),
-                            block: true,
-                        },
-                        true,
-                        false,
-                    )
-                }
-                Kind::WarnCommand { matcher, message } => {
-                    if message.trim().is_empty() {
-                        return Err(DefError::new("message", "a warning needs a message"));
-                    }
-                    (
-                        vec![bash(), matcher.condition()],
-                        Body::Message {
-                            message,
-                            block: false,
-                        },
-                        true,
-                        true,
-                    )
-                }
-                Kind::RewriteRegex {
-                    pattern,
-                    replace,
-                    note,
-                } => {
-                    let p = pattern.clone();
-                    let f: HandlerFn = Arc::new(move |evt: &Event| {
-                        let Some(cmd) = evt.command() else {
-                            return Ok(None);
-                        };
-                        Ok(p.replace_all(cmd, &replace)
-                            .and_then(|new| rewrite_command_input(evt, new, note.clone())))
-                    });
-                    (
-                        vec![bash(), Condition::Command(pattern)],
-                        inline(f),
-                        false,
-                        true,
-                    )
-                }
-                Kind::RewriteTo { to, block, note } => {
-                    let f: HandlerFn = Arc::new(move |evt: &Event| {
-                        Ok(match to(evt) {
-                            Some(new) => rewrite_command_input(evt, new, note.clone()),
-                            None => block.clone().map(HookResult::block),
-                        })
-                    });
-                    (vec![bash()], inline(f), false, true)
-                }
-                Kind::RewriteWith { rewriter, note, .. } => {
-                    let f: HandlerFn = Arc::new(move |evt: &Event| {
-                        let Some(cmd) = evt.command() else {
-                            return Ok(None);
-                        };
-                        Ok(rewriter
-                            .rewrite(cmd)
-                            .filter(|new| new != cmd)
-                            .and_then(|new| rewrite_command_input(evt, new, note.clone())))
-                    });
-                    (vec![bash()], inline(f), false, true)
-                }
-                Kind::SetToolInput {
-                    tool,
-                    field,
-                    value,
-                    note,
-                } => {
-                    if field.is_empty() {
-                        return Err(DefError::new("field", "the field name is empty"));
-                    }
-                    let f: HandlerFn = Arc::new(move |evt: &Event| {
-                        let Some(input) = evt.tool_input() else {
-                            return Ok(None);
-                        };
-                        if input.contains_key(&field) {
-                            return Ok(None);
-                        }
-                        let mut updated = input.clone();
-                        updated.insert(field.clone(), value.clone());
-                        Ok(Some(HookResult::rewrite(updated, note.clone())))
-                    });
-                    (vec![Condition::tool(&[tool])], inline(f), false, true)
-                }
-                Kind::Approve { label } => {
-                    if label.trim().is_empty() {
-                        return Err(DefError::new("label", "an approval needs a label"));
-                    }
-                    let f: HandlerFn = Arc::new(|_: &Event| Ok(Some(HookResult::allow())));
-                    (vec![], inline(f), false, true)
-                }
-                Kind::Deny { reason } => {
-                    if reason.trim().is_empty() {
-                        return Err(DefError::new("reason", "a deny needs a reason"));
-                    }
-                    let f: HandlerFn =
-                        Arc::new(move |_: &Event| Ok(Some(HookResult::block(reason.clone()))));
-                    (vec![], inline(f), false, true)
-                }
-            };
+        let Lowered {
+            guards,
+            skip_guards,
+            body,
+            declarative,
+            skip_planning_agents: default_skip_planning,
+            default_max_fires,
+            manages_repetition,
+        } = self.kind.clone().lower()?;
 
         if self.is_async && events.intersects(DECISION_EVENTS) {
             return Err(DefError::new(
@@ -812,6 +673,190 @@ impl HookDef {
             self_limiting: manages_repetition,
             tests: self.tests,
             source: self.source,
+        })
+    }
+}
+
+/// What a kind lowers to before the definition's common fields apply: the guards it puts before
+/// the user's conditions, its body and its defaults. Every kind, built-in or custom, goes through
+/// this one shape.
+struct Lowered {
+    /// Conditions prepended to `only_if`.
+    guards: Vec<Condition>,
+    /// Conditions prepended to `skip_if`.
+    skip_guards: Vec<Condition>,
+    /// What the hook does once its conditions hold.
+    body: Body,
+    /// Message-only: still counts after another hook blocked.
+    declarative: bool,
+    /// Default for `skip_planning_agents`.
+    skip_planning_agents: bool,
+    /// Default for `max_fires`.
+    default_max_fires: Option<u32>,
+    /// The kind limits its own repetition at Stop.
+    manages_repetition: bool,
+}
+
+impl Lowered {
+    /// A kind with no skip guards, no fire cap and no repetition control of its own.
+    fn of(guards: Vec<Condition>, body: Body, declarative: bool, skip_planning: bool) -> Lowered {
+        Lowered {
+            guards,
+            skip_guards: Vec::new(),
+            body,
+            declarative,
+            skip_planning_agents: skip_planning,
+            default_max_fires: None,
+            manages_repetition: false,
+        }
+    }
+}
+
+impl Kind {
+    /// The kind's guards, body and defaults; `Err` for a definition that cannot work.
+    fn lower(self) -> Result<Lowered, DefError> {
+        let bash = || Condition::tool(&["Bash"]);
+        let inline = |f: HandlerFn| {
+            Body::Handler(Handler {
+                func: f,
+                inline: true,
+            })
+        };
+        Ok(match self {
+            Kind::Custom(c) => Lowered {
+                guards: c.guards,
+                skip_guards: c.skip_guards,
+                body: Body::Handler(Handler {
+                    func: c.handler,
+                    inline: c.inline,
+                }),
+                declarative: false,
+                skip_planning_agents: c.skip_planning_agents,
+                default_max_fires: c.default_max_fires,
+                manages_repetition: c.manages_repetition,
+            },
+            Kind::Hook { message, block } => {
+                Lowered::of(vec![], Body::Message { message, block }, true, !block)
+            }
+            Kind::On { handler } => Lowered::of(
+                vec![],
+                Body::Handler(Handler {
+                    func: handler,
+                    inline: false,
+                }),
+                false,
+                true,
+            ),
+            Kind::BlockCommand {
+                matcher,
+                reason,
+                hint,
+            } => {
+                if reason.trim().is_empty() {
+                    return Err(DefError::new("reason", "a block needs a reason"));
+                }
+                Lowered::of(
+                    vec![bash(), matcher.condition()],
+                    Body::Message {
+                        message: blocked_message(&reason, hint.as_deref()),
+                        block: true,
+                    },
+                    true,
+                    false,
+                )
+            }
+            Kind::WarnCommand { matcher, message } => {
+                if message.trim().is_empty() {
+                    return Err(DefError::new("message", "a warning needs a message"));
+                }
+                Lowered::of(
+                    vec![bash(), matcher.condition()],
+                    Body::Message {
+                        message,
+                        block: false,
+                    },
+                    true,
+                    true,
+                )
+            }
+            Kind::RewriteRegex {
+                pattern,
+                replace,
+                note,
+            } => {
+                let p = pattern.clone();
+                let f: HandlerFn = Arc::new(move |evt: &Event| {
+                    let Some(cmd) = evt.command() else {
+                        return Ok(None);
+                    };
+                    Ok(p.replace_all(cmd, &replace)
+                        .and_then(|new| rewrite_command_input(evt, new, note.clone())))
+                });
+                Lowered::of(
+                    vec![bash(), Condition::Command(pattern)],
+                    inline(f),
+                    false,
+                    true,
+                )
+            }
+            Kind::RewriteTo { to, block, note } => {
+                let f: HandlerFn = Arc::new(move |evt: &Event| {
+                    Ok(match to(evt) {
+                        Some(new) => rewrite_command_input(evt, new, note.clone()),
+                        None => block.clone().map(HookResult::block),
+                    })
+                });
+                Lowered::of(vec![bash()], inline(f), false, true)
+            }
+            Kind::RewriteWith { rewriter, note, .. } => {
+                let f: HandlerFn = Arc::new(move |evt: &Event| {
+                    let Some(cmd) = evt.command() else {
+                        return Ok(None);
+                    };
+                    Ok(rewriter
+                        .rewrite(cmd)
+                        .filter(|new| new != cmd)
+                        .and_then(|new| rewrite_command_input(evt, new, note.clone())))
+                });
+                Lowered::of(vec![bash()], inline(f), false, true)
+            }
+            Kind::SetToolInput {
+                tool,
+                field,
+                value,
+                note,
+            } => {
+                if field.is_empty() {
+                    return Err(DefError::new("field", "the field name is empty"));
+                }
+                let f: HandlerFn = Arc::new(move |evt: &Event| {
+                    let Some(input) = evt.tool_input() else {
+                        return Ok(None);
+                    };
+                    if input.contains_key(&field) {
+                        return Ok(None);
+                    }
+                    let mut updated = input.clone();
+                    updated.insert(field.clone(), value.clone());
+                    Ok(Some(HookResult::rewrite(updated, note.clone())))
+                });
+                Lowered::of(vec![Condition::tool(&[tool])], inline(f), false, true)
+            }
+            Kind::Approve { label } => {
+                if label.trim().is_empty() {
+                    return Err(DefError::new("label", "an approval needs a label"));
+                }
+                let f: HandlerFn = Arc::new(|_: &Event| Ok(Some(HookResult::allow())));
+                Lowered::of(vec![], inline(f), false, true)
+            }
+            Kind::Deny { reason } => {
+                if reason.trim().is_empty() {
+                    return Err(DefError::new("reason", "a deny needs a reason"));
+                }
+                let f: HandlerFn =
+                    Arc::new(move |_: &Event| Ok(Some(HookResult::block(reason.clone()))));
+                Lowered::of(vec![], inline(f), false, true)
+            }
         })
     }
 }

@@ -5,11 +5,12 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::SystemTime;
 
-use capt_hook_core::{EventContext, EventKind, envelope};
+use capt_hook_core::{Action, EventContext, EventKind, HookResult, Output, envelope};
+use capt_hook_proto::failure::Unchecked;
 use serde_json::Value;
 
 use crate::Event;
-use crate::dispatch::{DispatchOptions, Dispatcher};
+use crate::dispatch::{DispatchOptions, Dispatcher, Verdict, is_guarded};
 use crate::loader::{LoadError, hook_files, load_dir};
 use crate::registry::Registry;
 
@@ -23,6 +24,10 @@ pub struct Evaluation {
     /// The exit code: 0, or 2 for a block on an event that only honours exit 2 (TaskCompleted,
     /// TeammateIdle, WorktreeCreate).
     pub exit_code: u8,
+    /// Something kept the hooks from giving their whole verdict (an unreadable payload, a hook
+    /// file that did not load, a hook that failed); on a guarded event the answer then asks
+    /// the user or denies, and says why.
+    pub unchecked: bool,
 }
 
 /// Where an event came from, when another process sent it.
@@ -84,6 +89,24 @@ impl Project {
         }
     }
 
+    /// [`Project::load`] for a hooks directory the user named: one that does not exist is a
+    /// load error, not a project without hooks.
+    pub fn load_named(root: &Path, hooks_dir: &Path) -> Project {
+        let mut project = Project::load(root, hooks_dir);
+        if !hooks_dir.is_dir() {
+            let e = LoadError {
+                file: hooks_dir.to_path_buf(),
+                line: 0,
+                column: 0,
+                field: None,
+                message: "the named hooks directory does not exist".into(),
+            };
+            tracing::error!(error = %e, "hook file did not load");
+            project.errors.push(e);
+        }
+        project
+    }
+
     /// Builds a project around an existing registry (Rust SDK users).
     pub fn from_registry(root: &Path, registry: Registry) -> Project {
         Project {
@@ -116,7 +139,7 @@ impl Project {
     }
 
     /// Evaluates one event given its name and raw stdin bytes, with Claude Code's conventions:
-    /// an unknown event name (a newer Claude Code) and blank stdin print nothing, malformed JSON is reported on
+    /// an unknown event name exits 1, blank stdin prints nothing, malformed JSON is reported on
     /// stderr and otherwise ignored (exit 0), and the envelope goes to stdout.
     pub fn evaluate(&self, event: &str, stdin: &[u8], opts: DispatchOptions) -> Evaluation {
         self.evaluate_from(event, stdin, opts, Origin::default())
@@ -151,12 +174,25 @@ impl Project {
             let report = capt_hook_state::cleanup_stale_sessions(evt.session_id());
             tracing::debug!(?report, "stale session cleanup");
         }
-        let result = self.dispatcher.dispatch(&evt, opts);
+        let outcome = self.dispatcher.outcome(&evt, opts);
+        let failed = !outcome.failures.is_empty();
         // Async hooks run after Claude Code has its answer: their verdicts are never printed.
         if opts.run_async {
-            return Evaluation::default();
+            return Evaluation {
+                unchecked: failed,
+                ..Evaluation::default()
+            };
         }
-        match envelope(kind, result.as_ref()) {
+        let verdict = self.weigh_load_errors(kind, outcome.verdict(kind));
+        let unchecked = failed || !self.errors.is_empty();
+        let mut out = match verdict {
+            Verdict::Decided(r) => envelope(kind, r.as_ref()),
+            Verdict::Unchecked { reason, partial } => {
+                unchecked_answer(kind, reason, partial).map(Output::Json)
+            }
+        };
+        self.announce_load_errors(&evt, &mut out);
+        match out {
             // The events that only honour exit 2 get their feedback on stderr.
             Some(out) if out.blocking_stderr().is_some() => Evaluation {
                 stdout: None,
@@ -166,34 +202,140 @@ impl Project {
                     .into_iter()
                     .collect(),
                 exit_code: 2,
+                unchecked,
             },
             out => Evaluation {
                 stdout: out.map(|o| o.render()),
                 stderr: Vec::new(),
                 exit_code: 0,
+                unchecked,
             },
         }
     }
+
+    /// On a guarded event, hooks that did not load might have denied the call: their
+    /// absence leaves it to the user, unless a hook that did load denies it.
+    fn weigh_load_errors(&self, kind: EventKind, verdict: Verdict) -> Verdict {
+        if self.errors.is_empty() || !is_guarded(kind) {
+            return verdict;
+        }
+        let shown: Vec<String> = self
+            .errors
+            .iter()
+            .take(3)
+            .map(ToString::to_string)
+            .collect();
+        let more = match self.errors.len().saturating_sub(3) {
+            0 => String::new(),
+            n => format!(" (and {n} more)"),
+        };
+        let why = format!(
+            "capt-hook could not check this call: a hook file did not load, so its hooks did \
+             not run: {}{more}. Fix it (`capt-hook check` lists every error); until then, decide \
+             yourself.",
+            shown.join("; ")
+        );
+        match verdict {
+            Verdict::Decided(Some(r)) if r.is_block() => Verdict::Decided(Some(r)),
+            Verdict::Decided(partial) => Verdict::Unchecked {
+                reason: why,
+                partial,
+            },
+            Verdict::Unchecked { reason, partial } => Verdict::Unchecked {
+                reason: format!("{reason} Also: {why}"),
+                partial,
+            },
+        }
+    }
+
+    /// Hook files that did not load are told to the user once per session (and again when
+    /// the errors change), on whatever event comes first: stderr alone is hidden by Claude Code.
+    fn announce_load_errors(&self, evt: &Event, out: &mut Option<Output>) {
+        if self.errors.is_empty() || matches!(out, Some(o) if !matches!(o, Output::Json(_))) {
+            // Raw text and exit-2 feedback have nowhere to carry a notice; a later event will.
+            return;
+        }
+        let listed: Vec<String> = self.errors.iter().map(ToString::to_string).collect();
+        let key = blake3::hash(listed.join("\n").as_bytes()).to_hex();
+        if !evt.store().once(&key[..16], Some("capt-hook:load-errors")) {
+            return;
+        }
+        let notice = format!(
+            "capt-hook: {} in {} did not load, so its hooks are not running: {}. Run `capt-hook \
+             check` after fixing it.",
+            if listed.len() == 1 {
+                "a hook file".to_owned()
+            } else {
+                format!("{} hook file errors", listed.len())
+            },
+            self.hooks_dir.display(),
+            listed.join("; ")
+        );
+        let mut map = match out.take() {
+            Some(Output::Json(Value::Object(map))) => map,
+            Some(other) => {
+                *out = Some(other);
+                return;
+            }
+            None => serde_json::Map::new(),
+        };
+        let joined = match map.get("systemMessage").and_then(Value::as_str) {
+            Some(prior) if !prior.is_empty() => format!("{prior}\n\n{notice}"),
+            _ => notice,
+        };
+        map.insert("systemMessage".into(), joined.into());
+        *out = Some(Output::Json(Value::Object(map)));
+    }
+}
+
+/// The ask answer for a call some hook could not check, carrying what the hooks that did answer
+/// said: their context, a rewrite to show in the prompt, their notices. Never their approval.
+fn unchecked_answer(kind: EventKind, reason: String, partial: Option<HookResult>) -> Option<Value> {
+    let mut answer = Unchecked::because(reason);
+    if let Some(r) = partial {
+        answer.notice = r.system_message.clone();
+        match r.action {
+            Action::Rewrite => {
+                answer.updated_input = r.updated_input;
+                answer.context = r.note;
+            }
+            Action::Warn | Action::Allow => answer.context = r.message,
+            Action::Block => {}
+        }
+    }
+    answer.to_value(kind.name())
+}
+
+/// The answer for a guarded event whose payload could not be read: the user decides.
+fn unreadable(kind: EventKind, error: &dyn std::fmt::Display) -> Option<String> {
+    Unchecked::because(format!(
+        "capt-hook could not read this {kind} payload ({error}), so no hook checked the call; \
+         decide yourself."
+    ))
+    .envelope(kind.name())
 }
 
 /// Turns an event name and stdin into an event, with Claude Code's conventions: an unknown name
 /// (a newer Claude Code's event) and blank stdin are `Ok(None)`, and a payload that is not a JSON object
-/// is reported as `Malformed stdin: …` and exits 0. `context` gets the payload's `cwd` (for
-/// callers that resolve the project root from it).
+/// is reported as `Malformed stdin: …` and exits 0 — with an answer that asks the user when the
+/// event decides a tool call, which must never pass unchecked in silence. The payload is read
+/// as leniently as Claude Code writes it ([`capt_hook_proto::payload`]). `context` gets the
+/// payload's `cwd` (for callers that resolve the project root from it).
 pub fn read_event(
     event: &str,
     stdin: &[u8],
     context: impl FnOnce(Option<&str>) -> EventContext,
 ) -> Result<Option<Event>, Evaluation> {
-    let malformed = |e: &dyn std::fmt::Display| Evaluation {
-        stdout: None,
-        stderr: vec![format!("Malformed stdin: {e}")],
-        exit_code: 0,
-    };
     // A name this build does not know comes from a newer Claude Code: nothing to do.
     let Ok(kind) = event.parse::<EventKind>() else {
         tracing::debug!(event, "unknown event name; no-op");
         return Ok(None);
+    };
+    let malformed = |e: &dyn std::fmt::Display| Evaluation {
+        stdout: unreadable(kind, e),
+        stderr: vec![format!("Malformed stdin: {e}")],
+        exit_code: 0,
+        unchecked: true,
     };
     let payload = match parse_payload(stdin) {
         Ok(Some(v)) => v,
@@ -206,26 +348,12 @@ pub fn read_event(
         .map_err(|e| malformed(&e))
 }
 
-/// `Ok(None)` for blank input; an error text for anything that is not a JSON object.
-pub fn parse_payload(stdin: &[u8]) -> Result<Option<Value>, String> {
-    let text = std::str::from_utf8(stdin).map_err(|e| format!("invalid UTF-8: {e}"))?;
-    if text.trim().is_empty() {
-        return Ok(None);
-    }
-    match serde_json::from_str::<Value>(text) {
-        Ok(v @ Value::Object(_)) => Ok(Some(v)),
-        Ok(other) => Err(format!(
-            "expected a JSON object, got {}",
-            match other {
-                Value::Array(_) => "an array",
-                Value::String(_) => "a string",
-                Value::Number(_) => "a number",
-                Value::Bool(_) => "a boolean",
-                _ => "null",
-            }
-        )),
-        Err(e) => Err(e.to_string()),
-    }
+/// `Ok(None)` for blank input; an error for anything that is not one JSON object, read as
+/// leniently as Claude Code writes it.
+pub fn parse_payload(
+    stdin: &[u8],
+) -> Result<Option<Value>, capt_hook_proto::payload::PayloadError> {
+    capt_hook_proto::payload::parse(stdin)
 }
 
 /// The project root for an event: the explicit one, else `CLAUDE_PROJECT_DIR`, else

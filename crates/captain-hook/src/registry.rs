@@ -19,9 +19,9 @@ impl Registry {
 
     /// Builds `def` under the name stem `stem` (a file stem or module name) and appends it.
     pub fn add(&mut self, stem: &str, def: HookDef) -> Result<&Hook, DefError> {
-        let hook = def.build(stem)?;
-        self.hooks.push(Arc::new(hook));
-        Ok(self.hooks.last().map(Arc::as_ref).expect("just pushed"))
+        self.hooks.push(Arc::new(def.build(stem)?));
+        let last = self.hooks.len() - 1;
+        Ok(&self.hooks[last])
     }
 
     /// Appends an already built hook.

@@ -14,6 +14,7 @@ use crate::dispatch::{DispatchOptions, Dispatcher, Trace};
 
 /// Why a transcript could not be replayed.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum ReplayError {
     /// The transcript could not be read.
     #[error("cannot read {path}: {source}")]

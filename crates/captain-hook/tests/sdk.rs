@@ -1,6 +1,9 @@
 //! The SDK end to end in one process: Rust builders, TOML loading and its errors, dispatch
 //! (fold order, concurrency, deadlines, failing handlers) and the inline-test runner.
 
+// A test fails by panicking: unwrap and expect are how it says what broke.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -388,6 +391,223 @@ fn workflows_in_rust_take_closures_and_post_complete() {
         .dispatch(&Arc::new(start), DispatchOptions::default())
         .unwrap();
     assert_eq!(r.message.as_deref(), Some("Finish with REVIEW DONE"));
+}
+
+/// A guarded event's outcome once failures are weighed.
+fn weighed(reg: Registry, evt: &Arc<Event>) -> captain_hook::dispatch::Verdict {
+    let d = Dispatcher::new(Arc::new(reg), None);
+    d.outcome(evt, DispatchOptions::default())
+        .verdict(evt.kind())
+}
+
+#[test]
+fn a_failing_handler_never_lets_another_hooks_approval_through() {
+    use captain_hook::dispatch::Verdict;
+    for failing in [
+        on(&[EventKind::PreToolUse], |_| Err(HandlerError::new("boom"))).name("errs"),
+        on(&[EventKind::PreToolUse], |_| panic!("handler bug")).name("panics"),
+    ] {
+        let mut reg = Registry::new();
+        reg.add("g", approve("everything")).unwrap();
+        reg.add("g", failing).unwrap();
+        reg.add("g", hook(&[EventKind::PreToolUse], "context"))
+            .unwrap();
+        let evt = bash("ls");
+        match weighed(reg.clone(), &evt) {
+            Verdict::Unchecked { reason, partial } => {
+                assert!(
+                    reason.contains("g:on_errs failed: boom")
+                        || reason.contains("g:on_panics panicked: handler bug"),
+                    "{reason}"
+                );
+                assert_eq!(partial.unwrap().action, Action::Allow);
+            }
+            other => panic!("expected an unchecked verdict, got {other:?}"),
+        }
+        // The plain dispatch keeps the context and drops the approval.
+        let out = verdict(reg, &evt).unwrap();
+        assert_eq!(out["hookSpecificOutput"]["additionalContext"], "context");
+        assert!(
+            out["hookSpecificOutput"]
+                .get("permissionDecision")
+                .is_none()
+        );
+    }
+}
+
+#[test]
+fn a_deny_stands_and_other_events_only_lose_the_failed_verdict() {
+    use captain_hook::dispatch::Verdict;
+    let mut reg = Registry::new();
+    reg.add(
+        "g",
+        on(&[EventKind::PreToolUse, EventKind::PostToolUse], |_| {
+            Err(HandlerError::new("boom"))
+        }),
+    )
+    .unwrap();
+    reg.add("g", deny("never")).unwrap();
+    let Verdict::Decided(Some(r)) = weighed(reg.clone(), &bash("ls")) else {
+        panic!("the deny must stand");
+    };
+    assert!(r.is_block());
+
+    let mut reg = Registry::new();
+    reg.add(
+        "g",
+        on(&[EventKind::PostToolUse], |_| {
+            Err(HandlerError::new("boom"))
+        }),
+    )
+    .unwrap();
+    let post = Arc::new(
+        Event::new(
+            EventKind::PostToolUse,
+            json!({"tool_name": "Bash", "tool_input": {"command": "ls"}}),
+            EventContext::default(),
+        )
+        .unwrap(),
+    );
+    let d = Dispatcher::new(Arc::new(reg), None);
+    let outcome = d.outcome(&post, DispatchOptions::default());
+    assert_eq!(outcome.failures.len(), 1);
+    assert_eq!(
+        outcome.verdict(EventKind::PostToolUse),
+        Verdict::Decided(None)
+    );
+}
+
+#[test]
+fn a_mandatory_hook_that_fails_or_misses_the_deadline_denies() {
+    let slow = on(&[EventKind::PreToolUse], |_| {
+        std::thread::sleep(Duration::from_secs(2));
+        Ok(None)
+    })
+    .name("slow")
+    .mandatory(true);
+    let erring = on(&[EventKind::PermissionRequest], |_| {
+        Err(HandlerError::new("no network"))
+    })
+    .name("erring")
+    .mandatory(true);
+    let mut reg = Registry::new();
+    reg.add("m", slow).unwrap();
+    reg.add("m", erring).unwrap();
+    reg.add("m", approve("all")).unwrap();
+    let d = Dispatcher::new(Arc::new(reg), None);
+
+    let r = d
+        .dispatch(
+            &bash("ls"),
+            DispatchOptions {
+                deadline: Some(Instant::now() + Duration::from_millis(100)),
+                run_async: false,
+            },
+        )
+        .unwrap();
+    assert!(r.is_block());
+    let msg = r.message.unwrap();
+    assert!(
+        msg.contains("mandatory hook m:on_slow did not finish before the deadline"),
+        "{msg}"
+    );
+
+    let perm = Arc::new(
+        Event::new(
+            EventKind::PermissionRequest,
+            json!({"tool_name": "Bash", "tool_input": {"command": "ls"}}),
+            EventContext::default(),
+        )
+        .unwrap(),
+    );
+    let r = d.dispatch(&perm, DispatchOptions::default()).unwrap();
+    let out = envelope(EventKind::PermissionRequest, Some(&r))
+        .unwrap()
+        .render();
+    assert!(out.contains("\"behavior\":\"deny\""), "{out}");
+    assert!(out.contains("m:on_erring failed: no network"), "{out}");
+}
+
+#[test]
+fn a_project_with_a_broken_file_asks_on_guarded_events() {
+    let dir = tempfile::tempdir().unwrap();
+    let hooks = dir.path().join(".claude/hooks");
+    std::fs::create_dir_all(&hooks).unwrap();
+    std::fs::write(
+        hooks.join("a.toml"),
+        "[[hook]]\nkind = \"block_command\"\nargv = [\"git\", \"stash\"]\nreason = \"no\"\n\
+         [[hook]]\nkind = \"approve\"\nlabel = \"all\"\n",
+    )
+    .unwrap();
+    std::fs::write(
+        hooks.join("b.toml"),
+        "[[hook]]\nkind = \"deny\"\nreason = [\n",
+    )
+    .unwrap();
+    let project = captain_hook::Project::load(dir.path(), &hooks);
+    assert_eq!(project.errors().len(), 1);
+    let run = |event: &str, command: &str| {
+        let payload = json!({"tool_name": "Bash", "tool_input": {"command": command}});
+        let eval = project.evaluate(
+            event,
+            payload.to_string().as_bytes(),
+            DispatchOptions::default(),
+        );
+        assert!(eval.unchecked);
+        serde_json::from_str::<Value>(&eval.stdout.expect("an answer")).unwrap()
+    };
+    let v = run("PreToolUse", "ls");
+    assert_eq!(v["hookSpecificOutput"]["permissionDecision"], "ask", "{v}");
+    let why = v["hookSpecificOutput"]["permissionDecisionReason"]
+        .as_str()
+        .unwrap();
+    assert!(why.contains("b.toml:3:"), "{why}");
+    // Without a session there is nowhere to remember the notice: it rides every answer.
+    assert!(v["systemMessage"].as_str().unwrap().contains("b.toml:3:"));
+    let v = run("PreToolUse", "git stash");
+    assert_eq!(v["hookSpecificOutput"]["permissionDecision"], "deny", "{v}");
+    let v = run("PermissionRequest", "ls");
+    assert!(
+        v["systemMessage"].as_str().unwrap().contains("b.toml:3:"),
+        "{v}"
+    );
+    assert!(
+        v.get("hookSpecificOutput").is_none(),
+        "no decision: the dialog shows"
+    );
+    let v = run("PostToolUse", "ls");
+    assert!(
+        v["systemMessage"]
+            .as_str()
+            .unwrap()
+            .contains("did not load"),
+        "{v}"
+    );
+}
+
+#[test]
+fn unreadable_payloads_ask_on_guarded_events_only() {
+    let project = captain_hook::Project::from_registry(std::path::Path::new("/"), Registry::new());
+    let eval = project.evaluate("PreToolUse", b"{\"tool_name\":", DispatchOptions::default());
+    assert!(
+        eval.stderr[0].starts_with("Malformed stdin: "),
+        "{:?}",
+        eval.stderr
+    );
+    let v: Value = serde_json::from_str(&eval.stdout.unwrap()).unwrap();
+    assert_eq!(v["hookSpecificOutput"]["permissionDecision"], "ask");
+    let eval = project.evaluate(
+        "PostToolUse",
+        b"{\"tool_name\":",
+        DispatchOptions::default(),
+    );
+    assert_eq!((eval.stdout, eval.exit_code), (None, 0));
+    let eval = project.evaluate("PreToolUse", b"[1]", DispatchOptions::default());
+    assert!(
+        eval.stdout
+            .unwrap()
+            .contains("expected a JSON object, got an array")
+    );
 }
 
 /// Inline tests go through the dispatcher a session uses: a test on an event the hook does not

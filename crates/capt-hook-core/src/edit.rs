@@ -1,0 +1,174 @@
+//! The edited file's text before and after an Edit, Write or MultiEdit, at PreToolUse (the file
+//! on disk, the call applied to it) and PostToolUse (the file on disk, and before it Claude Code's
+//! `originalFile` or the edit undone). One owner, so every code hook sees the same text, and one
+//! rule for files that are not text: a file that is not UTF-8 (or not readable) has no images.
+
+use serde_json::Value;
+
+use crate::event::Event;
+use crate::events::EventKind;
+use crate::tool::{EditOp, ToolCall, apply_edit};
+
+/// The file before and after the call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EditImages {
+    /// The whole file before the call (empty for a new file).
+    pub pre: String,
+    /// The whole file after it.
+    pub post: String,
+    /// False when the file was not on disk and the images are the edit's own text (an inline
+    /// test, or a file that moved on): line numbers then count from the edit's first line.
+    pub whole_file: bool,
+}
+
+/// The file's text: `Ok(None)` when it is not there, `Err` when it exists but is not text.
+fn read_text(path: &str) -> Result<Option<String>, ()> {
+    match std::fs::read(path) {
+        Ok(bytes) => String::from_utf8(bytes).map(Some).map_err(|_| ()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(_) => Err(()),
+    }
+}
+
+/// Undoes edits on the post-edit text (PostToolUse without `originalFile`).
+fn undo(post: &str, edits: &[EditOp]) -> Option<String> {
+    let mut text = post.to_owned();
+    for op in edits.iter().rev() {
+        if op.new_string.is_empty() {
+            return None;
+        }
+        let at = text.find(op.new_string.as_str())?;
+        text.replace_range(at..at + op.new_string.len(), &op.old_string);
+    }
+    Some(text)
+}
+
+/// Computes the images of `evt`'s edit; `None` for other calls and files that are not text.
+pub(crate) fn compute(evt: &Event) -> Option<EditImages> {
+    let (file, edits, write) = match evt.tool() {
+        ToolCall::Write { file_path, content } => (file_path, Vec::new(), Some(content)),
+        ToolCall::Edit {
+            file_path,
+            old_string,
+            new_string,
+            replace_all,
+        } => (
+            file_path,
+            vec![EditOp {
+                old_string: old_string.clone(),
+                new_string: new_string.clone(),
+                replace_all: *replace_all,
+            }],
+            None,
+        ),
+        ToolCall::MultiEdit { file_path, edits } => (file_path, edits.clone(), None),
+        _ => return None,
+    };
+    if std::path::Path::new(file).is_dir() {
+        return None;
+    }
+    let on_disk = read_text(file).ok()?;
+    match evt.kind() {
+        EventKind::PreToolUse => {
+            let pre = on_disk.unwrap_or_default();
+            let post = match write {
+                Some(content) => content.clone(),
+                None => edits
+                    .iter()
+                    .try_fold(pre.clone(), |text, op| apply_edit(&text, op))?,
+            };
+            Some(EditImages {
+                pre,
+                post,
+                whole_file: true,
+            })
+        }
+        _ => {
+            let Some(post) = on_disk else {
+                let post = evt.content()?;
+                let pre = if write.is_some() {
+                    String::new()
+                } else {
+                    evt.old().unwrap_or_default()
+                };
+                return Some(EditImages {
+                    pre,
+                    post,
+                    whole_file: false,
+                });
+            };
+            let original = evt.tool_response().and_then(|r| r.get("originalFile"));
+            let pre = match original {
+                Some(Value::String(s)) => s.clone(),
+                Some(Value::Null) => String::new(),
+                _ if write.is_some() => String::new(),
+                _ if edits.iter().all(|op| op.old_string.is_empty()) => String::new(),
+                _ => undo(&post, &edits)?,
+            };
+            Some(EditImages {
+                pre,
+                post,
+                whole_file: true,
+            })
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use crate::event::{Event, EventContext};
+    use crate::events::EventKind;
+
+    fn edit(kind: EventKind, file: &std::path::Path, extra: serde_json::Value) -> Event {
+        let mut p = json!({"tool_name": "Edit", "tool_input": {"file_path": file, "old_string": "b = 1", "new_string": "b = 2"}});
+        if let (Some(o), Some(e)) = (p.as_object_mut(), extra.as_object()) {
+            o.extend(e.clone());
+        }
+        Event::new(kind, p, EventContext::default()).unwrap()
+    }
+
+    #[test]
+    fn pre_and_post_tool_use_agree() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("a.py");
+        std::fs::write(&f, "a = 0\nb = 1\n").unwrap();
+        let pre = edit(EventKind::PreToolUse, &f, json!({}));
+        let before = pre.edit_images().unwrap().clone();
+        assert_eq!(before.post, "a = 0\nb = 2\n");
+        std::fs::write(&f, &before.post).unwrap();
+        // PostToolUse without originalFile: the edit undone on the file on disk.
+        let post = edit(EventKind::PostToolUse, &f, json!({}));
+        assert_eq!(post.edit_images(), Some(&before));
+        let told = edit(
+            EventKind::PostToolUse,
+            &f,
+            json!({"tool_response": {"originalFile": "a = 0\nb = 1\n"}}),
+        );
+        assert_eq!(told.edit_images(), Some(&before));
+    }
+
+    #[test]
+    fn files_that_are_not_text_have_no_images() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("a.bin");
+        std::fs::write(&f, [0xff, 0xfe, b'b', b' ', b'=', b' ', b'1']).unwrap();
+        assert_eq!(
+            edit(EventKind::PreToolUse, &f, json!({})).edit_images(),
+            None
+        );
+        assert_eq!(
+            edit(EventKind::PostToolUse, &f, json!({})).edit_images(),
+            None
+        );
+        let gone = dir.path().join("gone.py");
+        let e = edit(EventKind::PostToolUse, &gone, json!({}));
+        let images = e.edit_images().unwrap();
+        assert!(!images.whole_file);
+        assert_eq!(
+            (images.pre.as_str(), images.post.as_str()),
+            ("b = 1", "b = 2")
+        );
+    }
+}

@@ -1,0 +1,305 @@
+//! Lowering a spec to the SDK's definition: the same builder calls a Rust hook file makes, so
+//! both paths share one engine.
+
+use std::path::Path;
+
+use capt_hook_core::{EventKind, Mode};
+use toml::Spanned;
+use toml::de::DeValue;
+
+use crate::code;
+use crate::primitives::{
+    self, DefError, HookDef, MaxFires, approve, block_command, deny, hook, set_tool_input,
+    warn_command,
+};
+use crate::session;
+use crate::spec::*;
+use crate::testing::{Expect, InlineTest, TranscriptInput, Verdict, load_transcript};
+
+use super::*;
+
+macro_rules! common {
+    ($def:expr, $spec:expr, $item:expr, $source:expr, $text:expr) => {{
+        let spec = $spec;
+        let mut d: HookDef = $def;
+        if let Some(label) = &spec.name {
+            d = d.name(label.clone());
+        }
+        if let Some(events) = &spec.events {
+            let kinds = events
+                .to_vec()
+                .iter()
+                .map(|name| {
+                    name.parse::<EventKind>().map_err(|_| {
+                        err(
+                            "events",
+                            format!(
+                                "unknown event `{name}`; valid events are {}",
+                                EventKind::valid_names()
+                            ),
+                        )
+                    })
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            d = d.events(&kinds);
+        }
+        for (i, c) in spec.only_if.iter().enumerate() {
+            let c = compile_condition(c, &format!("only_if[{i}]"))?;
+            d = d.only_if(if spec.exact { c.exact_tokens() } else { c });
+        }
+        for (i, c) in spec.skip_if.iter().enumerate() {
+            let c = compile_condition(c, &format!("skip_if[{i}]"))?;
+            d = d.skip_if(if spec.exact { c.exact_tokens() } else { c });
+        }
+        if let Some(m) = spec.max_fires {
+            d = d.max_fires(match m {
+                MaxFiresSpec::Count(n) => MaxFires::Count(n),
+                MaxFiresSpec::Unlimited(_) => MaxFires::Unlimited,
+            });
+        }
+        d = d.advisory_on_deny(spec.advisory_on_deny);
+        if let Some(s) = spec.skip_planning_agents {
+            d = d.skip_planning_agents(s);
+        }
+        d = d
+            .respect_gitignore(spec.respect_gitignore)
+            .run_async(spec.is_async)
+            .mandatory(spec.mandatory)
+            .approve(spec.approve);
+        if let Some(r) = spec.repeat {
+            d = d.repeat(r);
+        }
+        let located = Located::new($text);
+        d = d.source($source, located.line_col($item.span().start).0);
+        for (i, t) in spec.test.iter().enumerate() {
+            let field = format!("test[{i}]");
+            let line = locate($item, &field).map(|s| located.line_col(s.start).0);
+            d = d.with_test(lower_test(t, &field, line, &$source)?);
+        }
+        d
+    }};
+}
+
+pub(super) fn lower(
+    entry: HookEntry,
+    item: &Spanned<DeValue<'_>>,
+    source: &str,
+    text: &str,
+) -> Result<HookDef, DefError> {
+    let source = source.to_owned();
+    let def = match &entry {
+        HookEntry::Hook(s) => {
+            if s.events.is_none() {
+                return Err(err("events", "`hook` needs `events`"));
+            }
+            common!(
+                hook(&[], s.message.clone()).block(s.block),
+                s,
+                item,
+                source.clone(),
+                text
+            )
+        }
+        HookEntry::BlockCommand(s) => {
+            let matcher = command_match(&s.argv, &s.pattern)?.exact(s.exact);
+            let mut d = block_command(matcher, s.reason.clone());
+            if let Some(h) = &s.hint {
+                d = d.hint(h.clone());
+            }
+            common!(d, s, item, source.clone(), text)
+        }
+        HookEntry::WarnCommand(s) => common!(
+            warn_command(
+                command_match(&s.argv, &s.pattern)?.exact(s.exact),
+                s.message.clone()
+            ),
+            s,
+            item,
+            source.clone(),
+            text
+        ),
+        HookEntry::RewriteCommand(s) => {
+            let mut d = if code::is_structural(&s.pattern) {
+                code::rewrite_command_structural(&s.pattern, &s.replace)?
+            } else {
+                primitives::rewrite_command(&s.pattern, s.replace.clone())?
+            };
+            if let Some(n) = &s.note {
+                d = d.note(n.clone());
+            }
+            common!(d, s, item, source.clone(), text)
+        }
+        HookEntry::SetToolInput(s) => {
+            let mut d = set_tool_input(&s.tool, &s.field, s.value.clone());
+            if let Some(n) = &s.note {
+                d = d.note(n.clone());
+            }
+            common!(d, s, item, source.clone(), text)
+        }
+        HookEntry::Approve(s) => common!(approve(s.label.clone()), s, item, source.clone(), text),
+        HookEntry::Deny(s) => common!(deny(s.reason.clone()), s, item, source.clone(), text),
+        HookEntry::Lint(s) => {
+            let lang = code_lang(s.lang.as_deref())?;
+            let check = match (&s.pattern, &s.regex) {
+                (Some(_), Some(_)) => {
+                    return Err(err("pattern", "give either `pattern` or `regex`, not both"));
+                }
+                (Some(p), None) => code::LintCheck::Pattern(code_pattern(p, lang)?),
+                (None, Some(r)) => code::LintCheck::Regex(regex("regex", r, Mode::Plain)?),
+                (None, None) => return Err(err("pattern", "give `pattern` (ast-grep) or `regex`")),
+            };
+            let options = lint_options(lang, &s.message, &s.sep, s.max_shown, &s.trigger, s.block)?;
+            common!(code::lint(check, options), s, item, source.clone(), text)
+        }
+        HookEntry::DiffLint(s) => {
+            let lang = code_lang(s.lang.as_deref())?;
+            let pattern = code_pattern(&s.pattern, lang)?;
+            let options = lint_options(lang, &s.message, &s.sep, s.max_shown, &s.trigger, s.block)?;
+            common!(
+                code::diff_lint(pattern, options),
+                s,
+                item,
+                source.clone(),
+                text
+            )
+        }
+        HookEntry::RewriteCode(s) => {
+            let pattern = code::LangPattern::new(&s.pattern, s.lang.as_deref())?;
+            let d = code::rewrite_code(pattern, s.replace.clone(), s.note.clone(), s.project_only);
+            common!(d, s, item, source.clone(), text)
+        }
+        HookEntry::Nudge(s) => {
+            let mut o = session::NudgeOptions::new(s.message.clone());
+            o.block = s.block;
+            o.signals = signals(&s.signals)?;
+            if s.message.trim().is_empty() {
+                return Err(err("message", "a nudge needs a message"));
+            }
+            common!(session::nudge(o), s, item, source.clone(), text)
+        }
+        HookEntry::Gate(s) => {
+            let mut o = session::NudgeOptions::new(s.message.clone());
+            o.block = true;
+            o.signals = signals(&s.signals)?;
+            if s.message.trim().is_empty() {
+                return Err(err("message", "a gate needs a message"));
+            }
+            common!(session::nudge(o), s, item, source.clone(), text)
+        }
+        HookEntry::Workflow(s) => {
+            if s.events.is_some() {
+                return Err(err(
+                    "events",
+                    "a workflow always guards SubagentStop; drop `events`",
+                ));
+            }
+            let mut steps = Vec::new();
+            for (i, st) in s.steps.iter().enumerate() {
+                let check = compile_condition(&st.check, &format!("steps[{i}].check"))?;
+                steps.push(session::Step::condition(
+                    st.name.clone().unwrap_or_default(),
+                    check,
+                    st.message.clone(),
+                ));
+            }
+            let mut artifacts = Vec::new();
+            for (i, a) in s.artifacts.iter().enumerate() {
+                let asserts = a
+                    .asserts
+                    .iter()
+                    .map(|x| session::Assert {
+                        pointer: x.pointer.clone(),
+                        max: x.max,
+                        min: x.min,
+                        equals: x.equals.clone(),
+                        message: x.message.clone(),
+                    })
+                    .collect();
+                let artifact = session::Artifact::new(a.path.clone(), a.schema.as_ref(), asserts)
+                    .map_err(|e| err(format!("artifacts[{i}].schema"), e.message))?;
+                artifacts.push(artifact);
+            }
+            let flow = session::Workflow {
+                label: s.label.clone(),
+                marker: s.marker.clone(),
+                steps,
+                artifacts,
+                post_complete: None,
+            };
+            common!(session::workflow(flow)?, s, item, source.clone(), text)
+        }
+        HookEntry::Styleguide(s) => {
+            if s.rules.is_empty() {
+                return Err(err("rules", "list at least one rule"));
+            }
+            let default_lang = s.lang.as_deref();
+            let mut rules = Vec::new();
+            for (i, r) in s.rules.iter().enumerate() {
+                let field = format!("rules[{i}]");
+                let lang = code_lang(r.lang.as_deref().or(default_lang))
+                    .map_err(|e| err(format!("{field}.lang"), e.message))?;
+                let p = code_pattern(&r.pattern, lang)
+                    .map_err(|e| err(format!("{field}.pattern"), e.message))?;
+                rules.push(capt_hook_code::StyleRule::pattern(
+                    r.name.clone(),
+                    p,
+                    r.message.clone(),
+                    r.diff,
+                ));
+            }
+            let d = code::styleguide(rules, s.block, s.max_shown.unwrap_or(5));
+            common!(d, s, item, source.clone(), text)
+        }
+    };
+    Ok(def)
+}
+
+pub(super) fn lower_test(
+    t: &TestSpec,
+    field: &str,
+    line: Option<usize>,
+    source: &str,
+) -> Result<InlineTest, DefError> {
+    // A fixture file is read now, so a missing or broken one is a load error naming the test.
+    let mut input = t.input.clone();
+    if let Some(spec) = &t.input.transcript {
+        let base = Path::new(source).parent().unwrap_or(Path::new("."));
+        let lines =
+            load_transcript(spec, base).map_err(|e| err(format!("{field}.input.transcript"), e))?;
+        input.transcript = Some(TranscriptInput::Lines(lines));
+    }
+    let verdict = match t.expect {
+        ExpectSpec::Block => Verdict::Block,
+        ExpectSpec::Warn => Verdict::Warn,
+        ExpectSpec::Allow => Verdict::Allow {
+            explicit: t.explicit,
+        },
+        ExpectSpec::Ask => Verdict::Ask,
+        ExpectSpec::Rewrite => Verdict::Rewrite,
+    };
+    if t.fields.is_some() && verdict != Verdict::Rewrite {
+        return Err(err(
+            format!("{field}.fields"),
+            "`fields` only applies to expect = \"rewrite\"",
+        ));
+    }
+    // Rewrite patterns are substrings, not regexes; every other text check is a regex.
+    if let Some(p) = &t.pattern
+        && verdict != Verdict::Rewrite
+    {
+        regex(&format!("{field}.pattern"), p, Mode::Plain)?;
+    }
+    if let Some(p) = &t.system_message {
+        regex(&format!("{field}.system_message"), p, Mode::Plain)?;
+    }
+    Ok(InlineTest {
+        input,
+        expect: Expect {
+            verdict,
+            pattern: t.pattern.clone(),
+            fields: t.fields.clone().unwrap_or_default().into_iter().collect(),
+            system_message: t.system_message.clone(),
+        },
+        line,
+    })
+}

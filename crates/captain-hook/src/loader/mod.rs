@@ -1,0 +1,247 @@
+//! Loads `.claude/hooks/*.toml` into a [`Registry`]. Every error names the file, line, column
+//! and field; a bad file is skipped whole and the others still load.
+//!
+//! The pieces: finding and reading the files (here), TOML to typed specs with spans (`parse`),
+//! turning serde's and toml's errors into file:line:col and field paths (`locate`), compiling
+//! conditions and kind options (`compile`), and lowering specs to the SDK's definitions
+//! (`lower`), the same builder calls a Rust hook file makes.
+
+mod compile;
+mod locate;
+mod lower;
+mod parse;
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use crate::registry::Registry;
+
+pub use compile::compile_condition;
+use compile::*;
+use locate::*;
+use lower::*;
+use parse::*;
+
+/// A hook file problem, located.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub struct LoadError {
+    /// The file.
+    pub file: PathBuf,
+    /// 1-based line (0 when the whole file is at fault, e.g. unreadable).
+    pub line: usize,
+    /// 1-based column.
+    pub column: usize,
+    /// The field at fault, as a path (`hook[2].only_if[0].command`).
+    pub field: Option<String>,
+    /// What is wrong.
+    pub message: String,
+}
+
+impl fmt::Display for LoadError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.file.display())?;
+        if self.line > 0 {
+            write!(f, ":{}:{}", self.line, self.column)?;
+        }
+        match &self.field {
+            Some(field) => write!(f, ": {field}: {}", self.message),
+            None => write!(f, ": {}", self.message),
+        }
+    }
+}
+
+/// The hook files of a directory, in load order: `*.toml` directly inside, names starting with
+/// `_` skipped, sorted by the bytes of the file name.
+pub fn hook_files(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)?
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| {
+            p.is_file()
+                && p.extension().is_some_and(|e| e == "toml")
+                && p.file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(|n| !n.starts_with('_'))
+        })
+        .collect();
+    files.sort_by(|a, b| {
+        a.file_name()
+            .map(|n| n.as_encoded_bytes().to_vec())
+            .cmp(&b.file_name().map(|n| n.as_encoded_bytes().to_vec()))
+    });
+    Ok(files)
+}
+
+/// Loads every hook file of `dir` into `registry`. A missing directory loads nothing.
+pub fn load_dir(dir: &Path, registry: &mut Registry) -> Vec<LoadError> {
+    let files = match hook_files(dir) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Vec::new(),
+        Err(e) => {
+            return vec![LoadError {
+                file: dir.to_path_buf(),
+                line: 0,
+                column: 0,
+                field: None,
+                message: format!("cannot list the hooks directory: {e}"),
+            }];
+        }
+    };
+    let mut errors = Vec::new();
+    for file in files {
+        errors.extend(load_file(&file, registry));
+    }
+    errors
+}
+
+/// Loads one file; on any error nothing from it is registered.
+pub fn load_file(path: &Path, registry: &mut Registry) -> Vec<LoadError> {
+    let whole = |message: String| LoadError {
+        file: path.to_path_buf(),
+        line: 0,
+        column: 0,
+        field: None,
+        message,
+    };
+    let bytes = match std::fs::read(path) {
+        Ok(b) => b,
+        Err(e) => return vec![whole(format!("cannot read: {e}"))],
+    };
+    let text = match String::from_utf8(bytes) {
+        Ok(t) => t,
+        Err(e) => {
+            return vec![whole(format!(
+                "not UTF-8 (invalid byte at offset {})",
+                e.utf8_error().valid_up_to()
+            ))];
+        }
+    };
+    let stem = path
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    match load_text(&text, &stem, path) {
+        Ok(hooks) => {
+            for h in hooks {
+                registry.push(h);
+            }
+            Vec::new()
+        }
+        Err(errors) => errors,
+    }
+}
+
+/// Parses and builds every hook of a file's text; all errors are reported, in file order,
+/// and nothing is returned unless the whole file is good.
+fn load_text(text: &str, stem: &str, path: &Path) -> Result<Vec<crate::Hook>, Vec<LoadError>> {
+    let located = Located::new(text);
+    let (defs, raw) = parse_str(text, &path.display().to_string());
+    let mut errors: Vec<(usize, LoadError)> = raw
+        .into_iter()
+        .map(|e| {
+            (
+                e.span.clone().map(|s| s.start).unwrap_or(0),
+                located.raw_error(path, e),
+            )
+        })
+        .collect();
+    let mut built = Vec::new();
+    for (index, def, span) in defs {
+        match def.build(stem) {
+            Ok(h) => built.push(h),
+            Err(error) => {
+                let start = span.start;
+                let e = located.def_error(path, LocatedDefError { index, span, error });
+                errors.push((start, e));
+            }
+        }
+    }
+    if errors.is_empty() {
+        Ok(built)
+    } else {
+        errors.sort_by_key(|(offset, _)| *offset);
+        Err(errors.into_iter().map(|(_, e)| e).collect())
+    }
+}
+
+/// Parses hook-file text and registers its hooks (tests and embedding).
+pub fn load_str(text: &str, stem: &str, registry: &mut Registry) -> Result<(), Vec<LoadError>> {
+    let path = PathBuf::from(format!("{stem}.toml"));
+    for h in load_text(text, stem, &path)? {
+        registry.push(h);
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The one error `text` produces, as (line, column, field, message).
+    fn only_error(text: &str) -> (usize, usize, Option<String>, String) {
+        let mut reg = Registry::new();
+        let errors = load_str(text, "t", &mut reg).unwrap_err();
+        assert_eq!(errors.len(), 1, "{errors:?}");
+        let e = errors.into_iter().next().unwrap();
+        assert_eq!(e.file, PathBuf::from("t.toml"));
+        (e.line, e.column, e.field, e.message)
+    }
+
+    #[test]
+    fn toml_syntax_errors_point_at_the_character() {
+        let (line, column, field, message) = only_error("[[hook]]\nkind = \"hook\nmessage = 1\n");
+        assert_eq!((line, field), (2, None));
+        assert!(column >= 8, "{column}");
+        assert!(!message.is_empty());
+    }
+
+    #[test]
+    fn unknown_fields_and_kinds_name_the_path() {
+        let (line, column, field, message) =
+            only_error("[[hook]]\nkind = \"deny\"\nreason = \"r\"\ncolour = 1\n");
+        assert_eq!((line, column), (4, 1));
+        assert_eq!(field.as_deref(), Some("hook[0].colour"));
+        assert!(message.contains("unknown field `colour`"), "{message}");
+        let (line, _, field, message) = only_error("[[hook]]\nkind = \"gatez\"\n");
+        assert_eq!(line, 2);
+        assert_eq!(field.as_deref(), Some("hook[0].kind"));
+        assert!(message.contains("gatez"), "{message}");
+    }
+
+    #[test]
+    fn lowering_errors_point_at_the_nested_field() {
+        let text = "[[hook]]\nkind = \"hook\"\nevents = \"PreToolUse\"\nmessage = \"m\"\nonly_if = [{ any = [{ command = \"(\" }] }]\n";
+        let (line, _, field, message) = only_error(text);
+        assert_eq!(line, 5);
+        assert_eq!(field.as_deref(), Some("hook[0].only_if[0].any[0].command"));
+        assert!(message.contains("invalid regex"), "{message}");
+        let (line, _, field, _) =
+            only_error("[[hook]]\nkind = \"hook\"\nevents = \"PreTool\"\nmessage = \"m\"\n");
+        assert_eq!((line, field.as_deref()), (3, Some("hook[0].events")));
+    }
+
+    #[test]
+    fn a_bad_file_is_skipped_whole_and_the_good_ones_load() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("a.toml"),
+            "[[hook]]\nkind = \"deny\"\nreason = \"r\"\n",
+        )
+        .unwrap();
+        std::fs::write(
+            dir.path().join("b.toml"),
+            "[[hook]]\nkind = \"deny\"\nreason = \"r\"\n\n[[hook]]\nkind = \"nope\"\n",
+        )
+        .unwrap();
+        std::fs::write(dir.path().join("_off.toml"), "not toml at all [").unwrap();
+        let mut reg = Registry::new();
+        let errors = load_dir(dir.path(), &mut reg);
+        assert_eq!(
+            reg.hooks().len(),
+            1,
+            "b.toml's good hook is skipped with its file"
+        );
+        assert_eq!(errors.len(), 1, "{errors:?}");
+        assert!(errors[0].file.ends_with("b.toml"));
+    }
+}
