@@ -67,17 +67,6 @@ pub struct Event {
 
 type Memo = std::sync::Arc<dyn std::any::Any + Send + Sync>;
 
-fn kind_name(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
-}
-
 impl Event {
     /// Builds an event from a parsed payload.
     pub fn new(
@@ -87,7 +76,11 @@ impl Event {
     ) -> Result<Event, EventError> {
         let payload = match payload {
             Value::Object(map) => map,
-            other => return Err(EventError::NotAnObject(kind_name(&other))),
+            other => {
+                return Err(EventError::NotAnObject(
+                    capt_hook_proto::payload::kind_name(&other),
+                ));
+            }
         };
         let tool_name = if kind.has_tool() || kind.has_tool_batch() {
             payload

@@ -69,7 +69,8 @@ pub fn parse(bytes: &[u8]) -> Result<Option<Value>, PayloadError> {
     }
 }
 
-fn kind_name(v: &Value) -> &'static str {
+/// How an error names a JSON value's type (`an array`, `null`, …).
+pub fn kind_name(v: &Value) -> &'static str {
     match v {
         Value::Null => "null",
         Value::Bool(_) => "a boolean",

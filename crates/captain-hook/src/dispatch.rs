@@ -273,7 +273,8 @@ fn run_body(hook: &Hook, evt: &Event) -> Ran {
     }
 }
 
-fn call(name: &str, func: &HandlerFn, evt: &Event) -> Ran {
+/// Calls a handler, keeping its error or panic (logged) as a [`FailureCause`].
+pub(crate) fn call(name: &str, func: &HandlerFn, evt: &Event) -> Ran {
     match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| func(evt))) {
         Ok(Ok(r)) => Ok(r),
         Ok(Err(e)) => {

@@ -1,7 +1,6 @@
 //! A registered hook: what it listens to, when it matches, and what it says.
 
 use std::fmt;
-use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
 use capt_hook_core::{Condition, Event, EventKind, EventSet, HookResult};
@@ -164,24 +163,9 @@ impl Hook {
     }
 }
 
-/// Calls a handler, turning an error or a panic into no result.
+/// Calls a handler, turning an error or a panic into no result (both are logged).
 pub fn run_handler(name: &str, func: &HandlerFn, evt: &Event) -> Option<HookResult> {
-    match std::panic::catch_unwind(AssertUnwindSafe(|| func(evt))) {
-        Ok(Ok(r)) => r,
-        Ok(Err(e)) => {
-            tracing::warn!(hook = name, error = %e, "hook handler failed; no result");
-            None
-        }
-        Err(panic) => {
-            let what = panic
-                .downcast_ref::<&str>()
-                .map(|s| (*s).to_owned())
-                .or_else(|| panic.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "unknown panic".to_owned());
-            tracing::error!(hook = name, panic = %what, "hook handler panicked; no result");
-            None
-        }
-    }
+    crate::dispatch::call(name, func, evt).unwrap_or(None)
 }
 
 /// Lower-case, runs of anything but `[a-z0-9]` as one `_`, trimmed.

@@ -314,13 +314,56 @@ impl Assert {
     }
 }
 
+/// A compiled JSON Schema for an artifact. Validation needs the `artifact-schema` feature (on by
+/// default); a build without it refuses a schema at load time rather than skipping the check.
+#[derive(Clone)]
+pub struct ArtifactSchema {
+    #[cfg(feature = "artifact-schema")]
+    validator: Arc<jsonschema::Validator>,
+}
+
+impl ArtifactSchema {
+    /// Compiles `schema`; a bad schema (or a build without validation) is a definition error.
+    pub fn compile(schema: &Value) -> Result<ArtifactSchema, DefError> {
+        #[cfg(feature = "artifact-schema")]
+        {
+            jsonschema::validator_for(schema)
+                .map(|v| ArtifactSchema {
+                    validator: Arc::new(v),
+                })
+                .map_err(|e| DefError::new("artifacts", format!("invalid JSON Schema: {e}")))
+        }
+        #[cfg(not(feature = "artifact-schema"))]
+        {
+            let _ = schema;
+            Err(DefError::new(
+                "artifacts",
+                "this build cannot check JSON Schemas (built without the artifact-schema feature)",
+            ))
+        }
+    }
+
+    /// The first way `doc` fails the schema.
+    fn problem(&self, doc: &Value) -> Option<String> {
+        #[cfg(feature = "artifact-schema")]
+        {
+            self.validator.validate(doc).err().map(|e| e.to_string())
+        }
+        #[cfg(not(feature = "artifact-schema"))]
+        {
+            let _ = doc;
+            None
+        }
+    }
+}
+
 /// A file the workflow must have produced once its marker appears.
 #[derive(Clone)]
 pub struct Artifact {
     /// The path, relative to the agent's working directory unless absolute.
     pub path: String,
     /// A compiled JSON Schema the file must satisfy.
-    pub schema: Option<Arc<jsonschema::Validator>>,
+    pub schema: Option<ArtifactSchema>,
     /// Assertions on its content.
     pub asserts: Vec<Assert>,
 }
@@ -332,12 +375,7 @@ impl Artifact {
         schema: Option<&Value>,
         asserts: Vec<Assert>,
     ) -> Result<Artifact, DefError> {
-        let schema = match schema {
-            Some(s) => Some(Arc::new(jsonschema::validator_for(s).map_err(|e| {
-                DefError::new("artifacts", format!("invalid JSON Schema: {e}"))
-            })?)),
-            None => None,
-        };
+        let schema = schema.map(ArtifactSchema::compile).transpose()?;
         Ok(Artifact {
             path: path.into(),
             schema,
@@ -364,10 +402,8 @@ impl Artifact {
             Ok(v) => v,
             Err(e) => return Some(format!("{} invalid: {e}", self.path)),
         };
-        if let Some(schema) = &self.schema
-            && let Err(e) = schema.validate(&doc)
-        {
-            return Some(format!("{} invalid: {e}", self.path));
+        if let Some(problem) = self.schema.as_ref().and_then(|s| s.problem(&doc)) {
+            return Some(format!("{} invalid: {problem}", self.path));
         }
         self.asserts
             .iter()
