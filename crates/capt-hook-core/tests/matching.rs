@@ -5,6 +5,8 @@
 //! (`runs` built from the logged argv matches the line); a line that ran neither must not match
 //! (quoted mentions, `command -v`, quoted heredocs).
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::path::{Path, PathBuf};
 use std::process::{Command as Process, Stdio};
 use std::time::Duration;
