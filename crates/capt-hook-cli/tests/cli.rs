@@ -988,3 +988,28 @@ fn docs_list_every_environment_variable() {
         "docs/runtime.md must carry the settings table from capt_hook_proto::env:\n{table}"
     );
 }
+
+/// A line nested past the parser's limit that no rule denies still says it could not be read.
+#[test]
+fn an_unreadable_line_is_never_silent() {
+    let p = Project::new(&[(
+        "ro.toml",
+        "[[hook]]\nkind = \"approve\"\nlabel = \"reads\"\nonly_if = [{ tool = \"Bash\" }, { read_only_command = true }]\n",
+    )]);
+    let deep = format!("{}ls{}", "$(".repeat(60), ")".repeat(60));
+    let payload = serde_json::json!({"session_id": "s", "cwd": p.root(), "tool_name": "Bash", "tool_input": {"command": deep}});
+    let out = p.run(&["run", "PreToolUse"], payload.to_string().as_bytes());
+    assert_eq!(out.status.code(), Some(0));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(
+        v.get("hookSpecificOutput").is_none(),
+        "never approved as read-only: {v}"
+    );
+    assert!(
+        v["systemMessage"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("could not be read to the end"),
+        "{v}"
+    );
+}

@@ -358,6 +358,7 @@ impl Dispatcher {
         let mut outcome = self.run(evt, opts, false).0;
         if !opts.run_async {
             outcome.result = with_state_failure(outcome.result);
+            outcome.result = self.with_unreadable_line(evt, outcome.result);
         }
         outcome
     }
@@ -488,6 +489,50 @@ impl Dispatcher {
     }
 }
 
+impl Dispatcher {
+    /// Says so when the Bash line of a guarded call that nothing denied could not be read to the
+    /// end: token rules then matched its raw words (erring towards the guard) and
+    /// `read_only_command` was false, which the user should know rather than guess.
+    fn with_unreadable_line(&self, evt: &Event, result: Option<HookResult>) -> Option<HookResult> {
+        // A deny is already visible, with its own reason (case T08 pins that reply).
+        if !capt_hook_proto::failure::is_guarded(evt.kind().name())
+            || result.as_ref().is_some_and(HookResult::is_block)
+        {
+            return result;
+        }
+        let Some(why) = evt.command_line().and_then(|cl| cl.unreadable) else {
+            return result;
+        };
+        if !self
+            .registry
+            .hooks()
+            .iter()
+            .any(|h| h.events.contains(evt.kind()))
+        {
+            return result;
+        }
+        let notice = format!(
+            "capt-hook: this command line could not be read to the end ({why}); its rules \
+             matched the line's raw words instead"
+        );
+        Some(add_notice(result, notice))
+    }
+}
+
+/// `result` with `notice` added to what the user sees.
+fn add_notice(result: Option<HookResult>, notice: String) -> HookResult {
+    match result {
+        Some(mut r) => {
+            r.system_message = Some(match r.system_message.take() {
+                Some(own) if !own.is_empty() => format!("{own}\n\n{notice}"),
+                _ => notice,
+            });
+            r
+        }
+        None => HookResult::notice_only().with_system_message(notice),
+    }
+}
+
 /// Adds the first not-yet-reported failure to write session state to the verdict, as a notice
 /// the user sees: fire limits and once-per-turn gates cannot hold without their files, and the
 /// user must not find that out from a nudge that silently stopped.
@@ -501,16 +546,7 @@ fn with_state_failure(result: Option<HookResult>) -> Option<HookResult> {
         failure.dir.display(),
         failure.reason
     );
-    Some(match result {
-        Some(mut r) => {
-            r.system_message = Some(match r.system_message.take() {
-                Some(own) if !own.is_empty() => format!("{own}\n\n{notice}"),
-                _ => notice,
-            });
-            r
-        }
-        None => HookResult::notice_only().with_system_message(notice),
-    })
+    Some(add_notice(result, notice))
 }
 
 /// The [`HookResult`] form of a verdict: an unchecked call carries no approval, only the
