@@ -3,6 +3,7 @@
 
 pub mod cli;
 mod conns;
+pub use conns::SHED_GRACE;
 pub mod ctl;
 pub mod env;
 mod files;

@@ -1110,6 +1110,9 @@ mod bounded {
         );
 
         // 1,100 idle connections: the cap sheds the oldest idle ones, the event gets through.
+        // Connections younger than the shedding grace are never shed, so the first thousand
+        // must be older than that first (on a fast machine the test gets here sooner).
+        std::thread::sleep(capt_hookd::SHED_GRACE + std::time::Duration::from_millis(100));
         idle.extend((0..100).map(|_| UnixStream::connect(&path).unwrap()));
         let latency_1100 = event_answered_by_host(&env, &root);
         eprintln!("MEASURE event latency with 1100 idle connections: {latency_1100:?}");
