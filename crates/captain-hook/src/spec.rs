@@ -377,6 +377,16 @@ pub enum ConditionSpec {
     Pattern(PatternCondSpec),
     /// An earlier Bash call ran a command whose unwrapped argv starts with these tokens.
     RanCommand(Vec<String>),
+    /// `{ runs = [...], exact = true }`: the literal argv prefix alone. The loader rewrites the
+    /// two-key table to this one-key form before serde reads it.
+    #[schemars(skip)]
+    RunsExact(Vec<String>),
+    /// `{ primary_runs = [...], exact = true }`, rewritten like `RunsExact`.
+    #[schemars(skip)]
+    PrimaryRunsExact(Vec<String>),
+    /// `{ ran_command = [...], exact = true }`, rewritten like `RunsExact`.
+    #[schemars(skip)]
+    RanCommandExact(Vec<String>),
     /// An earlier edit of the main agent targeted a matching file.
     TouchedFile(OneOrMany<String>),
     /// An earlier Read (subagents' included) targeted a matching file.

@@ -122,6 +122,13 @@ pub fn compile_condition(spec: &ConditionSpec, field: &str) -> Result<Condition,
             code::pattern_condition(compiled, project_only)
         }
         ConditionSpec::RanCommand(t) => Condition::RanCommand(tokens(&sub("ran_command"), t)?),
+        ConditionSpec::RunsExact(t) => Condition::Runs(tokens(&sub("runs"), t)?.exact(true)),
+        ConditionSpec::PrimaryRunsExact(t) => {
+            Condition::PrimaryRuns(tokens(&sub("primary_runs"), t)?.exact(true))
+        }
+        ConditionSpec::RanCommandExact(t) => {
+            Condition::RanCommand(tokens(&sub("ran_command"), t)?.exact(true))
+        }
         ConditionSpec::TouchedFile(g) => {
             let list = g.to_vec();
             globs(&sub("touched_file"), &list)?;

@@ -244,4 +244,34 @@ mod tests {
         assert_eq!(errors.len(), 1, "{errors:?}");
         assert!(errors[0].file.ends_with("b.toml"));
     }
+
+    #[test]
+    fn exact_on_a_condition_keeps_the_literal_prefix() {
+        let mut reg = Registry::new();
+        load_str(
+            "[[hook]]\nkind = \"hook\"\nevents = \"PreToolUse\"\nmessage = \"m\"\nblock = true\n\
+             only_if = [{ any = [{ runs = [\"rm\", \"-rf\"], exact = true }] }]\n\n\
+             [[hook]]\nkind = \"hook\"\nevents = \"PreToolUse\"\nmessage = \"n\"\nblock = true\n\
+             only_if = [{ runs = [\"rm\", \"-rf\"], exact = false }]\n",
+            "t",
+            &mut reg,
+        )
+        .unwrap();
+        let evt = |cmd: &str| {
+            capt_hook_core::Event::new(
+                capt_hook_core::EventKind::PreToolUse,
+                serde_json::json!({"tool_name": "Bash", "tool_input": {"command": cmd}}),
+                capt_hook_core::EventContext::default(),
+            )
+            .unwrap()
+        };
+        let holds = |i: usize, cmd: &str| {
+            capt_hook_core::condition::first_miss(&evt(cmd), &reg.hooks()[i].only_if, &[]).is_none()
+        };
+        assert!(holds(0, "rm -rf build"));
+        assert!(!holds(0, "rm -fr build"), "exact: the literal prefix only");
+        assert!(!holds(0, "sudo rm -rf build"));
+        assert!(holds(1, "rm -fr build"), "exact = false sees spellings");
+        assert!(holds(1, "sudo rm -rf build"));
+    }
 }

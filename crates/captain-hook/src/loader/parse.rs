@@ -4,6 +4,7 @@ use std::ops::Range;
 
 use serde::Deserialize;
 use serde::de::IntoDeserializer;
+use toml::Spanned;
 use toml::de::{DeTable, DeValue};
 
 use crate::primitives::{DefError, HookDef};
@@ -63,6 +64,7 @@ pub(super) fn parse_str(text: &str, source: &str) -> (Vec<ParsedDef>, Vec<RawErr
         };
         for (index, item) in items.iter().enumerate() {
             let prefix = format!("hook[{index}]");
+            let item = &exact_conditions(item.clone());
             let entry = match HookEntry::deserialize(item.clone().into_deserializer()) {
                 Ok(e) => e,
                 Err(e) => {
@@ -93,4 +95,59 @@ pub(super) fn parse_str(text: &str, source: &str) -> (Vec<ParsedDef>, Vec<RawErr
         }
     }
     (defs, errors)
+}
+
+/// The token-list conditions that take `exact`, and the one-key form each becomes with it.
+const EXACT_FORMS: [(&str, &str); 3] = [
+    ("runs", "runs_exact"),
+    ("primary_runs", "primary_runs_exact"),
+    ("ran_command", "ran_command_exact"),
+];
+
+/// Rewrites every `{ runs = [...], exact = true }` table (and `primary_runs`, `ran_command`)
+/// to the one-key form serde reads as a condition; `exact = false` just drops the key.
+pub(super) fn exact_conditions(mut value: Spanned<DeValue<'_>>) -> Spanned<DeValue<'_>> {
+    match value.get_mut() {
+        DeValue::Array(items) => {
+            for item in items.iter_mut() {
+                let taken = std::mem::replace(item, Spanned::new(0..0, DeValue::Boolean(false)));
+                *item = exact_conditions(taken);
+            }
+        }
+        DeValue::Table(table) => {
+            let exact =
+                table
+                    .iter()
+                    .find(|(k, _)| k.get_ref() == "exact")
+                    .and_then(|(_, v)| match v.get_ref() {
+                        DeValue::Boolean(b) => Some(*b),
+                        _ => None,
+                    });
+            let form = EXACT_FORMS
+                .iter()
+                .find(|(key, _)| table.iter().any(|(k, _)| k.get_ref() == *key));
+            if let (Some(exact), Some((key, exact_key)), 2) = (exact, form, table.len()) {
+                let rebuilt: DeTable<'_> = std::mem::replace(table, DeTable::new())
+                    .into_iter()
+                    .filter(|(k, _)| k.get_ref() != "exact")
+                    .map(|(k, v)| {
+                        if exact && k.get_ref() == *key {
+                            (Spanned::new(k.span(), (*exact_key).into()), v)
+                        } else {
+                            (k, v)
+                        }
+                    })
+                    .collect();
+                *table = rebuilt;
+            }
+            let keys: Vec<_> = table.keys().cloned().collect();
+            for k in keys {
+                if let Some(v) = table.remove(&k) {
+                    table.insert(k, exact_conditions(v));
+                }
+            }
+        }
+        _ => {}
+    }
+    value
 }
