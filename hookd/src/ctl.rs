@@ -13,17 +13,32 @@ use capt_hook_proto::{
 const BUSY_PAUSE: Duration = Duration::from_millis(50);
 
 /// Sends one request to the running host and returns its reply, asking again while the host is
-/// too busy to take it (a burst of connections fills its slots for a moment) and the budget lasts.
+/// too busy to take it (a burst of connections fills its slots for a moment, or sheds ours before
+/// reading it) and the budget lasts.
 pub fn request(op: Op, budget: Duration) -> io::Result<HostReply> {
     let until = Instant::now() + budget;
     loop {
         let left = until.saturating_duration_since(Instant::now());
-        match request_once(op.clone(), left.max(Duration::from_millis(1)))? {
-            HostReply::Refused {
+        let again = Instant::now() + BUSY_PAUSE < until;
+        match request_once(op.clone(), left.max(Duration::from_millis(1))) {
+            Ok(HostReply::Refused {
                 code: capt_hook_proto::Refusal::Busy,
                 ..
-            } if Instant::now() + BUSY_PAUSE < until => std::thread::sleep(BUSY_PAUSE),
-            reply => return Ok(reply),
+            }) if again => std::thread::sleep(BUSY_PAUSE),
+            // A live host closed our connection before answering (shed under a burst): ask
+            // again. No host at all (nothing listening) is an error at once.
+            Err(e)
+                if again
+                    && matches!(
+                        e.kind(),
+                        io::ErrorKind::BrokenPipe
+                            | io::ErrorKind::ConnectionReset
+                            | io::ErrorKind::UnexpectedEof
+                    ) =>
+            {
+                std::thread::sleep(BUSY_PAUSE)
+            }
+            other => return other,
         }
     }
 }
