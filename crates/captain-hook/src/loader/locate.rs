@@ -33,7 +33,10 @@ pub(super) fn clean_message(m: &str) -> String {
             return (*text).to_owned();
         }
     }
-    m
+    // The one-key forms `{ runs = [...], exact = true }` is rewritten to are not for writing.
+    super::parse::EXACT_FORMS
+        .iter()
+        .fold(m, |m, (_, hidden)| m.replace(&format!(", `{hidden}`"), ""))
 }
 
 /// Narrows a serde error to the key it names (`unknown field`, `unknown variant`).

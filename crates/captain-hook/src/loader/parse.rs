@@ -98,7 +98,7 @@ pub(super) fn parse_str(text: &str, source: &str) -> (Vec<ParsedDef>, Vec<RawErr
 }
 
 /// The token-list conditions that take `exact`, and the one-key form each becomes with it.
-const EXACT_FORMS: [(&str, &str); 3] = [
+pub(super) const EXACT_FORMS: [(&str, &str); 3] = [
     ("runs", "runs_exact"),
     ("primary_runs", "primary_runs_exact"),
     ("ran_command", "ran_command_exact"),
