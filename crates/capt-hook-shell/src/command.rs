@@ -332,6 +332,17 @@ impl Walker {
         }
     }
 
+    /// Walks a command string of the command at `host` one nesting level down.
+    fn walk_nested(&mut self, inner: &Src<'_>, host: usize, lvl: Level, spans: bool, depth: usize) {
+        let nested = Level {
+            nesting: lvl.nesting.saturating_add(1),
+            host: Some(host),
+            floor: self.parts.len(),
+            spans,
+        };
+        self.walk_text(inner, nested, depth + 1);
+    }
+
     /// Re-parses the command strings a command hands to a shell (`sh -c '…'`, `eval …`,
     /// `watch …`, a heredoc or here-string fed to `bash`) and adds their commands.
     #[allow(clippy::too_many_arguments)]
@@ -357,21 +368,8 @@ impl Walker {
             self.payload(host, range.clone(), *skip, wsrc, src, lvl, depth);
         }
         if let Some(text) = stdin {
-            let mut contexts = src.contexts.to_vec();
-            contexts.push(QuoteLayer::Bare);
-            let inner = Src {
-                text: &text,
-                map: SrcMap::Unmapped,
-                contexts: contexts.into(),
-                payload_depth: src.payload_depth + 1,
-            };
-            let nested = Level {
-                nesting: lvl.nesting.saturating_add(1),
-                host: Some(host),
-                floor: self.parts.len(),
-                spans: false,
-            };
-            self.walk_text(&inner, nested, depth + 1);
+            let inner = src.nested(&text, SrcMap::Unmapped, QuoteLayer::Bare);
+            self.walk_nested(&inner, host, lvl, false, depth);
         }
     }
 
@@ -438,21 +436,8 @@ impl Walker {
             Some(_) if mappable && table.len() == text.len() => src.map.compose(&table),
             _ => SrcMap::Unmapped,
         };
-        let mut contexts = src.contexts.to_vec();
-        contexts.push(layer.unwrap_or(QuoteLayer::Bare));
         let spans = lvl.spans && !matches!(map, SrcMap::Unmapped);
-        let inner = Src {
-            text: &text,
-            map,
-            contexts: contexts.into(),
-            payload_depth: src.payload_depth + 1,
-        };
-        let nested = Level {
-            nesting: lvl.nesting.saturating_add(1),
-            host: Some(host),
-            floor: self.parts.len(),
-            spans,
-        };
-        self.walk_text(&inner, nested, depth + 1);
+        let inner = src.nested(&text, map, layer.unwrap_or(QuoteLayer::Bare));
+        self.walk_nested(&inner, host, lvl, spans, depth);
     }
 }

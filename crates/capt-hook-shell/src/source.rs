@@ -180,6 +180,18 @@ pub(crate) struct Src<'s> {
 }
 
 impl Src<'_> {
+    /// A command string found in this text, one quote layer and one payload level deeper.
+    pub(crate) fn nested<'t>(&self, text: &'t str, map: SrcMap, layer: QuoteLayer) -> Src<'t> {
+        let mut contexts = self.contexts.to_vec();
+        contexts.push(layer);
+        Src {
+            text,
+            map,
+            contexts: contexts.into(),
+            payload_depth: self.payload_depth + 1,
+        }
+    }
+
     /// The text of a local byte range, or "" when it is not on character boundaries.
     pub(crate) fn slice(&self, r: Range<usize>) -> &str {
         self.text.get(r).unwrap_or("")
