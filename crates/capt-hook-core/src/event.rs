@@ -308,6 +308,11 @@ impl Event {
             .as_ref()
     }
 
+    /// The Bash command if a hook has parsed it already (never parses).
+    pub fn parsed_command_line(&self) -> Option<&CommandLine> {
+        self.command_line.get().and_then(Option::as_ref)
+    }
+
     /// Every parsed command's argv joined by single spaces (raw text for a redirect-only part).
     pub fn joined_commands(&self) -> &[String] {
         self.joined.get_or_init(|| {

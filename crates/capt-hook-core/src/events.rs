@@ -126,19 +126,19 @@ impl EventKind {
 
     /// True for events that carry one tool call (`tool_name`, `tool_input`).
     pub fn has_tool(self) -> bool {
-        self.flags().contains('T')
+        ONE_TOOL_EVENTS.contains(self)
     }
 
     /// True for PostToolBatch, whose payload lists several tool calls; tool conditions hold
     /// when one call of the batch satisfies them.
     pub fn has_tool_batch(self) -> bool {
-        self.flags().contains('B')
+        BATCH_EVENTS.contains(self)
     }
 
     /// True for events whose verdict Claude Code waits for and acts on; an async hook there
     /// would have its verdict discarded.
     pub fn is_decision(self) -> bool {
-        self.flags().contains('D')
+        DECISION_EVENTS.contains(self)
     }
 
     /// The comma-separated list of valid names, for error messages.
@@ -179,8 +179,14 @@ impl FromStr for EventKind {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub struct EventSet(u64);
 
+/// Events whose payload carries one tool call.
+const ONE_TOOL_EVENTS: EventSet = EventSet::matching('T');
+
+/// Events whose payload lists several tool calls.
+const BATCH_EVENTS: EventSet = EventSet::matching('B');
+
 /// Events whose payload carries tool calls (one, or PostToolBatch's list).
-pub const TOOL_EVENTS: EventSet = EventSet::matching('T').union(EventSet::matching('B'));
+pub const TOOL_EVENTS: EventSet = ONE_TOOL_EVENTS.union(BATCH_EVENTS);
 
 /// Events about a file that is not a tool call's (`file_path` conditions apply).
 pub const FILE_EVENTS: EventSet = EventSet::matching('F');

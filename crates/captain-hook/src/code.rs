@@ -13,6 +13,7 @@ use capt_hook_code::{
     changed_lines, check_style, format_style_report, format_violations,
 };
 use capt_hook_core::condition::is_test_file;
+use capt_hook_core::edit::EditImages;
 use capt_hook_core::paths::is_project_path;
 use capt_hook_core::{Condition, Event, EventKind, EventSet, HookResult, Pattern, ToolCall};
 use serde_json::Value;
@@ -60,27 +61,14 @@ impl LintOptions {
     }
 }
 
-/// The edited file before and after the call, and the lines the call changed (`None`: all).
-struct Images {
-    pre: String,
-    post: String,
-    changed: Option<Vec<RangeInclusive<usize>>>,
-}
-
-fn compute_images(evt: &Event) -> Option<Images> {
-    let images = evt.edit_images()?;
-    let is_write = matches!(evt.tool(), ToolCall::Write { .. });
-    let changed = (!is_write).then(|| changed_lines(&images.pre, &images.post));
-    Some(Images {
-        pre: images.pre.clone(),
-        post: images.post.clone(),
-        changed,
+/// The lines the edit changed (`None`: a Write, where every line is new), diffed once per
+/// event however many code hooks ask. The texts themselves are the event's edit images.
+fn changed(evt: &Event) -> Arc<Option<Vec<RangeInclusive<usize>>>> {
+    evt.memo("code.changed", || {
+        let images = evt.edit_images()?;
+        (!matches!(evt.tool(), ToolCall::Write { .. }))
+            .then(|| changed_lines(&images.pre, &images.post))
     })
-}
-
-/// The edit's images, computed once per event however many code hooks ask.
-fn images(evt: &Event) -> Arc<Option<Images>> {
-    evt.memo("code.images", || compute_images(evt))
 }
 
 /// The post-edit file parsed as `lang`, once per event and language.
@@ -91,13 +79,9 @@ fn parsed_post(evt: &Event, lang: Lang, post: &str) -> Arc<Option<ParsedCode>> {
 }
 
 /// The images a lint looks at, unless there is nothing to lint or its trigger text is absent.
-fn lint_images(evt: &Event, trigger: Option<&str>) -> Option<Arc<Option<Images>>> {
-    let img = images(evt);
-    let ready = img
-        .as_ref()
-        .as_ref()
-        .is_some_and(|i| trigger.is_none_or(|t| i.post.contains(t)));
-    ready.then_some(img)
+fn lint_images<'e>(evt: &'e Event, trigger: Option<&str>) -> Option<&'e EditImages> {
+    evt.edit_images()
+        .filter(|i| trigger.is_none_or(|t| i.post.contains(t)))
 }
 
 fn render(options: &LintOptions, violations: &[Violation]) -> Option<HookResult> {
@@ -170,10 +154,8 @@ pub fn lint(check: LintCheck, options: LintOptions) -> HookDef {
         let Some(img) = lint_images(evt, opts.trigger.as_deref()) else {
             return Ok(None);
         };
-        let Some(img) = img.as_ref() else {
-            return Ok(None);
-        };
-        let changed = img.changed.as_deref();
+        let changed = changed(evt);
+        let changed = changed.as_deref();
         let violations = match &check {
             LintCheck::Pattern(p) => match parsed_post(evt, p.lang(), &img.post).as_ref() {
                 Some(parsed) => capt_hook_code::lint_parsed(p, parsed, changed),
@@ -193,9 +175,6 @@ pub fn diff_lint(pattern: CodePattern, options: LintOptions) -> HookDef {
     let opts = options.clone();
     let handler: HandlerFn = Arc::new(move |evt: &Event| {
         let Some(img) = lint_images(evt, opts.trigger.as_deref()) else {
-            return Ok(None);
-        };
-        let Some(img) = img.as_ref() else {
             return Ok(None);
         };
         let after = parsed_post(evt, pattern.lang(), &img.post);
@@ -236,11 +215,11 @@ pub fn styleguide(rules: Vec<StyleRule>, block: bool, max_shown: usize) -> HookD
         let Some(lang) = evt.file().and_then(Lang::from_path) else {
             return Ok(None);
         };
-        let img = images(evt);
-        let Some(img) = img.as_ref() else {
+        let Some(img) = evt.edit_images() else {
             return Ok(None);
         };
-        let found = check_style(&rules, lang, &img.pre, &img.post, img.changed.as_deref());
+        let changed = changed(evt);
+        let found = check_style(&rules, lang, &img.pre, &img.post, changed.as_deref());
         Ok(format_style_report(&found, max_shown).map(|m| {
             if block {
                 HookResult::block(m)

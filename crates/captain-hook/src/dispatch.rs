@@ -358,7 +358,7 @@ impl Dispatcher {
         let mut outcome = self.run(evt, opts, false).0;
         if !opts.run_async {
             outcome.result = with_state_failure(outcome.result);
-            outcome.result = self.with_unreadable_line(evt, outcome.result);
+            outcome.result = with_unreadable_line(evt, outcome.result);
         }
         outcome
     }
@@ -489,34 +489,25 @@ impl Dispatcher {
     }
 }
 
-impl Dispatcher {
-    /// Says so when the Bash line of a guarded call that nothing denied could not be read to the
-    /// end: token rules then matched its raw words (erring towards the guard) and
-    /// `read_only_command` was false, which the user should know rather than guess.
-    fn with_unreadable_line(&self, evt: &Event, result: Option<HookResult>) -> Option<HookResult> {
-        // A deny is already visible, with its own reason (case T08 pins that reply).
-        if !capt_hook_proto::failure::is_guarded(evt.kind().name())
-            || result.as_ref().is_some_and(HookResult::is_block)
-        {
-            return result;
-        }
-        let Some(why) = evt.command_line().and_then(|cl| cl.unreadable) else {
-            return result;
-        };
-        if !self
-            .registry
-            .hooks()
-            .iter()
-            .any(|h| h.events.contains(evt.kind()))
-        {
-            return result;
-        }
-        let notice = format!(
-            "capt-hook: this command line could not be read to the end ({why}); its rules \
-             matched the line's raw words instead"
-        );
-        Some(add_notice(result, notice))
+/// Says so when the Bash line of a guarded call that nothing denied could not be read to the
+/// end: token rules then matched its raw words (erring towards the guard) and
+/// `read_only_command` was false, which the user should know rather than guess.
+fn with_unreadable_line(evt: &Event, result: Option<HookResult>) -> Option<HookResult> {
+    // A deny is already visible, with its own reason (case T08 pins that reply).
+    if !capt_hook_proto::failure::is_guarded(evt.kind().name())
+        || result.as_ref().is_some_and(HookResult::is_block)
+    {
+        return result;
     }
+    // Only a line some hook read can have fallen back; an unread one costs no parse here.
+    let Some(why) = evt.parsed_command_line().and_then(|cl| cl.unreadable) else {
+        return result;
+    };
+    let notice = format!(
+        "capt-hook: this command line could not be read to the end ({why}); its rules \
+             matched the line's raw words instead"
+    );
+    Some(add_notice(result, notice))
 }
 
 /// `result` with `notice` added to what the user sees.
