@@ -65,27 +65,13 @@ impl Sandbox {
         self.with_env(sh)
     }
 
-    /// Installs the plugin as `cargo xtask install` lays it out (the committed plugin under
-    /// `plugin/`, its `bin/hook` a link to the native client) and the client where the POSIX sh
-    /// wrapper looks for it; returns (installed plugin root, committed wrapper's plugin root).
+    /// Installs the runtime and the plugin into the sandbox's home exactly as `cargo xtask
+    /// install` does, and copies the committed plugin beside it (its `bin/hook` the POSIX sh
+    /// wrapper, which finds the installed client); returns (installed plugin, checkout plugin).
     pub fn install_plugin(&self) -> anyhow::Result<(PathBuf, PathBuf)> {
-        let repo_plugin = crate::workspace_root().join("plugin");
-        let installed = self.dir.join("plugin-installed");
+        let installed = crate::install_into(&self.dir.join("home"))?;
         let checkout = self.dir.join("plugin-checkout");
-        for dir in [&installed, &checkout] {
-            crate::copy_dir(&repo_plugin, dir)?;
-        }
-        let shim = installed.join("bin/hook");
-        std::fs::remove_file(&shim)?;
-        std::os::unix::fs::symlink(self.bins.join("hook"), &shim)?;
-        let share = self.dir.join("home/.local/share/captain-hook/bin");
-        std::fs::create_dir_all(&share)?;
-        for bin in crate::RUNTIME_BINS {
-            let link = share.join(bin);
-            if !link.exists() {
-                std::os::unix::fs::symlink(self.bins.join(bin), link)?;
-            }
-        }
+        crate::copy_dir(&crate::workspace_root().join("plugin"), &checkout)?;
         Ok((installed, checkout))
     }
 
