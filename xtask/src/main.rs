@@ -182,7 +182,12 @@ fn installed_bin_dir(home: &Path) -> PathBuf {
 /// Builds and installs the runtime and the plugin for the user whose home is `home`; returns
 /// the installed plugin's directory.
 fn install_into(home: &Path) -> anyhow::Result<PathBuf> {
-    let dir = dist()?;
+    install_from(&dist()?, home)
+}
+
+/// Installs the binaries already built in `dir` and the plugin for the user whose home is
+/// `home`; returns the installed plugin's directory.
+fn install_from(dir: &Path, home: &Path) -> anyhow::Result<PathBuf> {
     let bin = installed_bin_dir(home);
     let share = bin.parent().context("bin dir has a parent")?.to_path_buf();
     std::fs::create_dir_all(&bin)?;

@@ -69,7 +69,8 @@ impl Sandbox {
     /// install` does, and copies the committed plugin beside it (its `bin/hook` the POSIX sh
     /// wrapper, which finds the installed client); returns (installed plugin, checkout plugin).
     pub fn install_plugin(&self) -> anyhow::Result<(PathBuf, PathBuf)> {
-        let installed = crate::install_into(&self.dir.join("home"))?;
+        // The binaries are the ones this sandbox runs (already built: the host may be running).
+        let installed = crate::install_from(&self.bins, &self.dir.join("home"))?;
         let checkout = self.dir.join("plugin-checkout");
         crate::copy_dir(&crate::workspace_root().join("plugin"), &checkout)?;
         Ok((installed, checkout))
