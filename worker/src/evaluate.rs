@@ -7,7 +7,10 @@ use std::process::ExitCode;
 
 use capt_hook_proto::{EventRequest, MAX_FRAME, decode, encode};
 
-use crate::warm::{Warm, deadline_of, respond};
+use crate::warm::{Warm, deadline_of, respond_traced};
+
+/// Longest wait for the journal before exiting; the client is not waiting on it.
+const JOURNAL_FLUSH: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// Runs the one-shot evaluation; exit 0 when a response was written, 1 otherwise.
 pub fn run() -> ExitCode {
@@ -43,10 +46,15 @@ pub fn run() -> ExitCode {
         }
     };
     let warm = Warm::load(req.root.as_ref());
-    let response = respond(&warm.project(), &req, deadline);
+    let (response, entry) = respond_traced(&warm.project(), &req, deadline);
     let mut out = std::io::stdout().lock();
     match out.write_all(&encode(&response)).and_then(|()| out.flush()) {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(()) => {
+            // The client has its answer; the log line and ledger rows follow, briefly.
+            capt_hook_journal::submit(entry);
+            capt_hook_journal::flush(JOURNAL_FLUSH);
+            ExitCode::SUCCESS
+        }
         Err(e) => {
             eprintln!("capt-hook-worker: writing the response: {e}");
             ExitCode::from(1)

@@ -22,7 +22,7 @@ use capt_hook_proto::{
 };
 use captain_hook::Project;
 
-use crate::warm::{Warm, deadline_of, has_async_hooks, respond, run_async_hooks};
+use crate::warm::{Warm, deadline_of, has_async_hooks, respond_traced, run_async_hooks};
 
 /// How long a worker whose host went away waits for events already running.
 const DRAIN: Duration = Duration::from_secs(5);
@@ -142,8 +142,10 @@ fn serve_event(warm: &Warm, out: &Out, background: &Background, id: u64, request
         }
     };
     let project = warm.project();
-    let response = respond(&project, &request, deadline);
+    let (response, entry) = respond_traced(&project, &request, deadline);
     send(out, &WorkerFrame::Result { id, response });
+    // Logged and recorded once the reply is on its way, by the journal's own thread.
+    capt_hook_journal::submit(entry);
     if has_async_hooks(&project) {
         background.submit(project, request);
     }

@@ -59,8 +59,18 @@ fn origin(req: &EventRequest) -> captain_hook::project::Origin {
 
 /// Evaluates `req` with `project` (sync hooks), answering as the client should print it.
 pub fn respond(project: &Project, req: &EventRequest, deadline: Option<Instant>) -> EventResponse {
+    respond_traced(project, req, deadline).0
+}
+
+/// [`respond`], also returning the event's journal entry, for [`capt_hook_journal::submit`]
+/// once the response has been sent.
+pub fn respond_traced(
+    project: &Project,
+    req: &EventRequest,
+    deadline: Option<Instant>,
+) -> (EventResponse, capt_hook_journal::Entry) {
     let started = Instant::now();
-    let eval = project.evaluate_from(
+    let (eval, entry) = project.evaluate_traced(
         &req.event,
         req.payload_raw.as_bytes(),
         DispatchOptions {
@@ -77,7 +87,7 @@ pub fn respond(project: &Project, req: &EventRequest, deadline: Option<Instant>)
         stderr.push_str(line);
         stderr.push('\n');
     }
-    EventResponse {
+    let response = EventResponse {
         schema: 1,
         status: Status::Ok,
         stdout: eval.stdout.map(|s| s + "\n").unwrap_or_default(),
@@ -87,7 +97,8 @@ pub fn respond(project: &Project, req: &EventRequest, deadline: Option<Instant>)
         // Every matched hook gave its verdict from a payload that was read and hook files that
         // all loaded. Otherwise the envelope already says so (ask, or deny for a mandatory hook).
         guard_completed: !eval.unchecked,
-    }
+    };
+    (response, entry)
 }
 
 /// True when the project has async hooks (to run after the reply).

@@ -16,6 +16,7 @@ use captain_hook::testing::{TestOutcome, all_passed, human_report, json_report, 
 use captain_hook::{DispatchOptions, Dispatcher, Event, LoadError, Project, Registry, load_dir};
 use clap::{Parser, Subcommand, ValueEnum};
 
+mod journal;
 mod logging;
 mod scaffold;
 
@@ -71,6 +72,24 @@ enum Command {
     Init,
     /// Check the installation: duplicate hook registrations, a missing or stale host.
     Doctor,
+    /// Show a session's event log: what fired, the verdict, timing and errors, one line per
+    /// event (the newest session when --session is not given).
+    Logs {
+        /// The session id (or a transcript path named after it).
+        #[arg(long)]
+        session: Option<String>,
+        /// Keep printing lines as they are written.
+        #[arg(long, short)]
+        follow: bool,
+        /// Print the stored JSON lines.
+        #[arg(long)]
+        json: bool,
+        /// Only the last N lines.
+        #[arg(long)]
+        tail: Option<usize>,
+    },
+    /// Query the decision ledger: one row per verdict a hook delivered.
+    Decisions(journal::DecisionArgs),
     /// Replay a recorded transcript through the hooks and show where they would have fired.
     Replay {
         /// The transcript (`.jsonl`) to replay.
@@ -119,6 +138,13 @@ fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
                 ExitCode::from(1)
             })
         }
+        Command::Logs {
+            session,
+            follow,
+            json,
+            tail,
+        } => journal::logs(session.as_deref(), follow, json, tail),
+        Command::Decisions(args) => journal::decisions(&args),
         Command::Doctor => {
             let root = project_root(&cli.root, None);
             let home = PathBuf::from(std::env::var_os("HOME").unwrap_or_default());

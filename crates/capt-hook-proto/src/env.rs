@@ -42,6 +42,13 @@ vars! {
     CAPTAIN_HOOK_STATE_DIR, read_by: "capt-hook, workers", default: "`~/.claude/state`";
     /// Directory for log files.
     CAPTAIN_HOOK_LOG_DIR, read_by: "all", default: "`~/.cache/captain-hook/host-v1`";
+    /// Bytes past which the host log and a session log are rotated (to `.1`).
+    CAPT_HOOK_LOG_MAX_BYTES, read_by: "capt-hookd, workers", default: "10485760";
+    /// The decision ledger (SQLite): one row per verdict a hook delivered.
+    CAPT_HOOK_DECISIONS_DB, read_by: "workers, capt-hook", default: "`<state dir>/hooks/decisions.db`";
+    /// Set by captain-hook in processes it spawns: their events are logged but never recorded
+    /// in the decision ledger.
+    CAPT_HOOK_SPAWNED, read_by: "workers", default: "unset";
     /// A `tracing` filter for `capt-hook`'s log.
     CAPT_HOOK_LOG, read_by: "capt-hook", default: "`warn`";
     /// A `tracing` filter for the host's log.

@@ -3,9 +3,10 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::SystemTime;
+use std::time::{Instant, SystemTime};
 
 use capt_hook_core::{Action, EventContext, EventKind, HookResult, Output, envelope};
+use capt_hook_journal::Entry;
 use capt_hook_proto::failure::Unchecked;
 use serde_json::Value;
 
@@ -155,6 +156,52 @@ impl Project {
         opts: DispatchOptions,
         origin: Origin,
     ) -> Evaluation {
+        self.evaluate_traced(event, stdin, opts, origin).0
+    }
+
+    /// [`Project::evaluate_from`], also returning the journal entry for the event (what fired,
+    /// the verdict, failures, timing). Building it costs a few clones; the caller hands it to
+    /// [`capt_hook_journal::submit`] once the reply is on its way.
+    pub fn evaluate_traced(
+        &self,
+        event: &str,
+        stdin: &[u8],
+        opts: DispatchOptions,
+        origin: Origin,
+    ) -> (Evaluation, Entry) {
+        let started = Instant::now();
+        let spawned = origin.env.as_ref().is_some_and(|env| {
+            env.get(capt_hook_proto::env::CAPT_HOOK_SPAWNED)
+                .is_some_and(|v| !v.is_empty())
+        });
+        let mut entry = Entry {
+            ts_ms: capt_hook_proto::clock::now_unix_ms(),
+            event_name: event.to_owned(),
+            event: None,
+            fired: Vec::new(),
+            errors: Vec::new(),
+            verdict: None,
+            exit: 0,
+            elapsed_ms: 0.0,
+            spawned,
+        };
+        let eval = self.evaluate_into(event, stdin, opts, origin, &mut entry);
+        if entry.event.is_none() {
+            entry.errors.extend(eval.stderr.iter().cloned());
+        }
+        entry.exit = i32::from(eval.exit_code);
+        entry.elapsed_ms = started.elapsed().as_secs_f64() * 1000.0;
+        (eval, entry)
+    }
+
+    fn evaluate_into(
+        &self,
+        event: &str,
+        stdin: &[u8],
+        opts: DispatchOptions,
+        origin: Origin,
+        entry: &mut Entry,
+    ) -> Evaluation {
         let context = |_: Option<&str>| EventContext {
             project_root: Some(self.root.clone()),
             skip_permissions: None,
@@ -167,6 +214,7 @@ impl Project {
             Ok(None) => return Evaluation::default(),
             Err(rejected) => return rejected,
         };
+        entry.event = Some(Arc::clone(&evt));
         let kind = evt.kind();
         if kind == EventKind::SessionStart && !opts.run_async {
             // Old sessions whose transcripts are gone are removed once per session start; it
@@ -174,8 +222,16 @@ impl Project {
             let report = capt_hook_state::cleanup_stale_sessions(evt.session_id());
             tracing::debug!(?report, "stale session cleanup");
         }
-        let outcome = self.dispatcher.outcome(&evt, opts);
+        let mut outcome = self.dispatcher.outcome(&evt, opts);
         let failed = !outcome.failures.is_empty();
+        entry.fired = std::mem::take(&mut outcome.fired);
+        entry.errors = outcome.failures.iter().map(ToString::to_string).collect();
+        if !self.errors.is_empty() {
+            entry.errors.push(format!(
+                "{} hook file error(s): their hooks did not run",
+                self.errors.len()
+            ));
+        }
         // Async hooks run after Claude Code has its answer: their verdicts are never printed.
         if opts.run_async {
             return Evaluation {
@@ -184,6 +240,14 @@ impl Project {
             };
         }
         let verdict = self.weigh_load_errors(kind, outcome.verdict(kind));
+        if kind == EventKind::ResourcePressure {
+            hold_pressure_notice(&evt, &verdict);
+        }
+        let verdict = with_pending_notice(&evt, verdict);
+        entry.verdict = match &verdict {
+            Verdict::Decided(r) => r.as_ref().map(|r| r.action.name().to_owned()),
+            Verdict::Unchecked { .. } => Some("unchecked".to_owned()),
+        };
         let unchecked = failed || !self.errors.is_empty();
         let mut out = match verdict {
             Verdict::Decided(r) => envelope(kind, r.as_ref()),
@@ -285,6 +349,95 @@ impl Project {
         };
         map.insert("systemMessage".into(), joined.into());
         *out = Some(Output::Json(Value::Object(map)));
+    }
+}
+
+/// The tool events a waiting notice rides on.
+fn carries_notices(kind: EventKind) -> bool {
+    matches!(
+        kind,
+        EventKind::PreToolUse
+            | EventKind::PostToolUse
+            | EventKind::PostToolUseFailure
+            | EventKind::PermissionRequest
+            | EventKind::PostToolBatch
+    )
+}
+
+/// What the hooks said about a ResourcePressure event, kept (with the process's facts) for the
+/// session's next tool event: nobody reads the answer to an event the host sent.
+fn hold_pressure_notice(evt: &Event, verdict: &Verdict) {
+    let said = match verdict {
+        Verdict::Decided(Some(r))
+        | Verdict::Unchecked {
+            partial: Some(r), ..
+        } => [&r.message, &r.system_message]
+            .into_iter()
+            .filter_map(|m| m.as_deref().filter(|m| !m.is_empty()))
+            .collect::<Vec<_>>()
+            .join(" "),
+        _ => return,
+    };
+    let (Some(session), false) = (evt.session_id(), said.is_empty()) else {
+        return;
+    };
+    let p = evt.payload().get("process");
+    let field = |k: &str| p.and_then(|p| p.get(k));
+    let argv: Vec<&str> = field("argv")
+        .and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let mut facts = format!(
+        "pid {}",
+        field("pid").and_then(Value::as_u64).unwrap_or_default()
+    );
+    if !argv.is_empty() {
+        let mut cmd = argv.join(" ");
+        if let Some((i, _)) = cmd.char_indices().nth(120) {
+            cmd.truncate(i);
+            cmd.push('…');
+        }
+        facts.push_str(&format!(" `{cmd}`"));
+    }
+    if let Some(cpu) = field("cpu_fraction").and_then(Value::as_f64) {
+        facts.push_str(&format!(", {:.0}% CPU", cpu * 100.0));
+    }
+    if let Some(kib) = field("rss_kib").and_then(Value::as_u64) {
+        facts.push_str(&format!(", {} MiB resident", kib / 1024));
+    }
+    if let Some(secs) = field("runtime_s").and_then(Value::as_f64) {
+        facts.push_str(&format!(", running {secs:.0} s"));
+    }
+    crate::notices::post(session, format!("capt-hook: {said} ({facts})"));
+}
+
+/// Adds the notices waiting for this session (see [`crate::notices`]) to a tool event's
+/// verdict: the user sees them, and so does the agent when no hook said anything else.
+fn with_pending_notice(evt: &Event, verdict: Verdict) -> Verdict {
+    if !carries_notices(evt.kind()) {
+        return verdict;
+    }
+    let Some(notice) = evt.session_id().and_then(crate::notices::take) else {
+        return verdict;
+    };
+    let add = |r: Option<HookResult>| {
+        Some(match r {
+            Some(mut r) => {
+                r.system_message = Some(match r.system_message.take() {
+                    Some(own) if !own.is_empty() => format!("{own}\n\n{notice}"),
+                    _ => notice.clone(),
+                });
+                r
+            }
+            None => HookResult::warn(notice.clone()).with_system_message(notice.clone()),
+        })
+    };
+    match verdict {
+        Verdict::Decided(r) => Verdict::Decided(add(r)),
+        Verdict::Unchecked { reason, partial } => Verdict::Unchecked {
+            reason,
+            partial: add(partial),
+        },
     }
 }
 
