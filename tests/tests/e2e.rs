@@ -1457,3 +1457,135 @@ message = "consider running the tests"
         assert_eq!(v["fire_count"], 1, "the counter was rebuilt as spent");
     }
 }
+
+/// The journal: every event the host answers gets a line in its session's log, and every
+/// verdict a hook delivered a row in the decision ledger, both written after the reply;
+/// `capt-hook logs` and `capt-hook decisions` show them.
+#[test]
+fn logs_and_decisions_show_what_the_host_answered() {
+    let env = Env::new();
+    let root = env.project("journal", HOOKS);
+    let out = env.hook("PreToolUse", &bash(&root, "git stash pop"), &[]);
+    assert_eq!(decision(&json_out(&out)), Some("deny"), "{}", stderr(&out));
+    let out = env.hook("PreToolUse", &bash(&root, "ls -la"), &[]);
+    assert_eq!(json_out(&out), Value::Null);
+    let out = env.hook("Stop", &stop(&root), &[]);
+    assert_eq!(json_out(&out)["decision"], "block");
+
+    let json_lines = |args: &[&str]| -> Vec<Value> {
+        let out = env.capt_hook(args);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(|l| capt_hook_proto::serde_json::from_str(l).unwrap())
+            .collect()
+    };
+    env.wait_until("three log lines", || {
+        json_lines(&["logs", "--session", "e2e", "--json"]).len() == 3
+    });
+    let lines = json_lines(&["logs", "--session", "e2e", "--json"]);
+    assert_eq!(lines[0]["event"], "PreToolUse");
+    assert_eq!(lines[0]["subject"], "git stash pop");
+    assert_eq!(lines[0]["verdict"], "block");
+    assert_eq!(lines[0]["fired"][0]["action"], "block");
+    assert_eq!(lines[1]["subject"], "ls -la");
+    assert!(lines[1].get("verdict").is_none(), "{}", lines[1]);
+    assert_eq!(lines[2]["event"], "Stop");
+    assert!(lines.iter().all(|l| l["elapsed_ms"].as_f64().is_some()));
+
+    // People get one readable line per event; the newest session is the default.
+    let human = env.capt_hook(&["logs"]);
+    let text = String::from_utf8_lossy(&human.stdout);
+    assert_eq!(text.lines().count(), 3, "{text}");
+    assert!(
+        text.lines()
+            .next()
+            .unwrap()
+            .contains("PreToolUse Bash \"git stash pop\" -> block"),
+        "{text}"
+    );
+    let tail = env.capt_hook(&["logs", "--tail", "1"]);
+    assert!(String::from_utf8_lossy(&tail.stdout).starts_with(|c: char| c.is_ascii_digit()));
+    assert_eq!(String::from_utf8_lossy(&tail.stdout).lines().count(), 1);
+    let none = env.capt_hook(&["logs", "--session", "no-such-session"]);
+    assert_eq!(none.status.code(), Some(0));
+    assert!(
+        stderr(&none).contains("No log file at"),
+        "{}",
+        stderr(&none)
+    );
+
+    // Two verdicts were delivered (the deny and the Stop block); the quiet `ls` left no row.
+    let rows = json_lines(&["decisions", "--json"]);
+    assert_eq!(rows.len(), 2, "{rows:?}");
+    assert_eq!(rows[0]["event"], "PreToolUse");
+    assert_eq!(rows[0]["action"], "block");
+    assert_eq!(rows[0]["tool_name"], "Bash");
+    assert_eq!(rows[0]["event_uuid"], "toolu_1");
+    assert!(
+        rows[0]["source_file"]
+            .as_str()
+            .unwrap()
+            .contains("hooks.toml")
+    );
+    assert_eq!(rows[1]["event"], "Stop");
+    let stop_action = rows[1]["action"].as_str().unwrap().to_owned();
+    let stash_hook = rows[0]["hook"].as_str().unwrap().to_owned();
+    assert_eq!(
+        json_lines(&["decisions", "--json", "--hook", &stash_hook]).len(),
+        1
+    );
+    let blocks = json_lines(&[
+        "decisions",
+        "--json",
+        "--session",
+        "e2e",
+        "--action",
+        "block",
+    ]);
+    assert_eq!(
+        blocks.len(),
+        1 + usize::from(stop_action == "block"),
+        "{blocks:?}"
+    );
+    assert_eq!(
+        json_lines(&["decisions", "--json", "--event", "Stop"]).len(),
+        1
+    );
+    assert_eq!(
+        json_lines(&["decisions", "--json", "--since", "1h"]).len(),
+        2
+    );
+    assert!(json_lines(&["decisions", "--json", "--until", "2000-01-01"]).is_empty());
+    assert!(json_lines(&["decisions", "--json", "--session", "other"]).is_empty());
+    let table = env.capt_hook(&["decisions", "--session", "e2e"]);
+    assert!(
+        String::from_utf8_lossy(&table.stdout).contains(&stash_hook),
+        "{}",
+        String::from_utf8_lossy(&table.stdout)
+    );
+    let bad = env.capt_hook(&["decisions", "--since", "yesterday"]);
+    assert_eq!(bad.status.code(), Some(1));
+    assert!(stderr(&bad).contains("--since"), "{}", stderr(&bad));
+
+    // --follow prints lines as the worker writes them.
+    let mut follow = env
+        .cmd("capt-hook")
+        .args(["logs", "--session", "e2e", "--follow", "--json"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut reader = std::io::BufReader::new(follow.stdout.take().unwrap());
+    let mut seen = Vec::new();
+    for _ in 0..3 {
+        let mut line = String::new();
+        std::io::BufRead::read_line(&mut reader, &mut line).unwrap();
+        seen.push(line);
+    }
+    env.hook("PreToolUse", &bash(&root, "echo followed"), &[]);
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut reader, &mut line).unwrap();
+    let _ = follow.kill();
+    let _ = follow.wait();
+    assert!(line.contains("echo followed"), "{line:?}");
+}

@@ -57,6 +57,7 @@ impl Env {
                 env!("CARGO_BIN_EXE_e2e-capt-hook-worker"),
                 "capt-hook-worker",
             ),
+            (env!("CARGO_BIN_EXE_e2e-capt-hook"), "capt-hook"),
         ] {
             std::fs::copy(from, bin.join(to)).expect("install binary");
         }
@@ -126,6 +127,14 @@ impl Env {
         self.spawn_hook(event, payload, vars)
             .wait_with_output()
             .expect("hook output")
+    }
+
+    /// Runs the installed `capt-hook` with `args`.
+    pub fn capt_hook(&self, args: &[&str]) -> Output {
+        self.cmd("capt-hook")
+            .args(args)
+            .output()
+            .expect("capt-hook")
     }
 
     /// `capt-hookd status` parsed, or `None` when no host answers.
