@@ -9,6 +9,7 @@ pub mod env;
 mod files;
 mod framing;
 mod pool;
+pub mod pressure;
 mod records;
 pub mod server;
 mod worker;

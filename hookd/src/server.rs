@@ -17,8 +17,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 use capt_hook_proto::{
-    BUILD, HostReply, HostRequest, HostStatus, MAX_FRAME, Op, PROTOCOL, Refusal, decode, encode,
-    paths,
+    BUILD, EventRequest, HostReply, HostRequest, HostStatus, MAX_FRAME, Op, PROTOCOL, Refusal,
+    decode, encode, paths,
 };
 use tokio::net::{UnixListener, UnixStream};
 use tokio::sync::{mpsc, watch};
@@ -79,6 +79,8 @@ struct Host {
     max_connections: usize,
     /// Memory for request frames in flight.
     budget: Arc<Budget>,
+    /// Watches each session's processes for ResourcePressure; `None` when sampling is off.
+    pressure: Option<Arc<crate::pressure::Monitor>>,
 }
 
 /// Runs the host in the foreground until shutdown. Prints `ready` on stdout once the socket
@@ -240,6 +242,9 @@ fn signal_ready() -> std::io::Result<()> {
 
 async fn run(listener: UnixListener, pool: Pool, socket: &PathBuf, max_connections: usize) {
     let (shutdown, mut shutdown_rx) = watch::channel(false);
+    let (fire, fired) = mpsc::unbounded_channel();
+    let pressure = crate::pressure::Settings::from_env()
+        .map(|settings| crate::pressure::Monitor::start(settings, fire));
     let host = Arc::new(Host {
         pool,
         started: Instant::now(),
@@ -251,7 +256,9 @@ async fn run(listener: UnixListener, pool: Pool, socket: &PathBuf, max_connectio
         conns: Arc::new(Conns::default()),
         max_connections,
         budget: Budget::new(FRAME_BUDGET, FRAME_RESERVE),
+        pressure,
     });
+    tokio::spawn(send_pressure_events(Arc::clone(&host), fired));
     let (drained_tx, mut drained_rx) = mpsc::channel::<()>(1);
     let mut sweep = tokio::time::interval(
         (host.pool.idle / 4).clamp(Duration::from_millis(100), Duration::from_secs(60)),
@@ -305,6 +312,29 @@ async fn run(listener: UnixListener, pool: Pool, socket: &PathBuf, max_connectio
         tracing::warn!("events still running after the drain period");
     }
     host.pool.retire_all().await;
+}
+
+/// Sends each ResourcePressure event the sampler raises to its session's worker. Nobody waits
+/// for the answer: what the hooks say waits in the worker for the session's next tool event.
+async fn send_pressure_events(host: Arc<Host>, mut fired: mpsc::UnboundedReceiver<EventRequest>) {
+    while let Some(req) = fired.recv().await {
+        if host.draining.load(Ordering::SeqCst) {
+            return;
+        }
+        let host = Arc::clone(&host);
+        tokio::spawn(async move {
+            match host
+                .pool
+                .dispatch(req, Instant::now() + DEFAULT_DEADLINE)
+                .await
+            {
+                HostReply::Event(r) => {
+                    tracing::info!(exit = r.exit, said = %r.stdout.trim(), "ResourcePressure evaluated");
+                }
+                other => tracing::warn!(?other, "ResourcePressure could not be evaluated"),
+            }
+        });
+    }
 }
 
 fn out_of_descriptors(e: &std::io::Error) -> bool {
@@ -509,6 +539,9 @@ async fn answer(req: HostRequest, host: &Host) -> HostReply {
                 }
                 d => Duration::from_millis(d - now).min(MAX_DEADLINE),
             };
+            if let Some(monitor) = &host.pressure {
+                monitor.observe(&event);
+            }
             host.in_flight.fetch_add(1, Ordering::SeqCst);
             let reply = host.pool.dispatch(event, Instant::now() + remaining).await;
             host.in_flight.fetch_sub(1, Ordering::SeqCst);

@@ -1589,3 +1589,168 @@ fn logs_and_decisions_show_what_the_host_answered() {
     let _ = follow.wait();
     assert!(line.contains("echo followed"), "{line:?}");
 }
+
+/// A stand-in for Claude Code: a shell that runs `hook` for the test (so the host sees it as
+/// the session's agent) and starts busy children, driven line by line over its stdin.
+struct Agent {
+    child: std::process::Child,
+    lines: std::io::BufReader<std::process::ChildStdout>,
+    dir: std::path::PathBuf,
+    n: usize,
+}
+
+impl Agent {
+    const SCRIPT: &str = r#"
+while read cmd a b; do
+  case $cmd in
+    hook) "$HOOK" run PreToolUse < "$a" > "$b" 2>&1; echo done ;;
+    busy) sh -c 'while :; do :; done' & echo $! ;;
+  esac
+done
+"#;
+
+    fn start(env: &Env, name: &str) -> Agent {
+        let dir = env.dir.path().join(format!("agent-{name}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut child = env
+            .program("sh")
+            .args(["-c", Agent::SCRIPT])
+            .env("HOOK", env.bin.join("hook"))
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let lines = std::io::BufReader::new(child.stdout.take().unwrap());
+        Agent {
+            child,
+            lines,
+            dir,
+            n: 0,
+        }
+    }
+
+    fn say(&mut self, line: &str) -> String {
+        use std::io::{BufRead, Write};
+        let stdin = self.child.stdin.as_mut().unwrap();
+        writeln!(stdin, "{line}").unwrap();
+        stdin.flush().unwrap();
+        let mut answer = String::new();
+        self.lines.read_line(&mut answer).unwrap();
+        answer.trim().to_owned()
+    }
+
+    /// Runs one PreToolUse event through `hook` as the agent's child; its output.
+    fn hook(&mut self, payload: &[u8]) -> String {
+        self.n += 1;
+        let input = self.dir.join(format!("in{}", self.n));
+        let output = self.dir.join(format!("out{}", self.n));
+        std::fs::write(&input, payload).unwrap();
+        assert_eq!(
+            self.say(&format!("hook {} {}", input.display(), output.display())),
+            "done"
+        );
+        std::fs::read_to_string(&output).unwrap()
+    }
+
+    /// Starts a child that spins on one core until killed; its pid.
+    fn busy(&mut self) -> u32 {
+        self.say("busy").parse().unwrap()
+    }
+}
+
+impl Drop for Agent {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// ResourcePressure end to end: a child of the session's agent that stays busy past the window
+/// makes the host send ResourcePressure to the session's worker, whose hook warns; the warning
+/// arrives on the session's next tool event, once. A short burst fires nothing.
+#[test]
+fn resource_pressure_fires_for_a_busy_child_and_not_for_a_burst() {
+    let env = Env::with(&[
+        ("CAPT_HOOKD_PRESSURE_SAMPLE_MS", "200"),
+        ("CAPT_HOOKD_PRESSURE_SECS", "1.5"),
+        // Low, so a test machine's other load cannot starve the busy child below it.
+        ("CAPT_HOOKD_PRESSURE_CPU", "20"),
+    ]);
+    let root = env.project(
+        "pressure",
+        "[[hook]]\nkind = \"hook\"\nevents = \"ResourcePressure\"\nmessage = \"a process of this session is running away\"\n",
+    );
+    let payload = |session: &str, command: &str| {
+        capt_hook_proto::serde_json::json!({
+            "session_id": session, "transcript_path": "/dev/null", "cwd": root,
+            "hook_event_name": "PreToolUse", "tool_name": "Bash",
+            "tool_input": {"command": command}, "tool_use_id": "toolu_p",
+        })
+        .to_string()
+        .into_bytes()
+    };
+    let session_events = |session: &str| -> Vec<String> {
+        let out = env.capt_hook(&["logs", "--session", session, "--json"]);
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(|l| {
+                let v: Value = capt_hook_proto::serde_json::from_str(l).unwrap();
+                v["event"].as_str().unwrap_or("").to_owned()
+            })
+            .collect()
+    };
+
+    // A burst shorter than the window: nothing fires.
+    let mut calm = Agent::start(&env, "calm");
+    assert_eq!(calm.hook(&payload("calm", "ls")).trim(), "");
+    let burst = calm.busy();
+    std::thread::sleep(std::time::Duration::from_millis(600));
+    signal(burst, Signal::KILL);
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    let out = calm.hook(&payload("calm", "ls"));
+    assert!(!out.contains("running away"), "{out}");
+    assert!(
+        !session_events("calm")
+            .iter()
+            .any(|e| e == "ResourcePressure"),
+        "{:?}",
+        session_events("calm")
+    );
+
+    // A child that keeps spinning: the host sends ResourcePressure and the hook warns.
+    let mut agent = Agent::start(&env, "busy");
+    assert_eq!(agent.hook(&payload("busy", "make")).trim(), "");
+    let spinner = agent.busy();
+    env.wait_until("ResourcePressure reached the session's worker", || {
+        session_events("busy")
+            .iter()
+            .any(|e| e == "ResourcePressure")
+    });
+    signal(spinner, Signal::KILL);
+    let out = agent.hook(&payload("busy", "ls"));
+    let v: Value =
+        capt_hook_proto::serde_json::from_str(out.trim()).unwrap_or_else(|e| panic!("{e}: {out}"));
+    let notice = v["systemMessage"].as_str().unwrap_or_default();
+    assert!(
+        notice.contains("a process of this session is running away"),
+        "{v}"
+    );
+    assert!(notice.contains(&format!("pid {spinner}")), "{v}");
+    assert!(notice.contains("% CPU"), "{v}");
+    assert!(
+        v["hookSpecificOutput"]["additionalContext"]
+            .as_str()
+            .is_some_and(|c| c.contains("running away")),
+        "the agent is told too: {v}"
+    );
+    // Delivered once.
+    let again = agent.hook(&payload("busy", "ls"));
+    assert!(!again.contains("running away"), "{again}");
+    // The ResourcePressure line names the hook that warned.
+    let log = env.capt_hook(&["logs", "--session", "busy"]);
+    assert!(
+        String::from_utf8_lossy(&log.stdout).contains("ResourcePressure -> warn"),
+        "{}",
+        String::from_utf8_lossy(&log.stdout)
+    );
+}

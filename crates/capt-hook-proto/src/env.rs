@@ -57,6 +57,15 @@ vars! {
     CAPT_HOOKD_IDLE_SECS, read_by: "capt-hookd", default: "1800";
     /// Most workers kept at once; one more retires the least recently used idle worker.
     CAPT_HOOKD_MAX_WORKERS, read_by: "capt-hookd", default: "16";
+    /// Milliseconds between the host's samples of each session's processes, for
+    /// ResourcePressure; `0` turns sampling off.
+    CAPT_HOOKD_PRESSURE_SAMPLE_MS, read_by: "capt-hookd", default: "2000";
+    /// CPU use, in percent of one core, at or over which a session's process is pressing.
+    CAPT_HOOKD_PRESSURE_CPU, read_by: "capt-hookd", default: "90";
+    /// Resident memory, in MiB, at or over which a session's process is pressing.
+    CAPT_HOOKD_PRESSURE_RSS_MB, read_by: "capt-hookd", default: "4096";
+    /// Seconds a process must keep pressing before ResourcePressure fires (once per process).
+    CAPT_HOOKD_PRESSURE_SECS, read_by: "capt-hookd", default: "120";
     /// The worker binary the host runs.
     CAPT_HOOKD_WORKER, read_by: "capt-hookd", default: "`capt-hook-worker` beside `capt-hookd`";
     /// Comma-separated subagent types that count as planning agents (replaces the list).

@@ -21,10 +21,11 @@ static PENDING: Mutex<Option<HashMap<String, Vec<String>>>> = Mutex::new(None);
 pub fn post(session: &str, text: String) {
     let mut pending = PENDING.lock().unwrap_or_else(|p| p.into_inner());
     let map = pending.get_or_insert_with(HashMap::new);
-    if !map.contains_key(session) && map.len() >= SESSIONS {
-        if let Some(k) = map.keys().next().cloned() {
-            map.remove(&k);
-        }
+    if !map.contains_key(session)
+        && map.len() >= SESSIONS
+        && let Some(k) = map.keys().next().cloned()
+    {
+        map.remove(&k);
     }
     let list = map.entry(session.to_owned()).or_default();
     if list.len() >= PER_SESSION {

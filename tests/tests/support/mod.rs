@@ -85,7 +85,12 @@ impl Env {
 
     /// A command for an installed binary in this user's environment.
     pub fn cmd(&self, bin: &str) -> Command {
-        let mut cmd = Command::new(self.bin.join(bin));
+        self.program(self.bin.join(bin))
+    }
+
+    /// A command for any program in this user's environment.
+    pub fn program(&self, program: impl AsRef<std::ffi::OsStr>) -> Command {
+        let mut cmd = Command::new(program);
         cmd.env("HOME", self.dir.path().join("home"))
             .env("XDG_RUNTIME_DIR", self.dir.path().join("run"))
             .env("TMPDIR", self.host_tmp())
