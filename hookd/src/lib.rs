@@ -12,6 +12,7 @@ mod pool;
 pub mod pressure;
 mod records;
 pub mod server;
+pub mod update;
 mod worker;
 
 pub use capt_hook_proto::clock::{now_unix_ms, unix_ms_at};

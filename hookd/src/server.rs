@@ -81,6 +81,8 @@ struct Host {
     budget: Arc<Budget>,
     /// Watches each session's processes for ResourcePressure; `None` when sampling is off.
     pressure: Option<Arc<crate::pressure::Monitor>>,
+    /// The release check after session starts.
+    update: Arc<crate::update::Updater>,
 }
 
 /// Runs the host in the foreground until shutdown. Prints `ready` on stdout once the socket
@@ -150,7 +152,8 @@ pub fn serve() -> anyhow::Result<()> {
             max_workers = pool.max_workers,
             "host ready"
         );
-        run(listener, pool, &socket, max_connections).await;
+        let update = Arc::new(crate::update::Updater::new(&state_dir));
+        run(listener, pool, &socket, max_connections, update).await;
         anyhow::Ok(())
     })?;
     drop(lock);
@@ -240,7 +243,13 @@ fn signal_ready() -> std::io::Result<()> {
     Ok(())
 }
 
-async fn run(listener: UnixListener, pool: Pool, socket: &PathBuf, max_connections: usize) {
+async fn run(
+    listener: UnixListener,
+    pool: Pool,
+    socket: &PathBuf,
+    max_connections: usize,
+    update: Arc<crate::update::Updater>,
+) {
     let (shutdown, mut shutdown_rx) = watch::channel(false);
     let (fire, fired) = mpsc::unbounded_channel();
     let pressure = crate::pressure::Settings::from_env()
@@ -257,6 +266,7 @@ async fn run(listener: UnixListener, pool: Pool, socket: &PathBuf, max_connectio
         max_connections,
         budget: Budget::new(FRAME_BUDGET, FRAME_RESERVE),
         pressure,
+        update,
     });
     tokio::spawn(send_pressure_events(Arc::clone(&host), fired));
     let (drained_tx, mut drained_rx) = mpsc::channel::<()>(1);
@@ -542,9 +552,18 @@ async fn answer(req: HostRequest, host: &Host) -> HostReply {
             if let Some(monitor) = &host.pressure {
                 monitor.observe(&event);
             }
+            let update = (event.event == "SessionStart")
+                .then(|| crate::update::Settings::from_request(&event.env));
             host.in_flight.fetch_add(1, Ordering::SeqCst);
-            let reply = host.pool.dispatch(event, Instant::now() + remaining).await;
+            let mut reply = host.pool.dispatch(event, Instant::now() + remaining).await;
             host.in_flight.fetch_sub(1, Ordering::SeqCst);
+            if let Some(settings) = update {
+                if let (HostReply::Event(r), Some(_)) = (&mut reply, &settings) {
+                    host.update.tell(r);
+                }
+                // Detached: the reply does not wait for the check.
+                host.update.after_session_start(settings);
+            }
             reply
         }
     }

@@ -676,6 +676,20 @@ fn version_and_usage() {
     let out = env.cmd("capt-hookd").arg("version").output().unwrap();
     let v: Value = capt_hook_proto::serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["build"], capt_hook_proto::BUILD);
+    assert_eq!(v["protocol"], capt_hook_proto::PROTOCOL);
+    assert_eq!(
+        v["host"],
+        Value::Null,
+        "no host runs, and version starts none: {v}"
+    );
+    assert!(env.status().is_none());
+    let root = env.project("version", HOOKS);
+    env.hook("PreToolUse", &bash(&root, "ls"), &[]);
+    let out = env.cmd("capt-hookd").arg("--version").output().unwrap();
+    let v: Value = capt_hook_proto::serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["host"]["build"], capt_hook_proto::BUILD, "{v}");
+    assert_eq!(v["host"]["pid"], env.status().unwrap()["pid"]);
+    assert!(v.get("update_available").is_none(), "{v}");
     assert_eq!(
         env.cmd("capt-hookd").output().unwrap().status.code(),
         Some(2)
@@ -1753,4 +1767,131 @@ fn resource_pressure_fires_for_a_busy_child_and_not_for_a_burst() {
         "{}",
         String::from_utf8_lossy(&log.stdout)
     );
+}
+
+/// A release server on localhost: answers every request with `body` and counts them.
+struct ReleaseServer {
+    port: u16,
+    hits: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl ReleaseServer {
+    fn start(body: &'static str) -> ReleaseServer {
+        use std::io::{BufRead, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let hits = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let counted = std::sync::Arc::clone(&hits);
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(mut stream) = stream else { continue };
+                let mut reader = std::io::BufReader::new(stream.try_clone().unwrap());
+                let mut request = String::new();
+                let _ = reader.read_line(&mut request);
+                loop {
+                    let mut header = String::new();
+                    if reader.read_line(&mut header).unwrap_or(0) <= 2 {
+                        break;
+                    }
+                }
+                if request.starts_with("GET /releases/latest ") {
+                    counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                }
+                let _ = write!(
+                    stream,
+                    "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\
+                     Connection: close\r\n\r\n{body}",
+                    body.len()
+                );
+            }
+        });
+        ReleaseServer { port, hits }
+    }
+
+    fn url(&self) -> String {
+        format!("http://127.0.0.1:{}/releases/latest", self.port)
+    }
+
+    fn hits(&self) -> usize {
+        self.hits.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
+/// The release check: after a SessionStart the host asks the release URL once per interval,
+/// detached; a newer release is told once, on a later SessionStart, beside what the hooks said.
+/// `HOOKS_UPDATE_ENABLED=false` turns it off.
+#[test]
+fn update_check_after_session_start_tells_of_a_newer_release_once() {
+    let server = ReleaseServer::start(r#"{"tag_name":"v99.0.0","name":"far future"}"#);
+    let url = server.url();
+    let env = Env::with(&[("CAPT_HOOK_UPDATE_URL", url.as_str())]);
+    let root = env.project(
+        "update",
+        "[[hook]]\nkind = \"hook\"\nevents = \"SessionStart\"\nmessage = \"session context\"\n",
+    );
+    let start = |vars: &[(&str, &str)]| {
+        let payload = capt_hook_proto::serde_json::json!({
+            "session_id": "u", "cwd": root, "hook_event_name": "SessionStart", "source": "startup",
+        });
+        let out = env.hook("SessionStart", payload.to_string().as_bytes(), vars);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        json_out(&out)
+    };
+    let record = env
+        .dir
+        .path()
+        .join("home/.cache/captain-hook/host-v1/update.json");
+
+    let first = start(&[]);
+    assert_eq!(
+        first["hookSpecificOutput"]["additionalContext"],
+        "session context"
+    );
+    assert!(!first.to_string().contains("99.0.0"), "{first}");
+    env.wait_until("the release check ran", || {
+        server.hits() == 1
+            && std::fs::read_to_string(&record).is_ok_and(|r| r.contains("\"latest\":\"99.0.0\""))
+    });
+
+    let second = start(&[]);
+    let notice = second["systemMessage"].as_str().unwrap_or_default();
+    assert!(
+        notice.contains("captain-hook 99.0.0 is available"),
+        "{second}"
+    );
+    assert_eq!(
+        second["hookSpecificOutput"]["additionalContext"], "session context",
+        "the hooks' answer is untouched"
+    );
+    let third = start(&[]);
+    assert!(!third.to_string().contains("99.0.0"), "told once: {third}");
+    let version = env.cmd("capt-hookd").arg("version").output().unwrap();
+    let v: Value = capt_hook_proto::serde_json::from_slice(&version.stdout).unwrap();
+    assert_eq!(v["update_available"], "99.0.0", "{v}");
+    assert_eq!(server.hits(), 1, "at most once per interval");
+
+    // Off: no request, even with no interval to wait. The enabled start after it is the only
+    // one the server sees.
+    let quiet = ReleaseServer::start(r#"{"tag_name":"v99.0.0"}"#);
+    let quiet_url = quiet.url();
+    let off = Env::with(&[
+        ("CAPT_HOOK_UPDATE_URL", quiet_url.as_str()),
+        ("HOOKS_UPDATE_INTERVAL_MINUTES", "0"),
+    ]);
+    let root = off.project("update-off", HOOKS);
+    let payload = capt_hook_proto::serde_json::json!({
+        "session_id": "u", "cwd": root, "hook_event_name": "SessionStart", "source": "startup",
+    })
+    .to_string();
+    let out = off.hook(
+        "SessionStart",
+        payload.as_bytes(),
+        &[("HOOKS_UPDATE_ENABLED", "false")],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let out = off.hook("SessionStart", payload.as_bytes(), &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    off.wait_until("the enabled start checked", || quiet.hits() >= 1);
+    let _ = off.cmd("capt-hookd").arg("shutdown").output();
+    assert_eq!(quiet.hits(), 1, "HOOKS_UPDATE_ENABLED=false made a request");
 }

@@ -72,6 +72,14 @@ vars! {
     HOOKS_PLANNING_AGENTS, read_by: "capt-hook, workers", default: "Explore, Plan, general-purpose, …";
     /// Comma-separated tools whose pending calls mean the session is waiting (replaces the list).
     HOOKS_WAITING_TOOLS, read_by: "capt-hook, workers", default: "the built-in list";
+    /// `false` (or `0`, `no`, `off`) turns off the host's check for a newer release after a
+    /// session starts.
+    HOOKS_UPDATE_ENABLED, read_by: "capt-hookd", default: "`true`";
+    /// Least minutes between two release checks, across all sessions.
+    HOOKS_UPDATE_INTERVAL_MINUTES, read_by: "capt-hookd", default: "720";
+    /// The URL the release check asks for the latest release (JSON with `tag_name` or
+    /// `version`).
+    CAPT_HOOK_UPDATE_URL, read_by: "capt-hookd", default: "the GitHub releases API of the repository";
     /// `1`, `true` or `yes` adds the `raw` annotation to every event.
     CAPT_HOOK_CCX_RAW, read_by: "capt-hook, workers", default: "unset";
     /// The captain-hook SDK source `capt-hook init --rust` points a hook project at.
