@@ -8,6 +8,7 @@ pub mod ctl;
 pub mod env;
 mod files;
 mod framing;
+mod logfile;
 mod pool;
 pub mod pressure;
 mod records;

@@ -104,6 +104,11 @@ pub fn serve() -> anyhow::Result<()> {
     for line in trouble {
         tracing::warn!(log = %log_path.display(), "{line}");
     }
+    let max_log = paths::log_max_bytes();
+    if let Err(e) = crate::logfile::rotate_if_large(&log, &log_path, max_log) {
+        tracing::warn!(error = %e, "cannot rotate the log");
+    }
+    let rotation = log.try_clone().ok();
     let max_connections = raise_fd_limit();
 
     let lock = crate::files::open_own(
@@ -135,6 +140,13 @@ pub fn serve() -> anyhow::Result<()> {
         .build()?;
     runtime.block_on(async move {
         let listener = UnixListener::from_std(std_listener)?;
+        if let Some(file) = rotation {
+            tokio::spawn(crate::logfile::keep_rotated(
+                file,
+                log_path.clone(),
+                max_log,
+            ));
+        }
         let records = Records::new(state_dir.join(paths::WORKER_RECORDS));
         let pool = Pool::new(
             crate::env::worker_exe(),

@@ -1895,3 +1895,29 @@ fn update_check_after_session_start_tells_of_a_newer_release_once() {
     let _ = off.cmd("capt-hookd").arg("shutdown").output();
     assert_eq!(quiet.hits(), 1, "HOOKS_UPDATE_ENABLED=false made a request");
 }
+
+/// The host log is kept to `CAPT_HOOK_LOG_MAX_BYTES`: a host starting on a larger one copies
+/// it to `capt-hookd.log.1` and starts it afresh.
+#[test]
+fn a_large_host_log_is_rotated() {
+    let env = Env::with(&[("CAPT_HOOK_LOG_MAX_BYTES", "65536")]);
+    let dir = env.dir.path().join("home/.cache/captain-hook/host-v1");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let log = dir.join("capt-hookd.log");
+    let old = "an old line\n".repeat(10_000);
+    std::fs::write(&log, &old).unwrap();
+    std::fs::set_permissions(&log, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let root = env.project("rotate", HOOKS);
+    let out = env.hook("PreToolUse", &bash(&root, "ls"), &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(
+        std::fs::read_to_string(dir.join("capt-hookd.log.1")).unwrap(),
+        old
+    );
+    let fresh = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        fresh.len() < 65536 && fresh.contains("host ready"),
+        "{fresh}"
+    );
+}

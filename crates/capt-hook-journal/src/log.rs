@@ -166,3 +166,51 @@ pub fn render(l: &LogLine) -> String {
     s.push(')');
     s
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn session_ids_stay_inside_the_directory() {
+        assert_eq!(file_stem("abc-123_x.y"), "abc-123_x.y");
+        assert_eq!(file_stem("../../etc/passwd"), ".._.._etc_passwd");
+        assert_eq!(file_stem(".."), "unknown");
+        assert_eq!(file_stem(""), "unknown");
+    }
+
+    #[test]
+    fn appends_rotate_past_the_limit_and_read_back_in_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let line = |i: usize| {
+            format!(
+                "{{\"ts\":\"t\",\"ts_ms\":{i},\"session\":\"s\",\"event\":\"Stop\",\"elapsed_ms\":0.5,\"exit\":0}}"
+            )
+        };
+        for i in 0..5 {
+            append(dir.path(), "s", &[line(i)], 150).unwrap();
+        }
+        let path = session_file(dir.path(), "s");
+        assert!(
+            path.with_extension("1.jsonl").exists(),
+            "rotated past 150 bytes"
+        );
+        let read = read(&path).unwrap();
+        let order: Vec<u64> = read
+            .iter()
+            .map(|r| match r {
+                Read::Line(l) => l.ts_ms,
+                Read::Raw(raw) => panic!("unparsed {raw}"),
+            })
+            .collect();
+        // Lines 0 and 1 went with the rotation before last; the rest read in order.
+        assert_eq!(order, [2, 3, 4]);
+        append(dir.path(), "s", &["torn {".to_owned()], 1 << 20).unwrap();
+        assert!(matches!(read_path_last(&path), Read::Raw(r) if r == "torn {"));
+        assert_eq!(list(dir.path()).unwrap()[0].0, "s");
+    }
+
+    fn read_path_last(path: &Path) -> Read {
+        read(path).unwrap().pop().unwrap()
+    }
+}
