@@ -124,6 +124,10 @@ impl Monitor {
         if req.event == "ResourcePressure" {
             return;
         }
+        // An orphaned client's parent is init: its "descendants" would be every process.
+        if req.client_ppid <= 1 {
+            return;
+        }
         let Some(id) = session_id(&req.payload_raw) else {
             return;
         };
@@ -299,7 +303,7 @@ impl Sampler {
                     tracing::info!(
                         session = %id,
                         pid,
-                        command = %p.argv.join(" "),
+                        command = %argv_of(p).join(" "),
                         "a process stayed over its resource threshold; sending ResourcePressure"
                     );
                     let _ = self.fire.send(req);
@@ -398,7 +402,7 @@ impl Sampler {
                 "pgid": p.pgid,
                 "start_unix": p.started_unix.map(|s| s as i64),
                 "comm": p.comm,
-                "argv": p.argv,
+                "argv": argv_of(p),
                 "cwd": process_cwd(p.pid),
                 "runtime_s": p.started_unix.map(|s| (now_unix - s).max(0.0)),
                 "cpu_fraction": (t.cpu_fraction * 1000.0).round() / 1000.0,
@@ -434,7 +438,8 @@ fn agent_of(client_ppid: u32, by_pid: &HashMap<u32, &Proc>) -> Option<u32> {
     let mut at = client_ppid;
     for _ in 0..MAX_DEPTH {
         let Some(p) = by_pid.get(&at) else { break };
-        let exe = p.argv.first().map(|a| a.rsplit('/').next().unwrap_or(a));
+        let argv = argv_of(p);
+        let exe = argv.first().map(|a| a.rsplit('/').next().unwrap_or(a));
         if p.comm == "claude" || exe == Some("claude") {
             return Some(p.pid);
         }
@@ -444,6 +449,19 @@ fn agent_of(client_ppid: u32, by_pid: &HashMap<u32, &Proc>) -> Option<u32> {
         at = p.ppid;
     }
     Some(client_ppid)
+}
+
+/// A process's command line: as sampled, else read now (the `/proc` scan leaves it out, since
+/// only a session's ancestors and pressing processes need it).
+fn argv_of(p: &Proc) -> std::borrow::Cow<'_, [String]> {
+    if !p.argv.is_empty() {
+        return std::borrow::Cow::Borrowed(&p.argv);
+    }
+    #[cfg(target_os = "linux")]
+    if let Some(argv) = capt_hook_proto::procfs::cmdline(p.pid) {
+        return std::borrow::Cow::Owned(argv);
+    }
+    std::borrow::Cow::Borrowed(&[])
 }
 
 #[cfg(target_os = "linux")]
@@ -480,7 +498,8 @@ pub fn scan() -> Option<Vec<Proc>> {
             started_unix: boot.map(|b| b + st.start_ticks as f64 / ticks),
             cpu_secs: st.cpu_ticks as f64 / ticks,
             rss_kib: st.rss_pages * page_kib,
-            argv: procfs::cmdline(pid).unwrap_or_default(),
+            // Read when needed (see `argv_of`): most processes are never looked at twice.
+            argv: Vec::new(),
             comm: st.comm,
         });
     }
@@ -710,6 +729,6 @@ mod tests {
     fn proc_scan_sees_this_process_and_its_memory() {
         let procs = scan().unwrap();
         let me = procs.iter().find(|p| p.pid == std::process::id()).unwrap();
-        assert!(me.rss_kib > 0 && me.started_unix.is_some() && !me.argv.is_empty());
+        assert!(me.rss_kib > 0 && me.started_unix.is_some() && !argv_of(me).is_empty());
     }
 }
