@@ -1582,6 +1582,23 @@ fn logs_and_decisions_show_what_the_host_answered() {
     assert_eq!(bad.status.code(), Some(1));
     assert!(stderr(&bad).contains("--since"), "{}", stderr(&bad));
 
+    // A project in the temp dir gets no warm worker: it is retired (SIGTERM) right after its
+    // answer, and writes its journal before going.
+    let scratch = env.host_tmp().join("scratch");
+    write_hooks(&scratch, HOOKS);
+    let payload = capt_hook_proto::serde_json::json!({
+        "session_id": "scratch", "cwd": scratch, "hook_event_name": "PreToolUse",
+        "tool_name": "Bash", "tool_input": {"command": "git stash"}, "tool_use_id": "toolu_s",
+    });
+    let out = env.hook("PreToolUse", payload.to_string().as_bytes(), &[]);
+    assert_eq!(decision(&json_out(&out)), Some("deny"));
+    env.wait_until("the retired worker's log line", || {
+        json_lines(&["logs", "--session", "scratch", "--json"]).len() == 1
+    });
+    env.wait_until("the retired worker's decision", || {
+        json_lines(&["decisions", "--json", "--session", "scratch"]).len() == 1
+    });
+
     // --follow prints lines as the worker writes them.
     let mut follow = env
         .cmd("capt-hook")

@@ -11,4 +11,4 @@ pub mod writer;
 
 pub use entry::{Entry, Fired, LogLine, LoggedHook, NewDecision};
 pub use ledger::{Decision, Ledger, LedgerError, Query};
-pub use writer::{flush, submit};
+pub use writer::{flush, flush_on_terminate, submit};

@@ -107,6 +107,38 @@ pub fn flush(timeout: Duration) -> bool {
         .is_ok()
 }
 
+/// How long a terminating worker gives the journal before exiting (the host waits 2 s before
+/// it kills).
+const TERM_FLUSH: Duration = Duration::from_millis(1000);
+
+/// For a worker process: on SIGTERM (how the host retires a worker, right after the answer for
+/// a throwaway project), write what is queued, then exit as the signal would have. Without it,
+/// the log lines and ledger rows of the last events would go down with the process.
+pub fn flush_on_terminate() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let term = signal_hook::consts::SIGTERM;
+        let mut signals = match signal_hook::iterator::Signals::new([term]) {
+            Ok(s) => s,
+            Err(e) => {
+                eprintln!("capt-hook: cannot catch SIGTERM; a retired worker's last log lines may be lost: {e}");
+                return;
+            }
+        };
+        let spawned = std::thread::Builder::new()
+            .name("capt-hook-term".into())
+            .spawn(move || {
+                if signals.forever().next().is_some() {
+                    flush(TERM_FLUSH);
+                    std::process::exit(128 + term);
+                }
+            });
+        if let Err(e) = spawned {
+            eprintln!("capt-hook: cannot watch for SIGTERM: {e}");
+        }
+    });
+}
+
 /// Entries dropped so far because the queue was full.
 pub fn dropped() -> u64 {
     DROPPED.load(Ordering::Relaxed)

@@ -77,6 +77,7 @@ pub fn run(opts: &ServeOptions, base: Arc<Registry>) -> ExitCode {
     }
 
     let warm = Arc::new(Warm::load(&opts.root, base, opts.note.clone()));
+    capt_hook_journal::flush_on_terminate();
     let running = Arc::new(AtomicUsize::new(0));
     let background = Background::start();
     let code = loop {
@@ -131,6 +132,7 @@ pub fn run(opts: &ServeOptions, base: Arc<Registry>) -> ExitCode {
     while running.load(Ordering::SeqCst) > 0 && Instant::now() < until {
         std::thread::sleep(Duration::from_millis(10));
     }
+    capt_hook_journal::flush(DRAIN);
     code
 }
 
