@@ -39,3 +39,14 @@ pub fn sdk_id(sdk: Option<&Path>) -> String {
         stamp.trim()
     )
 }
+
+/// The SDK source a hook project builds against: `$CAPT_HOOK_SDK` (read through `env`), else
+/// `sdk/` beside the directory of the running binary (where `cargo xtask install` puts it).
+pub fn sdk_dir(env: impl Fn(&str) -> Option<String>) -> Option<PathBuf> {
+    if let Some(dir) = env(capt_hook_proto::env::CAPT_HOOK_SDK).filter(|d| !d.is_empty()) {
+        return Some(dir.into());
+    }
+    let exe = std::env::current_exe().ok()?;
+    let installed = exe.parent()?.parent()?.join("sdk");
+    installed.is_dir().then_some(installed)
+}
