@@ -195,6 +195,16 @@ pub fn select(root: &Path, sdk: Option<&Path>, env: impl Fn(&str) -> Option<Stri
     }
 }
 
+/// What `capt-hook run` (no host, so no background build) says when the Rust hooks' sources
+/// are newer than their build.
+pub fn unbuilt_note(dir: &Path) -> String {
+    format!(
+        "captain-hook: the Rust hooks in {} are not live: their sources changed since the last \
+         build (or were never built); run `capt-hook build`; only the TOML hooks run until then",
+        dir.display()
+    )
+}
+
 /// What a session is told when the Rust hooks' sources are newer than their build.
 pub fn stale_note(dir: &Path) -> String {
     format!(

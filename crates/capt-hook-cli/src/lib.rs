@@ -237,10 +237,19 @@ fn run(
         .read_to_end(&mut stdin)
         .context("reading stdin")?;
     let root = resolve_root(root.as_deref(), &stdin);
+    let mut notice = None;
+    if hooks.is_none() && capt_hook_build::is_rust_project(&root) {
+        match rust_project::current(&root) {
+            rust_project::Current::Built(exe) => {
+                return rust_project::run(&exe, &root, event, run_async, &stdin);
+            }
+            rust_project::Current::NotLive(note) => notice = note,
+        }
+    }
     let project = match hooks {
         // A named directory that is missing is an error (its guards would silently not run).
         Some(dir) => Project::load_named(&root, dir),
-        None => Project::load(&root, &hooks_dir(hooks, &root)),
+        None => Project::load(&root, &hooks_dir(hooks, &root)).with_notice(notice),
     };
     for e in project.errors() {
         eprintln!("capt-hook: {e}");

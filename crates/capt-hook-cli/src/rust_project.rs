@@ -289,3 +289,54 @@ pub fn test(root: &Path, json: bool) -> anyhow::Result<ExitCode> {
         ExitCode::from(1)
     })
 }
+
+/// Which hooks answer `capt-hook run` for a Rust hook project.
+pub enum Current {
+    /// The project's build for its current sources.
+    Built(PathBuf),
+    /// The TOML hooks alone, and the session is told this once (if anything).
+    NotLive(Option<String>),
+}
+
+/// The project's current build, or why there is none (there is no host here to build it).
+pub fn current(root: &Path) -> Current {
+    use capt_hook_build::Selection;
+    match capt_hook_build::select(root, sdk_dir(env).as_deref(), env) {
+        Selection::Project { exe, .. } => Current::Built(exe),
+        Selection::NotLive { build: true, .. } => {
+            Current::NotLive(Some(capt_hook_build::unbuilt_note(&crate_dir(root))))
+        }
+        Selection::NotLive { note, .. } => Current::NotLive(Some(note)),
+        Selection::Stock => Current::NotLive(None),
+    }
+}
+
+/// Hands one event to the project's build (`<worker> run`), its output and exit code relayed.
+pub fn run(
+    exe: &Path,
+    root: &Path,
+    event: &str,
+    run_async: bool,
+    stdin: &[u8],
+) -> anyhow::Result<ExitCode> {
+    let mut cmd = Command::new(exe);
+    cmd.args(["run", event, "--root"]).arg(root);
+    if run_async {
+        cmd.arg("--async");
+    }
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .spawn()
+        .with_context(|| format!("running {}", exe.display()))?;
+    if let Some(mut input) = child.stdin.take() {
+        input.write_all(stdin).context("writing the payload")?;
+    }
+    let status = child.wait().context("waiting for the project's worker")?;
+    Ok(match status.code().and_then(|c| u8::try_from(c).ok()) {
+        Some(code) => ExitCode::from(code),
+        None => {
+            eprintln!("capt-hook: {} ended with {status}", exe.display());
+            ExitCode::from(1)
+        }
+    })
+}
