@@ -5,6 +5,7 @@
 //! [`Hook`] values, so the [`Dispatcher`], the fold and the inline-test runner are shared.
 
 pub mod code;
+pub mod cond;
 pub mod dispatch;
 #[cfg(test)]
 mod fuzz;
@@ -14,9 +15,11 @@ pub mod primitives;
 pub mod project;
 pub mod registry;
 pub mod replay;
+pub mod reply;
 pub mod session;
 pub mod spec;
 pub mod testing;
+pub mod typed;
 
 pub use capt_hook_core as core;
 pub use capt_hook_core::{Condition, Event, EventKind, HookResult};
@@ -31,4 +34,6 @@ pub use primitives::{
 };
 pub use project::{Evaluation, Project};
 pub use registry::Registry;
+pub use reply::Reply;
 pub use testing::{Expect, InlineTest, Input};
+pub use typed::{TypedPayload, on_typed};
