@@ -6,6 +6,7 @@
 //! rewrites of `cat`, a warning and a block on `git stash`), as the seed pages show alternatives.
 
 pub mod lifecycle;
+pub mod options;
 pub mod primitives;
 pub mod session_workflow;
 pub mod state;
@@ -17,8 +18,9 @@ use captain_hook::{DefError, Registry};
 pub type Register = fn(&mut Registry) -> Result<(), DefError>;
 
 /// Every page, by the name its hooks are registered under.
-pub const PAGES: [(&str, Register); 5] = [
+pub const PAGES: [(&str, Register); 6] = [
     ("primitives", primitives::register),
+    ("options", options::register),
     ("state", state::register),
     ("session_workflow", session_workflow::register),
     ("under_the_hood", under_the_hood::register),
