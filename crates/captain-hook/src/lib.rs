@@ -20,6 +20,7 @@ pub mod session;
 pub mod spec;
 pub mod testing;
 pub mod typed;
+pub mod worker;
 
 pub use capt_hook_core as core;
 pub use capt_hook_core::{Condition, Event, EventKind, HookResult};
@@ -37,3 +38,11 @@ pub use registry::Registry;
 pub use reply::Reply;
 pub use testing::{Expect, InlineTest, Input};
 pub use typed::{TypedPayload, on_typed};
+
+/// Runs this process as a project's worker with the hooks of `registry` (then the project's
+/// TOML files): the `main` of a Rust hook project built by `capt-hook build`, which the host
+/// starts with the same arguments it gives the stock worker.
+pub fn serve(registry: Registry) -> std::process::ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    worker::main(&args, registry)
+}
