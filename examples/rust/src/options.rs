@@ -147,6 +147,18 @@ mod tests {
             .map(|_| send(&d, state.path(), EventKind::PreToolUse, "grep -r x .").is_some())
             .collect();
         assert_eq!(fired, [true, true, false]);
+        // The count max_fires keeps is readable (HookState), never writable, from a handler.
+        let evt = Event::new(
+            EventKind::PreToolUse,
+            json!({"session_id": "s1"}),
+            EventContext {
+                state_root: Some(state.path().to_path_buf()),
+                ..EventContext::default()
+            },
+        )
+        .unwrap();
+        let count = captain_hook::session::fire_count(&evt, "options:nudge_prefer_rg");
+        assert_eq!(count, 2);
     }
 
     #[test]

@@ -90,6 +90,38 @@ pub fn require_tests(evt: &Event) -> HandlerResult {
     evt.ask()
 }
 
+// ---- Deduplicate warnings: once and unseen ----
+
+/// PostToolUse of an edit under `migrations/`: the warning is given once per file per session.
+pub fn shipped_migration(evt: &Event) -> HandlerResult {
+    let Some(file) = evt.file() else {
+        return evt.ask();
+    };
+    if evt.store().once(file, Some("migration-warning")) {
+        return evt.warn(format!(
+            "{file} is a migration: if it already shipped, add a new one instead of editing it."
+        ));
+    }
+    evt.ask()
+}
+
+/// UserPromptSubmit: issue numbers the prompt names that this session has not looked at yet.
+pub fn unread_issues(evt: &Event) -> HandlerResult {
+    let prompt = evt.prompt().unwrap_or_default();
+    let issues: Vec<&str> = prompt
+        .split(|c: char| c.is_whitespace() || c == ',' || c == '.')
+        .filter(|w| w.len() > 1 && w.starts_with('#') && w[1..].chars().all(|c| c.is_ascii_digit()))
+        .collect();
+    let fresh = evt.store().unseen(&issues, Some("issues"));
+    if fresh.is_empty() {
+        return evt.ask();
+    }
+    evt.warn(format!(
+        "Read {} on the tracker before changing code.",
+        fresh.join(", ")
+    ))
+}
+
 // ---- Register models for introspection ----
 
 /// The operation a subagent snapshots before it starts.
@@ -263,6 +295,50 @@ pub fn register(reg: &mut Registry) -> Result<(), DefError> {
                 }),
                 Expect::block().matching("Edited 2 files but never ran pytest"),
             ),
+    )?;
+
+    reg.add(
+        STEM,
+        on(&[PostToolUse], shipped_migration)
+            .name("shipped migration")
+            .only_if(cond::tool(&["Edit|Write"]))
+            .only_if(cond::file_path(&["*/migrations/*"]))
+            .test(
+                Input::new()
+                    .tool("Edit")
+                    .file("db/migrations/0001_init.py")
+                    .old("a")
+                    .content("b"),
+                Expect::warn().matching("0001_init.py is a migration"),
+            )
+            .test(
+                Input::new()
+                    .tool("Edit")
+                    .file("db/migrations/0001_init.py")
+                    .old("a")
+                    .content("b")
+                    .state(
+                        "seen_keys",
+                        json!({"seen": {"migration-warning": ["db/migrations/0001_init.py"]}}),
+                    ),
+                Expect::allow(),
+            ),
+    )?;
+    reg.add(
+        STEM,
+        on(&[UserPromptSubmit], unread_issues)
+            .name("unread issues")
+            .test(
+                Input::new().prompt("fix #12 and #13, then close #12."),
+                Expect::warn().matching("^Read #12, #13 on the tracker"),
+            )
+            .test(
+                Input::new()
+                    .prompt("fix #12 and #13")
+                    .state("seen_keys", json!({"seen": {"issues": ["#12"]}})),
+                Expect::warn().matching("^Read #13 on"),
+            )
+            .test(Input::new().prompt("tidy up"), Expect::allow()),
     )?;
 
     track::<Snapshot>();
