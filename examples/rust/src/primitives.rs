@@ -329,6 +329,23 @@ fn lints(reg: &mut Registry) -> Result<(), DefError> {
         .test(
             write("lib.py", "def add(item, into=None):\n    pass\n"),
             Expect::allow(),
+        )
+        // Only lines the edit changed are reported: the old default on line 1 stays quiet.
+        .test(
+            Input::new()
+                .tool("Edit")
+                .file("lib.py")
+                .old("def add(item, into=[]):\n    pass")
+                .content("def add(item, into=[]):\n    return into"),
+            Expect::allow(),
+        )
+        .test(
+            Input::new()
+                .tool("Edit")
+                .file("lib.py")
+                .old("def add(item, into=None):\n    pass")
+                .content("def add(item, into=[]):\n    pass"),
+            Expect::warn().matching(r"\(line 1\)"),
         ),
     )?;
 
