@@ -4,6 +4,10 @@
 //! The payload is parsed when the handler runs, never on the dispatch path of other hooks. A
 //! payload that does not have its event's shape is a handler failure (so a guarded call is left
 //! to the user, never passed silently), with the field named.
+//!
+//! On PostToolBatch a hook sees the batch one call at a time (the first call that satisfies its
+//! conditions), as tool conditions do: `PostToolBatchPayload::tool_calls` is then absent and the
+//! call's `tool_name`, `tool_input` and `tool_response` are in `extra` and the event's accessors.
 
 use capt_hook_core::payload::{self, Payload};
 use capt_hook_core::{Event, EventKind};
@@ -155,6 +159,43 @@ mod tests {
             assert!(evt.typed().is_ok(), "{kind}");
         }
         assert_eq!(seen.len(), EventKind::ALL.len());
+    }
+
+    #[test]
+    fn a_batch_handler_sees_one_call_at_a_time() {
+        use std::sync::Arc;
+
+        use crate::dispatch::{DispatchOptions, Dispatcher};
+        use crate::registry::Registry;
+        use crate::reply::Reply;
+
+        let mut reg = Registry::new();
+        let def = on_typed(|evt, p: &payload::PostToolBatchPayload| {
+            let tool = p.extra.get("tool_name").and_then(|t| t.as_str());
+            evt.warn(format!(
+                "calls listed: {}, this call: {}",
+                p.tool_calls.is_some(),
+                tool.unwrap_or("?")
+            ))
+        })
+        .only_if(crate::cond::tool(&["Read"]));
+        reg.add("t", def).unwrap_or_else(|e| panic!("{e}"));
+        let evt = Event::new(
+            EventKind::PostToolBatch,
+            json!({"tool_calls": [
+                {"tool_name": "Bash", "tool_input": {"command": "ls"}},
+                {"tool_name": "Read", "tool_input": {"file_path": "a.py"}},
+            ]}),
+            EventContext::default(),
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        let r = Dispatcher::new(Arc::new(reg), None)
+            .dispatch(&Arc::new(evt), DispatchOptions::default())
+            .unwrap_or_else(|| panic!("the Read call matches"));
+        assert_eq!(
+            r.message.as_deref(),
+            Some("calls listed: false, this call: Read")
+        );
     }
 
     #[test]
