@@ -3,6 +3,14 @@
 //! Hooks are registered in a [`Registry`] either from Rust with the builder functions of
 //! [`primitives`] or from `.claude/hooks/*.toml` files with [`loader`]; both produce the same
 //! [`Hook`] values, so the [`Dispatcher`], the fold and the inline-test runner are shared.
+//!
+//! What only Rust can say: handlers ([`on`], [`on_typed`] with the event's typed payload) that
+//! answer through [`Reply`]; conditions built with [`cond`] or written as a
+//! [`cond::CustomCondition`]; [`HookDef::when`] vetoes; typed session and durable state
+//! ([`state`]); workflow steps, artifact checks and `post_complete` callbacks ([`session`]);
+//! lint and style callbacks over the parsed file ([`code`]). User code runs on the handler pool
+//! under the event's deadline, and a failure of it never lets a guarded call through silently
+//! ([`dispatch`]). `examples/rust` in the repository ports the seed documents' hooks with these.
 
 pub mod code;
 pub mod cond;
