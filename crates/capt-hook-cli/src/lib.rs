@@ -4,7 +4,7 @@
 //! expressed in the JSON, never by exit 2), 1 for usage errors, unknown events, failed tests and
 //! hook files that do not load.
 
-use std::io::{IsTerminal, Read, Write};
+use std::io::{IsTerminal, Read};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -251,25 +251,9 @@ fn run(
         Some(dir) => Project::load_named(&root, dir),
         None => Project::load(&root, &hooks_dir(hooks, &root)).with_notice(notice),
     };
-    for e in project.errors() {
-        eprintln!("capt-hook: {e}");
-    }
-    let eval = project.evaluate(
-        event,
-        &stdin,
-        DispatchOptions {
-            deadline: None,
-            run_async,
-        },
-    );
-    for line in &eval.stderr {
-        eprintln!("{line}");
-    }
-    if let Some(out) = &eval.stdout {
-        let mut stdout = std::io::stdout().lock();
-        writeln!(stdout, "{out}").context("writing stdout")?;
-    }
-    Ok(ExitCode::from(eval.exit_code))
+    Ok(captain_hook::worker::run::evaluate_and_print(
+        &project, event, &stdin, run_async,
+    ))
 }
 
 fn explain(

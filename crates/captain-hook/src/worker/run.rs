@@ -18,12 +18,23 @@ pub fn run(event: &str, root: &Path, base: &Registry, run_async: bool) -> ExitCo
         return ExitCode::from(1);
     }
     let project = Project::load_with(root, &default_hooks_dir(root), base);
+    evaluate_and_print(&project, event, &stdin, run_async)
+}
+
+/// Evaluates one event with `project` and prints what `capt-hook run` prints: load errors and
+/// the evaluation's lines on stderr, the envelope on stdout; the evaluation's exit code.
+pub fn evaluate_and_print(
+    project: &Project,
+    event: &str,
+    stdin: &[u8],
+    run_async: bool,
+) -> ExitCode {
     for e in project.errors() {
         eprintln!("capt-hook: {e}");
     }
     let eval = project.evaluate(
         event,
-        &stdin,
+        stdin,
         DispatchOptions {
             deadline: None,
             run_async,
