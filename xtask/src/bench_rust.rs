@@ -131,10 +131,7 @@ pub fn run(bins: &Path, quick: bool) -> anyhow::Result<()> {
         pct(&b, 0.9),
         rust_ms / stock_ms
     );
-    println!(
-        "RSS   project's Rust worker {} KiB",
-        rss_kib(project_pid)
-    );
+    println!("RSS   project's Rust worker {} KiB", rss_kib(project_pid));
     sandbox.shutdown()?;
     Ok(())
 }

@@ -83,10 +83,10 @@ fn a_rust_hook_project_goes_live_and_follows_its_sources() {
     let (sdk, builds) = (sdk(), build_dir());
     // The temp user's HOME hides the real toolchain and registry cache: name them.
     let home = PathBuf::from(std::env::var("HOME").unwrap());
-    let cargo_home = std::env::var("CARGO_HOME")
-        .unwrap_or_else(|_| home.join(".cargo").display().to_string());
-    let rustup_home = std::env::var("RUSTUP_HOME")
-        .unwrap_or_else(|_| home.join(".rustup").display().to_string());
+    let cargo_home =
+        std::env::var("CARGO_HOME").unwrap_or_else(|_| home.join(".cargo").display().to_string());
+    let rustup_home =
+        std::env::var("RUSTUP_HOME").unwrap_or_else(|_| home.join(".rustup").display().to_string());
     let env = Env::with(&[
         ("CAPT_HOOK_SDK", sdk.to_str().unwrap()),
         ("CAPT_HOOK_BUILD_DIR", builds.to_str().unwrap()),
