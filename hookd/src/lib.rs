@@ -12,6 +12,7 @@ mod logfile;
 mod pool;
 pub mod pressure;
 mod records;
+mod rust;
 pub mod server;
 pub mod update;
 mod worker;
