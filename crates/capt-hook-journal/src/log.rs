@@ -95,6 +95,29 @@ pub fn list(log_dir: &Path) -> std::io::Result<Vec<(String, PathBuf)>> {
     Ok(found.into_iter().map(|(_, s, p)| (s, p)).collect())
 }
 
+/// Removes session logs (and their rotated parts) not written to for `max_age`; returns how
+/// many. A session that old is over: its transcript is all that is left of it.
+pub fn prune(log_dir: &Path, max_age: std::time::Duration) -> usize {
+    let Ok(entries) = std::fs::read_dir(sessions_dir(log_dir)) else {
+        return 0;
+    };
+    let mut removed = 0;
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let old = entry
+            .metadata()
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.elapsed().ok())
+            .is_some_and(|age| age > max_age);
+        let ours = path.extension().is_some_and(|e| e == "jsonl");
+        if old && ours && std::fs::remove_file(&path).is_ok() {
+            removed += 1;
+        }
+    }
+    removed
+}
+
 /// One line of a log file read back: the parsed line, or the raw text when it does not parse
 /// (a line from another build, a torn write).
 #[derive(Debug, Clone, PartialEq)]
@@ -208,6 +231,26 @@ mod tests {
         append(dir.path(), "s", &["torn {".to_owned()], 1 << 20).unwrap();
         assert!(matches!(read_path_last(&path), Read::Raw(r) if r == "torn {"));
         assert_eq!(list(dir.path()).unwrap()[0].0, "s");
+    }
+
+    #[test]
+    fn prune_removes_only_old_session_logs() {
+        let dir = tempfile::tempdir().unwrap();
+        append(dir.path(), "old", &["{}".into()], 1 << 20).unwrap();
+        append(dir.path(), "new", &["{}".into()], 1 << 20).unwrap();
+        let month = std::time::Duration::from_secs(31 * 86_400);
+        let f = std::fs::File::options()
+            .append(true)
+            .open(session_file(dir.path(), "old"))
+            .unwrap();
+        f.set_modified(std::time::SystemTime::now() - month)
+            .unwrap();
+        assert_eq!(
+            prune(dir.path(), std::time::Duration::from_secs(30 * 86_400)),
+            1
+        );
+        assert!(!session_file(dir.path(), "old").exists());
+        assert!(session_file(dir.path(), "new").exists());
     }
 
     fn read_path_last(path: &Path) -> Read {

@@ -153,7 +153,11 @@ struct Writer<'a> {
     last_report: Option<(String, Instant)>,
 }
 
+/// Session logs untouched for this long are removed when a writer starts.
+const KEEP_LOGS: Duration = Duration::from_secs(30 * 86_400);
+
 fn run(rx: &Receiver<Msg>, settings: &Settings) {
+    crate::log::prune(&settings.log_dir, KEEP_LOGS);
     let mut w = Writer {
         settings,
         ledger: None,
