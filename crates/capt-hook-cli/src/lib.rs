@@ -16,6 +16,7 @@ use captain_hook::testing::{TestOutcome, all_passed, human_report, json_report, 
 use captain_hook::{DispatchOptions, Dispatcher, Event, LoadError, Project, Registry, load_dir};
 use clap::{Parser, Subcommand, ValueEnum};
 
+pub mod helper;
 mod logging;
 mod scaffold;
 
@@ -79,6 +80,31 @@ enum Command {
         #[arg(long)]
         all: bool,
     },
+    /// The host as a managed service: `status`, `install`, `uninstall`.
+    Helper {
+        #[command(subcommand)]
+        command: HelperCommand,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum HelperCommand {
+    /// Whether a host answers (never starts one) and whether a service is installed.
+    Status,
+    /// Install the systemd user unit (Linux) or launchd agent (macOS) and start it.
+    Install {
+        /// The host binary (default: capt-hookd beside this program, or in ../Helpers/).
+        #[arg(long)]
+        host: Option<PathBuf>,
+        /// Print the service definition and write nothing.
+        #[arg(long)]
+        print: bool,
+        /// Write the definition without asking the service manager to start it.
+        #[arg(long)]
+        no_start: bool,
+    },
+    /// Stop the service and remove its definition (the host still starts on demand).
+    Uninstall,
 }
 
 /// Runs the command line and returns the exit code.
@@ -119,6 +145,15 @@ fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
                 ExitCode::from(1)
             })
         }
+        Command::Helper { command } => match command {
+            HelperCommand::Status => helper::status(),
+            HelperCommand::Install {
+                host,
+                print,
+                no_start,
+            } => helper::install(host.as_deref(), print, !no_start),
+            HelperCommand::Uninstall => helper::uninstall(),
+        },
         Command::Doctor => {
             let root = project_root(&cli.root, None);
             let home = PathBuf::from(std::env::var_os("HOME").unwrap_or_default());

@@ -1020,3 +1020,79 @@ fn an_unreadable_line_is_never_silent() {
         "{v}"
     );
 }
+
+#[test]
+fn helper_install_writes_the_unit_for_the_named_host_and_status_says_no_host_answers() {
+    let p = Project::new(&[]);
+    let host = p.root().join("bin/capt-hookd");
+    std::fs::create_dir_all(host.parent().unwrap()).unwrap();
+    std::fs::write(&host, "#!/bin/sh\n").unwrap();
+    let config = p.root().join("config");
+    let runtime = p.root().join("run");
+    let env: &[(&str, &Path)] = &[("XDG_CONFIG_HOME", &config), ("XDG_RUNTIME_DIR", &runtime)];
+
+    let out = p.run_env(
+        &[
+            "helper",
+            "install",
+            "--print",
+            "--host",
+            host.to_str().unwrap(),
+        ],
+        b"",
+        env,
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let printed = text(&out.stdout);
+    assert!(
+        printed.contains(&format!("ExecStart=\"{}\" serve", host.display())),
+        "{printed}"
+    );
+    assert!(!config.exists(), "--print writes nothing");
+
+    let out = p.run_env(
+        &[
+            "helper",
+            "install",
+            "--no-start",
+            "--host",
+            host.to_str().unwrap(),
+        ],
+        b"",
+        env,
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let unit = config.join("systemd/user/capt-hookd.service");
+    assert_eq!(std::fs::read_to_string(&unit).unwrap(), printed);
+
+    let out = p.run_env(
+        &["helper", "install", "--host", "/nonexistent/capt-hookd"],
+        b"",
+        env,
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains("is not a file"),
+        "{}",
+        text(&out.stderr)
+    );
+
+    // No host runs on this private socket: status says so, exits 1, and starts nothing.
+    let out = p.run_env(&["helper", "status"], b"", env);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains("helper not reachable"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert!(
+        text(&out.stdout).contains(&unit.display().to_string()),
+        "{}",
+        text(&out.stdout)
+    );
+    assert!(!runtime.join("captain-hook/capt-hookd.sock").exists());
+
+    let out = p.run_env(&["helper", "uninstall"], b"", env);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(!unit.exists());
+}
