@@ -1,7 +1,7 @@
 //! One project's hooks kept loaded, reloaded when a hook file changes, and the translation of an
 //! engine evaluation into the wire's [`EventResponse`].
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -11,23 +11,16 @@ use captain_hook::{DispatchOptions, Project};
 
 /// The loaded project of a worker.
 pub struct Warm {
-    /// Where the hook files live; reloaded from here when they change.
-    hooks_dir: PathBuf,
-    /// The project root the hooks were loaded for.
-    root: PathBuf,
     /// The current load. Events hold their own `Arc`, so a reload never disturbs one in flight.
     current: Mutex<Arc<Project>>,
 }
 
 impl Warm {
-    /// Loads the hooks of `root`.
+    /// Loads the hooks of `root` and its packs.
     pub fn load(root: &Path) -> Warm {
-        let hooks_dir = default_hooks_dir(root);
-        let project = Arc::new(Project::load(root, &hooks_dir));
+        let project = Project::load_with_packs(root, &default_hooks_dir(root));
         Warm {
-            hooks_dir,
-            root: root.to_path_buf(),
-            current: Mutex::new(project),
+            current: Mutex::new(Arc::new(project)),
         }
     }
 
@@ -36,7 +29,7 @@ impl Warm {
     pub fn project(&self) -> Arc<Project> {
         let mut current = self.current.lock().unwrap_or_else(|p| p.into_inner());
         if current.is_stale() {
-            *current = Arc::new(Project::load(&self.root, &self.hooks_dir));
+            *current = Arc::new(current.reload());
         }
         Arc::clone(&current)
     }

@@ -18,6 +18,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 
 pub mod helper;
 mod logging;
+mod packs;
 mod scaffold;
 
 /// Claude Code hooks as typed, declarative data.
@@ -50,6 +51,9 @@ enum Command {
         /// Run only the async hooks (after Claude Code has its answer).
         #[arg(long = "async")]
         run_async: bool,
+        /// Also run the packs (builtin, language, enabled plugins), as the host's workers do.
+        #[arg(long)]
+        packs: bool,
     },
     /// Run every hook's inline tests.
     Test {
@@ -61,8 +65,13 @@ enum Command {
     Check,
     /// Print the JSON Schema of hook files.
     Schema,
-    /// List registered hooks: name, kind, events, source.
+    /// List the hooks that run for this project (its own and its packs'), and what is off and why.
     List,
+    /// Packs: `list` what this project gets, `test` a plugin's pack or the builtin ones.
+    Pack {
+        #[command(subcommand)]
+        command: PackCommand,
+    },
     /// Read a payload from stdin and show, for every hook, whether it matched and why not.
     Explain {
         /// The event name.
@@ -84,6 +93,18 @@ enum Command {
     Helper {
         #[command(subcommand)]
         command: HelperCommand,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum PackCommand {
+    /// One row per pack considered for this project: id, kind, hooks, state, why.
+    List,
+    /// Test a plugin's pack (its layout, dependency, hooks and inline tests), or with no
+    /// argument every builtin pack.
+    Test {
+        /// The plugin's root directory (holding .claude-plugin/ and capt-hook/).
+        plugin_root: Option<PathBuf>,
     },
 }
 
@@ -122,7 +143,11 @@ pub fn main() -> ExitCode {
 
 fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
-        Command::Run { event, run_async } => run(&cli.root, &cli.hooks, &event, run_async),
+        Command::Run {
+            event,
+            run_async,
+            packs,
+        } => run(&cli.root, &cli.hooks, &event, run_async, packs),
         Command::Explain { event } => explain(&cli.root, &cli.hooks, &event),
         Command::Test { format } => test(&cli.root, &cli.hooks, format),
         Command::Check => check(&cli.root, &cli.hooks),
@@ -130,7 +155,17 @@ fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
             print!("{}", captain_hook::spec::json_schema());
             Ok(ExitCode::SUCCESS)
         }
-        Command::List => list(&cli.root, &cli.hooks),
+        Command::List => {
+            let root = project_root(&cli.root, None);
+            Ok(packs::list(&root, &hooks_dir(&cli.hooks, &root)))
+        }
+        Command::Pack { command } => {
+            let root = project_root(&cli.root, None);
+            Ok(match command {
+                PackCommand::List => packs::pack_list(&root, &hooks_dir(&cli.hooks, &root)),
+                PackCommand::Test { plugin_root } => packs::pack_test(plugin_root.as_ref()),
+            })
+        }
         Command::Init => scaffold::init(&project_root(&cli.root, None)),
         Command::Replay { transcript, all } => {
             let root = project_root(&cli.root, None);
@@ -236,6 +271,7 @@ fn run(
     hooks: &Option<PathBuf>,
     event: &str,
     run_async: bool,
+    with_packs: bool,
 ) -> anyhow::Result<ExitCode> {
     // A name this build does not know comes from a newer Claude Code: a clean no-op, never an
     // error Claude Code would report. The payload is drained so the writer never sees a broken
@@ -256,6 +292,7 @@ fn run(
     let project = match hooks {
         // A named directory that is missing is an error (its guards would silently not run).
         Some(dir) => Project::load_named(&root, dir),
+        None if with_packs => Project::load_with_packs(&root, &hooks_dir(hooks, &root)),
         None => Project::load(&root, &hooks_dir(hooks, &root)),
     };
     for e in project.errors() {
@@ -393,7 +430,10 @@ fn check(root: &Option<PathBuf>, hooks: &Option<PathBuf>) -> anyhow::Result<Exit
         return Ok(ExitCode::from(1));
     }
     let files = captain_hook::loader::hook_files(&dir);
-    let (registry, errors) = load(&root, hooks);
+    let (registry, mut errors) = load(&root, hooks);
+    if let Err(e) = captain_hook::packs::read_config(&dir) {
+        errors.push(e);
+    }
     for e in &errors {
         eprintln!("{e}");
     }
@@ -417,23 +457,4 @@ fn check(root: &Option<PathBuf>, hooks: &Option<PathBuf>) -> anyhow::Result<Exit
         println!("{} errors", errors.len());
         Ok(ExitCode::from(1))
     }
-}
-
-fn list(root: &Option<PathBuf>, hooks: &Option<PathBuf>) -> anyhow::Result<ExitCode> {
-    let root = project_root(root, None);
-    let (registry, errors) = load(&root, hooks);
-    report_load_errors(&errors);
-    for h in registry.hooks() {
-        let source = h
-            .source
-            .as_ref()
-            .map(ToString::to_string)
-            .unwrap_or_default();
-        println!("{}\t{}\t{}\t{}", h.name, h.kind, h.events, source);
-    }
-    Ok(if errors.is_empty() {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
-    })
 }

@@ -10,6 +10,7 @@ pub mod dispatch;
 mod fuzz;
 pub mod hook;
 pub mod loader;
+pub mod packs;
 pub mod primitives;
 pub mod project;
 pub mod registry;

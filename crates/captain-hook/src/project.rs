@@ -12,6 +12,7 @@ use serde_json::Value;
 use crate::Event;
 use crate::dispatch::{DispatchOptions, Dispatcher, Verdict, is_guarded};
 use crate::loader::{LoadError, hook_files, load_dir};
+use crate::packs::Packs;
 use crate::registry::Registry;
 
 /// What evaluating one event printed and how the process should exit.
@@ -46,6 +47,12 @@ pub struct Project {
     hooks_dir: PathBuf,
     dispatcher: Dispatcher,
     errors: Vec<LoadError>,
+    /// Problems that turn nothing off but are told to the session once (from packs).
+    notices: Vec<String>,
+    /// The packs, when the project was loaded with them.
+    packs: Option<Packs>,
+    /// Files besides the hook files whose change means a reload (pack settings, plugins).
+    watched: Vec<PathBuf>,
     fingerprint: Vec<(PathBuf, Option<SystemTime>, u64)>,
 }
 
@@ -54,12 +61,16 @@ pub fn default_hooks_dir(root: &Path) -> PathBuf {
     root.join(".claude").join("hooks")
 }
 
-fn fingerprint(dir: &Path) -> Vec<(PathBuf, Option<SystemTime>, u64)> {
+fn fingerprint(dir: &Path, watched: &[PathBuf]) -> Vec<(PathBuf, Option<SystemTime>, u64)> {
     let mut out = Vec::new();
     if let Ok(meta) = std::fs::metadata(dir) {
         out.push((dir.to_path_buf(), meta.modified().ok(), meta.len()));
     }
-    for f in hook_files(dir).unwrap_or_default() {
+    for f in hook_files(dir)
+        .unwrap_or_default()
+        .into_iter()
+        .chain(watched.iter().cloned())
+    {
         let meta = std::fs::metadata(&f).ok();
         out.push((
             f,
@@ -85,7 +96,50 @@ impl Project {
             hooks_dir: hooks_dir.to_path_buf(),
             dispatcher: Dispatcher::new(Arc::new(registry), Some(root)),
             errors,
-            fingerprint: fingerprint(hooks_dir),
+            notices: Vec::new(),
+            packs: None,
+            watched: Vec::new(),
+            fingerprint: fingerprint(hooks_dir, &[]),
+        }
+    }
+
+    /// [`Project::load`], then every active pack (builtin, language, enabled plugins) after the
+    /// project's own hooks: what the host's workers run. Claude Code's files are read from
+    /// `$HOME`.
+    pub fn load_with_packs(root: &Path, hooks_dir: &Path) -> Project {
+        let mut registry = Registry::new();
+        let mut errors = load_dir(hooks_dir, &mut registry);
+        let home = std::env::var_os(capt_hook_proto::env::HOME)
+            .filter(|h| !h.is_empty())
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from("/"));
+        let packs = crate::packs::load(root, hooks_dir, &home, &mut registry);
+        errors.extend(packs.errors.iter().cloned());
+        for e in &errors {
+            tracing::error!(error = %e, "hook file did not load");
+        }
+        for n in &packs.notices {
+            tracing::warn!(notice = %n, "pack notice");
+        }
+        let watched = packs.watched.clone();
+        Project {
+            root: root.to_path_buf(),
+            hooks_dir: hooks_dir.to_path_buf(),
+            dispatcher: Dispatcher::new(Arc::new(registry), Some(root)),
+            errors,
+            notices: packs.notices.clone(),
+            fingerprint: fingerprint(hooks_dir, &watched),
+            watched,
+            packs: Some(packs),
+        }
+    }
+
+    /// Loads the project again the way it was loaded (with or without packs).
+    pub fn reload(&self) -> Project {
+        if self.packs.is_some() {
+            Project::load_with_packs(&self.root, &self.hooks_dir)
+        } else {
+            Project::load(&self.root, &self.hooks_dir)
         }
     }
 
@@ -114,13 +168,17 @@ impl Project {
             hooks_dir: default_hooks_dir(root),
             dispatcher: Dispatcher::new(Arc::new(registry), Some(root)),
             errors: Vec::new(),
+            notices: Vec::new(),
+            packs: None,
+            watched: Vec::new(),
             fingerprint: Vec::new(),
         }
     }
 
     /// True when a hook file was added, removed or changed since loading.
     pub fn is_stale(&self) -> bool {
-        !self.fingerprint.is_empty() && fingerprint(&self.hooks_dir) != self.fingerprint
+        !self.fingerprint.is_empty()
+            && fingerprint(&self.hooks_dir, &self.watched) != self.fingerprint
     }
 
     /// The project root.
@@ -131,6 +189,16 @@ impl Project {
     /// The load errors.
     pub fn errors(&self) -> &[LoadError] {
         &self.errors
+    }
+
+    /// What the packs told the session: nothing off, but worth saying once.
+    pub fn notices(&self) -> &[String] {
+        &self.notices
+    }
+
+    /// The packs, when the project was loaded with them.
+    pub fn packs(&self) -> Option<&Packs> {
+        self.packs.as_ref()
     }
 
     /// The dispatcher.
@@ -248,29 +316,44 @@ impl Project {
         }
     }
 
-    /// Hook files that did not load are told to the user once per session (and again when
-    /// the errors change), on whatever event comes first: stderr alone is hidden by Claude Code.
+    /// Hook files and packs that did not load, and pack notices, are told to the user once
+    /// per session (and again when they change), on whatever event comes first: stderr alone is
+    /// hidden by Claude Code.
     fn announce_load_errors(&self, evt: &Event, out: &mut Option<Output>) {
-        if self.errors.is_empty() || matches!(out, Some(o) if !matches!(o, Output::Json(_))) {
+        let quiet = self.errors.is_empty() && self.notices.is_empty();
+        if quiet || matches!(out, Some(o) if !matches!(o, Output::Json(_))) {
             // Raw text and exit-2 feedback have nowhere to carry a notice; a later event will.
             return;
         }
         let listed: Vec<String> = self.errors.iter().map(ToString::to_string).collect();
-        let key = blake3::hash(listed.join("\n").as_bytes()).to_hex();
+        let key = blake3::hash(
+            listed
+                .iter()
+                .chain(&self.notices)
+                .cloned()
+                .collect::<Vec<_>>()
+                .join("\n")
+                .as_bytes(),
+        )
+        .to_hex();
         if !evt.store().once(&key[..16], Some("capt-hook:load-errors")) {
             return;
         }
-        let notice = format!(
-            "capt-hook: {} in {} did not load, so its hooks are not running: {}. Run `capt-hook \
-             check` after fixing it.",
-            if listed.len() == 1 {
-                "a hook file".to_owned()
-            } else {
-                format!("{} hook file errors", listed.len())
-            },
-            self.hooks_dir.display(),
-            listed.join("; ")
-        );
+        let mut parts = Vec::new();
+        if !listed.is_empty() {
+            parts.push(format!(
+                "capt-hook: {} did not load, so its hooks are not running: {}. Run `capt-hook \
+                 check` (project files) or `capt-hook pack list` (packs) after fixing it.",
+                if listed.len() == 1 {
+                    "a hook file".to_owned()
+                } else {
+                    format!("{} hook file errors", listed.len())
+                },
+                listed.join("; ")
+            ));
+        }
+        parts.extend(self.notices.iter().map(|n| format!("capt-hook: {n}")));
+        let notice = parts.join("\n\n");
         let mut map = match out.take() {
             Some(Output::Json(Value::Object(map))) => map,
             Some(other) => {

@@ -50,8 +50,11 @@ impl fmt::Display for LoadError {
     }
 }
 
+/// The project's settings file in the hooks directory: never a hook file.
+pub const CONFIG_FILE: &str = "config.toml";
+
 /// The hook files of a directory, in load order: `*.toml` directly inside, names starting with
-/// `_` skipped, sorted by the bytes of the file name.
+/// `_` and the settings file ([`CONFIG_FILE`]) skipped, sorted by the bytes of the file name.
 pub fn hook_files(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(dir)?
         .filter_map(Result::ok)
@@ -61,7 +64,7 @@ pub fn hook_files(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
                 && p.extension().is_some_and(|e| e == "toml")
                 && p.file_name()
                     .and_then(|n| n.to_str())
-                    .is_some_and(|n| !n.starts_with('_'))
+                    .is_some_and(|n| !n.starts_with('_') && n != CONFIG_FILE)
         })
         .collect();
     files.sort_by(|a, b| {
@@ -161,6 +164,21 @@ fn load_text(text: &str, stem: &str, path: &Path) -> Result<Vec<crate::Hook>, Ve
     } else {
         errors.sort_by_key(|(offset, _)| *offset);
         Err(errors.into_iter().map(|(_, e)| e).collect())
+    }
+}
+
+/// Parses the text of the hook file at `path` (which need not exist: an embedded file names
+/// where it came from) and registers its hooks under the name stem `stem`; on any error nothing
+/// from it is registered.
+pub fn load_source(text: &str, stem: &str, path: &Path, registry: &mut Registry) -> Vec<LoadError> {
+    match load_text(text, stem, path) {
+        Ok(hooks) => {
+            for h in hooks {
+                registry.push(h);
+            }
+            Vec::new()
+        }
+        Err(errors) => errors,
     }
 }
 
