@@ -76,6 +76,9 @@ enum Command {
     Explain {
         /// The event name.
         event: String,
+        /// Also explain the packs' hooks, as the host's workers run them.
+        #[arg(long)]
+        packs: bool,
     },
     /// Scaffold .claude/hooks/example.toml (never overwrites).
     Init,
@@ -148,7 +151,7 @@ fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
             run_async,
             packs,
         } => run(&cli.root, &cli.hooks, &event, run_async, packs),
-        Command::Explain { event } => explain(&cli.root, &cli.hooks, &event),
+        Command::Explain { event, packs } => explain(&cli.root, &cli.hooks, &event, packs),
         Command::Test { format } => test(&cli.root, &cli.hooks, format),
         Command::Check => check(&cli.root, &cli.hooks),
         Command::Schema => {
@@ -320,6 +323,7 @@ fn explain(
     root: &Option<PathBuf>,
     hooks: &Option<PathBuf>,
     event: &str,
+    with_packs: bool,
 ) -> anyhow::Result<ExitCode> {
     let (evt, root) = match prepare(root, event)? {
         Err(code) => return Ok(code),
@@ -329,8 +333,15 @@ fn explain(
         }
         Ok(Some(x)) => x,
     };
-    let (registry, errors) = load(&root, hooks);
-    report_load_errors(&errors);
+    let registry = if with_packs && hooks.is_none() {
+        let project = Project::load_with_packs(&root, &hooks_dir(hooks, &root));
+        report_load_errors(project.errors());
+        project.dispatcher().registry().clone()
+    } else {
+        let (registry, errors) = load(&root, hooks);
+        report_load_errors(&errors);
+        registry
+    };
     let dispatcher = Dispatcher::new(Arc::new(registry), Some(&root));
     let kind = evt.kind();
     let evt = Arc::new(evt);

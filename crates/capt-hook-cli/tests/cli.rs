@@ -1165,6 +1165,19 @@ fn run_loads_packs_only_when_asked() {
     let out = p.run(&["run", "PreToolUse", "--packs"], payload);
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["hookSpecificOutput"]["permissionDecision"], "deny");
+    let out = p.run(&["explain", "PreToolUse", "--packs"], payload);
+    let explained = text(&out.stdout);
+    assert!(
+        explained.contains("general/commands:block_command_pkill"),
+        "{explained}"
+    );
+    assert!(explained.contains("verdict: block"), "{explained}");
+    let out = p.run(&["explain", "PreToolUse"], payload);
+    assert!(
+        text(&out.stdout).contains("no hooks registered"),
+        "{}",
+        text(&out.stdout)
+    );
 }
 
 #[test]
