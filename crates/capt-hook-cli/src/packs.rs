@@ -13,7 +13,7 @@ use serde_json::Value;
 /// (`name kind events source origin`), then the packs and pack hooks that are not running, as
 /// `#` lines saying why.
 pub fn list(root: &Path, hooks_dir: &Path) -> ExitCode {
-    let project = Project::load_with_packs(root, hooks_dir);
+    let project = Project::load_with_packs(root, hooks_dir, &Registry::new());
     for e in project.errors() {
         eprintln!("capt-hook: {e}");
     }
@@ -53,7 +53,7 @@ pub fn list(root: &Path, hooks_dir: &Path) -> ExitCode {
 
 /// `capt-hook pack list`: one row per pack considered for this project.
 pub fn pack_list(root: &Path, hooks_dir: &Path) -> ExitCode {
-    let project = Project::load_with_packs(root, hooks_dir);
+    let project = Project::load_with_packs(root, hooks_dir, &Registry::new());
     let Some(packs) = project.packs() else {
         return ExitCode::SUCCESS;
     };

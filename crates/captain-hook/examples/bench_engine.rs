@@ -94,6 +94,7 @@ fn packs_cost(command: &str) {
         std::hint::black_box(captain_hook::Project::load_with_packs(
             &root,
             &root.join(".claude/hooks"),
+            &Registry::new(),
         ));
         packed.push(start.elapsed());
     }

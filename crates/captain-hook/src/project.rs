@@ -47,7 +47,10 @@ pub struct Project {
     hooks_dir: PathBuf,
     dispatcher: Dispatcher,
     errors: Vec<LoadError>,
-    /// Problems that turn nothing off but are told to the session once (from packs).
+    /// Told to each session once, on its first event that can carry it (why the project's
+    /// Rust hooks are not live, from the host).
+    notice: Option<String>,
+    /// Problems that turn nothing off but are told to each session once (from packs).
     notices: Vec<String>,
     /// The packs, when the project was loaded with them.
     packs: Option<Packs>,
@@ -66,11 +69,8 @@ fn fingerprint(dir: &Path, watched: &[PathBuf]) -> Vec<(PathBuf, Option<SystemTi
     if let Ok(meta) = std::fs::metadata(dir) {
         out.push((dir.to_path_buf(), meta.modified().ok(), meta.len()));
     }
-    for f in hook_files(dir)
-        .unwrap_or_default()
-        .into_iter()
-        .chain(watched.iter().cloned())
-    {
+    let files = hook_files(dir).unwrap_or_default();
+    for f in files.into_iter().chain(watched.iter().cloned()) {
         let meta = std::fs::metadata(&f).ok();
         out.push((
             f,
@@ -86,7 +86,13 @@ impl Project {
     /// Loads the hooks of `hooks_dir` for the project at `root`. Files that fail to load are
     /// reported in [`Project::errors`]; the rest are served.
     pub fn load(root: &Path, hooks_dir: &Path) -> Project {
-        let mut registry = Registry::new();
+        Project::load_with(root, hooks_dir, &Registry::new())
+    }
+
+    /// [`Project::load`] after the hooks of `base` (a project's Rust hooks): they register
+    /// first, the files after them.
+    pub fn load_with(root: &Path, hooks_dir: &Path, base: &Registry) -> Project {
+        let mut registry = base.clone();
         let errors = load_dir(hooks_dir, &mut registry);
         for e in &errors {
             tracing::error!(error = %e, "hook file did not load");
@@ -96,18 +102,19 @@ impl Project {
             hooks_dir: hooks_dir.to_path_buf(),
             dispatcher: Dispatcher::new(Arc::new(registry), Some(root)),
             errors,
+            fingerprint: fingerprint(hooks_dir, &[]),
+            notice: None,
             notices: Vec::new(),
             packs: None,
             watched: Vec::new(),
-            fingerprint: fingerprint(hooks_dir, &[]),
         }
     }
 
-    /// [`Project::load`], then every active pack (builtin, language, enabled plugins) after the
-    /// project's own hooks: what the host's workers run. Claude Code's files are read from
+    /// [`Project::load_with`], then every active pack (builtin, language, enabled plugins) after
+    /// the project's own hooks: what the host's workers run. Claude Code's files are read from
     /// `$HOME`.
-    pub fn load_with_packs(root: &Path, hooks_dir: &Path) -> Project {
-        let mut registry = Registry::new();
+    pub fn load_with_packs(root: &Path, hooks_dir: &Path, base: &Registry) -> Project {
+        let mut registry = base.clone();
         let mut errors = load_dir(hooks_dir, &mut registry);
         let home = std::env::var_os(capt_hook_proto::env::HOME)
             .filter(|h| !h.is_empty())
@@ -127,19 +134,11 @@ impl Project {
             hooks_dir: hooks_dir.to_path_buf(),
             dispatcher: Dispatcher::new(Arc::new(registry), Some(root)),
             errors,
-            notices: packs.notices.clone(),
             fingerprint: fingerprint(hooks_dir, &watched),
+            notice: None,
+            notices: packs.notices.clone(),
             watched,
             packs: Some(packs),
-        }
-    }
-
-    /// Loads the project again the way it was loaded (with or without packs).
-    pub fn reload(&self) -> Project {
-        if self.packs.is_some() {
-            Project::load_with_packs(&self.root, &self.hooks_dir)
-        } else {
-            Project::load(&self.root, &self.hooks_dir)
         }
     }
 
@@ -168,11 +167,23 @@ impl Project {
             hooks_dir: default_hooks_dir(root),
             dispatcher: Dispatcher::new(Arc::new(registry), Some(root)),
             errors: Vec::new(),
+            fingerprint: Vec::new(),
+            notice: None,
             notices: Vec::new(),
             packs: None,
             watched: Vec::new(),
-            fingerprint: Vec::new(),
         }
+    }
+
+    /// Sets the notice each session is told once (see [`Project::notice`]).
+    pub fn with_notice(mut self, notice: Option<String>) -> Project {
+        self.notice = notice;
+        self
+    }
+
+    /// The notice each session is told once, if any.
+    pub fn notice(&self) -> Option<&str> {
+        self.notice.as_deref()
     }
 
     /// True when a hook file was added, removed or changed since loading.
@@ -191,7 +202,7 @@ impl Project {
         &self.errors
     }
 
-    /// What the packs told the session: nothing off, but worth saying once.
+    /// What the packs tell each session once: nothing is off, but worth saying.
     pub fn notices(&self) -> &[String] {
         &self.notices
     }
@@ -260,6 +271,26 @@ impl Project {
             }
         };
         self.announce_load_errors(&evt, &mut out);
+        if !self.notices.is_empty() {
+            let joined: Vec<String> = self
+                .notices
+                .iter()
+                .map(|n| format!("capt-hook: {n}"))
+                .collect();
+            let joined = joined.join("\n\n");
+            let key = blake3::hash(joined.as_bytes()).to_hex();
+            announce_once(&evt, &mut out, &key[..16], "capt-hook:pack-notices", joined);
+        }
+        if let Some(notice) = &self.notice {
+            let key = blake3::hash(notice.as_bytes()).to_hex();
+            announce_once(
+                &evt,
+                &mut out,
+                &key[..16],
+                "capt-hook:notice",
+                notice.clone(),
+            );
+        }
         match out {
             // The events that only honour exit 2 get their feedback on stderr.
             Some(out) if out.blocking_stderr().is_some() => Evaluation {
@@ -316,59 +347,57 @@ impl Project {
         }
     }
 
-    /// Hook files and packs that did not load, and pack notices, are told to the user once
-    /// per session (and again when they change), on whatever event comes first: stderr alone is
-    /// hidden by Claude Code.
+    /// Hook files and packs that did not load are told to the user once per session (and again
+    /// when the errors change), on whatever event comes first: stderr alone is hidden by Claude
+    /// Code.
     fn announce_load_errors(&self, evt: &Event, out: &mut Option<Output>) {
-        let quiet = self.errors.is_empty() && self.notices.is_empty();
-        if quiet || matches!(out, Some(o) if !matches!(o, Output::Json(_))) {
+        if self.errors.is_empty() || matches!(out, Some(o) if !matches!(o, Output::Json(_))) {
             // Raw text and exit-2 feedback have nowhere to carry a notice; a later event will.
             return;
         }
         let listed: Vec<String> = self.errors.iter().map(ToString::to_string).collect();
-        let key = blake3::hash(
-            listed
-                .iter()
-                .chain(&self.notices)
-                .cloned()
-                .collect::<Vec<_>>()
-                .join("\n")
-                .as_bytes(),
-        )
-        .to_hex();
-        if !evt.store().once(&key[..16], Some("capt-hook:load-errors")) {
+        let key = blake3::hash(listed.join("\n").as_bytes()).to_hex();
+        let notice = format!(
+            "capt-hook: {} did not load, so its hooks are not running: {}. Run `capt-hook \
+             check` (project files) or `capt-hook pack list` (packs) after fixing it.",
+            if listed.len() == 1 {
+                "a hook file".to_owned()
+            } else {
+                format!("{} hook file errors", listed.len())
+            },
+            listed.join("; ")
+        );
+        announce_once(evt, out, &key[..16], "capt-hook:load-errors", notice);
+    }
+}
+
+/// Adds `notice` to the envelope's `systemMessage` the first time this session sees `key` in
+/// `scope`: stderr alone is hidden by Claude Code. Raw text and exit-2 feedback have nowhere to
+/// carry a notice, so a later event will.
+fn announce_once(evt: &Event, out: &mut Option<Output>, key: &str, scope: &str, notice: String) {
+    // WorktreeCreate reads stdout as a path: JSON there would be taken for one.
+    if matches!(out, Some(o) if !matches!(o, Output::Json(_)))
+        || evt.kind() == EventKind::WorktreeCreate
+    {
+        return;
+    }
+    if !evt.store().once(key, Some(scope)) {
+        return;
+    }
+    let mut map = match out.take() {
+        Some(Output::Json(Value::Object(map))) => map,
+        Some(other) => {
+            *out = Some(other);
             return;
         }
-        let mut parts = Vec::new();
-        if !listed.is_empty() {
-            parts.push(format!(
-                "capt-hook: {} did not load, so its hooks are not running: {}. Run `capt-hook \
-                 check` (project files) or `capt-hook pack list` (packs) after fixing it.",
-                if listed.len() == 1 {
-                    "a hook file".to_owned()
-                } else {
-                    format!("{} hook file errors", listed.len())
-                },
-                listed.join("; ")
-            ));
-        }
-        parts.extend(self.notices.iter().map(|n| format!("capt-hook: {n}")));
-        let notice = parts.join("\n\n");
-        let mut map = match out.take() {
-            Some(Output::Json(Value::Object(map))) => map,
-            Some(other) => {
-                *out = Some(other);
-                return;
-            }
-            None => serde_json::Map::new(),
-        };
-        let joined = match map.get("systemMessage").and_then(Value::as_str) {
-            Some(prior) if !prior.is_empty() => format!("{prior}\n\n{notice}"),
-            _ => notice,
-        };
-        map.insert("systemMessage".into(), joined.into());
-        *out = Some(Output::Json(Value::Object(map)));
-    }
+        None => serde_json::Map::new(),
+    };
+    let joined = match map.get("systemMessage").and_then(Value::as_str) {
+        Some(prior) if !prior.is_empty() => format!("{prior}\n\n{notice}"),
+        _ => notice,
+    };
+    map.insert("systemMessage".into(), joined.into());
+    *out = Some(Output::Json(Value::Object(map)));
 }
 
 /// The ask answer for a call some hook could not check, carrying what the hooks that did answer

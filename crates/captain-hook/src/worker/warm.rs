@@ -1,0 +1,163 @@
+//! One project's hooks kept loaded, reloaded when a hook file changes, and the translation of an
+//! engine evaluation into the wire's [`EventResponse`].
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use crate::project::default_hooks_dir;
+use capt_hook_build::Fingerprint;
+use capt_hook_proto::{EventRequest, EventResponse, RequestError, Status};
+
+use crate::registry::Registry;
+use crate::{DispatchOptions, Project};
+
+/// The loaded project of a worker.
+pub struct Warm {
+    /// Where the hook files live; reloaded from here when they change.
+    hooks_dir: PathBuf,
+    /// The project root the hooks were loaded for.
+    root: PathBuf,
+    /// The hooks registered in Rust; the files load after them.
+    base: Arc<Registry>,
+    /// Told to each session once (from the host: why the Rust hooks are not live).
+    note: Option<String>,
+    /// A project worker's Rust sources as they were when it started.
+    rust: Option<Fingerprint>,
+    /// The current load. Events hold their own `Arc`, so a reload never disturbs one in flight.
+    current: Mutex<Current>,
+}
+
+/// The current load and whether the Rust hooks in it went stale.
+struct Current {
+    project: Arc<Project>,
+    /// The Rust sources changed after this worker started: it serves the files alone, tells
+    /// each session why, and asks the host to retire it (sticky: a build never un-stales).
+    stale: bool,
+}
+
+impl Warm {
+    /// Loads the hooks of `root`: `base` (Rust) first, then the files, then the packs; `note` is
+    /// told to each session once.
+    pub fn load(root: &Path, base: Arc<Registry>, note: Option<String>) -> Warm {
+        let hooks_dir = default_hooks_dir(root);
+        // Only a worker with Rust hooks watches their sources: the stock worker has none to
+        // go stale (the host picks it when the project's build is missing or old).
+        let rust = (!base.is_empty() && capt_hook_build::is_rust_project(root))
+            .then(|| capt_hook_build::fingerprint(&hooks_dir));
+        let project = Project::load_with_packs(root, &hooks_dir, &base).with_notice(note.clone());
+        Warm {
+            hooks_dir,
+            root: root.to_path_buf(),
+            base,
+            note,
+            rust,
+            current: Mutex::new(Current {
+                project: Arc::new(project),
+                stale: false,
+            }),
+        }
+    }
+
+    /// The project to evaluate with, reloaded first if a hook file changed, and whether this
+    /// worker's Rust hooks are stale. The checks are a few `stat` calls; doing them under the
+    /// lock means concurrent events reload once, not N times.
+    pub fn project(&self) -> (Arc<Project>, bool) {
+        let mut current = self.current.lock().unwrap_or_else(|p| p.into_inner());
+        let went_stale = !current.stale
+            && self
+                .rust
+                .as_ref()
+                .is_some_and(|at_start| capt_hook_build::fingerprint(&self.hooks_dir) != *at_start);
+        if went_stale || current.project.is_stale() {
+            current.stale |= went_stale;
+            current.project = Arc::new(self.reload(current.stale));
+        }
+        (Arc::clone(&current.project), current.stale)
+    }
+
+    /// A fresh load: without the Rust hooks once they are stale, with the notice that says so.
+    fn reload(&self, stale: bool) -> Project {
+        if stale {
+            let note = capt_hook_build::stale_note(&self.hooks_dir);
+            Project::load_with_packs(&self.root, &self.hooks_dir, &Registry::new())
+                .with_notice(Some(note))
+        } else {
+            Project::load_with_packs(&self.root, &self.hooks_dir, &self.base)
+                .with_notice(self.note.clone())
+        }
+    }
+}
+
+pub use capt_hook_proto::clock::now_unix_ms;
+
+/// The request's deadline as an `Instant`, or `Err` when it has already passed.
+pub fn deadline_of(req: &EventRequest) -> Result<Option<Instant>, RequestError> {
+    req.deadline()
+}
+
+/// The sending client: its pid and request-scoped environment.
+fn origin(req: &EventRequest) -> crate::project::Origin {
+    crate::project::Origin {
+        pid: Some(req.client_pid),
+        env: Some(Arc::new(req.env.clone())),
+    }
+}
+
+/// Evaluates `req` with `project` (sync hooks), answering as the client should print it.
+pub fn respond(project: &Project, req: &EventRequest, deadline: Option<Instant>) -> EventResponse {
+    let started = Instant::now();
+    let eval = project.evaluate_from(
+        &req.event,
+        req.payload_raw.as_bytes(),
+        DispatchOptions {
+            deadline,
+            run_async: false,
+        },
+        origin(req),
+    );
+    let mut stderr = String::new();
+    for e in project.errors() {
+        stderr.push_str(&format!("capt-hook: {e}\n"));
+    }
+    for line in &eval.stderr {
+        stderr.push_str(line);
+        stderr.push('\n');
+    }
+    EventResponse {
+        schema: 1,
+        status: Status::Ok,
+        stdout: eval.stdout.map(|s| s + "\n").unwrap_or_default(),
+        stderr,
+        exit: i32::from(eval.exit_code),
+        elapsed_ms: started.elapsed().as_secs_f64() * 1000.0,
+        // Every matched hook gave its verdict from a payload that was read and hook files that
+        // all loaded. Otherwise the envelope already says so (ask, or deny for a mandatory hook).
+        guard_completed: !eval.unchecked,
+        stale_build: false,
+    }
+}
+
+/// True when the project has async hooks (to run after the reply).
+pub fn has_async_hooks(project: &Project) -> bool {
+    project
+        .dispatcher()
+        .registry()
+        .hooks()
+        .iter()
+        .any(|h| h.is_async)
+}
+
+/// Runs the project's async hooks for an event whose reply has been sent; handlers still
+/// running at `deadline` are abandoned.
+pub fn run_async_hooks(project: &Project, req: &EventRequest, deadline: Instant) {
+    project.evaluate_from(
+        &req.event,
+        req.payload_raw.as_bytes(),
+        DispatchOptions {
+            deadline: Some(deadline),
+            run_async: true,
+        },
+        origin(req),
+    );
+}
