@@ -132,6 +132,7 @@ pub fn build(root: &Path, quiet: bool) -> anyhow::Result<Built> {
             dir.display()
         );
     }
+    settle_lock(&dir)?;
     let sdk = sdk_id(sdk_dir(env).as_deref());
     let hash = source_hash(&dir, &sdk).with_context(|| format!("reading {}", dir.display()))?;
     let cache = Cache::for_root(root, env);
@@ -226,6 +227,23 @@ pub fn build(root: &Path, quiet: bool) -> anyhow::Result<Built> {
         eprintln!("capt-hook: built {}", exe.display());
     }
     Ok(Built::Exe(exe))
+}
+
+/// Lets cargo bring `Cargo.lock` up to date before the sources are hashed: the lock is a
+/// source, and a build that rewrote it would be named by a hash its sources no longer have.
+fn settle_lock(dir: &Path) -> anyhow::Result<()> {
+    let out = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+        .args(["metadata", "--format-version", "1", "--manifest-path"])
+        .arg(dir.join("Cargo.toml"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .status()
+        .context("running cargo metadata (is cargo on PATH?)")?;
+    if !out.success() {
+        bail!("cargo could not read {}", dir.join("Cargo.toml").display());
+    }
+    Ok(())
 }
 
 /// The built worker must speak this build's protocol, or the host would refuse it at hello.
