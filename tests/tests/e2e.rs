@@ -530,14 +530,16 @@ fn shutdown_answers_events_in_flight() {
 #[test]
 fn edited_hook_files_are_reloaded() {
     let env = Env::new();
+    // `git stash list` is blocked by the project's hook alone (the builtin stash guard allows
+    // it), so emptying the file must let it through.
     let root = env.project("p", HOOKS);
-    let out = env.hook("PreToolUse", &bash(&root, "git stash"), &[]);
+    let out = env.hook("PreToolUse", &bash(&root, "git stash list"), &[]);
     assert!(json_out(&out).to_string().contains("use jj shelve"));
     write_hooks(
         &root,
         &HOOKS.replace("use jj shelve", "shelve it with jj, please"),
     );
-    let out = env.hook("PreToolUse", &bash(&root, "git stash"), &[]);
+    let out = env.hook("PreToolUse", &bash(&root, "git stash list"), &[]);
     assert!(
         json_out(&out)
             .to_string()
@@ -546,7 +548,7 @@ fn edited_hook_files_are_reloaded() {
         json_out(&out)
     );
     write_hooks(&root, "");
-    let out = env.hook("PreToolUse", &bash(&root, "git stash"), &[]);
+    let out = env.hook("PreToolUse", &bash(&root, "git stash list"), &[]);
     assert_eq!(json_out(&out), Value::Null);
     let pids = env.worker_pids();
     assert_eq!(pids.len(), 1, "reloaded in place, not by a new worker");
@@ -1941,4 +1943,126 @@ fn a_large_host_log_is_rotated() {
         fresh.len() < 65536 && fresh.contains("host ready"),
         "{fresh}"
     );
+}
+
+/// Writes `text` at `path`, creating its directory.
+fn put(path: &std::path::Path, text: &str) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+}
+
+/// Installs a plugin `id` at `<env>/plugins/<name>` with `files`, enabled in the user's Claude
+/// Code settings and listed in the install roster, as `claude plugin install` leaves them.
+fn install_plugin(env: &Env, id: &str, files: &[(&str, &str)]) {
+    let home = env.dir.path().join("home");
+    let name = id.split('@').next().unwrap();
+    let dir = env.dir.path().join("plugins").join(name);
+    put(
+        &dir.join(".claude-plugin/plugin.json"),
+        &format!(r#"{{"name": "{name}"}}"#),
+    );
+    for (path, text) in files {
+        put(&dir.join(path), text);
+    }
+    let settings = home.join(".claude/settings.json");
+    let roster = home.join(".claude/plugins/installed_plugins.json");
+    let read = |p: &std::path::Path, empty: Value| -> Value {
+        std::fs::read_to_string(p)
+            .ok()
+            .and_then(|t| capt_hook_proto::serde_json::from_str(&t).ok())
+            .unwrap_or(empty)
+    };
+    let mut s = read(
+        &settings,
+        capt_hook_proto::serde_json::json!({"enabledPlugins": {}}),
+    );
+    s["enabledPlugins"][id] = true.into();
+    put(&settings, &s.to_string());
+    let mut r = read(
+        &roster,
+        capt_hook_proto::serde_json::json!({"version": 2, "plugins": {}}),
+    );
+    r["plugins"][id] = capt_hook_proto::serde_json::json!([{"scope": "user", "installPath": dir}]);
+    put(&roster, &r.to_string());
+}
+
+/// A PreToolUse Bash payload of session `session`.
+fn bash_in(root: &std::path::Path, session: &str, command: &str) -> Vec<u8> {
+    let mut v: Value = capt_hook_proto::serde_json::from_slice(&bash(root, command)).unwrap();
+    v["session_id"] = session.into();
+    v.to_string().into_bytes()
+}
+
+/// A fresh install with no project hooks runs the builtin packs; a project turns one hook off;
+/// a pack from an enabled plugin loads; a broken one is told to the session once.
+#[test]
+fn packs_through_the_host() {
+    let env = Env::new();
+    let root = env.dir.path().join("projects/bare");
+    std::fs::create_dir_all(&root).unwrap();
+
+    for cmd in ["pkill node", "git stash pop"] {
+        let out = env.hook("PreToolUse", &bash(&root, cmd), &[]);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        assert_eq!(decision(&json_out(&out)), Some("deny"), "{cmd}");
+    }
+    let out = env.hook("PreToolUse", &bash(&root, "find ~ -name x"), &[]);
+    let v = json_out(&out);
+    assert_eq!(decision(&v), Some("allow"), "{v}");
+    assert_eq!(
+        v["hookSpecificOutput"]["updatedInput"]["command"],
+        "rg --files ~ --glob x"
+    );
+
+    // The project turns the pkill hook off; the worker reloads on the config change.
+    put(
+        &root.join(".claude/hooks/config.toml"),
+        "[hooks]\ndisable = [\"general/commands:block_command_pkill\"]\n",
+    );
+    let out = env.hook("PreToolUse", &bash(&root, "pkill node"), &[]);
+    assert_eq!(json_out(&out), Value::Null, "{}", stderr(&out));
+    let out = env.hook("PreToolUse", &bash(&root, "git stash pop"), &[]);
+    assert_eq!(decision(&json_out(&out)), Some("deny"));
+
+    install_plugin(
+        &env,
+        "acme@tools",
+        &[
+            ("capt-hook/pack.toml", "description = \"deploy rules\"\n"),
+            (
+                "capt-hook/hooks/deploy.toml",
+                "[[hook]]\nkind = \"block_command\"\nargv = [\"make\", \"deploy\"]\nreason = \"deploys go through CI\"\n",
+            ),
+        ],
+    );
+    let out = env.hook("PreToolUse", &bash(&root, "make deploy"), &[]);
+    let v = json_out(&out);
+    assert_eq!(decision(&v), Some("deny"), "{v}");
+    assert!(
+        v["hookSpecificOutput"]["permissionDecisionReason"]
+            .as_str()
+            .unwrap()
+            .contains("deploys go through CI")
+    );
+
+    install_plugin(
+        &env,
+        "broken@tools",
+        &[("capt-hook/pack.toml", "description = \"no hooks dir\"\n")],
+    );
+    let first = json_out(&env.hook("PreToolUse", &bash_in(&root, "s-broken", "ls"), &[]));
+    let notice = first["systemMessage"].as_str().unwrap_or_default();
+    assert!(notice.contains("plugins/broken/capt-hook"), "{first}");
+    let second = json_out(&env.hook("PreToolUse", &bash_in(&root, "s-broken", "ls"), &[]));
+    assert!(
+        second.get("systemMessage").is_none(),
+        "told once per session: {second}"
+    );
+    // The working packs still decide.
+    let out = env.hook(
+        "PreToolUse",
+        &bash_in(&root, "s-broken", "make deploy"),
+        &[],
+    );
+    assert_eq!(decision(&json_out(&out)), Some("deny"));
 }

@@ -92,6 +92,9 @@ vars! {
     XDG_RUNTIME_DIR, read_by: "hook, capt-hookd, capt-hook", default: "the host state directory";
     /// The user's home: the state, log and socket defaults hang off it.
     HOME, read_by: "all", default: "`/`";
+    /// The user's configuration directory; `capt-hook helper install` puts the systemd user
+    /// unit under `systemd/user/` in it.
+    XDG_CONFIG_HOME, read_by: "capt-hook", default: "`~/.config`";
     /// `PATH` given to workers.
     PATH, read_by: "capt-hookd", default: "`/usr/bin:/bin:/usr/sbin:/sbin`";
 }

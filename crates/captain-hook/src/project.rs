@@ -13,6 +13,7 @@ use serde_json::Value;
 use crate::Event;
 use crate::dispatch::{DispatchOptions, Dispatcher, Verdict, is_guarded};
 use crate::loader::{LoadError, hook_files, load_dir};
+use crate::packs::Packs;
 use crate::registry::Registry;
 
 /// What evaluating one event printed and how the process should exit.
@@ -50,6 +51,12 @@ pub struct Project {
     /// Told to each session once, on its first event that can carry it (why the project's
     /// Rust hooks are not live, from the host).
     notice: Option<String>,
+    /// Problems that turn nothing off but are told to each session once (from packs).
+    notices: Vec<String>,
+    /// The packs, when the project was loaded with them.
+    packs: Option<Packs>,
+    /// Files besides the hook files whose change means a reload (pack settings, plugins).
+    watched: Vec<PathBuf>,
     fingerprint: Vec<(PathBuf, Option<SystemTime>, u64)>,
 }
 
@@ -58,12 +65,13 @@ pub fn default_hooks_dir(root: &Path) -> PathBuf {
     root.join(".claude").join("hooks")
 }
 
-fn fingerprint(dir: &Path) -> Vec<(PathBuf, Option<SystemTime>, u64)> {
+fn fingerprint(dir: &Path, watched: &[PathBuf]) -> Vec<(PathBuf, Option<SystemTime>, u64)> {
     let mut out = Vec::new();
     if let Ok(meta) = std::fs::metadata(dir) {
         out.push((dir.to_path_buf(), meta.modified().ok(), meta.len()));
     }
-    for f in hook_files(dir).unwrap_or_default() {
+    let files = hook_files(dir).unwrap_or_default();
+    for f in files.into_iter().chain(watched.iter().cloned()) {
         let meta = std::fs::metadata(&f).ok();
         out.push((
             f,
@@ -95,8 +103,43 @@ impl Project {
             hooks_dir: hooks_dir.to_path_buf(),
             dispatcher: Dispatcher::new(Arc::new(registry), Some(root)),
             errors,
-            fingerprint: fingerprint(hooks_dir),
+            fingerprint: fingerprint(hooks_dir, &[]),
             notice: None,
+            notices: Vec::new(),
+            packs: None,
+            watched: Vec::new(),
+        }
+    }
+
+    /// [`Project::load_with`], then every active pack (builtin, language, enabled plugins) after
+    /// the project's own hooks: what the host's workers run. Claude Code's files are read from
+    /// `$HOME`.
+    pub fn load_with_packs(root: &Path, hooks_dir: &Path, base: &Registry) -> Project {
+        let mut registry = base.clone();
+        let mut errors = load_dir(hooks_dir, &mut registry);
+        let home = std::env::var_os(capt_hook_proto::env::HOME)
+            .filter(|h| !h.is_empty())
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from("/"));
+        let packs = crate::packs::load(root, hooks_dir, &home, &mut registry);
+        errors.extend(packs.errors.iter().cloned());
+        for e in &errors {
+            tracing::error!(error = %e, "hook file did not load");
+        }
+        for n in &packs.notices {
+            tracing::warn!(notice = %n, "pack notice");
+        }
+        let watched = packs.watched.clone();
+        Project {
+            root: root.to_path_buf(),
+            hooks_dir: hooks_dir.to_path_buf(),
+            dispatcher: Dispatcher::new(Arc::new(registry), Some(root)),
+            errors,
+            fingerprint: fingerprint(hooks_dir, &watched),
+            notice: None,
+            notices: packs.notices.clone(),
+            watched,
+            packs: Some(packs),
         }
     }
 
@@ -127,6 +170,9 @@ impl Project {
             errors: Vec::new(),
             fingerprint: Vec::new(),
             notice: None,
+            notices: Vec::new(),
+            packs: None,
+            watched: Vec::new(),
         }
     }
 
@@ -143,7 +189,8 @@ impl Project {
 
     /// True when a hook file was added, removed or changed since loading.
     pub fn is_stale(&self) -> bool {
-        !self.fingerprint.is_empty() && fingerprint(&self.hooks_dir) != self.fingerprint
+        !self.fingerprint.is_empty()
+            && fingerprint(&self.hooks_dir, &self.watched) != self.fingerprint
     }
 
     /// The project root.
@@ -154,6 +201,16 @@ impl Project {
     /// The load errors.
     pub fn errors(&self) -> &[LoadError] {
         &self.errors
+    }
+
+    /// What the packs tell each session once: nothing is off, but worth saying.
+    pub fn notices(&self) -> &[String] {
+        &self.notices
+    }
+
+    /// The packs, when the project was loaded with them.
+    pub fn packs(&self) -> Option<&Packs> {
+        self.packs.as_ref()
     }
 
     /// The dispatcher.
@@ -278,6 +335,16 @@ impl Project {
             }
         };
         self.announce_load_errors(&evt, &mut out);
+        if !self.notices.is_empty() {
+            let joined: Vec<String> = self
+                .notices
+                .iter()
+                .map(|n| format!("capt-hook: {n}"))
+                .collect();
+            let joined = joined.join("\n\n");
+            let key = blake3::hash(joined.as_bytes()).to_hex();
+            announce_once(&evt, &mut out, &key[..16], "capt-hook:pack-notices", joined);
+        }
         if let Some(notice) = &self.notice {
             let key = blake3::hash(notice.as_bytes()).to_hex();
             announce_once(
@@ -344,8 +411,9 @@ impl Project {
         }
     }
 
-    /// Hook files that did not load are told to the user once per session (and again when
-    /// the errors change), on whatever event comes first: stderr alone is hidden by Claude Code.
+    /// Hook files and packs that did not load are told to the user once per session (and again
+    /// when the errors change), on whatever event comes first: stderr alone is hidden by Claude
+    /// Code.
     fn announce_load_errors(&self, evt: &Event, out: &mut Option<Output>) {
         if self.errors.is_empty() || matches!(out, Some(o) if !matches!(o, Output::Json(_))) {
             // Raw text and exit-2 feedback have nowhere to carry a notice; a later event will.
@@ -354,14 +422,13 @@ impl Project {
         let listed: Vec<String> = self.errors.iter().map(ToString::to_string).collect();
         let key = blake3::hash(listed.join("\n").as_bytes()).to_hex();
         let notice = format!(
-            "capt-hook: {} in {} did not load, so its hooks are not running: {}. Run `capt-hook \
-             check` after fixing it.",
+            "capt-hook: {} did not load, so its hooks are not running: {}. Run `capt-hook \
+             check` (project files) or `capt-hook pack list` (packs) after fixing it.",
             if listed.len() == 1 {
                 "a hook file".to_owned()
             } else {
                 format!("{} hook file errors", listed.len())
             },
-            self.hooks_dir.display(),
             listed.join("; ")
         );
         announce_once(evt, out, &key[..16], "capt-hook:load-errors", notice);

@@ -37,15 +37,15 @@ struct Current {
 }
 
 impl Warm {
-    /// Loads the hooks of `root`: `base` (Rust) first, then the files; `note` is told to each
-    /// session once.
+    /// Loads the hooks of `root`: `base` (Rust) first, then the files, then the packs; `note` is
+    /// told to each session once.
     pub fn load(root: &Path, base: Arc<Registry>, note: Option<String>) -> Warm {
         let hooks_dir = default_hooks_dir(root);
         // Only a worker with Rust hooks watches their sources: the stock worker has none to
         // go stale (the host picks it when the project's build is missing or old).
         let rust = (!base.is_empty() && capt_hook_build::is_rust_project(root))
             .then(|| capt_hook_build::fingerprint(&hooks_dir));
-        let project = Project::load_with(root, &hooks_dir, &base).with_notice(note.clone());
+        let project = Project::load_with_packs(root, &hooks_dir, &base).with_notice(note.clone());
         Warm {
             hooks_dir,
             root: root.to_path_buf(),
@@ -80,10 +80,10 @@ impl Warm {
     fn reload(&self, stale: bool) -> Project {
         if stale {
             let note = capt_hook_build::stale_note(&self.hooks_dir);
-            Project::load_with(&self.root, &self.hooks_dir, &Registry::new())
+            Project::load_with_packs(&self.root, &self.hooks_dir, &Registry::new())
                 .with_notice(Some(note))
         } else {
-            Project::load_with(&self.root, &self.hooks_dir, &self.base)
+            Project::load_with_packs(&self.root, &self.hooks_dir, &self.base)
                 .with_notice(self.note.clone())
         }
     }
