@@ -25,6 +25,10 @@ enum Msg {
     Flush(mpsc::Sender<()>),
 }
 
+/// A session log past this size is rotated. Fixed: the setting for the host log
+/// (`CAPT_HOOK_LOG_MAX_BYTES`) belongs to one request's environment and never reaches workers.
+const SESSION_LOG_MAX: u64 = 10 * 1024 * 1024;
+
 /// Entries dropped because the queue was full.
 static DROPPED: AtomicU64 = AtomicU64::new(0);
 
@@ -45,7 +49,7 @@ impl Settings {
         Settings {
             log_dir: capt_hook_proto::paths::log_dir(),
             db: crate::ledger::default_path(),
-            max_bytes: capt_hook_proto::paths::log_max_bytes(),
+            max_bytes: SESSION_LOG_MAX,
         }
     }
 }

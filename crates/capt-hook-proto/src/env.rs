@@ -42,8 +42,8 @@ vars! {
     CAPTAIN_HOOK_STATE_DIR, read_by: "capt-hook, workers", default: "`~/.claude/state`";
     /// Directory for log files.
     CAPTAIN_HOOK_LOG_DIR, read_by: "all", default: "`~/.cache/captain-hook/host-v1`";
-    /// Bytes past which the host log and a session log are rotated (to `.1`).
-    CAPT_HOOK_LOG_MAX_BYTES, read_by: "capt-hookd, workers", default: "10485760";
+    /// Bytes past which the host log is rotated (to `capt-hookd.log.1`).
+    CAPT_HOOK_LOG_MAX_BYTES, read_by: "capt-hookd", default: "10485760";
     /// The decision ledger (SQLite): one row per verdict a hook delivered.
     CAPT_HOOK_DECISIONS_DB, read_by: "workers, capt-hook", default: "`<state dir>/hooks/decisions.db`";
     /// Set by captain-hook in processes it spawns: their events are logged but never recorded
