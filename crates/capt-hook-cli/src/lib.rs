@@ -16,8 +16,8 @@ use captain_hook::testing::{TestOutcome, all_passed, human_report, json_report, 
 use captain_hook::{DispatchOptions, Dispatcher, Event, LoadError, Project, Registry, load_dir};
 use clap::{Parser, Subcommand, ValueEnum};
 
-mod journal;
 pub mod helper;
+mod journal;
 mod logging;
 mod packs;
 mod rust_project;
