@@ -1484,6 +1484,12 @@ message = "consider running the tests"
 fn logs_and_decisions_show_what_the_host_answered() {
     let env = Env::new();
     let root = env.project("journal", HOOKS);
+    // The project's own verdicts only: the builtin stash guard would deliver a second one.
+    std::fs::write(
+        root.join(".claude/hooks/config.toml"),
+        "[packs]\ndisable = [\"general\"]\n",
+    )
+    .unwrap();
     let out = env.hook("PreToolUse", &bash(&root, "git stash pop"), &[]);
     assert_eq!(decision(&json_out(&out)), Some("deny"), "{}", stderr(&out));
     let out = env.hook("PreToolUse", &bash(&root, "ls -la"), &[]);
@@ -1591,6 +1597,11 @@ fn logs_and_decisions_show_what_the_host_answered() {
     // answer, and writes its journal before going.
     let scratch = env.host_tmp().join("scratch");
     write_hooks(&scratch, HOOKS);
+    std::fs::write(
+        scratch.join(".claude/hooks/config.toml"),
+        "[packs]\ndisable = [\"general\"]\n",
+    )
+    .unwrap();
     let payload = capt_hook_proto::serde_json::json!({
         "session_id": "scratch", "cwd": scratch, "hook_event_name": "PreToolUse",
         "tool_name": "Bash", "tool_input": {"command": "git stash"}, "tool_use_id": "toolu_s",
@@ -1600,7 +1611,8 @@ fn logs_and_decisions_show_what_the_host_answered() {
     env.wait_until("the retired worker's log line", || {
         json_lines(&["logs", "--session", "scratch", "--json"]).len() == 1
     });
-    env.wait_until("the retired worker's decision", || {
+    // Its own deny and the builtin stash guard's (packs are on in this project).
+    env.wait_until("the retired worker's decisions", || {
         json_lines(&["decisions", "--json", "--session", "scratch"]).len() == 1
     });
 
