@@ -20,7 +20,7 @@ use anyhow::{Context, bail};
 
 use crate::sandbox::{self, Sandbox};
 
-const COMMAND: &str =
+pub(crate) const COMMAND: &str =
     "cd /work/app && git status --short | head -20 && cargo test -q -- --nocapture 2>&1 | tail -5";
 
 pub fn run(args: &[String]) -> anyhow::Result<()> {
@@ -211,7 +211,7 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
         cold_ms / chain_ms
     );
     sandbox.shutdown()?;
-    Ok(())
+    crate::bench_rust::run(&bins, quick)
 }
 
 /// Concurrent clients, as Claude Code's parallel tool calls run them.
@@ -275,7 +275,7 @@ fn median_round(mut rounds: Vec<Load>) -> Load {
 }
 
 /// Wall time of one run of `cmd` with stdin from `input`, output discarded; fails on non-zero.
-fn time(cmd: &mut Command, input: &Path) -> anyhow::Result<f64> {
+pub(crate) fn time(cmd: &mut Command, input: &Path) -> anyhow::Result<f64> {
     cmd.stdin(File::open(input)?)
         .stdout(Stdio::null())
         .stderr(Stdio::null());
@@ -329,20 +329,20 @@ fn concurrent(
     })
 }
 
-fn median(v: &mut [f64]) -> f64 {
+pub(crate) fn median(v: &mut [f64]) -> f64 {
     v.sort_by(f64::total_cmp);
     pct(v, 0.5)
 }
 
 /// The `q` quantile of sorted samples.
-fn pct(sorted: &[f64], q: f64) -> f64 {
+pub(crate) fn pct(sorted: &[f64], q: f64) -> f64 {
     if sorted.is_empty() {
         return 0.0;
     }
     sorted[((sorted.len() as f64 * q) as usize).min(sorted.len() - 1)]
 }
 
-fn rss_kib(pid: u64) -> u64 {
+pub(crate) fn rss_kib(pid: u64) -> u64 {
     u32::try_from(pid)
         .ok()
         .and_then(capt_hook_proto::procfs::rss_kib)

@@ -58,6 +58,12 @@ vars! {
     HOOKS_WAITING_TOOLS, read_by: "capt-hook, workers", default: "the built-in list";
     /// `1`, `true` or `yes` adds the `raw` annotation to every event.
     CAPT_HOOK_CCX_RAW, read_by: "capt-hook, workers", default: "unset";
+    /// The captain-hook SDK source `capt-hook init --rust` points a hook project at.
+    CAPT_HOOK_SDK, read_by: "capt-hook", default: "`sdk/` beside the installed `bin/`";
+    /// Where Rust hook projects' builds are cached (one directory per project root).
+    CAPT_HOOK_BUILD_DIR, read_by: "capt-hook, capt-hookd, workers", default: "`$XDG_CACHE_HOME/captain-hook/rust`";
+    /// The user's cache directory.
+    XDG_CACHE_HOME, read_by: "capt-hook, capt-hookd, workers", default: "`~/.cache`";
     /// The user's runtime directory; the host socket lives under it when set.
     XDG_RUNTIME_DIR, read_by: "hook, capt-hookd, capt-hook", default: "the host state directory";
     /// The user's home: the state, log and socket defaults hang off it.
