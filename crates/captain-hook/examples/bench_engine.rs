@@ -1,4 +1,5 @@
-//! In-process cost of one PreToolUse Bash event against 100 declarative hooks, beside its floor.
+//! In-process cost of one PreToolUse Bash event against 100 declarative hooks, beside its floor,
+//! and what the builtin packs add to it and to loading a project.
 //!
 //! Run with `cargo run --release -p captain-hook --example bench_engine` (or `cargo xtask
 //! bench`). For each command line it measures the worker's whole path (payload bytes in, the
@@ -10,11 +11,13 @@
 #![allow(clippy::expect_used)]
 
 use std::path::Path;
-use std::time::Instant;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
+use capt_hook_core::{EventContext, EventKind};
 use capt_hook_shell::CommandLine;
 use captain_hook::loader::load_str;
-use captain_hook::{DispatchOptions, Project, Registry};
+use captain_hook::{DispatchOptions, Dispatcher, Event, Project, Registry};
 use serde_json::{Value, json};
 
 /// 100 hooks in the shapes real projects use; the runtime bench loads the same file.
@@ -43,6 +46,7 @@ fn main() {
         "engine: worst line {worst:.2} µs/event (target <= {TARGET_US}): {}",
         if worst <= TARGET_US { "met" } else { "NOT met" }
     );
+    packs_cost(lines[1]);
 }
 
 /// Prints one line's figures; returns its µs per event.
@@ -139,4 +143,88 @@ fn verdict(stdout: Option<&str>) -> String {
         None if out.get("additionalContext").is_some() => "context".to_owned(),
         None => "other".to_owned(),
     }
+}
+
+/// The project's 100 hooks alone against the same plus the always-on builtin packs, alternated
+/// in blocks so machine noise hits both; then a project's load with and without its packs.
+fn packs_cost(command: &str) {
+    let hundred = || {
+        let mut r = Registry::new();
+        load_str(HUNDRED_HOOKS, "bench", &mut r).expect("the bench's hooks load");
+        r
+    };
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let (root, home) = (tmp.path().join("proj"), tmp.path().join("home"));
+    std::fs::create_dir_all(root.join(".claude/hooks")).expect("mkdir");
+    std::fs::create_dir_all(&home).expect("mkdir");
+    let mut with = hundred();
+    let packs = captain_hook::packs::load(&root, &root.join(".claude/hooks"), &home, &mut with);
+    assert!(packs.errors.is_empty(), "{:?}", packs.errors);
+    let added = with.hooks().len() - 100;
+    let payload = json!({
+        "session_id": "bench", "hook_event_name": "PreToolUse", "cwd": "/work/app",
+        "tool_name": "Bash", "tool_input": {"command": command},
+    });
+    let time_block = |d: &Dispatcher| {
+        let start = Instant::now();
+        for _ in 0..1_000 {
+            let evt = Event::new(
+                EventKind::PreToolUse,
+                payload.clone(),
+                EventContext::default(),
+            )
+            .expect("object payload");
+            std::hint::black_box(d.dispatch(&Arc::new(evt), DispatchOptions::default()));
+        }
+        start.elapsed() / 1_000
+    };
+    let (alone, both) = (
+        Dispatcher::new(Arc::new(hundred()), None),
+        Dispatcher::new(Arc::new(with), None),
+    );
+    let (mut a, mut b) = (Vec::new(), Vec::new());
+    for _ in 0..20 {
+        a.push(time_block(&alone));
+        b.push(time_block(&both));
+    }
+    let (a, b) = (median_duration(&mut a), median_duration(&mut b));
+    println!("engine: the same line x 100 hooks + the always-on builtin packs ({added} hooks)");
+    println!(
+        "  {:>10.2} µs/event without packs, {:.2} with: +{:.2} µs",
+        micros(a),
+        micros(b),
+        micros(b.saturating_sub(a))
+    );
+    let (mut plain, mut packed) = (Vec::new(), Vec::new());
+    for _ in 0..10 {
+        let start = Instant::now();
+        std::hint::black_box(captain_hook::Project::load(
+            &root,
+            &root.join(".claude/hooks"),
+        ));
+        plain.push(start.elapsed());
+        let start = Instant::now();
+        std::hint::black_box(captain_hook::Project::load_with_packs(
+            &root,
+            &root.join(".claude/hooks"),
+            &Registry::new(),
+        ));
+        packed.push(start.elapsed());
+    }
+    // The best of ten: loading is short enough that the median mostly measures other processes.
+    let best = |v: &[Duration]| v.iter().min().copied().unwrap_or_default().as_secs_f64() * 1e3;
+    println!(
+        "  {:>10.2} ms to load an empty project, {:.2} with its packs (a worker's start; best of 10)",
+        best(&plain),
+        best(&packed)
+    );
+}
+
+fn median_duration(v: &mut [Duration]) -> Duration {
+    v.sort();
+    v[v.len() / 2]
+}
+
+fn micros(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e6
 }

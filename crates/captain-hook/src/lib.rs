@@ -19,6 +19,8 @@ pub mod dispatch;
 mod fuzz;
 pub mod hook;
 pub mod loader;
+pub mod notices;
+pub mod packs;
 pub mod primitives;
 pub mod project;
 pub mod registry;
