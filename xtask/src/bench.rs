@@ -1,14 +1,19 @@
-//! `cargo xtask bench`: the engine's in-process bench (when present), then the runtime:
-//! warm `hook run` against `/bin/true`, cold start, 64 concurrent clients, resident memory.
+//! `cargo xtask bench`: the engine's in-process bench (when present), then the runtime: warm
+//! `hook run`, 64 concurrent clients, resident memory, cold start. Each figure is printed beside
+//! its ceiling measured in the same run: `/bin/true` for a warm event, 64 concurrent `/bin/true`
+//! fed the same stdin for the load, the three binaries started with nothing to do for a cold
+//! start, reading the payload alone for the engine.
 //!
 //! Timing spawns processes directly with stdin redirected from a file (no shell in between) and
-//! alternates the two commands sample by sample, so drift on a noisy machine hits both alike.
+//! alternates each figure with its ceiling sample by sample (round by round for the load), so
+//! drift on a noisy machine hits both alike.
 
 use std::fs::File;
+use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Stdio};
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use anyhow::{Context, bail};
@@ -23,14 +28,18 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
     let engine_bench = crate::workspace_root().join("crates/captain-hook/examples/bench_engine.rs");
     if engine_bench.exists() {
         println!("== engine (in process)");
-        crate::run_cargo(&[
+        let mut cargo = vec![
             "run",
             "--release",
             "-p",
             "captain-hook",
             "--example",
             "bench_engine",
-        ])?;
+        ];
+        if quick {
+            cargo.extend(["--", "--quick"]);
+        }
+        crate::run_cargo(&cargo)?;
         println!();
     }
     let bins = crate::dist()?;
@@ -110,54 +119,159 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
     // Resident memory while warm.
     let status = sandbox.status()?;
     let host_rss = rss_kib(status["pid"].as_u64().unwrap_or(0));
-    let worker_rss: Vec<u64> = status["workers"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .map(|w| rss_kib(w["pid"].as_u64().unwrap_or(0)))
-        .collect();
+    let worker_idle = worker_rss(&status);
 
-    // 64 concurrent clients, 2000 events.
+    // 64 concurrent clients against 64 concurrent `/bin/true` with the same stdin, rounds
+    // alternating. Every event must be answered once: each client gets the expected verdict,
+    // and the worker counts exactly one answer per event (a retried or locally re-evaluated
+    // event would break the count one way or the other).
     let total = if quick { 500 } else { 2000 };
-    let (lat, wrong) = concurrent(&sandbox, &payload, &expected, 64, total)?;
-    let mut lat = lat;
-    let p50 = median(&mut lat);
-    println!(
-        "64 clients × {total} events: {} answered, {wrong} wrong or missing; p50 {p50:.2} ms, p99 {:.2} ms, max {:.2} ms",
-        lat.len(),
-        pct(&lat, 0.99),
-        lat.last().copied().unwrap_or(0.0)
-    );
-    if wrong > 0 {
-        bail!("{wrong} events were not answered exactly once with the expected verdict");
+    let rounds = if quick { 1 } else { 3 };
+    let (mut hook_rounds, mut true_rounds) = (Vec::new(), Vec::new());
+    for _ in 0..rounds {
+        true_rounds.push(concurrent(CLIENTS, total, || spawn_true(&payload))?);
+        let before = served(&sandbox.status()?);
+        let round = concurrent(CLIENTS, total, || {
+            let out = sandbox.hook("PreToolUse", &payload)?;
+            Ok(out.status.success() && out.stdout == expected)
+        })?;
+        let counted = served(&sandbox.status()?).saturating_sub(before);
+        if round.wrong > 0 || round.lat.len() != total || counted != total as u64 {
+            bail!(
+                "{} clients of {total} got the expected verdict ({} wrong or missing) and the \
+                 worker answered {counted} events: some were lost or doubled",
+                round.lat.len(),
+                round.wrong
+            );
+        }
+        hook_rounds.push(round);
     }
-    let status = sandbox.status()?;
-    let worker_rss_loaded: Vec<u64> = status["workers"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .map(|w| rss_kib(w["pid"].as_u64().unwrap_or(0)))
-        .collect();
+    let hook_load = median_round(hook_rounds);
+    let true_load = median_round(true_rounds);
+    let share = hook_load.per_s / true_load.per_s;
     println!(
-        "RSS   host {host_rss} KiB; worker {worker_rss:?} KiB idle-warm, {worker_rss_loaded:?} KiB after the load"
+        "load  {CLIENTS} clients x {total} events, {rounds} round(s), the median round; every event answered once"
+    );
+    println!(
+        "      hook run PreToolUse   {:8.0} events/s   p50 {:7.2} ms   p99 {:7.2} ms ({:.1}x p50)   max {:7.2} ms",
+        hook_load.per_s,
+        hook_load.p50,
+        hook_load.p99,
+        hook_load.p99 / hook_load.p50,
+        hook_load.max
+    );
+    println!(
+        "      /bin/true             {:8.0} events/s   p50 {:7.2} ms   p99 {:7.2} ms ({:.1}x p50)   max {:7.2} ms",
+        true_load.per_s,
+        true_load.p50,
+        true_load.p99,
+        true_load.p99 / true_load.p50,
+        true_load.max
+    );
+    println!(
+        "      throughput            {:.0}% of /bin/true (target >= 80%), p99 {:.1}x p50 (target <= 3)",
+        share * 100.0,
+        hook_load.p99 / hook_load.p50
+    );
+    let worker_rss_loaded = worker_rss(&sandbox.status()?);
+    println!(
+        "RSS   host {host_rss} KiB (target <= 10240); worker {worker_idle:?} KiB idle-warm, {worker_rss_loaded:?} KiB after the load (target <= 40960)"
     );
 
-    // Cold: no host running; the event pays host start, worker start and hook load.
-    let runs = if quick { 5 } else { 15 };
-    let mut cold = Vec::new();
+    // Cold: no host running; the event pays host start, worker start and hook load. Its floor
+    // is the same three binaries started one after the other with nothing to do.
+    let runs = if quick { 5 } else { 21 };
+    let (mut cold, mut chain) = (Vec::new(), Vec::new());
     for _ in 0..runs {
         sandbox.shutdown()?;
         cold.push(time(
             sandbox.command("hook").args(["run", "PreToolUse"]),
             &payload_path,
         )?);
+        let mut floor = time(
+            sandbox
+                .command("hook")
+                .args(["run", "PreToolUse", "--async"]),
+            &payload_path,
+        )?;
+        floor += time(sandbox.command("capt-hookd").arg("version"), &payload_path)?;
+        floor += time(
+            sandbox.command("capt-hook-worker").arg("version"),
+            &payload_path,
+        )?;
+        chain.push(floor);
     }
+    let (cold_ms, chain_ms) = (median(&mut cold), median(&mut chain));
     println!(
-        "cold  hook run PreToolUse   median {:7.3} ms (target <= 30 ms), {runs} runs",
-        median(&mut cold)
+        "cold  hook run PreToolUse   median {cold_ms:7.3} ms   p90 {:7.3} ms (target <= 5 ms), {runs} runs",
+        pct(&cold, 0.9)
+    );
+    println!(
+        "      the three binaries, nothing to do, one after another   median {chain_ms:7.3} ms   ({:.1}x)",
+        cold_ms / chain_ms
     );
     sandbox.shutdown()?;
     crate::bench_rust::run(&bins, quick)
+}
+
+/// Concurrent clients, as Claude Code's parallel tool calls run them.
+const CLIENTS: usize = 64;
+
+/// One round of concurrent runs.
+struct Load {
+    /// Latencies of the runs that succeeded, sorted, in ms.
+    lat: Vec<f64>,
+    /// Runs that failed or answered wrongly.
+    wrong: usize,
+    /// Runs per second of wall time.
+    per_s: f64,
+    p50: f64,
+    p99: f64,
+    max: f64,
+}
+
+/// `/bin/true` fed `payload` on stdin exactly as a client is; true when it exited 0.
+fn spawn_true(payload: &[u8]) -> anyhow::Result<bool> {
+    let mut child = Command::new("/bin/true")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()?;
+    let mut stdin = child.stdin.take().context("no stdin")?;
+    // `true` may exit before reading; its closed pipe is not a failure.
+    if let Err(e) = stdin.write_all(payload)
+        && e.kind() != std::io::ErrorKind::BrokenPipe
+    {
+        return Err(e.into());
+    }
+    drop(stdin);
+    Ok(child.wait_with_output()?.status.success())
+}
+
+/// Events the host's workers have answered so far.
+fn served(status: &serde_json::Value) -> u64 {
+    status["workers"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|w| w["served"].as_u64())
+        .sum()
+}
+
+fn worker_rss(status: &serde_json::Value) -> Vec<u64> {
+    status["workers"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|w| rss_kib(w["pid"].as_u64().unwrap_or(0)))
+        .collect()
+}
+
+/// The round with the median throughput.
+fn median_round(mut rounds: Vec<Load>) -> Load {
+    rounds.sort_by(|a, b| a.per_s.total_cmp(&b.per_s));
+    let mid = rounds.len() / 2;
+    rounds.swap_remove(mid)
 }
 
 /// Wall time of one run of `cmd` with stdin from `input`, output discarded; fails on non-zero.
@@ -174,27 +288,24 @@ pub(crate) fn time(cmd: &mut Command, input: &Path) -> anyhow::Result<f64> {
     Ok(ms)
 }
 
-/// `clients` threads sending `total` events; returns sorted latencies and the count of events
-/// whose answer was not exactly the expected verdict.
+/// `clients` threads running `total` jobs between them; `job` says whether its run was right.
 fn concurrent(
-    sandbox: &Sandbox,
-    payload: &[u8],
-    expected: &[u8],
     clients: usize,
     total: usize,
-) -> anyhow::Result<(Vec<f64>, usize)> {
-    let next = Arc::new(AtomicUsize::new(0));
-    let results = Arc::new(Mutex::new(Vec::with_capacity(total)));
-    let wrong = Arc::new(AtomicUsize::new(0));
+    job: impl Fn() -> anyhow::Result<bool> + Sync,
+) -> anyhow::Result<Load> {
+    let next = AtomicUsize::new(0);
+    let results = Mutex::new(Vec::with_capacity(total));
+    let wrong = AtomicUsize::new(0);
+    let start = Instant::now();
     std::thread::scope(|s| {
         for _ in 0..clients {
-            let (next, results, wrong) = (next.clone(), results.clone(), wrong.clone());
-            s.spawn(move || {
+            s.spawn(|| {
                 while next.fetch_add(1, Ordering::SeqCst) < total {
-                    let start = Instant::now();
-                    match sandbox.hook("PreToolUse", payload) {
-                        Ok(out) if out.status.success() && out.stdout == expected => {
-                            let ms = start.elapsed().as_secs_f64() * 1000.0;
+                    let t = Instant::now();
+                    match job() {
+                        Ok(true) => {
+                            let ms = t.elapsed().as_secs_f64() * 1000.0;
                             results.lock().unwrap_or_else(|p| p.into_inner()).push(ms);
                         }
                         _ => {
@@ -205,12 +316,17 @@ fn concurrent(
             });
         }
     });
-    let mut lat = Arc::try_unwrap(results)
-        .map_err(|_| anyhow::anyhow!("threads still hold results"))?
-        .into_inner()
-        .context("poisoned")?;
+    let wall = start.elapsed().as_secs_f64();
+    let mut lat = results.into_inner().unwrap_or_else(|p| p.into_inner());
     lat.sort_by(f64::total_cmp);
-    Ok((lat, wrong.load(Ordering::SeqCst)))
+    Ok(Load {
+        per_s: lat.len() as f64 / wall,
+        p50: pct(&lat, 0.5),
+        p99: pct(&lat, 0.99),
+        max: lat.last().copied().unwrap_or(0.0),
+        lat,
+        wrong: wrong.load(Ordering::SeqCst),
+    })
 }
 
 pub(crate) fn median(v: &mut [f64]) -> f64 {

@@ -343,8 +343,14 @@ impl Condition {
                 .is_some_and(|cl| tokens.matches_primary(cl)),
             Condition::Command(pattern) => match evt.command() {
                 Some(raw) if !raw.is_empty() => {
+                    // A command written in the line just as it runs cannot match where the
+                    // whole line did not, for a pattern that only asserts word boundaries.
+                    let neutral = pattern.is_edge_neutral();
                     pattern.is_match(raw)
-                        || evt.joined_commands().iter().any(|j| pattern.is_match(j))
+                        || evt
+                            .joined_commands()
+                            .iter()
+                            .any(|j| !(neutral && j.in_raw) && pattern.is_match(&j.text))
                 }
                 _ => false,
             },

@@ -181,3 +181,59 @@ fn conditions_print_as_they_are_written() {
     let d = Miss::OnlyIf(0).describe(&[Condition::TestFile(true)], &[]);
     assert_eq!(d, "only_if[0] { test_file = true } does not hold");
 }
+
+/// `command` searches the raw line and every command's joined argv; skipping the joined texts
+/// that stand verbatim in the line (for patterns that only assert word boundaries) must never
+/// change the answer. Compared with the plain search of every text, over patterns with and
+/// without anchors and lines whose commands are and are not written as they run.
+#[test]
+fn command_answers_as_if_every_joined_command_were_searched() {
+    let patterns = [
+        r"git\s+push\b",
+        r"\bpush\b",
+        r"^git push",
+        r"push$",
+        r"(?m)^rm",
+        r"rm -rf /",
+        r"cargo\s+\S+\s+push",
+        r"\Bush",
+        r"--force\b(?!-)",
+        r"a b",
+        r"x",
+        r"^$",
+        r"\bé",
+        r"push\b",
+    ];
+    let lines = [
+        "git push",
+        "cd x && git push origin",
+        "git \"push\" --force",
+        "git 'push'",
+        "echo git push",
+        "FOO=1 git push",
+        "sudo -u x rm -rf /",
+        "rm  -rf   /",
+        "a=1; bash -c 'git push'",
+        "git commit -m \"$(echo push)\"",
+        "cargo test push && cargo  build --release x push",
+        "ls|grep push",
+        "pushd /tmp",
+        "x=é; git push",
+        "git push >/dev/null 2>&1",
+        "if true; then git push; fi",
+        "a\\ b c",
+        "xpush",
+    ];
+    for p in patterns {
+        let pattern = re(p);
+        let condition = Condition::Command(pattern.clone());
+        for line in lines {
+            let e = bash(line);
+            let everywhere = pattern.is_match(line)
+                || e.joined_commands()
+                    .iter()
+                    .any(|j| pattern.is_match(&j.text));
+            assert_eq!(condition.check(&e), everywhere, "{p:?} on {line:?}");
+        }
+    }
+}

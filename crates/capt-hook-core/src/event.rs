@@ -51,7 +51,7 @@ pub struct Event {
     /// Parsed on first use and shared by every hook that reads the command.
     command_line: OnceLock<Option<CommandLine>>,
     /// Each command's words joined by spaces, built once for every regex that searches them.
-    joined: OnceLock<Vec<String>>,
+    joined: OnceLock<Vec<JoinedCommand>>,
     annotations: OnceLock<BTreeMap<String, Option<String>>>,
     images: OnceLock<Option<crate::edit::EditImages>>,
     /// Read on first use, through the process-wide cache.
@@ -66,6 +66,30 @@ pub struct Event {
 }
 
 type Memo = std::sync::Arc<dyn std::any::Any + Send + Sync>;
+
+/// One command's argv joined by single spaces, as `command` regexes search it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JoinedCommand {
+    /// The joined argv (the raw text for a redirect-only part).
+    pub text: String,
+    /// The text stands verbatim in the raw line with no word character on either side, so an
+    /// edge-neutral pattern ([`crate::pattern::Pattern::is_edge_neutral`]) that misses the raw
+    /// line misses it too: most commands of a plain line are written just as they run.
+    pub in_raw: bool,
+}
+
+/// True when `text` occurs in `raw` between two non-word characters (or the line's ends).
+fn stands_in(raw: &str, text: &str) -> bool {
+    // Any non-ASCII neighbour counts as a word character: the cautious reading.
+    let wordy = |b: Option<&u8>| {
+        b.is_some_and(|b| !b.is_ascii() || b.is_ascii_alphanumeric() || *b == b'_')
+    };
+    let bytes = raw.as_bytes();
+    raw.match_indices(text).any(|(at, _)| {
+        let before = at.checked_sub(1).and_then(|i| bytes.get(i));
+        !wordy(before) && !wordy(bytes.get(at + text.len()))
+    })
+}
 
 impl Event {
     /// Builds an event from a parsed payload.
@@ -314,11 +338,20 @@ impl Event {
     }
 
     /// Every parsed command's argv joined by single spaces (raw text for a redirect-only part).
-    pub fn joined_commands(&self) -> &[String] {
+    pub fn joined_commands(&self) -> &[JoinedCommand] {
         self.joined.get_or_init(|| {
-            self.command_line()
-                .map(|cl| cl.commands().map(|c| c.joined()).collect())
-                .unwrap_or_default()
+            let Some(cl) = self.command_line() else {
+                return Vec::new();
+            };
+            cl.commands()
+                .map(|c| {
+                    let text = c.joined();
+                    JoinedCommand {
+                        in_raw: stands_in(&cl.raw, &text),
+                        text,
+                    }
+                })
+                .collect()
         })
     }
 

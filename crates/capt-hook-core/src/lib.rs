@@ -21,7 +21,7 @@ pub mod tool;
 
 pub use condition::{Condition, Miss};
 pub use envelope::{Output, envelope};
-pub use event::{Event, EventContext, EventError};
+pub use event::{Event, EventContext, EventError, JoinedCommand};
 pub use events::{EventKind, EventSet, UnknownEvent};
 pub use fold::{FoldInput, fold};
 pub use glob::Glob;

@@ -3,17 +3,40 @@
 //! Patterns the linear-time `regex` crate accepts run on it; patterns that need look-around or
 //! back-references fall back to `fancy-regex` with a backtracking limit, so a hostile pattern
 //! costs bounded time instead of hanging the hook.
+//!
+//! A project loads many patterns and most of them never see text they could match. So a pattern
+//! the linear engine reads is only parsed when it is loaded (that is what finds its errors), and
+//! compiled the first time a search gets past its literal prefilter: the literals one of which
+//! every match starts with. A line without them is answered by a substring search, and a worker
+//! starts without compiling patterns its first events never reach.
 
 use std::fmt;
+use std::sync::{Arc, OnceLock};
+
+use memchr::memmem::Finder;
+use regex_syntax::hir::literal::Extractor;
+use regex_syntax::hir::{Class, Hir, HirKind, Look};
 
 /// The backtracking budget for `fancy-regex` patterns; beyond it a search counts as no match.
 const BACKTRACK_LIMIT: usize = 1_000_000;
+/// Patterns whose syntax tree weighs more than this (about one NFA state per unit) compile when
+/// loaded: a compile that could hit the `regex` crate's size limit must fail at load, not later.
+const LAZY_WEIGHT: usize = 20_000;
+/// More prefix literals than this make the prefilter no cheaper than the regex itself.
+const MAX_LITERALS: usize = 8;
 
 /// A compiled search pattern.
 #[derive(Clone)]
 pub struct Pattern {
     source: String,
-    engine: Engine,
+    /// The pattern as the engines read it (Python syntax translated, mode flags prepended).
+    flagged: Arc<str>,
+    /// Every match starts with one of these; `None` when no short list says so.
+    prefixes: Option<Arc<[Finder<'static>]>>,
+    /// Its only assertions are word boundaries (see [`Pattern::is_edge_neutral`]).
+    edge_neutral: bool,
+    /// Built on first use for patterns the linear engine parsed; shared by clones.
+    engine: Arc<OnceLock<Engine>>,
 }
 
 #[derive(Clone)]
@@ -50,36 +73,36 @@ pub enum Mode {
 }
 
 impl Pattern {
-    /// Compiles `source` as Python would read it.
+    /// Compiles `source` as Python would read it. A pattern the linear engine parses is
+    /// checked now and compiled on first use; any other is compiled now.
     pub fn new(source: &str, mode: Mode) -> Result<Pattern, PatternError> {
         let translated = translate(source);
-        let flagged = match mode {
+        let flagged: Arc<str> = match mode {
             Mode::Plain => translated,
             Mode::Multiline => format!("(?m){translated}"),
             Mode::IgnoreCase => format!("(?i){translated}"),
-        };
-        let engine = match regex::Regex::new(&flagged) {
-            Ok(r) => Engine::Linear(r),
-            Err(linear_err) => {
-                let fancy = fancy_regex::RegexBuilder::new(&flagged)
-                    .backtrack_limit(BACKTRACK_LIMIT)
-                    .build()
-                    .map_err(|e| PatternError {
-                        pattern: source.to_owned(),
-                        // The linear engine's message is usually the clearer one when both fail.
-                        reason: first_line(&if matches!(e, fancy_regex::Error::ParseError(..)) {
-                            linear_err.to_string()
-                        } else {
-                            e.to_string()
-                        }),
-                    })?;
-                Engine::Backtracking(fancy)
-            }
-        };
-        Ok(Pattern {
+        }
+        .into();
+        let mut pattern = Pattern {
             source: source.to_owned(),
-            engine,
-        })
+            flagged,
+            prefixes: None,
+            edge_neutral: false,
+            engine: Arc::new(OnceLock::new()),
+        };
+        // The `regex` crate parses with these same defaults, so a pattern this parser accepts
+        // compiles there too, unless it is too big (which the weight rules out).
+        match regex_syntax::parse(&pattern.flagged) {
+            Ok(hir) if weight(&hir) <= LAZY_WEIGHT => {
+                pattern.prefixes = prefixes(&hir);
+                pattern.edge_neutral = hir.properties().look_set().iter().all(is_word_look);
+            }
+            _ => {
+                let engine = compile(source, &pattern.flagged)?;
+                let _ = pattern.engine.set(engine);
+            }
+        }
+        Ok(pattern)
     }
 
     /// The pattern as written.
@@ -87,11 +110,25 @@ impl Pattern {
         &self.source
     }
 
+    /// True when the pattern's only assertions are word boundaries (no `^`, `$`, `\A`, `\z`,
+    /// no look-around): then a match in a stretch of some text whose neighbours are not word
+    /// characters is a match in the whole text, because every assertion sees the same
+    /// characters either way.
+    pub fn is_edge_neutral(&self) -> bool {
+        self.edge_neutral
+    }
+
     /// True when the pattern is found anywhere in `text`.
     pub fn is_match(&self, text: &str) -> bool {
-        match &self.engine {
-            Engine::Linear(r) => r.is_match(text),
-            Engine::Backtracking(r) => r.is_match(text).unwrap_or(false),
+        if let Some(prefixes) = &self.prefixes
+            && !prefixes.iter().any(|f| f.find(text.as_bytes()).is_some())
+        {
+            return false;
+        }
+        match self.engine() {
+            Some(Engine::Linear(r)) => r.is_match(text),
+            Some(Engine::Backtracking(r)) => r.is_match(text).unwrap_or(false),
+            None => false,
         }
     }
 
@@ -99,14 +136,107 @@ impl Pattern {
     /// (`$1`, `${name}`) syntax. Returns `None` when the backtracking budget ran out.
     pub fn replace_all(&self, text: &str, replacement: &str) -> Option<String> {
         let template = python_template(replacement);
-        match &self.engine {
-            Engine::Linear(r) => Some(r.replace_all(text, template.as_str()).into_owned()),
-            Engine::Backtracking(r) => r
+        match self.engine() {
+            Some(Engine::Linear(r)) => Some(r.replace_all(text, template.as_str()).into_owned()),
+            Some(Engine::Backtracking(r)) => r
                 .try_replacen(text, 0, template.as_str())
                 .ok()
                 .map(|c| c.into_owned()),
+            None => None,
         }
     }
+
+    /// The compiled engine, built now if this is its first use. `None` only if a pattern that
+    /// parsed failed to compile, which the weight bound at load rules out.
+    fn engine(&self) -> Option<&Engine> {
+        if let Some(e) = self.engine.get() {
+            return Some(e);
+        }
+        let built = compile(&self.source, &self.flagged).ok()?;
+        Some(self.engine.get_or_init(|| built))
+    }
+}
+
+/// Compiles on the linear engine, else on the backtracking one.
+fn compile(source: &str, flagged: &str) -> Result<Engine, PatternError> {
+    match regex::Regex::new(flagged) {
+        Ok(r) => Ok(Engine::Linear(r)),
+        Err(linear_err) => {
+            let fancy = fancy_regex::RegexBuilder::new(flagged)
+                .backtrack_limit(BACKTRACK_LIMIT)
+                .build()
+                .map_err(|e| PatternError {
+                    pattern: source.to_owned(),
+                    // The linear engine's message is usually the clearer one when both fail.
+                    reason: first_line(&if matches!(e, fancy_regex::Error::ParseError(..)) {
+                        linear_err.to_string()
+                    } else {
+                        e.to_string()
+                    }),
+                })?;
+            Ok(Engine::Backtracking(fancy))
+        }
+    }
+}
+
+/// A bound on the size of the automaton `hir` compiles to, in about NFA states: a class costs
+/// a few states per range (its UTF-8 sequences), a counted repetition one copy per count.
+fn weight(hir: &Hir) -> usize {
+    match hir.kind() {
+        HirKind::Empty | HirKind::Look(_) => 1,
+        HirKind::Literal(lit) => lit.0.len(),
+        HirKind::Class(Class::Unicode(c)) => c.ranges().len().saturating_mul(8) + 1,
+        HirKind::Class(Class::Bytes(c)) => c.ranges().len() + 1,
+        HirKind::Repetition(r) => {
+            let copies = r.max.unwrap_or(r.min).max(1) as usize + 1;
+            weight(&r.sub).saturating_mul(copies)
+        }
+        HirKind::Capture(c) => weight(&c.sub).saturating_add(2),
+        HirKind::Concat(subs) | HirKind::Alternation(subs) => subs
+            .iter()
+            .map(weight)
+            .fold(subs.len(), usize::saturating_add),
+    }
+}
+
+/// Searchers for the literals one of which every match of `hir` starts with, when there are a
+/// few and none is empty.
+fn prefixes(hir: &Hir) -> Option<Arc<[Finder<'static>]>> {
+    let mut seq = Extractor::new().extract(hir);
+    seq.optimize_for_prefix_by_preference();
+    let literals = seq.literals()?;
+    if literals.is_empty()
+        || literals.len() > MAX_LITERALS
+        || literals.iter().any(|l| l.as_bytes().is_empty())
+    {
+        return None;
+    }
+    Some(
+        literals
+            .iter()
+            .map(|l| Finder::new(l.as_bytes()).into_owned())
+            .collect(),
+    )
+}
+
+/// Word-boundary assertions: they read only whether the characters beside a position are word
+/// characters.
+fn is_word_look(look: Look) -> bool {
+    matches!(
+        look,
+        Look::WordAscii
+            | Look::WordAsciiNegate
+            | Look::WordUnicode
+            | Look::WordUnicodeNegate
+            | Look::WordStartAscii
+            | Look::WordEndAscii
+            | Look::WordStartUnicode
+            | Look::WordEndUnicode
+            | Look::WordStartHalfAscii
+            | Look::WordEndHalfAscii
+            | Look::WordStartHalfUnicode
+            | Look::WordEndHalfUnicode
+    )
 }
 
 fn first_line(s: &str) -> String {
@@ -244,5 +374,126 @@ mod tests {
                 .unwrap(),
             "git push --force-with-lease"
         );
+    }
+}
+
+#[cfg(test)]
+mod lazy_tests {
+    use super::*;
+
+    const PATTERNS: [&str; 16] = [
+        r"npm\s+push\b.*--force1",
+        r"cargo\s+\S+\s+push",
+        r"(?:git|hg)\s+(?:push|pull)",
+        r"^rm\s+-rf",
+        r"\bdd\b",
+        r"push$",
+        r"[0-9]+x",
+        r"(?i)DROP\s+TABLE",
+        r"(?m)^foo",
+        r"a*",
+        r"é+t",
+        r"\Aab\z",
+        r"x|",
+        r"[^\x00-\x{10FFFF}]",
+        r"(?s).",
+        r"\w{3}\d",
+    ];
+    const TEXTS: [&str; 14] = [
+        "",
+        "npm  push --force1",
+        "cargo test -q push",
+        "git pull",
+        "rm -rf /",
+        "sudo dd if=x",
+        "git push",
+        "12x",
+        "drop table users",
+        "bar\nfoo",
+        "ééét",
+        "ab",
+        "hello world",
+        "abc1",
+    ];
+
+    /// Prefiltered, lazily compiled patterns answer exactly as the compiled regex does.
+    #[test]
+    fn lazy_patterns_answer_as_the_compiled_regex() {
+        for p in PATTERNS {
+            for mode in [Mode::Plain, Mode::Multiline, Mode::IgnoreCase] {
+                let lazy = Pattern::new(p, mode).unwrap();
+                let eager = match compile(p, &lazy.flagged).unwrap() {
+                    Engine::Linear(r) => r,
+                    Engine::Backtracking(_) => panic!("{p} needs no backtracking"),
+                };
+                for t in TEXTS {
+                    assert_eq!(
+                        lazy.is_match(t),
+                        eager.is_match(t),
+                        "{p:?} {mode:?} on {t:?}"
+                    );
+                    for other in TEXTS {
+                        let joined = format!("{t} && {other}");
+                        assert_eq!(
+                            lazy.is_match(&joined),
+                            eager.is_match(&joined),
+                            "{p:?} {mode:?} on {joined:?}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    /// Loading parses: a pattern is checked at load and compiled only when a search needs it,
+    /// and a line without any of its prefixes never compiles it.
+    #[test]
+    fn compiling_waits_for_a_search_that_needs_it() {
+        let p = Pattern::new(r"npm\s+push\b.*--force", Mode::Plain).unwrap();
+        assert!(p.engine.get().is_none());
+        assert!(!p.is_match("git status --short"));
+        assert!(
+            p.engine.get().is_none(),
+            "no `npm`: answered by the prefilter"
+        );
+        assert!(p.is_match("npm push --force"));
+        assert!(p.engine.get().is_some());
+        assert!(
+            Pattern::new(r"(?<=a)b", Mode::Plain)
+                .unwrap()
+                .engine
+                .get()
+                .is_some()
+        );
+    }
+
+    /// A pattern too big to compile lazily with confidence is compiled (and judged) at load,
+    /// exactly as before.
+    #[test]
+    fn heavy_patterns_compile_at_load() {
+        let heavy = r"(?:\w{200}){200}";
+        let ours = Pattern::new(heavy, Mode::Plain).map(|p| p.engine.get().is_some());
+        let direct = compile(heavy, heavy).map(|_| true);
+        assert_eq!(ours, direct);
+    }
+
+    /// Only word-boundary assertions leave a pattern edge-neutral.
+    #[test]
+    fn edge_neutral_patterns() {
+        for (p, neutral) in [
+            (r"git\s+push\b", true),
+            (r"\Bfoo\b{start}", true),
+            (r"cargo\s+\S+", true),
+            (r"^git", false),
+            (r"push$", false),
+            (r"(?m)^x", false),
+            (r"--force\b(?!-)", false),
+        ] {
+            assert_eq!(
+                Pattern::new(p, Mode::Plain).unwrap().is_edge_neutral(),
+                neutral,
+                "{p}"
+            );
+        }
     }
 }

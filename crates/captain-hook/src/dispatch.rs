@@ -301,12 +301,14 @@ fn panic_text(panic: &(dyn std::any::Any + Send)) -> String {
         .unwrap_or_else(|| "unknown panic".to_owned())
 }
 
-/// One hook's state between the matching pass and the fold.
+/// One hook's state between the matching pass and the fold. Kept small, one per registered
+/// hook per event: why a hook was skipped is only kept for `explain`, and a result (large, and
+/// rare: most hooks do not match) is boxed.
 enum Slot {
-    /// Not run, and why.
-    Skipped(Trace),
+    /// Not run, and why (for `explain`).
+    Skipped(Option<Box<Trace>>),
     /// Ran on this thread.
-    Ready(Ran),
+    Ready(Box<Ran>),
     /// Running on the pool.
     Pending(Receiver<Ran>),
 }
@@ -388,9 +390,10 @@ impl Dispatcher {
         let mut slots: Vec<Slot> = Vec::with_capacity(hooks.len());
         let mut later: Vec<(Job, &str)> = Vec::new();
         let mut blocked = false;
+        let skip = |t: Trace| Slot::Skipped(explain.then(|| Box::new(t)));
         for hook in hooks {
             if let Some(t) = self.opt_out(hook, evt, opts) {
-                slots.push(Slot::Skipped(t));
+                slots.push(skip(t));
                 continue;
             }
             // Custom conditions are user code too: one that panics fails its hook (fail closed on
@@ -402,23 +405,23 @@ impl Dispatcher {
                 Ok(Ok(Some(call))) => call,
                 Ok(Ok(None)) => Arc::clone(evt),
                 Ok(Err(miss)) => {
-                    slots.push(Slot::Skipped(Trace::NoMatch(miss)));
+                    slots.push(skip(Trace::NoMatch(miss)));
                     continue;
                 }
                 Err(panic) => {
                     let what = format!("{} (in a condition)", panic_text(panic.as_ref()));
                     tracing::error!(hook = %hook.name, panic = %what, "hook condition panicked");
-                    slots.push(Slot::Ready(Err(FailureCause::Panic(what))));
+                    slots.push(Slot::Ready(Box::new(Err(FailureCause::Panic(what)))));
                     continue;
                 }
             };
             let evt = &evt;
             if blocked && !hook.declarative && !hook.advisory_on_deny {
-                slots.push(Slot::Skipped(Trace::Doomed));
+                slots.push(skip(Trace::Doomed));
                 continue;
             }
             let Ok(reservation) = reserve(hook, evt) else {
-                slots.push(Slot::Skipped(Trace::Capped));
+                slots.push(skip(Trace::Capped));
                 continue;
             };
             let slot = match &hook.body {
@@ -441,10 +444,12 @@ impl Dispatcher {
                 _ => {
                     let result = run_body(hook, evt);
                     settle(reservation, &result);
-                    Slot::Ready(result)
+                    Slot::Ready(Box::new(result))
                 }
             };
-            if let Slot::Ready(Ok(Some(r))) = &slot {
+            if let Slot::Ready(ran) = &slot
+                && let Ok(Some(r)) = ran.as_ref()
+            {
                 blocked |= r.is_block();
             }
             slots.push(slot);
@@ -461,12 +466,10 @@ impl Dispatcher {
         for (hook, slot) in hooks.iter().zip(slots) {
             let ran = match slot {
                 Slot::Skipped(t) => {
-                    if explain {
-                        traces.push(t);
-                    }
+                    traces.extend(t.map(|t| *t));
                     continue;
                 }
-                Slot::Ready(r) => r,
+                Slot::Ready(r) => *r,
                 Slot::Pending(rx) => wait(&rx, opts.deadline).unwrap_or_else(|cause| {
                     tracing::warn!(hook = %hook.name, %cause, "handler abandoned");
                     Err(cause)
