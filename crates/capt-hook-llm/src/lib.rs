@@ -14,6 +14,7 @@
 pub mod claude;
 pub mod codex;
 pub mod command;
+pub mod evidence;
 pub mod jev;
 mod process;
 pub mod prompt;
@@ -182,8 +183,14 @@ pub trait Backend: Send + Sync {
     fn judge(&self, call: &Call<'_>) -> Result<Answer, CallError>;
 }
 
-/// Asks `backend` and logs the call's latency and cost, or its failure record.
-pub fn judge(backend: &dyn Backend, call: &Call<'_>, hook: &str) -> Result<Answer, CallError> {
+/// Asks `backend` and logs the call's latency and cost, or its failure record; with `log_dir`,
+/// a failure is also appended to `<log_dir>/llm-failures.jsonl` for `capt-hook logs`.
+pub fn judge(
+    backend: &dyn Backend,
+    call: &Call<'_>,
+    hook: &str,
+    log_dir: Option<&std::path::Path>,
+) -> Result<Answer, CallError> {
     let started = Instant::now();
     let result = backend.judge(call);
     match &result {
@@ -196,20 +203,66 @@ pub fn judge(backend: &dyn Backend, call: &Call<'_>, hook: &str) -> Result<Answe
             cost_usd = a.cost_usd.unwrap_or(0.0),
             "judge answered"
         ),
-        Err(e) => tracing::warn!(
-            target: "capt_hook_llm",
-            hook,
-            backend = e.backend,
-            error = %e.kind,
-            latency_ms = started.elapsed().as_millis() as u64,
-            argv = ?e.record.argv,
-            exit_code = ?e.record.exit_code,
-            stderr_tail = %e.record.stderr_tail,
-            prompt_tail = %e.record.prompt_tail,
-            "judge failed"
-        ),
+        Err(e) => {
+            tracing::warn!(
+                target: "capt_hook_llm",
+                hook,
+                backend = e.backend,
+                error = %e.kind,
+                latency_ms = started.elapsed().as_millis() as u64,
+                argv = ?e.record.argv,
+                exit_code = ?e.record.exit_code,
+                stderr_tail = %e.record.stderr_tail,
+                prompt_tail = %e.record.prompt_tail,
+                "judge failed"
+            );
+            if let Some(dir) = log_dir
+                && let Err(io) = append_failure(dir, hook, e, started.elapsed())
+            {
+                tracing::warn!(target: "capt_hook_llm", error = %io, "could not keep the failure record");
+            }
+        }
     }
     result
+}
+
+/// The file failure records go to, under the log directory.
+pub const FAILURE_LOG: &str = "llm-failures.jsonl";
+/// Past this size the failure log is rotated to `llm-failures.jsonl.1`.
+const FAILURE_LOG_MAX: u64 = 1 << 20;
+
+/// Appends one JSON line for a failed call.
+pub fn append_failure(
+    dir: &std::path::Path,
+    hook: &str,
+    e: &CallError,
+    elapsed: Duration,
+) -> std::io::Result<()> {
+    use std::io::Write;
+    std::fs::create_dir_all(dir)?;
+    let path = dir.join(FAILURE_LOG);
+    if std::fs::metadata(&path).is_ok_and(|m| m.len() > FAILURE_LOG_MAX) {
+        std::fs::rename(&path, dir.join(format!("{FAILURE_LOG}.1")))?;
+    }
+    let unix_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64);
+    let line = serde_json::json!({
+        "unix_ms": unix_ms,
+        "hook": hook,
+        "backend": e.backend,
+        "error": e.kind.to_string(),
+        "elapsed_ms": elapsed.as_millis() as u64,
+        "argv": e.record.argv,
+        "exit_code": e.record.exit_code,
+        "stderr_tail": e.record.stderr_tail,
+        "prompt_tail": e.record.prompt_tail,
+    });
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)?;
+    writeln!(f, "{line}")
 }
 
 /// The time left before `deadline`, or `None` when less than `min` remains.
@@ -234,6 +287,40 @@ mod tests {
         assert_eq!(tail("abcdef", 3), "def");
         assert_eq!(tail("ab", 3), "ab");
         assert_eq!(tail("éèà", 2), "èà");
+    }
+
+    #[test]
+    fn a_failed_judge_leaves_a_record_line() {
+        struct Broken;
+        impl Backend for Broken {
+            fn name(&self) -> &'static str {
+                "broken"
+            }
+            fn judge(&self, call: &Call<'_>) -> Result<Answer, CallError> {
+                Err(CallError {
+                    backend: "claude",
+                    kind: CallErrorKind::Exit("exit status: 3".into()),
+                    record: Box::new(FailureRecord {
+                        backend: "claude".into(),
+                        argv: vec!["claude".into(), "-p".into()],
+                        exit_code: Some(3),
+                        stderr_tail: "boom".into(),
+                        prompt_tail: tail(call.prompt, TAIL_CHARS),
+                    }),
+                })
+            }
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let schema = VerdictSchema::gate();
+        let c = test_support::call("why?", &schema, Duration::from_secs(1));
+        assert!(judge(&Broken, &c, "t:llm_gate_x", Some(dir.path())).is_err());
+        let text = std::fs::read_to_string(dir.path().join(FAILURE_LOG)).unwrap();
+        let v: Value = serde_json::from_str(text.trim()).unwrap();
+        assert_eq!(v["hook"], "t:llm_gate_x");
+        assert_eq!(v["exit_code"], 3);
+        assert_eq!(v["argv"], serde_json::json!(["claude", "-p"]));
+        assert_eq!(v["stderr_tail"], "boom");
+        assert_eq!(v["prompt_tail"], "why?");
     }
 }
 

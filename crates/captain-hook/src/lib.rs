@@ -9,6 +9,7 @@ pub mod dispatch;
 #[cfg(test)]
 mod fuzz;
 pub mod hook;
+pub mod llm;
 pub mod loader;
 pub mod primitives;
 pub mod project;

@@ -59,6 +59,9 @@ pub struct Input {
     pub transcript: Option<TranscriptInput>,
     /// Session state slots to pre-seed, by slot key.
     pub state: Option<Map<String, Value>>,
+    /// The stubbed judge's verdict for LLM hooks: these fields over the defaults (`block` and
+    /// `fire` true, text `"inline test stub"`); `error = "…"` makes the judge fail.
+    pub llm: Option<Map<String, Value>>,
 }
 
 impl Input {
@@ -117,6 +120,9 @@ impl Input {
             }
             Some(TranscriptInput::File(f)) => parts.push(format!("transcript={}", py_str(f))),
             None => {}
+        }
+        if let Some(l) = &self.llm {
+            parts.push(format!("llm={}", Value::Object(l.clone())));
         }
         if let Some(s) = &self.state {
             let keys: Vec<&str> = s.keys().map(String::as_str).collect();

@@ -118,6 +118,11 @@ pub fn run_test(hook: &Hook, test: &InlineTest, root: Option<&Path>) -> TestOutc
         }
         None => evt.with_transcript(capt_hook_transcript::Transcript::empty()),
     };
+    // Inline tests never reach a model: every LLM hook answers from the stub.
+    evt.memo(crate::llm::STUB_KEY, || crate::llm::LlmStub {
+        active: true,
+        values: test.input.llm.clone().unwrap_or_default(),
+    });
     let (result, why_not) = evaluate_alone(hook, &Arc::new(evt), root);
     match check(&hook.name, &test.expect, result.as_ref()) {
         Ok(()) => outcome(Status::Pass, String::new()),
