@@ -245,6 +245,7 @@ mod tests {
             exit,
             elapsed_ms: 0.0,
             guard_completed,
+            stale_build: false,
         }
     }
 

@@ -76,6 +76,12 @@ vars! {
     CAPT_HOOK_JEV_URL, read_by: "capt-hook, workers", default: "`https://api.typesafe.ai`";
     /// Set in a judge's own process tree; LLM hooks evaluated inside it do not judge again.
     CAPT_HOOK_JUDGE, read_by: "capt-hook, workers", default: "unset";
+    /// The captain-hook SDK source `capt-hook init --rust` points a hook project at.
+    CAPT_HOOK_SDK, read_by: "capt-hook", default: "`sdk/` beside the installed `bin/`";
+    /// Where Rust hook projects' builds are cached (one directory per project root).
+    CAPT_HOOK_BUILD_DIR, read_by: "capt-hook, capt-hookd, workers", default: "`$XDG_CACHE_HOME/captain-hook/rust`";
+    /// The user's cache directory.
+    XDG_CACHE_HOME, read_by: "capt-hook, capt-hookd, workers", default: "`~/.cache`";
     /// The user's runtime directory; the host socket lives under it when set.
     XDG_RUNTIME_DIR, read_by: "hook, capt-hookd, capt-hook", default: "the host state directory";
     /// The user's home: the state, log and socket defaults hang off it.

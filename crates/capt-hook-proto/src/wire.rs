@@ -131,6 +131,10 @@ pub struct EventResponse {
     /// `true` when every hook finished inside the deadline, so a mandatory event was checked.
     #[serde(default)]
     pub guard_completed: bool,
+    /// The worker's own Rust hooks are older than their sources: it answered with the TOML
+    /// hooks alone and asks the host to retire it and build the new sources.
+    #[serde(default)]
+    pub stale_build: bool,
 }
 
 /// A message from a client (`hook`, `capt-hookd status`, …) to the host: one per connection.
@@ -345,6 +349,7 @@ pub fn is_semantic_env(name: &str) -> bool {
             | "CAPTAIN_HOOK_LOG_DIR"
             | "CAPTAIN_HOOK_TASKS_DIR"
             | "CAPT_HOOK_DECISIONS_DB"
+            | "CAPT_HOOK_BUILD_DIR"
     ) || name.starts_with("HOOKS_")
 }
 

@@ -18,6 +18,7 @@ pub mod replay;
 pub mod session;
 pub mod spec;
 pub mod testing;
+pub mod worker;
 
 pub use capt_hook_core as core;
 pub use capt_hook_core::{Condition, Event, EventKind, HookResult};
@@ -33,3 +34,11 @@ pub use primitives::{
 pub use project::{Evaluation, Project};
 pub use registry::Registry;
 pub use testing::{Expect, InlineTest, Input};
+
+/// Runs this process as a project's worker with the hooks of `registry` (then the project's
+/// TOML files): the `main` of a Rust hook project built by `capt-hook build`, which the host
+/// starts with the same arguments it gives the stock worker.
+pub fn serve(registry: Registry) -> std::process::ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    worker::main(&args, registry)
+}

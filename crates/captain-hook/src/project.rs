@@ -46,6 +46,9 @@ pub struct Project {
     hooks_dir: PathBuf,
     dispatcher: Dispatcher,
     errors: Vec<LoadError>,
+    /// Told to each session once, on its first event that can carry it (why the project's
+    /// Rust hooks are not live, from the host).
+    notice: Option<String>,
     fingerprint: Vec<(PathBuf, Option<SystemTime>, u64)>,
 }
 
@@ -75,7 +78,13 @@ impl Project {
     /// Loads the hooks of `hooks_dir` for the project at `root`. Files that fail to load are
     /// reported in [`Project::errors`]; the rest are served.
     pub fn load(root: &Path, hooks_dir: &Path) -> Project {
-        let mut registry = Registry::new();
+        Project::load_with(root, hooks_dir, &Registry::new())
+    }
+
+    /// [`Project::load`] after the hooks of `base` (a project's Rust hooks): they register
+    /// first, the files after them.
+    pub fn load_with(root: &Path, hooks_dir: &Path, base: &Registry) -> Project {
+        let mut registry = base.clone();
         let errors = load_dir(hooks_dir, &mut registry);
         for e in &errors {
             tracing::error!(error = %e, "hook file did not load");
@@ -86,6 +95,7 @@ impl Project {
             dispatcher: Dispatcher::new(Arc::new(registry), Some(root)),
             errors,
             fingerprint: fingerprint(hooks_dir),
+            notice: None,
         }
     }
 
@@ -115,7 +125,19 @@ impl Project {
             dispatcher: Dispatcher::new(Arc::new(registry), Some(root)),
             errors: Vec::new(),
             fingerprint: Vec::new(),
+            notice: None,
         }
+    }
+
+    /// Sets the notice each session is told once (see [`Project::notice`]).
+    pub fn with_notice(mut self, notice: Option<String>) -> Project {
+        self.notice = notice;
+        self
+    }
+
+    /// The notice each session is told once, if any.
+    pub fn notice(&self) -> Option<&str> {
+        self.notice.as_deref()
     }
 
     /// True when a hook file was added, removed or changed since loading.
@@ -192,6 +214,16 @@ impl Project {
             }
         };
         self.announce_load_errors(&evt, &mut out);
+        if let Some(notice) = &self.notice {
+            let key = blake3::hash(notice.as_bytes()).to_hex();
+            announce_once(
+                &evt,
+                &mut out,
+                &key[..16],
+                "capt-hook:notice",
+                notice.clone(),
+            );
+        }
         match out {
             // The events that only honour exit 2 get their feedback on stderr.
             Some(out) if out.blocking_stderr().is_some() => Evaluation {
@@ -257,9 +289,6 @@ impl Project {
         }
         let listed: Vec<String> = self.errors.iter().map(ToString::to_string).collect();
         let key = blake3::hash(listed.join("\n").as_bytes()).to_hex();
-        if !evt.store().once(&key[..16], Some("capt-hook:load-errors")) {
-            return;
-        }
         let notice = format!(
             "capt-hook: {} in {} did not load, so its hooks are not running: {}. Run `capt-hook \
              check` after fixing it.",
@@ -271,21 +300,37 @@ impl Project {
             self.hooks_dir.display(),
             listed.join("; ")
         );
-        let mut map = match out.take() {
-            Some(Output::Json(Value::Object(map))) => map,
-            Some(other) => {
-                *out = Some(other);
-                return;
-            }
-            None => serde_json::Map::new(),
-        };
-        let joined = match map.get("systemMessage").and_then(Value::as_str) {
-            Some(prior) if !prior.is_empty() => format!("{prior}\n\n{notice}"),
-            _ => notice,
-        };
-        map.insert("systemMessage".into(), joined.into());
-        *out = Some(Output::Json(Value::Object(map)));
+        announce_once(evt, out, &key[..16], "capt-hook:load-errors", notice);
     }
+}
+
+/// Adds `notice` to the envelope's `systemMessage` the first time this session sees `key` in
+/// `scope`: stderr alone is hidden by Claude Code. Raw text and exit-2 feedback have nowhere to
+/// carry a notice, so a later event will.
+fn announce_once(evt: &Event, out: &mut Option<Output>, key: &str, scope: &str, notice: String) {
+    // WorktreeCreate reads stdout as a path: JSON there would be taken for one.
+    if matches!(out, Some(o) if !matches!(o, Output::Json(_)))
+        || evt.kind() == EventKind::WorktreeCreate
+    {
+        return;
+    }
+    if !evt.store().once(key, Some(scope)) {
+        return;
+    }
+    let mut map = match out.take() {
+        Some(Output::Json(Value::Object(map))) => map,
+        Some(other) => {
+            *out = Some(other);
+            return;
+        }
+        None => serde_json::Map::new(),
+    };
+    let joined = match map.get("systemMessage").and_then(Value::as_str) {
+        Some(prior) if !prior.is_empty() => format!("{prior}\n\n{notice}"),
+        _ => notice,
+    };
+    map.insert("systemMessage".into(), joined.into());
+    *out = Some(Output::Json(Value::Object(map)));
 }
 
 /// The ask answer for a call some hook could not check, carrying what the hooks that did answer

@@ -694,38 +694,64 @@ kind_spec!(
     }
 );
 
-/// One `[[hook]]` table; `kind` picks the primitive.
-#[derive(Debug, Clone, Deserialize, JsonSchema)]
-#[serde(tag = "kind", rename_all = "snake_case")]
-pub enum HookEntry {
+/// Declares [`HookEntry`] and the one table of kind names the loader reads it by.
+macro_rules! hook_entries {
+    ($($(#[$meta:meta])* $name:literal => $variant:ident($spec:ty),)*) => {
+        /// One `[[hook]]` table; `kind` picks the primitive.
+        #[derive(Debug, Clone, Deserialize, JsonSchema)]
+        #[serde(tag = "kind", rename_all = "snake_case")]
+        pub enum HookEntry {
+            $($(#[$meta])* $variant($spec),)*
+        }
+
+        impl HookEntry {
+            /// Every `kind`, in declaration order.
+            pub const KINDS: &[&str] = &[$($name),*];
+
+            /// Reads the rest of a `[[hook]]` table (without its `kind` key) as the spec of
+            /// `kind`; serde then names the path of whatever it rejects. `None`: no such kind.
+            pub fn read<'de, D: serde::Deserializer<'de>>(
+                kind: &str,
+                rest: D,
+            ) -> Option<Result<HookEntry, serde_path_to_error::Error<D::Error>>> {
+                match kind {
+                    $($name => Some(serde_path_to_error::deserialize(rest).map(HookEntry::$variant)),)*
+                    _ => None,
+                }
+            }
+        }
+    };
+}
+
+hook_entries! {
     /// Block or warn with a fixed message.
-    Hook(HookSpec),
+    "hook" => Hook(HookSpec),
     /// Block a Bash command.
-    BlockCommand(BlockCommandSpec),
+    "block_command" => BlockCommand(BlockCommandSpec),
     /// Warn about a Bash command.
-    WarnCommand(WarnCommandSpec),
+    "warn_command" => WarnCommand(WarnCommandSpec),
     /// Rewrite a Bash command.
-    RewriteCommand(RewriteCommandSpec),
+    "rewrite_command" => RewriteCommand(RewriteCommandSpec),
     /// Add a missing tool-input field.
-    SetToolInput(SetToolInputSpec),
+    "set_tool_input" => SetToolInput(SetToolInputSpec),
     /// Approve calls.
-    Approve(ApproveSpec),
+    "approve" => Approve(ApproveSpec),
     /// Deny calls.
-    Deny(DenySpec),
+    "deny" => Deny(DenySpec),
     /// Lint edits.
-    Lint(LintSpec),
+    "lint" => Lint(LintSpec),
     /// Lint what edits introduce.
-    DiffLint(DiffLintSpec),
+    "diff_lint" => DiffLint(DiffLintSpec),
     /// Rewrite code in edits.
-    RewriteCode(RewriteCodeSpec),
+    "rewrite_code" => RewriteCode(RewriteCodeSpec),
     /// Apply style rules to edits.
-    Styleguide(StyleguideSpec),
+    "styleguide" => Styleguide(StyleguideSpec),
     /// Nudge the agent.
-    Nudge(NudgeSpec),
+    "nudge" => Nudge(NudgeSpec),
     /// Gate the agent's stop.
-    Gate(GateSpec),
+    "gate" => Gate(GateSpec),
     /// Hold a subagent to a workflow.
-    Workflow(WorkflowSpec),
+    "workflow" => Workflow(WorkflowSpec),
 }
 
 /// The JSON Schema of a hook file, pretty-printed.

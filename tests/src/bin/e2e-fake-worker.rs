@@ -48,6 +48,7 @@ fn main() {
                         exit: 0,
                         elapsed_ms: 400.0,
                         guard_completed: true,
+                        stale_build: false,
                     };
                     send(&out, &encode(&WorkerFrame::Result { id, response }));
                 });

@@ -1,5 +1,5 @@
-//! Where an error sits: serde's and toml's messages and spans turned into a line, a column and
-//! the field path (`hook[3].only_if[0].all[0].command`).
+//! Where an error sits: a field path (`hook[3].only_if[0].all[0].command`, from serde's own
+//! path) resolved to a span, and spans turned into lines and columns.
 
 use std::ops::Range;
 use std::path::Path;
@@ -39,102 +39,47 @@ pub(super) fn clean_message(m: &str) -> String {
         .fold(m, |m, (_, hidden)| m.replace(&format!(", `{hidden}`"), ""))
 }
 
-/// Narrows a serde error to the key it names (`unknown field`, `unknown variant`).
-pub(super) fn refine(
-    item: &Spanned<DeValue<'_>>,
-    message: &str,
-    span: Option<Range<usize>>,
-) -> (Range<usize>, Option<String>) {
-    let named = message
-        .split('`')
-        .nth(1)
-        .filter(|_| message.starts_with("unknown field") || message.starts_with("unknown variant"));
-    if let Some(name) = named {
-        if message.starts_with("unknown variant")
-            && let Some(kind) = find_key(item, "kind")
-            && let DeValue::String(s) = kind.1.get_ref()
-            && s.as_ref() == name
-        {
-            return (kind.1.span(), Some("kind".into()));
-        }
-        if let Some((key_span, path)) = find_key_path(item, name, String::new()) {
-            return (key_span, Some(path));
-        }
-    }
-    if message.starts_with("missing field")
-        && let Some(name) = message.split('`').nth(1)
-    {
-        return (span.unwrap_or(item.span()), Some(name.to_owned()));
-    }
-    (span.unwrap_or(item.span()), None)
-}
-
-/// Finds a key anywhere in a value tree (depth first); returns the key's span and its value.
-pub(super) fn find_key<'a, 'i>(
-    value: &'a Spanned<DeValue<'i>>,
-    name: &str,
-) -> Option<(Range<usize>, &'a Spanned<DeValue<'i>>)> {
-    match value.get_ref() {
-        DeValue::Table(t) => {
-            for (k, v) in t.iter() {
-                if k.get_ref().as_ref() == name {
-                    return Some((k.span(), v));
-                }
-            }
-            t.iter().find_map(|(_, v)| find_key(v, name))
-        }
-        DeValue::Array(a) => a.iter().find_map(|v| find_key(v, name)),
-        _ => None,
-    }
-}
-
-/// Like [`find_key`], also returning the key's path (`only_if[0].nope`).
-pub(super) fn find_key_path(
-    value: &Spanned<DeValue<'_>>,
-    name: &str,
-    prefix: String,
-) -> Option<(Range<usize>, String)> {
-    let join = |p: &str, k: &str| {
-        if p.is_empty() {
-            k.to_owned()
-        } else {
-            format!("{p}.{k}")
-        }
-    };
-    match value.get_ref() {
-        DeValue::Table(t) => {
-            for (k, _) in t.iter() {
-                if k.get_ref().as_ref() == name {
-                    return Some((k.span(), join(&prefix, name)));
-                }
-            }
-            t.iter()
-                .find_map(|(k, v)| find_key_path(v, name, join(&prefix, k.get_ref().as_ref())))
-        }
-        DeValue::Array(a) => a
-            .iter()
-            .enumerate()
-            .find_map(|(i, v)| find_key_path(v, name, format!("{prefix}[{i}]"))),
-        _ => None,
-    }
-}
-
-/// Resolves a field path (`only_if[1].any[0].command`) to a span.
+/// Resolves a field path (`only_if[1].any[0].command`) to the span of its value; a path that
+/// leaves the tree resolves to the deepest table or array it reached.
 pub(super) fn locate(item: &Spanned<DeValue<'_>>, path: &str) -> Option<Range<usize>> {
+    Some(walk(item, path, false).unwrap_or_else(|deepest| deepest))
+}
+
+/// Like [`locate`], but a path ending in a key resolves to the key itself (where an unknown
+/// field was written).
+pub(super) fn locate_key(item: &Spanned<DeValue<'_>>, path: &str) -> Option<Range<usize>> {
+    Some(walk(item, path, true).unwrap_or_else(|deepest| deepest))
+}
+
+/// True when every segment of `path` is written in the table.
+pub(super) fn has_path(item: &Spanned<DeValue<'_>>, path: &str) -> bool {
+    walk(item, path, true).is_ok()
+}
+
+/// The span `path` resolves to, or the deepest span reached when it leaves the tree.
+fn walk(
+    item: &Spanned<DeValue<'_>>,
+    path: &str,
+    key_span: bool,
+) -> Result<Range<usize>, Range<usize>> {
     let mut cur = item;
-    for segment in path.split('.') {
+    let segments: Vec<&str> = path.split('.').collect();
+    for (n, segment) in segments.iter().enumerate() {
         let (key, indices) = match segment.find('[') {
             Some(i) => (&segment[..i], &segment[i..]),
-            None => (segment, ""),
+            None => (*segment, ""),
         };
         if !key.is_empty() {
             let DeValue::Table(t) = cur.get_ref() else {
-                return Some(cur.span());
+                return Err(cur.span());
             };
-            cur = match t.iter().find(|(k, _)| k.get_ref().as_ref() == key) {
-                Some((_, v)) => v,
-                None => return Some(cur.span()),
+            let Some((k, v)) = t.iter().find(|(k, _)| k.get_ref().as_ref() == key) else {
+                return Err(cur.span());
             };
+            if key_span && indices.is_empty() && n + 1 == segments.len() {
+                return Ok(k.span());
+            }
+            cur = v;
         }
         for idx in indices
             .split(['[', ']'])
@@ -142,12 +87,12 @@ pub(super) fn locate(item: &Spanned<DeValue<'_>>, path: &str) -> Option<Range<us
             .filter_map(|s| s.parse::<usize>().ok())
         {
             let DeValue::Array(a) = cur.get_ref() else {
-                return Some(cur.span());
+                return Err(cur.span());
             };
-            cur = a.get(idx)?;
+            cur = a.get(idx).ok_or(cur.span())?;
         }
     }
-    Some(cur.span())
+    Ok(cur.span())
 }
 
 /// Turns byte offsets into lines and columns.

@@ -208,6 +208,102 @@ mod tests {
         assert!(message.contains("gatez"), "{message}");
     }
 
+    /// Serde's own path locates every kind of error a table can have.
+    #[test]
+    fn serde_errors_name_the_path_and_position() {
+        let cases: &[(&str, (usize, usize), &str, &str)] = &[
+            // A wrong type: the value.
+            (
+                "[[hook]]\nkind = \"hook\"\nmessage = 1\n",
+                (3, 11),
+                "hook[0].message",
+                "invalid type",
+            ),
+            // A missing field: the table's header.
+            (
+                "[[hook]]\nkind = \"deny\"\n",
+                (1, 1),
+                "hook[0].reason",
+                "missing field `reason`",
+            ),
+            // No kind at all.
+            (
+                "[[hook]]\nreason = \"r\"\n",
+                (1, 1),
+                "hook[0].kind",
+                "missing field `kind`",
+            ),
+            // A kind that is not a string.
+            (
+                "[[hook]]\nkind = 3\n",
+                (2, 8),
+                "hook[0].kind",
+                "expected a string",
+            ),
+            // An unknown condition inside nested lists: the key where it was written.
+            (
+                "[[hook]]\nkind = \"deny\"\nreason = \"r\"\nonly_if = [{ any = [{ comand = \"x\" }] }]\n",
+                (4, 23),
+                "hook[0].only_if[0].any[0].comand",
+                "unknown variant `comand`",
+            ),
+            // An unknown field of a nested table.
+            (
+                "[[hook]]\nkind = \"workflow\"\nlabel = \"L\"\nmarker = \"M\"\n\n[[hook.steps]]\nname = \"s\"\ncolor = 1\n",
+                (8, 1),
+                "hook[0].steps[0].color",
+                "unknown field `color`",
+            ),
+            // A bad value inside a list of conditions.
+            (
+                "[[hook]]\nkind = \"deny\"\nreason = \"r\"\nonly_if = [{ tool = \"Bash\" }, { command = 5 }]\n",
+                (4, 43),
+                "hook[0].only_if[1].command",
+                "invalid type",
+            ),
+            // An untagged value says what it expected.
+            (
+                "[[hook]]\nkind = \"deny\"\nreason = \"r\"\nmax_fires = \"lots\"\n",
+                (4, 13),
+                "hook[0].max_fires",
+                "expected a non-negative integer or \"unlimited\"",
+            ),
+            // `{ runs, exact }` is read through a hidden one-key form; errors name what was written.
+            (
+                "[[hook]]\nkind = \"deny\"\nreason = \"r\"\nonly_if = [{ runs = 5, exact = true }]\n",
+                (4, 21),
+                "hook[0].only_if[0].runs",
+                "invalid type",
+            ),
+        ];
+        for (text, (line, column), field, message) in cases {
+            let (l, c, f, m) = only_error(text);
+            assert_eq!(
+                (l, c, f.as_deref()),
+                (*line, *column, Some(*field)),
+                "{text}: {m}"
+            );
+            assert!(m.contains(message), "{text}: {m}");
+            assert!(!m.contains("_exact"), "{text}: {m}");
+        }
+    }
+
+    /// The loader reads kinds by name from one table; serde's tagged form (the JSON Schema)
+    /// must know each name the same way.
+    #[test]
+    fn every_kind_name_is_the_schema_tag() {
+        use serde::Deserialize;
+        for kind in crate::spec::HookEntry::KINDS {
+            let value: toml::Value = toml::from_str(&format!("kind = \"{kind}\"")).unwrap();
+            let err = crate::spec::HookEntry::deserialize(value).unwrap_err();
+            assert!(
+                !err.to_string().contains("unknown variant"),
+                "{kind}: {err}"
+            );
+        }
+        assert!(crate::spec::json_schema().contains("\"styleguide\""));
+    }
+
     #[test]
     fn lowering_errors_point_at_the_nested_field() {
         let text = "[[hook]]\nkind = \"hook\"\nevents = \"PreToolUse\"\nmessage = \"m\"\nonly_if = [{ any = [{ command = \"(\" }] }]\n";

@@ -2,7 +2,6 @@
 
 use std::ops::Range;
 
-use serde::Deserialize;
 use serde::de::IntoDeserializer;
 use toml::Spanned;
 use toml::de::{DeTable, DeValue};
@@ -64,19 +63,18 @@ pub(super) fn parse_str(text: &str, source: &str) -> (Vec<ParsedDef>, Vec<RawErr
         };
         for (index, item) in items.iter().enumerate() {
             let prefix = format!("hook[{index}]");
+            // Errors are located in the table as written, not in its rewritten form.
+            let written = item;
             let item = &exact_conditions(item.clone());
-            let entry = match HookEntry::deserialize(item.clone().into_deserializer()) {
+            let entry = match read_entry(written, item) {
                 Ok(e) => e,
                 Err(e) => {
-                    let message = clean_message(e.message());
-                    let (span, field) = refine(item, &message, e.span());
                     errors.push(RawError {
-                        span: Some(span),
-                        field: Some(match field {
+                        field: Some(match e.field {
                             Some(f) => format!("{prefix}.{f}"),
                             None => prefix,
                         }),
-                        message,
+                        ..e
                     });
                     continue;
                 }
@@ -84,10 +82,11 @@ pub(super) fn parse_str(text: &str, source: &str) -> (Vec<ParsedDef>, Vec<RawErr
             match lower(entry, item, source, text) {
                 Ok(def) => defs.push((index, def, item.span())),
                 Err(e) => {
-                    let span = locate(item, &e.field).unwrap_or(item.span());
+                    let field = visible_path(&e.field).unwrap_or_default();
+                    let span = locate(written, &field).unwrap_or(item.span());
                     errors.push(RawError {
                         span: Some(span),
-                        field: Some(format!("{prefix}.{}", e.field)),
+                        field: Some(format!("{prefix}.{field}")),
                         message: e.message,
                     });
                 }
@@ -95,6 +94,106 @@ pub(super) fn parse_str(text: &str, source: &str) -> (Vec<ParsedDef>, Vec<RawErr
         }
     }
     (defs, errors)
+}
+
+/// Reads one `[[hook]]` table: its `kind` picks the spec, serde reads the rest and names the
+/// path of what it rejects, and that path finds the span.
+fn read_entry(
+    written: &Spanned<DeValue<'_>>,
+    item: &Spanned<DeValue<'_>>,
+) -> Result<HookEntry, RawError> {
+    let error = |span: Range<usize>, field: Option<String>, message: String| RawError {
+        span: Some(span),
+        field,
+        message,
+    };
+    let DeValue::Table(table) = item.get_ref() else {
+        return Err(error(item.span(), None, "expected a [[hook]] table".into()));
+    };
+    let Some(kind) = table
+        .iter()
+        .find(|(k, _)| k.get_ref() == "kind")
+        .map(|(_, v)| v)
+    else {
+        return Err(error(
+            item.span(),
+            Some("kind".into()),
+            "missing field `kind`".into(),
+        ));
+    };
+    let DeValue::String(name) = kind.get_ref() else {
+        return Err(error(
+            kind.span(),
+            Some("kind".into()),
+            "expected a string naming the kind".into(),
+        ));
+    };
+    let rest: DeTable<'_> = table
+        .iter()
+        .filter(|(k, _)| k.get_ref() != "kind")
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    let rest = Spanned::new(item.span(), DeValue::Table(rest));
+    let Some(read) = HookEntry::read(name, rest.clone().into_deserializer()) else {
+        let expected = HookEntry::KINDS
+            .iter()
+            .map(|k| format!("`{k}`"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        return Err(error(
+            kind.span(),
+            Some("kind".into()),
+            format!("unknown variant `{name}`, expected one of {expected}"),
+        ));
+    };
+    read.map_err(|e| {
+        let field = visible_path(&e.path().to_string());
+        let message = clean_message(e.inner().message());
+        // Serde's path ends at the table holding an unknown or missing key (or a one-key
+        // condition table with an unknown name); the key completes it.
+        let field = match (field, named_key(&message)) {
+            (None, Some(key)) => Some(key.to_owned()),
+            (Some(path), Some(key)) if !message.starts_with("missing field") => {
+                let full = format!("{path}.{key}");
+                Some(if has_path(written, &full) { full } else { path })
+            }
+            (Some(path), Some(key)) => Some(format!("{path}.{key}")),
+            (field, None) => field,
+        };
+        // An unknown name sits at its key; anything else at the value.
+        let at = if message.starts_with("unknown") {
+            locate_key
+        } else {
+            locate
+        };
+        let span = field
+            .as_deref()
+            .and_then(|f| at(written, f))
+            .or_else(|| e.inner().span())
+            .unwrap_or(item.span());
+        error(span, field, message)
+    })
+}
+
+/// Serde's path with the hidden one-key `exact` forms named as written, `None` at the root.
+fn visible_path(path: &str) -> Option<String> {
+    if path == "." {
+        return None;
+    }
+    let path = EXACT_FORMS
+        .iter()
+        .fold(path.to_owned(), |p, (key, hidden)| p.replace(hidden, key));
+    Some(path)
+}
+
+/// The key an `unknown field`, `unknown variant` or `missing field` message names.
+fn named_key(message: &str) -> Option<&str> {
+    const NAMING: [&str; 3] = ["unknown field", "unknown variant", "missing field"];
+    if NAMING.iter().any(|p| message.starts_with(p)) {
+        message.split('`').nth(1)
+    } else {
+        None
+    }
 }
 
 /// The token-list conditions that take `exact`, and the one-key form each becomes with it.

@@ -4,13 +4,15 @@
 
 use std::io::{Read, Write};
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use capt_hook_proto::{EventRequest, MAX_FRAME, decode, encode};
 
-use crate::warm::{Warm, deadline_of, respond};
+use crate::registry::Registry;
+use crate::worker::warm::{Warm, deadline_of, respond};
 
 /// Runs the one-shot evaluation; exit 0 when a response was written, 1 otherwise.
-pub fn run() -> ExitCode {
+pub fn run(base: Arc<Registry>) -> ExitCode {
     let mut input = Vec::new();
     if let Err(e) = std::io::stdin()
         .lock()
@@ -42,8 +44,8 @@ pub fn run() -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    let warm = Warm::load(req.root.as_ref());
-    let response = respond(&warm.project(), &req, deadline);
+    let warm = Warm::load(req.root.as_ref(), base, None);
+    let response = respond(&warm.project().0, &req, deadline);
     let mut out = std::io::stdout().lock();
     match out.write_all(&encode(&response)).and_then(|()| out.flush()) {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,4 +1,4 @@
-//! `capt-hook-worker serve --root R`: the host's side of a worker. Framed messages on
+//! `<worker> serve --root R`: the host's side of a worker. Framed messages on
 //! stdin/stdout, a hello that names this build, then events multiplexed by id.
 //!
 //! Threads are bounded whatever the hooks do: each event runs on its own thread, at most
@@ -10,19 +10,20 @@
 use std::fs::File;
 use std::io::Write;
 use std::os::fd::AsFd;
-use std::path::Path;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{self, SyncSender, TrySendError};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use crate::Project;
+use crate::registry::Registry;
+use crate::worker::ServeOptions;
 use capt_hook_proto::{
     BUILD, EventRequest, MAX_FRAME, PROTOCOL, WorkerFrame, decode, encode, read_frame, write_frame,
 };
-use captain_hook::Project;
 
-use crate::warm::{Warm, deadline_of, has_async_hooks, respond, run_async_hooks};
+use crate::worker::warm::{Warm, deadline_of, has_async_hooks, respond, run_async_hooks};
 
 /// How long a worker whose host went away waits for events already running.
 const DRAIN: Duration = Duration::from_secs(5);
@@ -40,7 +41,7 @@ const ASYNC_TIMEOUT: Duration = Duration::from_secs(180);
 type Out = Arc<Mutex<File>>;
 
 /// Serves until the host closes stdin or breaks the protocol.
-pub fn run(root: &Path) -> ExitCode {
+pub fn run(opts: &ServeOptions, base: Arc<Registry>) -> ExitCode {
     let out = match protocol_out() {
         Ok(f) => Arc::new(Mutex::new(f)),
         Err(e) => {
@@ -75,7 +76,7 @@ pub fn run(root: &Path) -> ExitCode {
         }
     }
 
-    let warm = Arc::new(Warm::load(root));
+    let warm = Arc::new(Warm::load(&opts.root, base, opts.note.clone()));
     let running = Arc::new(AtomicUsize::new(0));
     let background = Background::start();
     let code = loop {
@@ -141,8 +142,9 @@ fn serve_event(warm: &Warm, out: &Out, background: &Background, id: u64, request
             return send(out, &WorkerFrame::Error { id, error });
         }
     };
-    let project = warm.project();
-    let response = respond(&project, &request, deadline);
+    let (project, stale_build) = warm.project();
+    let mut response = respond(&project, &request, deadline);
+    response.stale_build = stale_build;
     send(out, &WorkerFrame::Result { id, response });
     if has_async_hooks(&project) {
         background.submit(project, request);
@@ -216,8 +218,8 @@ fn protocol_out() -> std::io::Result<File> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use captain_hook::core::EventKind;
-    use captain_hook::{Registry, on};
+    use crate::core::EventKind;
+    use crate::{Registry, on};
     use std::sync::Condvar;
 
     /// Both tests count the process's threads, so they must not overlap.
@@ -328,7 +330,8 @@ mod tests {
         let before = threads();
         let req = request(dir.path());
         let t = Instant::now();
-        let response = crate::warm::respond(&project, &req, Some(t + Duration::from_millis(200)));
+        let response =
+            crate::worker::warm::respond(&project, &req, Some(t + Duration::from_millis(200)));
         assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
         assert_eq!(response.exit, 0);
         let ran = started.load(Ordering::SeqCst);

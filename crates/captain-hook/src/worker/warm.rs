@@ -5,9 +5,12 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
+use crate::project::default_hooks_dir;
+use capt_hook_build::Fingerprint;
 use capt_hook_proto::{EventRequest, EventResponse, RequestError, Status};
-use captain_hook::project::default_hooks_dir;
-use captain_hook::{DispatchOptions, Project};
+
+use crate::registry::Registry;
+use crate::{DispatchOptions, Project};
 
 /// The loaded project of a worker.
 pub struct Warm {
@@ -15,30 +18,74 @@ pub struct Warm {
     hooks_dir: PathBuf,
     /// The project root the hooks were loaded for.
     root: PathBuf,
+    /// The hooks registered in Rust; the files load after them.
+    base: Arc<Registry>,
+    /// Told to each session once (from the host: why the Rust hooks are not live).
+    note: Option<String>,
+    /// A project worker's Rust sources as they were when it started.
+    rust: Option<Fingerprint>,
     /// The current load. Events hold their own `Arc`, so a reload never disturbs one in flight.
-    current: Mutex<Arc<Project>>,
+    current: Mutex<Current>,
+}
+
+/// The current load and whether the Rust hooks in it went stale.
+struct Current {
+    project: Arc<Project>,
+    /// The Rust sources changed after this worker started: it serves the files alone, tells
+    /// each session why, and asks the host to retire it (sticky: a build never un-stales).
+    stale: bool,
 }
 
 impl Warm {
-    /// Loads the hooks of `root`.
-    pub fn load(root: &Path) -> Warm {
+    /// Loads the hooks of `root`: `base` (Rust) first, then the files; `note` is told to each
+    /// session once.
+    pub fn load(root: &Path, base: Arc<Registry>, note: Option<String>) -> Warm {
         let hooks_dir = default_hooks_dir(root);
-        let project = Arc::new(Project::load(root, &hooks_dir));
+        // Only a worker with Rust hooks watches their sources: the stock worker has none to
+        // go stale (the host picks it when the project's build is missing or old).
+        let rust = (!base.is_empty() && capt_hook_build::is_rust_project(root))
+            .then(|| capt_hook_build::fingerprint(&hooks_dir));
+        let project = Project::load_with(root, &hooks_dir, &base).with_notice(note.clone());
         Warm {
             hooks_dir,
             root: root.to_path_buf(),
-            current: Mutex::new(project),
+            base,
+            note,
+            rust,
+            current: Mutex::new(Current {
+                project: Arc::new(project),
+                stale: false,
+            }),
         }
     }
 
-    /// The project to evaluate with, reloaded first if a hook file changed. The check is a few
-    /// `stat` calls; doing it under the lock means concurrent events reload once, not N times.
-    pub fn project(&self) -> Arc<Project> {
+    /// The project to evaluate with, reloaded first if a hook file changed, and whether this
+    /// worker's Rust hooks are stale. The checks are a few `stat` calls; doing them under the
+    /// lock means concurrent events reload once, not N times.
+    pub fn project(&self) -> (Arc<Project>, bool) {
         let mut current = self.current.lock().unwrap_or_else(|p| p.into_inner());
-        if current.is_stale() {
-            *current = Arc::new(Project::load(&self.root, &self.hooks_dir));
+        let went_stale = !current.stale
+            && self
+                .rust
+                .as_ref()
+                .is_some_and(|at_start| capt_hook_build::fingerprint(&self.hooks_dir) != *at_start);
+        if went_stale || current.project.is_stale() {
+            current.stale |= went_stale;
+            current.project = Arc::new(self.reload(current.stale));
         }
-        Arc::clone(&current)
+        (Arc::clone(&current.project), current.stale)
+    }
+
+    /// A fresh load: without the Rust hooks once they are stale, with the notice that says so.
+    fn reload(&self, stale: bool) -> Project {
+        if stale {
+            let note = capt_hook_build::stale_note(&self.hooks_dir);
+            Project::load_with(&self.root, &self.hooks_dir, &Registry::new())
+                .with_notice(Some(note))
+        } else {
+            Project::load_with(&self.root, &self.hooks_dir, &self.base)
+                .with_notice(self.note.clone())
+        }
     }
 }
 
@@ -50,8 +97,8 @@ pub fn deadline_of(req: &EventRequest) -> Result<Option<Instant>, RequestError> 
 }
 
 /// The sending client: its pid and request-scoped environment.
-fn origin(req: &EventRequest) -> captain_hook::project::Origin {
-    captain_hook::project::Origin {
+fn origin(req: &EventRequest) -> crate::project::Origin {
+    crate::project::Origin {
         pid: Some(req.client_pid),
         env: Some(Arc::new(req.env.clone())),
     }
@@ -87,6 +134,7 @@ pub fn respond(project: &Project, req: &EventRequest, deadline: Option<Instant>)
         // Every matched hook gave its verdict from a payload that was read and hook files that
         // all loaded. Otherwise the envelope already says so (ask, or deny for a mandatory hook).
         guard_completed: !eval.unchecked,
+        stale_build: false,
     }
 }
 
