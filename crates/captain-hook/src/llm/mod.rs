@@ -310,6 +310,148 @@ fn build(o: LlmOptions, block: bool) -> Result<HookDef, DefError> {
     })
 }
 
+/// The definition a hook file's `llm_gate` (`block`) or `llm_nudge` table lowers to, with its
+/// signals already compiled.
+#[track_caller]
+pub(crate) fn from_spec(
+    s: &crate::spec::LlmSpec,
+    block: bool,
+    signals: Option<Signals>,
+) -> Result<HookDef, DefError> {
+    use crate::spec::{BackendSpec, ContextName, ContextSpec, ModelSpec, ResponseTypeSpec};
+    let kind = if block { "llm_gate" } else { "llm_nudge" };
+    if s.name.is_some() && s.label.is_some() {
+        return Err(DefError::new("label", "give `label` or `name`, not both"));
+    }
+    if !block {
+        for (field, set) in [
+            ("on_incomplete", s.on_incomplete.is_some()),
+            ("guards_waiting", s.guards_waiting.is_some()),
+        ] {
+            if set {
+                return Err(DefError::new(
+                    field,
+                    format!("`{field}` applies to llm_gate only; {kind} never blocks"),
+                ));
+            }
+        }
+    }
+    let mut o = if block {
+        LlmOptions::gate(s.prompt.clone(), s.message.clone())
+    } else {
+        LlmOptions::nudge(s.prompt.clone(), s.message.clone())
+    };
+    if let Some(fields) = &s.response {
+        let mut out = Vec::new();
+        for (i, f) in fields.iter().enumerate() {
+            let at = |what: &str| format!("response[{i}].{what}");
+            let ty = match f.ty {
+                ResponseTypeSpec::Bool => FieldType::Bool,
+                ResponseTypeSpec::String => FieldType::String,
+                ResponseTypeSpec::Integer => FieldType::Integer {
+                    min: f.min,
+                    max: f.max,
+                },
+                ResponseTypeSpec::Choice => match &f.choices {
+                    Some(c) => FieldType::Choice(c.clone()),
+                    None => return Err(DefError::new(at("choices"), "a choice needs `choices`")),
+                },
+            };
+            if f.choices.is_some() && f.ty != ResponseTypeSpec::Choice {
+                return Err(DefError::new(
+                    at("choices"),
+                    "only a `choice` field has choices",
+                ));
+            }
+            if (f.min.is_some() || f.max.is_some()) && f.ty != ResponseTypeSpec::Integer {
+                return Err(DefError::new(
+                    at("min"),
+                    "only an `integer` field has bounds",
+                ));
+            }
+            out.push(Field::new(
+                &f.name,
+                ty,
+                f.description.as_deref().unwrap_or(""),
+            ));
+        }
+        o.response = VerdictSchema::new(out).map_err(|e| DefError::new("response", e.0))?;
+        if s.verdict.is_none() {
+            // A custom verdict keeps the default field name when it has it.
+            let default = if block { "block" } else { "fire" };
+            if o.response.field(default).is_none() {
+                return Err(DefError::new(
+                    "verdict",
+                    "a custom response needs `verdict`: the boolean field that fires the hook",
+                ));
+            }
+        }
+    }
+    if let Some(v) = &s.verdict {
+        o.verdict = v.clone();
+    }
+    o.label = s.label.clone();
+    o.signals = signals;
+    o.contexts = s
+        .contexts
+        .iter()
+        .map(|c| {
+            let (name, required) = match c {
+                ContextSpec::Name(n) => (*n, false),
+                ContextSpec::Options { context, required } => (*context, *required),
+            };
+            match name {
+                ContextName::BeforeEdit => Context::BeforeEdit { required },
+                ContextName::AfterEdit => Context::AfterEdit { required },
+            }
+        })
+        .collect();
+    o.guards_waiting = s.guards_waiting;
+    o.once_per_turn = s.once_per_turn;
+    if let Some(m) = s.max_context {
+        o.max_context = m;
+    }
+    o.model = match s.model {
+        None | Some(ModelSpec::Small) => Size::Small,
+        Some(ModelSpec::Medium) => Size::Medium,
+        Some(ModelSpec::Large) => Size::Large,
+    };
+    o.backend = s.backend.map(|b| match b {
+        BackendSpec::Auto => BackendChoice::Auto,
+        BackendSpec::Claude => BackendChoice::Claude,
+        BackendSpec::Codex => BackendChoice::Codex,
+        BackendSpec::Command => BackendChoice::Command,
+        BackendSpec::Jev => BackendChoice::Jev,
+    });
+    if let Some(a) = s.agent {
+        o.agent = a;
+    }
+    if let Some(t) = s.transcript {
+        o.transcript = t;
+    }
+    o.tool_results = s.tool_results;
+    if let Some(b) = &s.budget {
+        let d = Budget::default();
+        o.budget = Budget {
+            prose: b.prose.unwrap_or(d.prose),
+            call: b.call.unwrap_or(d.call),
+            result: b.result.unwrap_or(d.result),
+        };
+    }
+    o.diff = s.diff;
+    o.on_incomplete = s.on_incomplete.clone();
+    if let Some(t) = s.timeout_s {
+        if !(t.is_finite() && t > 0.0) {
+            return Err(DefError::new(
+                "timeout_s",
+                "give a positive number of seconds",
+            ));
+        }
+        o.timeout = Some(Duration::from_secs_f64(t));
+    }
+    build(o, block)
+}
+
 /// What an inline test's stubbed judge answers: `input.llm` over the schema's defaults.
 #[derive(Debug, Clone, Default)]
 pub struct LlmStub {

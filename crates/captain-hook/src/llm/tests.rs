@@ -469,3 +469,50 @@ fn edit_contexts_carry_the_change_and_required_ones_gate_the_call() {
         "the required edit text is missing: no call"
     );
 }
+
+#[test]
+fn hook_files_lower_to_the_same_hooks_and_report_bad_options() {
+    let mut reg = Registry::new();
+    crate::loader::load_str(
+        "[[hook]]\nkind = \"llm_gate\"\nlabel = \"Excuses\"\nprompt = \"q\"\nmessage = \"m {reasoning}\"\n\
+         model = \"large\"\nbackend = \"claude\"\ntimeout_s = 2.5\n\n\
+         [[hook]]\nkind = \"llm_nudge\"\nprompt = \"q\"\nmessage = \"risk {risk}\"\nverdict = \"flag\"\n\
+         response = [{ name = \"flag\", type = \"bool\" }, { name = \"risk\", type = \"choice\", choices = [\"low\", \"high\"] }]\n",
+        "t",
+        &mut reg,
+    )
+    .unwrap();
+    let mut sdk = LlmOptions::gate("q", "m {reasoning}");
+    sdk.label = Some("Excuses".into());
+    let mut sdk_reg = Registry::new();
+    sdk_reg.add("t", llm_gate(sdk).unwrap()).unwrap();
+    assert_eq!(reg.hooks()[0].name, sdk_reg.hooks()[0].name);
+    assert_eq!(reg.hooks()[0].name, "t:llm_gate_excuses");
+    assert_eq!(reg.hooks()[1].kind, "llm_nudge");
+
+    let error = |body: &str| {
+        let text = format!("[[hook]]\n{body}\n");
+        let errors = crate::loader::load_str(&text, "t", &mut Registry::new()).unwrap_err();
+        assert_eq!(errors.len(), 1, "{errors:?}");
+        let e = &errors[0];
+        format!("{}: {}", e.field.clone().unwrap_or_default(), e.message)
+    };
+    let e = error("kind = \"llm_nudge\"\nprompt = \"q\"\nmessage = \"m\"\non_incomplete = \"x\"");
+    assert!(
+        e.contains("on_incomplete") && e.contains("llm_gate only"),
+        "{e}"
+    );
+    let e =
+        error("kind = \"llm_gate\"\nprompt = \"q\"\nmessage = \"m\"\nname = \"a\"\nlabel = \"b\"");
+    assert!(e.contains("not both"), "{e}");
+    let e = error(
+        "kind = \"llm_gate\"\nprompt = \"q\"\nmessage = \"m\"\nresponse = [{ name = \"x\", type = \"bool\" }]",
+    );
+    assert!(e.contains("verdict"), "{e}");
+    let e = error("kind = \"llm_gate\"\nprompt = \"q\"\nmessage = \"{why}\"");
+    assert!(e.contains("message") && e.contains("{why}"), "{e}");
+    let e = error("kind = \"llm_gate\"\nprompt = \"q\"\nmessage = \"m\"\nbackend = \"gpt\"");
+    assert!(e.contains("backend"), "{e}");
+    let e = error("kind = \"llm_gate\"\nprompt = \"q\"\nmessage = \"m\"\ntimeout_s = 0");
+    assert!(e.contains("timeout_s"), "{e}");
+}

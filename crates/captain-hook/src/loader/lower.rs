@@ -186,6 +186,11 @@ pub(super) fn lower(
             }
             common!(session::nudge(o), s, item, source.clone(), text)
         }
+        HookEntry::LlmGate(s) | HookEntry::LlmNudge(s) => {
+            let block = matches!(entry, HookEntry::LlmGate(_));
+            let d = crate::llm::from_spec(s, block, signals(&s.signals)?)?;
+            common!(d, s, item, source.clone(), text)
+        }
         HookEntry::Workflow(s) => {
             if s.events.is_some() {
                 return Err(err(
