@@ -231,6 +231,7 @@ pub struct HookDef {
     mandatory: bool,
     approve: bool,
     repeat: Option<bool>,
+    confirm: Option<crate::llm::Confirm>,
     tests: Vec<InlineTest>,
     source: Option<Source>,
 }
@@ -261,6 +262,7 @@ fn def(kind: Kind) -> HookDef {
         mandatory: false,
         approve: false,
         repeat: None,
+        confirm: None,
         tests: Vec::new(),
         source: Some(Source {
             file: loc.file().to_owned(),
@@ -495,6 +497,13 @@ impl HookDef {
         self
     }
 
+    /// A blocking hook's block stands only when a judge agrees the call is what `confirm.rule`
+    /// protects against; a judge that cannot answer in time allows, with a note.
+    pub fn confirm(mut self, confirm: crate::llm::Confirm) -> Self {
+        self.confirm = Some(confirm);
+        self
+    }
+
     /// Adds an inline test.
     #[track_caller]
     pub fn test(mut self, input: Input, expect: Expect) -> Self {
@@ -602,6 +611,10 @@ impl HookDef {
             default_max_fires,
             manages_repetition,
         } = self.kind.clone().lower()?;
+        let body = match self.confirm {
+            Some(c) => crate::llm::confirmed(body, c, name.clone())?,
+            None => body,
+        };
 
         if self.is_async && events.intersects(DECISION_EVENTS) {
             return Err(DefError::new(

@@ -494,6 +494,9 @@ macro_rules! kind_spec {
             /// continuing because of a stop hook (`stop_hook_active`); default false except for
             /// `gate` and `workflow`, which limit their own repetition.
             pub repeat: Option<bool>,
+            /// A blocking hook's block stands only when a judge agrees the call is what `rule`
+            /// protects against (a judge that cannot answer within `timeout_s` allows).
+            pub confirm: Option<ConfirmSpec>,
             /// Inline tests.
             #[serde(default)]
             pub test: Vec<TestSpec>,
@@ -842,6 +845,32 @@ kind_spec!(
     }
 );
 
+/// `confirm = { rule, timeout_s }`.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ConfirmSpec {
+    /// What the block protects against, in one sentence.
+    pub rule: String,
+    /// Seconds to wait for the judge before allowing (default 3).
+    pub timeout_s: Option<f64>,
+}
+
+kind_spec!(
+    /// A judge answers permission dialogs it finds safe with allow; it never denies.
+    LlmApproveSpec {
+        /// Short name for the hook.
+        label: String,
+        /// Extra rubric text appended to the built-in one.
+        rubric: Option<String>,
+        /// `small` (default), `medium` or `large`.
+        model: Option<ModelSpec>,
+        /// Who judges (default: the project's `CAPT_HOOK_LLM_BACKEND`, else `auto`).
+        backend: Option<BackendSpec>,
+        /// Seconds the judge may take (default 90), always within the event's deadline.
+        timeout_s: Option<f64>,
+    }
+);
+
 /// Declares [`HookEntry`] and the one table of kind names the loader reads it by.
 macro_rules! hook_entries {
     ($($(#[$meta:meta])* $name:literal => $variant:ident($spec:ty),)*) => {
@@ -904,6 +933,8 @@ hook_entries! {
     "llm_gate" => LlmGate(LlmSpec),
     /// Warn when a model judges so.
     "llm_nudge" => LlmNudge(LlmSpec),
+    /// Answer permission dialogs a model finds safe.
+    "llm_approve" => LlmApprove(LlmApproveSpec),
 }
 
 /// The JSON Schema of a hook file, pretty-printed.

@@ -318,7 +318,7 @@ pub(crate) fn from_spec(
     block: bool,
     signals: Option<Signals>,
 ) -> Result<HookDef, DefError> {
-    use crate::spec::{BackendSpec, ContextName, ContextSpec, ModelSpec, ResponseTypeSpec};
+    use crate::spec::{ContextName, ContextSpec, ResponseTypeSpec};
     let kind = if block { "llm_gate" } else { "llm_nudge" };
     if s.name.is_some() && s.label.is_some() {
         return Err(DefError::new("label", "give `label` or `name`, not both"));
@@ -411,18 +411,8 @@ pub(crate) fn from_spec(
     if let Some(m) = s.max_context {
         o.max_context = m;
     }
-    o.model = match s.model {
-        None | Some(ModelSpec::Small) => Size::Small,
-        Some(ModelSpec::Medium) => Size::Medium,
-        Some(ModelSpec::Large) => Size::Large,
-    };
-    o.backend = s.backend.map(|b| match b {
-        BackendSpec::Auto => BackendChoice::Auto,
-        BackendSpec::Claude => BackendChoice::Claude,
-        BackendSpec::Codex => BackendChoice::Codex,
-        BackendSpec::Command => BackendChoice::Command,
-        BackendSpec::Jev => BackendChoice::Jev,
-    });
+    o.model = model_of(s.model);
+    o.backend = backend_of(s.backend);
     if let Some(a) = s.agent {
         o.agent = a;
     }
@@ -452,6 +442,61 @@ pub(crate) fn from_spec(
     build(o, block)
 }
 
+/// A seconds value from a hook file as a duration; `field` names it in the error.
+fn seconds(field: &str, value: f64) -> Result<Duration, DefError> {
+    if value.is_finite() && value > 0.0 {
+        Ok(Duration::from_secs_f64(value))
+    } else {
+        Err(DefError::new(field, "give a positive number of seconds"))
+    }
+}
+
+fn model_of(m: Option<crate::spec::ModelSpec>) -> Size {
+    use crate::spec::ModelSpec;
+    match m {
+        None | Some(ModelSpec::Small) => Size::Small,
+        Some(ModelSpec::Medium) => Size::Medium,
+        Some(ModelSpec::Large) => Size::Large,
+    }
+}
+
+fn backend_of(b: Option<crate::spec::BackendSpec>) -> Option<BackendChoice> {
+    use crate::spec::BackendSpec;
+    b.map(|b| match b {
+        BackendSpec::Auto => BackendChoice::Auto,
+        BackendSpec::Claude => BackendChoice::Claude,
+        BackendSpec::Codex => BackendChoice::Codex,
+        BackendSpec::Command => BackendChoice::Command,
+        BackendSpec::Jev => BackendChoice::Jev,
+    })
+}
+
+/// A hook file's `confirm` table.
+pub(crate) fn confirm_from_spec(c: &crate::spec::ConfirmSpec) -> Result<Confirm, DefError> {
+    let mut out = Confirm::new(c.rule.clone());
+    if let Some(t) = c.timeout_s {
+        out.timeout = seconds("confirm.timeout_s", t)?;
+    }
+    Ok(out)
+}
+
+/// A hook file's `llm_approve` table.
+#[track_caller]
+pub(crate) fn approve_from_spec(s: &crate::spec::LlmApproveSpec) -> Result<HookDef, DefError> {
+    let mut o = ApproveOptions::new(s.label.clone());
+    o.rubric = s.rubric.clone();
+    o.model = model_of(s.model);
+    o.backend = backend_of(s.backend);
+    o.timeout = s.timeout_s.map(|t| seconds("timeout_s", t)).transpose()?;
+    if s.name.is_some() {
+        return Err(DefError::new(
+            "name",
+            "an llm_approve is named by its `label`",
+        ));
+    }
+    llm_approve(o)
+}
+
 /// What an inline test's stubbed judge answers: `input.llm` over the schema's defaults.
 #[derive(Debug, Clone, Default)]
 pub struct LlmStub {
@@ -465,7 +510,11 @@ pub struct LlmStub {
 pub const STUB_KEY: &str = "captain_hook.llm_stub";
 
 impl LlmStub {
-    fn answer(&self, schema: &VerdictSchema) -> Result<Map<String, Value>, String> {
+    fn answer(
+        &self,
+        schema: &VerdictSchema,
+        base: Option<&Map<String, Value>>,
+    ) -> Result<Map<String, Value>, String> {
         if let Some(e) = self.values.get("error") {
             return Err(format!(
                 "stubbed judge failure: {}",
@@ -473,7 +522,7 @@ impl LlmStub {
             ));
         }
         let mut verdict = schema.stub();
-        for (k, v) in &self.values {
+        for (k, v) in base.into_iter().flatten().chain(&self.values) {
             verdict.insert(k.clone(), v.clone());
         }
         schema
@@ -484,7 +533,7 @@ impl LlmStub {
 
 /// A variable as the event's sender set it: request-scoped names from the request, when the
 /// event came through the host; everything else from this process.
-fn env_var(evt: &Event, name: &str) -> Option<String> {
+pub(crate) fn env_var(evt: &Event, name: &str) -> Option<String> {
     match &evt.context().request_env {
         Some(env) if capt_hook_proto::is_request_env(name) => env.get(name).cloned(),
         _ => std::env::var(name).ok(),
@@ -544,27 +593,43 @@ fn evidence_blocks(evt: &Event, o: &LlmOptions) -> Option<Vec<Block>> {
     Some(blocks)
 }
 
+/// One question for a judge, whatever the hook.
+pub(crate) struct Question<'a> {
+    /// The whole prompt.
+    pub prompt: &'a str,
+    /// The question alone.
+    pub task: &'a str,
+    /// The verdict's shape.
+    pub schema: &'a VerdictSchema,
+    /// The model tier.
+    pub size: Size,
+    /// Tools for the judge.
+    pub agent: bool,
+    /// The hook's choice of judge.
+    pub backend: Option<BackendChoice>,
+    /// The hook's own time limit.
+    pub timeout: Option<Duration>,
+    /// What the inline-test stub answers before the test's own fields (default: the schema's
+    /// stub, which fires).
+    pub stub_base: Option<&'a Map<String, Value>>,
+}
+
 /// Asks the judge (or the inline-test stub).
-fn ask(
-    evt: &Event,
-    o: &LlmOptions,
-    prompt: &str,
-    name: &str,
-) -> Result<Map<String, Value>, String> {
+pub(crate) fn ask(evt: &Event, q: &Question<'_>, name: &str) -> Result<Map<String, Value>, String> {
     let stub = evt.memo(STUB_KEY, LlmStub::default);
     if stub.active {
-        return stub.answer(&o.response);
+        return stub.answer(q.schema, q.stub_base);
     }
     let settings = Settings::from_lookup(|k| env_var(evt, k))?;
-    let backend = settings.backend(o.backend, &o.response)?;
+    let backend = settings.backend(q.backend, q.schema)?;
     let call = Call {
-        prompt,
-        task: &o.prompt,
-        schema: &o.response,
-        size: o.model,
-        agent: o.agent,
+        prompt: q.prompt,
+        task: q.task,
+        schema: q.schema,
+        size: q.size,
+        agent: q.agent,
         cwd: evt.project_root().map(std::path::Path::to_path_buf),
-        deadline: call_deadline(o.timeout),
+        deadline: call_deadline(q.timeout),
     };
     let log = env_var(evt, capt_hook_proto::env::CAPTAIN_HOOK_LOG_DIR)
         .filter(|d| !d.is_empty())
@@ -608,7 +673,17 @@ fn handler(o: LlmOptions, block: bool, name: String) -> HandlerFn {
             return Ok(None);
         };
         let prompt = capt_hook_llm::render(&blocks, &o.prompt);
-        let verdict = match ask(evt, &o, &prompt, &name) {
+        let question = Question {
+            prompt: &prompt,
+            task: &o.prompt,
+            schema: &o.response,
+            size: o.model,
+            agent: o.agent,
+            backend: o.backend,
+            timeout: o.timeout,
+            stub_base: None,
+        };
+        let verdict = match ask(evt, &question, &name) {
             Ok(v) => v,
             Err(e) => {
                 return match (&o.on_incomplete, block) {
@@ -654,6 +729,10 @@ fn handler(o: LlmOptions, block: bool, name: String) -> HandlerFn {
         }))
     })
 }
+
+mod approve;
+pub(crate) use approve::confirmed;
+pub use approve::{ApproveOptions, Confirm, PromptCheck, llm_approve, prompt_check};
 
 #[cfg(test)]
 mod tests;

@@ -516,3 +516,197 @@ fn hook_files_lower_to_the_same_hooks_and_report_bad_options() {
     let e = error("kind = \"llm_gate\"\nprompt = \"q\"\nmessage = \"m\"\ntimeout_s = 0");
     assert!(e.contains("timeout_s"), "{e}");
 }
+
+#[test]
+fn llm_approve_allows_what_the_judge_finds_safe_and_never_denies() {
+    let bash = |judge: &Judge| {
+        judge.event(
+            EventKind::PermissionRequest,
+            json!({"tool_name": "Bash", "tool_input": {"command": "cargo test"}}),
+            None,
+        )
+    };
+    let d = || {
+        dispatcher(vec![
+            llm_approve(ApproveOptions::new("safe commands")).unwrap(),
+        ])
+    };
+    let safe = Judge::new(r#"{"safe": true, "reasoning": "tests"}"#, 0.0);
+    assert_eq!(
+        d().dispatch(&bash(&safe), soon()).map(|r| r.action),
+        Some(Action::Allow)
+    );
+    let prompt = safe.requests()[0]["prompt"].as_str().unwrap().to_owned();
+    assert!(
+        prompt.contains("<rubric>") && prompt.contains("<tool_input>\ntool: Bash"),
+        "{prompt}"
+    );
+    let unsafe_ = Judge::new(r#"{"safe": false, "reasoning": "no"}"#, 0.0);
+    assert_eq!(d().dispatch(&bash(&unsafe_), soon()), None);
+    let broken = Judge::new("garbage", 0.0);
+    let outcome = d().outcome(&bash(&broken), soon());
+    assert_eq!(
+        (outcome.result, outcome.failures.len()),
+        (None, 0),
+        "the dialog shows"
+    );
+
+    let mut reg = Registry::new();
+    let h = reg
+        .add(
+            "t",
+            llm_approve(ApproveOptions::new("reads"))
+                .unwrap()
+                .test(Input::command("ls"), Expect::ask())
+                .test(
+                    Input {
+                        llm: Some(json!({"safe": true}).as_object().unwrap().clone()),
+                        ..Input::command("ls")
+                    },
+                    Expect::allow(),
+                ),
+        )
+        .unwrap()
+        .clone();
+    assert_eq!(h.name, "t:llm_approve_reads");
+    for t in &h.tests {
+        assert_eq!(run_test(&h, t, None).status, Status::Pass, "{:?}", t.input);
+    }
+}
+
+#[test]
+fn a_confirmed_block_stands_only_when_the_judge_agrees_and_is_judged_once_per_input() {
+    let push = |judge: &Judge, cmd: &str| {
+        judge.event(
+            EventKind::PreToolUse,
+            json!({"tool_name": "Bash", "tool_input": {"command": cmd}}),
+            None,
+        )
+    };
+    let def = || {
+        crate::block_command(
+            crate::CommandMatch::argv(&["git", "push"]).unwrap(),
+            "Pushing to a queued branch drops the push",
+        )
+        .confirm(Confirm::new("A push to a branch the merge queue admitted."))
+    };
+    let no = Judge::new(
+        r#"{"protected": false, "reasoning": "feature branch"}"#,
+        0.0,
+    );
+    let d = dispatcher(vec![def()]);
+    assert_eq!(d.dispatch(&push(&no, "git push origin feat"), soon()), None);
+    assert_eq!(d.dispatch(&push(&no, "git push origin feat"), soon()), None);
+    assert_eq!(
+        no.calls(),
+        1,
+        "the same call in the same session is judged once"
+    );
+    let prompt = no.requests()[0]["prompt"].as_str().unwrap().to_owned();
+    assert!(prompt.contains("<rule>\nA push to a branch"), "{prompt}");
+    assert!(
+        prompt.contains("<hook_message>\nBLOCKED: Pushing"),
+        "{prompt}"
+    );
+
+    let yes = Judge::new(r#"{"protected": true, "reasoning": "queued"}"#, 0.0);
+    let r = dispatcher(vec![def()]).dispatch(&push(&yes, "git push origin main"), soon());
+    assert_eq!(r.map(|r| r.action), Some(Action::Block));
+    assert_eq!(
+        dispatcher(vec![def()]).dispatch(&push(&yes, "ls"), soon()),
+        None
+    );
+    assert_eq!(yes.calls(), 1, "no block, nothing to confirm");
+
+    let slow = Judge::new(r#"{"protected": true, "reasoning": "x"}"#, 10.0);
+    let d = dispatcher(vec![def().confirm(Confirm {
+        rule: "r".into(),
+        timeout: Duration::from_millis(300),
+    })]);
+    let r = d
+        .dispatch(&push(&slow, "git push"), soon())
+        .expect("a note");
+    assert!(r.is_notice_only(), "no decision, only a note: {r:?}");
+    assert!(
+        r.system_message
+            .as_deref()
+            .unwrap_or("")
+            .contains("could not confirm its block"),
+        "{r:?}"
+    );
+    assert_eq!(
+        d.dispatch(&push(&slow, "git push"), soon()),
+        None,
+        "the note is given once"
+    );
+
+    let warn = crate::hook(&[EventKind::PreToolUse], "just a warning").confirm(Confirm::new("r"));
+    let e = Registry::new().add("t", warn).err().unwrap();
+    assert_eq!(e.field, "confirm");
+}
+
+#[test]
+fn prompt_check_turns_the_judges_action_into_a_result() {
+    let judge = Judge::new(
+        r#"{"action": "block", "reason": "it skipped the tests"}"#,
+        0.0,
+    );
+    let d = dispatcher(vec![crate::on(&[EventKind::Stop], |evt| {
+        let mut c = PromptCheck::new("Did the agent skip the tests?", "CHECK");
+        c.suffix = " Run them.".into();
+        prompt_check(evt, &c)
+    })]);
+    let r = d
+        .dispatch(&judge.event(EventKind::Stop, json!({}), None), soon())
+        .unwrap();
+    assert_eq!(r.action, Action::Block);
+    assert_eq!(
+        r.message.as_deref(),
+        Some("CHECK: it skipped the tests Run them.")
+    );
+    let prompt = judge.requests()[0]["prompt"].as_str().unwrap().to_owned();
+    assert!(prompt.contains("<agent_reasoning>"), "{prompt}");
+    let ok = Judge::new(r#"{"action": "ok", "reason": ""}"#, 0.0);
+    assert_eq!(
+        d.dispatch(&ok.event(EventKind::Stop, json!({}), None), soon()),
+        None
+    );
+}
+
+#[test]
+fn confirm_and_llm_approve_load_from_hook_files() {
+    let mut reg = Registry::new();
+    crate::loader::load_str(
+        "[[hook]]\nkind = \"block_command\"\nargv = [\"git\", \"push\"]\nreason = \"r\"\n\
+         confirm = { rule = \"A push to a queued branch.\", timeout_s = 2 }\n\
+         [[hook.test]]\ninput = { command = \"git push\" }\nexpect = \"block\"\n\
+         [[hook.test]]\ninput = { command = \"git push\", llm = { protected = false } }\nexpect = \"allow\"\n\n\
+         [[hook]]\nkind = \"llm_approve\"\nlabel = \"teammates\"\nrubric = \"Tests are fine.\"\n\
+         [[hook.test]]\ninput = { command = \"ls\" }\nexpect = \"ask\"\n",
+        "t",
+        &mut reg,
+    )
+    .unwrap();
+    for h in reg.hooks() {
+        for t in &h.tests {
+            assert_eq!(
+                run_test(h, t, None).status,
+                Status::Pass,
+                "{} {:?}",
+                h.name,
+                t.input
+            );
+        }
+    }
+    let errors = crate::loader::load_str(
+        "[[hook]]\nkind = \"deny\"\nreason = \"r\"\nconfirm = { rule = \"x\", timeout_s = -1 }\n",
+        "t",
+        &mut Registry::new(),
+    )
+    .unwrap_err();
+    assert_eq!(
+        errors[0].field.as_deref(),
+        Some("hook[0].confirm.timeout_s"),
+        "{errors:?}"
+    );
+}
