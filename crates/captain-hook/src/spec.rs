@@ -842,6 +842,10 @@ kind_spec!(
         on_incomplete: Option<String>,
         /// Seconds the judge may take (default 90), always within the event's deadline.
         timeout_s: Option<f64>,
+        /// Under Jev: `true` sends verdicts that fire on to the `claude` judge (which sees
+        /// Jev's answer), `false` never does (default: escalate when `message` names a text
+        /// field, which Jev cannot write).
+        escalate: Option<bool>,
     }
 );
 

@@ -163,6 +163,9 @@ pub struct LlmOptions {
     pub on_incomplete: Option<String>,
     /// The judge's own time limit (`None`: [`DEFAULT_TIMEOUT`]), always within the event's.
     pub timeout: Option<Duration>,
+    /// Under Jev, which verdicts the `claude` judge must confirm (`None`: the verdicts that
+    /// fire when the message names a text field, since Jev writes no prose; else none).
+    pub escalate: Option<EscalateFn>,
 }
 
 impl LlmOptions {
@@ -188,6 +191,7 @@ impl LlmOptions {
             diff: false,
             on_incomplete: None,
             timeout: None,
+            escalate: None,
         }
     }
 
@@ -430,15 +434,12 @@ pub(crate) fn from_spec(
     }
     o.diff = s.diff;
     o.on_incomplete = s.on_incomplete.clone();
-    if let Some(t) = s.timeout_s {
-        if !(t.is_finite() && t > 0.0) {
-            return Err(DefError::new(
-                "timeout_s",
-                "give a positive number of seconds",
-            ));
-        }
-        o.timeout = Some(Duration::from_secs_f64(t));
-    }
+    o.timeout = s.timeout_s.map(|t| seconds("timeout_s", t)).transpose()?;
+    o.escalate = s.escalate.map(|on| {
+        let field = o.verdict.clone();
+        Arc::new(move |v: &Map<String, Value>| on && v.get(&field) == Some(&Value::Bool(true)))
+            as EscalateFn
+    });
     build(o, block)
 }
 
@@ -535,8 +536,14 @@ impl LlmStub {
 /// event came through the host; everything else from this process.
 pub(crate) fn env_var(evt: &Event, name: &str) -> Option<String> {
     match &evt.context().request_env {
-        Some(env) if capt_hook_proto::is_request_env(name) => env.get(name).cloned(),
-        _ => std::env::var(name).ok(),
+        Some(env) => env.get(name).cloned().or_else(|| {
+            // A request-scoped name the sender did not set is unset: the worker's own value
+            // belongs to whichever session started it.
+            (!capt_hook_proto::is_request_env(name))
+                .then(|| std::env::var(name).ok())
+                .flatten()
+        }),
+        None => std::env::var(name).ok(),
     }
 }
 
@@ -612,7 +619,13 @@ pub(crate) struct Question<'a> {
     /// What the inline-test stub answers before the test's own fields (default: the schema's
     /// stub, which fires).
     pub stub_base: Option<&'a Map<String, Value>>,
+    /// Two stages: when Jev answers first, the verdicts this holds for go on to the `claude`
+    /// judge, which sees Jev's answer (a Jev failure goes there too).
+    pub escalate: Option<&'a EscalateFn>,
 }
+
+/// Which first-stage verdicts a second, stronger judge must confirm (Rust SDK).
+pub type EscalateFn = Arc<dyn Fn(&Map<String, Value>) -> bool + Send + Sync>;
 
 /// Asks the judge (or the inline-test stub).
 pub(crate) fn ask(evt: &Event, q: &Question<'_>, name: &str) -> Result<Map<String, Value>, String> {
@@ -635,13 +648,47 @@ pub(crate) fn ask(evt: &Event, q: &Question<'_>, name: &str) -> Result<Map<Strin
         .filter(|d| !d.is_empty())
         .map(std::path::PathBuf::from)
         .unwrap_or_else(capt_hook_proto::paths::log_dir);
-    capt_hook_llm::judge(backend, &call, name, Some(&log))
+    let first = capt_hook_llm::judge(backend, &call, name, Some(&log));
+    let Some(escalate) = q.escalate.filter(|_| backend.name() == "jev") else {
+        return first.map(|a| a.verdict).map_err(|e| e.to_string());
+    };
+    let quick = match first {
+        Ok(a) if !escalate(&a.verdict) => return Ok(a.verdict),
+        Ok(a) => Some(Value::Object(a.verdict).to_string()),
+        // A failed first stage asks the second without a quick verdict.
+        Err(_) => None,
+    };
+    // The fast classifier's answer leads, so the second judge writes the words it lacks.
+    let prompt = match &quick {
+        Some(v) => format!("<quick_verdict>\n{v}\n</quick_verdict>\n\n{}", q.prompt),
+        None => q.prompt.to_owned(),
+    };
+    let call = Call {
+        prompt: &prompt,
+        ..call
+    };
+    capt_hook_llm::judge(&settings.claude, &call, name, Some(&log))
         .map(|a| a.verdict)
         .map_err(|e| e.to_string())
 }
 
 fn handler(o: LlmOptions, block: bool, name: String) -> HandlerFn {
     let ledger_key = name.clone();
+    let escalate: Option<EscalateFn> = o.escalate.clone().or_else(|| {
+        let writes_prose = match &o.message {
+            Message::Template(t) => t.fields().iter().any(|f| {
+                o.response
+                    .field(f)
+                    .is_some_and(|f| f.ty == FieldType::String)
+            }),
+            Message::Fn(_) => false,
+        };
+        let field = o.verdict.clone();
+        writes_prose.then(|| {
+            Arc::new(move |v: &Map<String, Value>| v.get(&field) == Some(&Value::Bool(true)))
+                as EscalateFn
+        })
+    });
     Arc::new(move |evt: &Event| -> HandlerResult {
         // A hook evaluated inside a judge's own session must not judge again.
         if env_var(evt, capt_hook_proto::env::CAPT_HOOK_JUDGE).is_some() {
@@ -682,6 +729,7 @@ fn handler(o: LlmOptions, block: bool, name: String) -> HandlerFn {
             backend: o.backend,
             timeout: o.timeout,
             stub_base: None,
+            escalate: escalate.as_ref(),
         };
         let verdict = match ask(evt, &question, &name) {
             Ok(v) => v,
