@@ -64,6 +64,17 @@ pub enum Context {
         /// Skip the judge (no fire consumed) when there is no such text.
         required: bool,
     },
+    /// `<introduced>`: what the edit adds that the file did not have, one `line N: text` per
+    /// find: matches of an ast-grep pattern (new ones only), or nodes of the given tree-sitter
+    /// kinds (`comment`, …) on changed lines. Empty for files in no supported language.
+    Introduced {
+        /// The ast-grep pattern, compiled for each file's language.
+        pattern: Option<Arc<capt_hook_code::AnyLangPattern>>,
+        /// Node kinds whose nodes on changed lines count.
+        kinds: Vec<String>,
+        /// Skip the judge (no fire consumed) when nothing was introduced (default true).
+        required: bool,
+    },
     /// Any evidence, computed in Rust.
     Custom {
         /// The block's tag.
@@ -80,6 +91,7 @@ impl Context {
         match self {
             Context::BeforeEdit { .. } => "before_edit",
             Context::AfterEdit { .. } => "after_edit",
+            Context::Introduced { .. } => "introduced",
             Context::Custom { tag, .. } => tag,
         }
     }
@@ -87,7 +99,7 @@ impl Context {
     fn required(&self) -> bool {
         match self {
             Context::BeforeEdit { required } | Context::AfterEdit { required } => *required,
-            Context::Custom { required, .. } => *required,
+            Context::Introduced { required, .. } | Context::Custom { required, .. } => *required,
         }
     }
 
@@ -103,10 +115,54 @@ impl Context {
         match self {
             Context::BeforeEdit { .. } => excerpts().map(|(before, _)| before),
             Context::AfterEdit { .. } => excerpts().map(|(_, after)| after),
+            Context::Introduced { pattern, kinds, .. } => {
+                introduced(evt, pattern.as_deref(), kinds)
+            }
             Context::Custom { render, .. } => render(evt),
         }
         .filter(|t| !t.trim().is_empty())
     }
+}
+
+/// What the event's edit introduces, as `line N: text` lines (see [`Context::Introduced`]).
+fn introduced(
+    evt: &Event,
+    pattern: Option<&capt_hook_code::AnyLangPattern>,
+    kinds: &[String],
+) -> Option<String> {
+    use capt_hook_code::{Lang, ParsedCode, changed_lines, diff_lint};
+    let images = evt.edit_images()?;
+    let lang = Lang::from_path(evt.file()?)?;
+    let mut lines: Vec<(usize, String)> = Vec::new();
+    if let Some(p) = pattern.and_then(|p| p.for_lang(lang)) {
+        lines.extend(
+            diff_lint(p, &images.pre, &images.post)
+                .into_iter()
+                .map(|v| (v.line, v.snippet)),
+        );
+    }
+    if !kinds.is_empty() {
+        let changed = changed_lines(&images.pre, &images.post);
+        let parsed = ParsedCode::parse(lang, &images.post).ok()?;
+        let mut stack = vec![parsed.ts_root()];
+        while let Some(node) = stack.pop() {
+            let line = node.start_position().row + 1;
+            if kinds.iter().any(|k| k == node.kind()) && changed.iter().any(|r| r.contains(&line)) {
+                let text = images.post.get(node.byte_range()).unwrap_or("").trim();
+                lines.push((line, text.lines().next().unwrap_or("").to_owned()));
+                continue;
+            }
+            let mut cursor = node.walk();
+            stack.extend(node.children(&mut cursor));
+        }
+    }
+    lines.sort();
+    lines.dedup();
+    let out: Vec<String> = lines
+        .into_iter()
+        .map(|(n, text)| format!("line {n}: {text}"))
+        .collect();
+    Some(out.join("\n"))
 }
 
 /// Characters of an edited file shown before and after the change.
@@ -396,20 +452,52 @@ pub(crate) fn from_spec(
     }
     o.label = s.label.clone();
     o.signals = signals;
-    o.contexts = s
-        .contexts
-        .iter()
-        .map(|c| {
-            let (name, required) = match c {
-                ContextSpec::Name(n) => (*n, false),
-                ContextSpec::Options { context, required } => (*context, *required),
-            };
-            match name {
-                ContextName::BeforeEdit => Context::BeforeEdit { required },
-                ContextName::AfterEdit => Context::AfterEdit { required },
+    let mut contexts = Vec::new();
+    for (i, c) in s.contexts.iter().enumerate() {
+        let at = |what: &str| format!("contexts[{i}]{what}");
+        let (name, required, pattern, kinds) = match c {
+            ContextSpec::Name(n) => (*n, None, None, None),
+            ContextSpec::Options {
+                context,
+                required,
+                pattern,
+                kinds,
+            } => (*context, *required, pattern.as_ref(), kinds.as_ref()),
+        };
+        if name != ContextName::Introduced && (pattern.is_some() || kinds.is_some()) {
+            return Err(DefError::new(
+                at(""),
+                "`pattern` and `kinds` belong to the `introduced` context",
+            ));
+        }
+        contexts.push(match name {
+            ContextName::BeforeEdit => Context::BeforeEdit {
+                required: required.unwrap_or(false),
+            },
+            ContextName::AfterEdit => Context::AfterEdit {
+                required: required.unwrap_or(false),
+            },
+            ContextName::Introduced => {
+                let pattern = pattern
+                    .map(|p| capt_hook_code::AnyLangPattern::new(p).map(Arc::new))
+                    .transpose()
+                    .map_err(|e| DefError::new(at(".pattern"), e.to_string()))?;
+                let kinds = kinds.cloned().unwrap_or_default();
+                if pattern.is_none() && kinds.is_empty() {
+                    return Err(DefError::new(
+                        at(""),
+                        "`introduced` needs a `pattern` or `kinds` to look for",
+                    ));
+                }
+                Context::Introduced {
+                    pattern,
+                    kinds,
+                    required: required.unwrap_or(true),
+                }
             }
-        })
-        .collect();
+        });
+    }
+    o.contexts = contexts;
     o.guards_waiting = s.guards_waiting;
     o.once_per_turn = s.once_per_turn;
     if let Some(m) = s.max_context {

@@ -799,3 +799,41 @@ fn jev_decides_first_and_a_reasoning_message_escalates_to_the_claude_judge() {
         "{seen}"
     );
 }
+
+#[test]
+fn the_introduced_context_lists_only_what_the_edit_adds() {
+    let judge = Judge::new(r#"{"fire": true, "reasoning": "r"}"#, 0.0);
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("a.py");
+    std::fs::write(&file, "# old note\nx = 1\nos.environ['A'] = 'a'\n").unwrap();
+    let mut o = LlmOptions::nudge("Narrating comments or secrets?", "m");
+    o.contexts = vec![Context::Introduced {
+        pattern: Some(Arc::new(
+            capt_hook_code::AnyLangPattern::new("os.environ[$KEY] = $VALUE").unwrap(),
+        )),
+        kinds: vec!["comment".into()],
+        required: true,
+    }];
+    let d = dispatcher(vec![llm_nudge(o).unwrap().events(&[EventKind::PreToolUse])]);
+    let edit = |old: &str, new: &str| {
+        judge.event(
+            EventKind::PreToolUse,
+            json!({"tool_name": "Edit", "tool_input": {"file_path": file, "old_string": old, "new_string": new}}),
+            None,
+        )
+    };
+    let r = d.dispatch(
+        &edit("x = 1", "x = 2  # bumped x\nos.environ['B'] = 'b'"),
+        soon(),
+    );
+    assert_eq!(r.map(|r| r.action), Some(Action::Warn));
+    let prompt = judge.requests()[0]["prompt"].as_str().unwrap().to_owned();
+    assert!(
+        prompt.contains(
+            "<introduced>\nline 2: # bumped x\nline 3: os.environ['B'] = 'b'\n</introduced>"
+        ),
+        "{prompt}"
+    );
+    assert_eq!(d.dispatch(&edit("x = 1", "x = 3"), soon()), None);
+    assert_eq!(judge.calls(), 1, "nothing introduced: no call");
+}
