@@ -333,6 +333,12 @@ fn build(o: LlmOptions, block: bool) -> Result<HookDef, DefError> {
             ));
         }
     }
+    if !block && o.on_incomplete.is_some() {
+        return Err(DefError::new(
+            "on_incomplete",
+            "`on_incomplete` applies to llm_gate only; a nudge never blocks",
+        ));
+    }
     if o.on_incomplete
         .as_deref()
         .is_some_and(|m| m.trim().is_empty())
