@@ -495,6 +495,17 @@ fn hook_files_lower_to_the_same_hooks_and_report_bad_options() {
     assert_eq!(reg.hooks()[0].name, sdk_reg.hooks()[0].name);
     assert_eq!(reg.hooks()[0].name, "t:llm_gate_excuses");
     assert_eq!(reg.hooks()[1].kind, "llm_nudge");
+    let mut async_reg = Registry::new();
+    crate::loader::load_str(
+        "[[hook]]\nkind = \"llm_nudge\"\nprompt = \"q\"\nmessage = \"m\"\nasync = true\n",
+        "t",
+        &mut async_reg,
+    )
+    .unwrap();
+    assert!(
+        async_reg.hooks()[0].is_async,
+        "a nudge may judge after the reply"
+    );
 
     let error = |body: &str| {
         let text = format!("[[hook]]\n{body}\n");
