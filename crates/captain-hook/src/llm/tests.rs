@@ -145,6 +145,13 @@ fn a_stop_gate_blocks_once_per_turn_and_the_second_stop_passes() {
     );
     assert_eq!(req["schema"], VerdictSchema::gate().to_json());
     assert_eq!(req["agent"], true);
+    let calls = std::fs::read_to_string(judge.dir.path().join("logs/llm-calls.jsonl")).unwrap();
+    let call: Value = serde_json::from_str(calls.trim()).unwrap();
+    assert_eq!(
+        (&call["ok"], &call["backend"]),
+        (&json!(true), &json!("command"))
+    );
+    assert!(call["latency_ms"].is_u64(), "{call}");
 
     let second = judge.event(EventKind::Stop, json!({"stop_hook_active": true}), None);
     assert_eq!(d.dispatch(&second, soon()), None, "the turn already fired");
