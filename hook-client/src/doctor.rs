@@ -141,7 +141,8 @@ fn check_host(report: &mut Report) {
     }
 }
 
-fn host_version(socket: &Path) -> std::io::Result<(String, u32)> {
+/// Asks the host at `socket` for its build and pid (never starts one).
+pub fn host_version(socket: &Path) -> std::io::Result<(String, u32)> {
     let mut stream = UnixStream::connect(socket)?;
     stream.set_read_timeout(Some(Duration::from_secs(3)))?;
     write_frame(

@@ -22,7 +22,7 @@ pub fn main(args: &[String]) -> ExitCode {
             }
         },
         ["version" | "--version"] => {
-            println!("{{\"schema\":1,\"build\":{BUILD:?}}}");
+            println!("{}", version());
             ExitCode::SUCCESS
         }
         ["status"] => control(Op::Status, Duration::from_secs(3)),
@@ -37,6 +37,31 @@ pub fn main(args: &[String]) -> ExitCode {
             ExitCode::from(2)
         }
     }
+}
+
+/// This binary's schema, build and protocol; the running host's build and pid when one
+/// answers (never starting one), so a half-finished upgrade shows; and a newer release when
+/// the last update check found one.
+fn version() -> serde_json::Value {
+    let host = match ctl::request(Op::Version, Duration::from_secs(2)) {
+        Ok(HostReply::Version {
+            protocol,
+            build,
+            pid,
+        }) => serde_json::json!({ "build": build, "protocol": protocol, "pid": pid }),
+        _ => serde_json::Value::Null,
+    };
+    let mut v = serde_json::json!({
+        "schema": 1,
+        "build": BUILD,
+        "protocol": capt_hook_proto::PROTOCOL,
+        "host": host,
+    });
+    if let Some(latest) = crate::update::Updater::new(&capt_hook_proto::paths::state_dir()).latest()
+    {
+        v["update_available"] = latest.into();
+    }
+    v
 }
 
 /// Runs a control op against the running host; never starts one.

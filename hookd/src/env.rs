@@ -2,7 +2,9 @@
 //! `capt_hook_proto::env`; the parsing lives here, next to its one user.
 
 pub use capt_hook_proto::env::{
-    CAPT_HOOKD_IDLE_SECS, CAPT_HOOKD_LOG, CAPT_HOOKD_MAX_WORKERS, CAPT_HOOKD_WORKER, PATH,
+    CAPT_HOOKD_IDLE_SECS, CAPT_HOOKD_LOG, CAPT_HOOKD_MAX_WORKERS, CAPT_HOOKD_PRESSURE_CPU,
+    CAPT_HOOKD_PRESSURE_RSS_MB, CAPT_HOOKD_PRESSURE_SAMPLE_MS, CAPT_HOOKD_PRESSURE_SECS,
+    CAPT_HOOKD_WORKER, PATH,
 };
 
 /// The idle retirement period.

@@ -8,10 +8,13 @@ pub mod ctl;
 pub mod env;
 mod files;
 mod framing;
+mod logfile;
 mod pool;
+pub mod pressure;
 mod records;
 mod rust;
 pub mod server;
+pub mod update;
 mod worker;
 
 pub use capt_hook_proto::clock::{now_unix_ms, unix_ms_at};

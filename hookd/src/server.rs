@@ -17,8 +17,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 use capt_hook_proto::{
-    BUILD, HostReply, HostRequest, HostStatus, MAX_FRAME, Op, PROTOCOL, Refusal, decode, encode,
-    paths,
+    BUILD, EventRequest, HostReply, HostRequest, HostStatus, MAX_FRAME, Op, PROTOCOL, Refusal,
+    decode, encode, paths,
 };
 use tokio::net::{UnixListener, UnixStream};
 use tokio::sync::{mpsc, watch};
@@ -79,6 +79,10 @@ struct Host {
     max_connections: usize,
     /// Memory for request frames in flight.
     budget: Arc<Budget>,
+    /// Watches each session's processes for ResourcePressure; `None` when sampling is off.
+    pressure: Option<Arc<crate::pressure::Monitor>>,
+    /// The release check after session starts.
+    update: Arc<crate::update::Updater>,
 }
 
 /// Runs the host in the foreground until shutdown. Prints `ready` on stdout once the socket
@@ -100,6 +104,11 @@ pub fn serve() -> anyhow::Result<()> {
     for line in trouble {
         tracing::warn!(log = %log_path.display(), "{line}");
     }
+    let max_log = paths::log_max_bytes();
+    if let Err(e) = crate::logfile::rotate_if_large(&log, &log_path, max_log) {
+        tracing::warn!(error = %e, "cannot rotate the log");
+    }
+    let rotation = log.try_clone().ok();
     let max_connections = raise_fd_limit();
 
     let lock = crate::files::open_own(
@@ -131,6 +140,13 @@ pub fn serve() -> anyhow::Result<()> {
         .build()?;
     runtime.block_on(async move {
         let listener = UnixListener::from_std(std_listener)?;
+        if let Some(file) = rotation {
+            tokio::spawn(crate::logfile::keep_rotated(
+                file,
+                log_path.clone(),
+                max_log,
+            ));
+        }
         let records = Records::new(state_dir.join(paths::WORKER_RECORDS));
         let pool = Pool::new(
             crate::env::worker_exe(),
@@ -148,7 +164,8 @@ pub fn serve() -> anyhow::Result<()> {
             max_workers = pool.max_workers,
             "host ready"
         );
-        run(listener, pool, &socket, max_connections).await;
+        let update = Arc::new(crate::update::Updater::new(&state_dir));
+        run(listener, pool, &socket, max_connections, update).await;
         anyhow::Ok(())
     })?;
     drop(lock);
@@ -238,8 +255,17 @@ fn signal_ready() -> std::io::Result<()> {
     Ok(())
 }
 
-async fn run(listener: UnixListener, pool: Pool, socket: &PathBuf, max_connections: usize) {
+async fn run(
+    listener: UnixListener,
+    pool: Pool,
+    socket: &PathBuf,
+    max_connections: usize,
+    update: Arc<crate::update::Updater>,
+) {
     let (shutdown, mut shutdown_rx) = watch::channel(false);
+    let (fire, fired) = mpsc::unbounded_channel();
+    let pressure = crate::pressure::Settings::from_env()
+        .map(|settings| crate::pressure::Monitor::start(settings, fire));
     let host = Arc::new(Host {
         pool,
         started: Instant::now(),
@@ -251,7 +277,10 @@ async fn run(listener: UnixListener, pool: Pool, socket: &PathBuf, max_connectio
         conns: Arc::new(Conns::default()),
         max_connections,
         budget: Budget::new(FRAME_BUDGET, FRAME_RESERVE),
+        pressure,
+        update,
     });
+    tokio::spawn(send_pressure_events(Arc::clone(&host), fired));
     let (drained_tx, mut drained_rx) = mpsc::channel::<()>(1);
     let mut sweep = tokio::time::interval(
         (host.pool.idle / 4).clamp(Duration::from_millis(100), Duration::from_secs(60)),
@@ -305,6 +334,29 @@ async fn run(listener: UnixListener, pool: Pool, socket: &PathBuf, max_connectio
         tracing::warn!("events still running after the drain period");
     }
     host.pool.retire_all().await;
+}
+
+/// Sends each ResourcePressure event the sampler raises to its session's worker. Nobody waits
+/// for the answer: what the hooks say waits in the worker for the session's next tool event.
+async fn send_pressure_events(host: Arc<Host>, mut fired: mpsc::UnboundedReceiver<EventRequest>) {
+    while let Some(req) = fired.recv().await {
+        if host.draining.load(Ordering::SeqCst) {
+            return;
+        }
+        let host = Arc::clone(&host);
+        tokio::spawn(async move {
+            match host
+                .pool
+                .dispatch(req, Instant::now() + DEFAULT_DEADLINE)
+                .await
+            {
+                HostReply::Event(r) => {
+                    tracing::info!(exit = r.exit, said = %r.stdout.trim(), "ResourcePressure evaluated");
+                }
+                other => tracing::warn!(?other, "ResourcePressure could not be evaluated"),
+            }
+        });
+    }
 }
 
 fn out_of_descriptors(e: &std::io::Error) -> bool {
@@ -509,9 +561,21 @@ async fn answer(req: HostRequest, host: &Host) -> HostReply {
                 }
                 d => Duration::from_millis(d - now).min(MAX_DEADLINE),
             };
+            if let Some(monitor) = &host.pressure {
+                monitor.observe(&event);
+            }
+            let update = (event.event == "SessionStart")
+                .then(|| crate::update::Settings::from_request(&event.env));
             host.in_flight.fetch_add(1, Ordering::SeqCst);
-            let reply = host.pool.dispatch(event, Instant::now() + remaining).await;
+            let mut reply = host.pool.dispatch(event, Instant::now() + remaining).await;
             host.in_flight.fetch_sub(1, Ordering::SeqCst);
+            if let Some(settings) = update {
+                if let (HostReply::Event(r), Some(_)) = (&mut reply, &settings) {
+                    host.update.tell(r);
+                }
+                // Detached: the reply does not wait for the check.
+                host.update.after_session_start(settings);
+            }
             reply
         }
     }

@@ -530,14 +530,16 @@ fn shutdown_answers_events_in_flight() {
 #[test]
 fn edited_hook_files_are_reloaded() {
     let env = Env::new();
+    // `git stash list` is blocked by the project's hook alone (the builtin stash guard allows
+    // it), so emptying the file must let it through.
     let root = env.project("p", HOOKS);
-    let out = env.hook("PreToolUse", &bash(&root, "git stash"), &[]);
+    let out = env.hook("PreToolUse", &bash(&root, "git stash list"), &[]);
     assert!(json_out(&out).to_string().contains("use jj shelve"));
     write_hooks(
         &root,
         &HOOKS.replace("use jj shelve", "shelve it with jj, please"),
     );
-    let out = env.hook("PreToolUse", &bash(&root, "git stash"), &[]);
+    let out = env.hook("PreToolUse", &bash(&root, "git stash list"), &[]);
     assert!(
         json_out(&out)
             .to_string()
@@ -546,7 +548,7 @@ fn edited_hook_files_are_reloaded() {
         json_out(&out)
     );
     write_hooks(&root, "");
-    let out = env.hook("PreToolUse", &bash(&root, "git stash"), &[]);
+    let out = env.hook("PreToolUse", &bash(&root, "git stash list"), &[]);
     assert_eq!(json_out(&out), Value::Null);
     let pids = env.worker_pids();
     assert_eq!(pids.len(), 1, "reloaded in place, not by a new worker");
@@ -679,6 +681,20 @@ fn version_and_usage() {
     let out = env.cmd("capt-hookd").arg("version").output().unwrap();
     let v: Value = capt_hook_proto::serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["build"], capt_hook_proto::BUILD);
+    assert_eq!(v["protocol"], capt_hook_proto::PROTOCOL);
+    assert_eq!(
+        v["host"],
+        Value::Null,
+        "no host runs, and version starts none: {v}"
+    );
+    assert!(env.status().is_none());
+    let root = env.project("version", HOOKS);
+    env.hook("PreToolUse", &bash(&root, "ls"), &[]);
+    let out = env.cmd("capt-hookd").arg("--version").output().unwrap();
+    let v: Value = capt_hook_proto::serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["host"]["build"], capt_hook_proto::BUILD, "{v}");
+    assert_eq!(v["host"]["pid"], env.status().unwrap()["pid"]);
+    assert!(v.get("update_available").is_none(), "{v}");
     assert_eq!(
         env.cmd("capt-hookd").output().unwrap().status.code(),
         Some(2)
@@ -1459,4 +1475,594 @@ message = "consider running the tests"
                 .unwrap();
         assert_eq!(v["fire_count"], 1, "the counter was rebuilt as spent");
     }
+}
+
+/// The journal: every event the host answers gets a line in its session's log, and every
+/// verdict a hook delivered a row in the decision ledger, both written after the reply;
+/// `capt-hook logs` and `capt-hook decisions` show them.
+#[test]
+fn logs_and_decisions_show_what_the_host_answered() {
+    let env = Env::new();
+    let root = env.project("journal", HOOKS);
+    let out = env.hook("PreToolUse", &bash(&root, "git stash pop"), &[]);
+    assert_eq!(decision(&json_out(&out)), Some("deny"), "{}", stderr(&out));
+    let out = env.hook("PreToolUse", &bash(&root, "ls -la"), &[]);
+    assert_eq!(json_out(&out), Value::Null);
+    let out = env.hook("Stop", &stop(&root), &[]);
+    assert_eq!(json_out(&out)["decision"], "block");
+
+    let json_lines = |args: &[&str]| -> Vec<Value> {
+        let out = env.capt_hook(args);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(|l| capt_hook_proto::serde_json::from_str(l).unwrap())
+            .collect()
+    };
+    env.wait_until("three log lines", || {
+        json_lines(&["logs", "--session", "e2e", "--json"]).len() == 3
+    });
+    let lines = json_lines(&["logs", "--session", "e2e", "--json"]);
+    assert_eq!(lines[0]["event"], "PreToolUse");
+    assert_eq!(lines[0]["subject"], "git stash pop");
+    assert_eq!(lines[0]["verdict"], "block");
+    assert_eq!(lines[0]["fired"][0]["action"], "block");
+    assert_eq!(lines[1]["subject"], "ls -la");
+    assert!(lines[1].get("verdict").is_none(), "{}", lines[1]);
+    assert_eq!(lines[2]["event"], "Stop");
+    assert!(lines.iter().all(|l| l["elapsed_ms"].as_f64().is_some()));
+
+    // People get one readable line per event; the newest session is the default.
+    let human = env.capt_hook(&["logs"]);
+    let text = String::from_utf8_lossy(&human.stdout);
+    assert_eq!(text.lines().count(), 3, "{text}");
+    assert!(
+        text.lines()
+            .next()
+            .unwrap()
+            .contains("PreToolUse Bash \"git stash pop\" -> block"),
+        "{text}"
+    );
+    let tail = env.capt_hook(&["logs", "--tail", "1"]);
+    assert!(String::from_utf8_lossy(&tail.stdout).starts_with(|c: char| c.is_ascii_digit()));
+    assert_eq!(String::from_utf8_lossy(&tail.stdout).lines().count(), 1);
+    let none = env.capt_hook(&["logs", "--session", "no-such-session"]);
+    assert_eq!(none.status.code(), Some(0));
+    assert!(
+        stderr(&none).contains("No log file at"),
+        "{}",
+        stderr(&none)
+    );
+
+    // Two verdicts were delivered (the deny and the Stop block); the quiet `ls` left no row.
+    let rows = json_lines(&["decisions", "--json"]);
+    assert_eq!(rows.len(), 2, "{rows:?}");
+    assert_eq!(rows[0]["event"], "PreToolUse");
+    assert_eq!(rows[0]["action"], "block");
+    assert_eq!(rows[0]["tool_name"], "Bash");
+    assert_eq!(rows[0]["event_uuid"], "toolu_1");
+    assert!(
+        rows[0]["source_file"]
+            .as_str()
+            .unwrap()
+            .contains("hooks.toml")
+    );
+    assert_eq!(rows[1]["event"], "Stop");
+    let stop_action = rows[1]["action"].as_str().unwrap().to_owned();
+    let stash_hook = rows[0]["hook"].as_str().unwrap().to_owned();
+    assert_eq!(
+        json_lines(&["decisions", "--json", "--hook", &stash_hook]).len(),
+        1
+    );
+    let blocks = json_lines(&[
+        "decisions",
+        "--json",
+        "--session",
+        "e2e",
+        "--action",
+        "block",
+    ]);
+    assert_eq!(
+        blocks.len(),
+        1 + usize::from(stop_action == "block"),
+        "{blocks:?}"
+    );
+    assert_eq!(
+        json_lines(&["decisions", "--json", "--event", "Stop"]).len(),
+        1
+    );
+    assert_eq!(
+        json_lines(&["decisions", "--json", "--since", "1h"]).len(),
+        2
+    );
+    assert!(json_lines(&["decisions", "--json", "--until", "2000-01-01"]).is_empty());
+    assert!(json_lines(&["decisions", "--json", "--session", "other"]).is_empty());
+    let table = env.capt_hook(&["decisions", "--session", "e2e"]);
+    assert!(
+        String::from_utf8_lossy(&table.stdout).contains(&stash_hook),
+        "{}",
+        String::from_utf8_lossy(&table.stdout)
+    );
+    let bad = env.capt_hook(&["decisions", "--since", "yesterday"]);
+    assert_eq!(bad.status.code(), Some(1));
+    assert!(stderr(&bad).contains("--since"), "{}", stderr(&bad));
+
+    // A project in the temp dir gets no warm worker: it is retired (SIGTERM) right after its
+    // answer, and writes its journal before going.
+    let scratch = env.host_tmp().join("scratch");
+    write_hooks(&scratch, HOOKS);
+    let payload = capt_hook_proto::serde_json::json!({
+        "session_id": "scratch", "cwd": scratch, "hook_event_name": "PreToolUse",
+        "tool_name": "Bash", "tool_input": {"command": "git stash"}, "tool_use_id": "toolu_s",
+    });
+    let out = env.hook("PreToolUse", payload.to_string().as_bytes(), &[]);
+    assert_eq!(decision(&json_out(&out)), Some("deny"));
+    env.wait_until("the retired worker's log line", || {
+        json_lines(&["logs", "--session", "scratch", "--json"]).len() == 1
+    });
+    env.wait_until("the retired worker's decision", || {
+        json_lines(&["decisions", "--json", "--session", "scratch"]).len() == 1
+    });
+
+    // --follow prints lines as the worker writes them.
+    let mut follow = env
+        .cmd("capt-hook")
+        .args(["logs", "--session", "e2e", "--follow", "--json"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut reader = std::io::BufReader::new(follow.stdout.take().unwrap());
+    let mut seen = Vec::new();
+    for _ in 0..3 {
+        let mut line = String::new();
+        std::io::BufRead::read_line(&mut reader, &mut line).unwrap();
+        seen.push(line);
+    }
+    env.hook("PreToolUse", &bash(&root, "echo followed"), &[]);
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut reader, &mut line).unwrap();
+    let _ = follow.kill();
+    let _ = follow.wait();
+    assert!(line.contains("echo followed"), "{line:?}");
+}
+
+/// A stand-in for Claude Code: a shell that runs `hook` for the test (so the host sees it as
+/// the session's agent) and starts busy children, driven line by line over its stdin.
+struct Agent {
+    child: std::process::Child,
+    lines: std::io::BufReader<std::process::ChildStdout>,
+    dir: std::path::PathBuf,
+    n: usize,
+}
+
+impl Agent {
+    const SCRIPT: &str = r#"
+while read cmd a b; do
+  case $cmd in
+    hook) "$HOOK" run PreToolUse < "$a" > "$b" 2>&1; echo done ;;
+    busy) sh -c 'while :; do :; done' & echo $! ;;
+  esac
+done
+"#;
+
+    fn start(env: &Env, name: &str) -> Agent {
+        let dir = env.dir.path().join(format!("agent-{name}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut child = env
+            .program("sh")
+            .args(["-c", Agent::SCRIPT])
+            .env("HOOK", env.bin.join("hook"))
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let lines = std::io::BufReader::new(child.stdout.take().unwrap());
+        Agent {
+            child,
+            lines,
+            dir,
+            n: 0,
+        }
+    }
+
+    fn say(&mut self, line: &str) -> String {
+        use std::io::{BufRead, Write};
+        let stdin = self.child.stdin.as_mut().unwrap();
+        writeln!(stdin, "{line}").unwrap();
+        stdin.flush().unwrap();
+        let mut answer = String::new();
+        self.lines.read_line(&mut answer).unwrap();
+        answer.trim().to_owned()
+    }
+
+    /// Runs one PreToolUse event through `hook` as the agent's child; its output.
+    fn hook(&mut self, payload: &[u8]) -> String {
+        self.n += 1;
+        let input = self.dir.join(format!("in{}", self.n));
+        let output = self.dir.join(format!("out{}", self.n));
+        std::fs::write(&input, payload).unwrap();
+        assert_eq!(
+            self.say(&format!("hook {} {}", input.display(), output.display())),
+            "done"
+        );
+        std::fs::read_to_string(&output).unwrap()
+    }
+
+    /// Starts a child that spins on one core until killed; its pid.
+    fn busy(&mut self) -> u32 {
+        self.say("busy").parse().unwrap()
+    }
+}
+
+impl Drop for Agent {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// ResourcePressure end to end: a child of the session's agent that stays busy past the window
+/// makes the host send ResourcePressure to the session's worker, whose hook warns; the warning
+/// arrives on the session's next tool event, once. A short burst fires nothing.
+#[test]
+fn resource_pressure_fires_for_a_busy_child_and_not_for_a_burst() {
+    let env = Env::with(&[
+        ("CAPT_HOOKD_PRESSURE_SAMPLE_MS", "200"),
+        ("CAPT_HOOKD_PRESSURE_SECS", "1.5"),
+        // Low, so a loaded test machine (two cores, many tests) cannot starve the busy child
+        // below it; a burst shorter than the window stays quiet at any threshold.
+        ("CAPT_HOOKD_PRESSURE_CPU", "5"),
+    ]);
+    let root = env.project(
+        "pressure",
+        "[[hook]]\nkind = \"hook\"\nevents = \"ResourcePressure\"\nmessage = \"a process of this session is running away\"\n",
+    );
+    let payload = |session: &str, command: &str| {
+        capt_hook_proto::serde_json::json!({
+            "session_id": session, "transcript_path": "/dev/null", "cwd": root,
+            "hook_event_name": "PreToolUse", "tool_name": "Bash",
+            "tool_input": {"command": command}, "tool_use_id": "toolu_p",
+        })
+        .to_string()
+        .into_bytes()
+    };
+    let session_events = |session: &str| -> Vec<String> {
+        let out = env.capt_hook(&["logs", "--session", session, "--json"]);
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(|l| {
+                let v: Value = capt_hook_proto::serde_json::from_str(l).unwrap();
+                v["event"].as_str().unwrap_or("").to_owned()
+            })
+            .collect()
+    };
+
+    // A burst shorter than the window: nothing fires.
+    let mut calm = Agent::start(&env, "calm");
+    assert_eq!(calm.hook(&payload("calm", "ls")).trim(), "");
+    let burst = calm.busy();
+    std::thread::sleep(std::time::Duration::from_millis(600));
+    signal(burst, Signal::KILL);
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    let out = calm.hook(&payload("calm", "ls"));
+    assert!(!out.contains("running away"), "{out}");
+    assert!(
+        !session_events("calm")
+            .iter()
+            .any(|e| e == "ResourcePressure"),
+        "{:?}",
+        session_events("calm")
+    );
+
+    // A child that keeps spinning: the host sends ResourcePressure and the hook warns.
+    let mut agent = Agent::start(&env, "busy");
+    assert_eq!(agent.hook(&payload("busy", "make")).trim(), "");
+    let spinner = agent.busy();
+    env.wait_until("ResourcePressure reached the session's worker", || {
+        session_events("busy")
+            .iter()
+            .any(|e| e == "ResourcePressure")
+    });
+    signal(spinner, Signal::KILL);
+    let out = agent.hook(&payload("busy", "ls"));
+    let v: Value =
+        capt_hook_proto::serde_json::from_str(out.trim()).unwrap_or_else(|e| panic!("{e}: {out}"));
+    let notice = v["systemMessage"].as_str().unwrap_or_default();
+    assert!(
+        notice.contains("a process of this session is running away"),
+        "{v}"
+    );
+    assert!(notice.contains(&format!("pid {spinner}")), "{v}");
+    assert!(notice.contains("% CPU"), "{v}");
+    assert!(
+        v["hookSpecificOutput"]["additionalContext"]
+            .as_str()
+            .is_some_and(|c| c.contains("running away")),
+        "the agent is told too: {v}"
+    );
+    // Delivered once.
+    let again = agent.hook(&payload("busy", "ls"));
+    assert!(!again.contains("running away"), "{again}");
+    // The ResourcePressure line names the hook that warned.
+    let log = env.capt_hook(&["logs", "--session", "busy"]);
+    assert!(
+        String::from_utf8_lossy(&log.stdout).contains("ResourcePressure -> warn"),
+        "{}",
+        String::from_utf8_lossy(&log.stdout)
+    );
+}
+
+/// A release server on localhost: answers every request with `body` and counts them.
+struct ReleaseServer {
+    port: u16,
+    hits: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl ReleaseServer {
+    fn start(body: &'static str) -> ReleaseServer {
+        use std::io::{BufRead, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let hits = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let counted = std::sync::Arc::clone(&hits);
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(mut stream) = stream else { continue };
+                let mut reader = std::io::BufReader::new(stream.try_clone().unwrap());
+                let mut request = String::new();
+                let _ = reader.read_line(&mut request);
+                loop {
+                    let mut header = String::new();
+                    if reader.read_line(&mut header).unwrap_or(0) <= 2 {
+                        break;
+                    }
+                }
+                if request.starts_with("GET /releases/latest ") {
+                    counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                }
+                let _ = write!(
+                    stream,
+                    "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\
+                     Connection: close\r\n\r\n{body}",
+                    body.len()
+                );
+            }
+        });
+        ReleaseServer { port, hits }
+    }
+
+    fn url(&self) -> String {
+        format!("http://127.0.0.1:{}/releases/latest", self.port)
+    }
+
+    fn hits(&self) -> usize {
+        self.hits.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
+/// The release check: after a SessionStart the host asks the release URL once per interval,
+/// detached; a newer release is told once, on a later SessionStart, beside what the hooks said.
+/// `HOOKS_UPDATE_ENABLED=false` turns it off.
+#[test]
+fn update_check_after_session_start_tells_of_a_newer_release_once() {
+    let server = ReleaseServer::start(r#"{"tag_name":"v99.0.0","name":"far future"}"#);
+    let url = server.url();
+    let env = Env::with(&[("CAPT_HOOK_UPDATE_URL", url.as_str())]);
+    let root = env.project(
+        "update",
+        "[[hook]]\nkind = \"hook\"\nevents = \"SessionStart\"\nmessage = \"session context\"\n",
+    );
+    let start = |vars: &[(&str, &str)]| {
+        let payload = capt_hook_proto::serde_json::json!({
+            "session_id": "u", "cwd": root, "hook_event_name": "SessionStart", "source": "startup",
+        });
+        let out = env.hook("SessionStart", payload.to_string().as_bytes(), vars);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        json_out(&out)
+    };
+    let record = env
+        .dir
+        .path()
+        .join("home/.cache/captain-hook/host-v1/update.json");
+
+    let first = start(&[]);
+    assert_eq!(
+        first["hookSpecificOutput"]["additionalContext"],
+        "session context"
+    );
+    assert!(!first.to_string().contains("99.0.0"), "{first}");
+    env.wait_until("the release check ran", || {
+        server.hits() == 1
+            && std::fs::read_to_string(&record).is_ok_and(|r| r.contains("\"latest\":\"99.0.0\""))
+    });
+
+    let second = start(&[]);
+    let notice = second["systemMessage"].as_str().unwrap_or_default();
+    assert!(
+        notice.contains("captain-hook 99.0.0 is available"),
+        "{second}"
+    );
+    assert_eq!(
+        second["hookSpecificOutput"]["additionalContext"], "session context",
+        "the hooks' answer is untouched"
+    );
+    let third = start(&[]);
+    assert!(!third.to_string().contains("99.0.0"), "told once: {third}");
+    let version = env.cmd("capt-hookd").arg("version").output().unwrap();
+    let v: Value = capt_hook_proto::serde_json::from_slice(&version.stdout).unwrap();
+    assert_eq!(v["update_available"], "99.0.0", "{v}");
+    assert_eq!(server.hits(), 1, "at most once per interval");
+
+    // Off: no request, even with no interval to wait. The enabled start after it is the only
+    // one the server sees.
+    let quiet = ReleaseServer::start(r#"{"tag_name":"v99.0.0"}"#);
+    let quiet_url = quiet.url();
+    let off = Env::with(&[
+        ("CAPT_HOOK_UPDATE_URL", quiet_url.as_str()),
+        ("HOOKS_UPDATE_INTERVAL_MINUTES", "0"),
+    ]);
+    let root = off.project("update-off", HOOKS);
+    let payload = capt_hook_proto::serde_json::json!({
+        "session_id": "u", "cwd": root, "hook_event_name": "SessionStart", "source": "startup",
+    })
+    .to_string();
+    let out = off.hook(
+        "SessionStart",
+        payload.as_bytes(),
+        &[("HOOKS_UPDATE_ENABLED", "false")],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let out = off.hook("SessionStart", payload.as_bytes(), &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    off.wait_until("the enabled start checked", || quiet.hits() >= 1);
+    let _ = off.cmd("capt-hookd").arg("shutdown").output();
+    assert_eq!(quiet.hits(), 1, "HOOKS_UPDATE_ENABLED=false made a request");
+}
+
+/// The host log is kept to `CAPT_HOOK_LOG_MAX_BYTES`: a host starting on a larger one copies
+/// it to `capt-hookd.log.1` and starts it afresh.
+#[test]
+fn a_large_host_log_is_rotated() {
+    let env = Env::with(&[("CAPT_HOOK_LOG_MAX_BYTES", "65536")]);
+    let dir = env.dir.path().join("home/.cache/captain-hook/host-v1");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let log = dir.join("capt-hookd.log");
+    let old = "an old line\n".repeat(10_000);
+    std::fs::write(&log, &old).unwrap();
+    std::fs::set_permissions(&log, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let root = env.project("rotate", HOOKS);
+    let out = env.hook("PreToolUse", &bash(&root, "ls"), &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(
+        std::fs::read_to_string(dir.join("capt-hookd.log.1")).unwrap(),
+        old
+    );
+    let fresh = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        fresh.len() < 65536 && fresh.contains("host ready"),
+        "{fresh}"
+    );
+}
+
+/// Writes `text` at `path`, creating its directory.
+fn put(path: &std::path::Path, text: &str) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+}
+
+/// Installs a plugin `id` at `<env>/plugins/<name>` with `files`, enabled in the user's Claude
+/// Code settings and listed in the install roster, as `claude plugin install` leaves them.
+fn install_plugin(env: &Env, id: &str, files: &[(&str, &str)]) {
+    let home = env.dir.path().join("home");
+    let name = id.split('@').next().unwrap();
+    let dir = env.dir.path().join("plugins").join(name);
+    put(
+        &dir.join(".claude-plugin/plugin.json"),
+        &format!(r#"{{"name": "{name}"}}"#),
+    );
+    for (path, text) in files {
+        put(&dir.join(path), text);
+    }
+    let settings = home.join(".claude/settings.json");
+    let roster = home.join(".claude/plugins/installed_plugins.json");
+    let read = |p: &std::path::Path, empty: Value| -> Value {
+        std::fs::read_to_string(p)
+            .ok()
+            .and_then(|t| capt_hook_proto::serde_json::from_str(&t).ok())
+            .unwrap_or(empty)
+    };
+    let mut s = read(
+        &settings,
+        capt_hook_proto::serde_json::json!({"enabledPlugins": {}}),
+    );
+    s["enabledPlugins"][id] = true.into();
+    put(&settings, &s.to_string());
+    let mut r = read(
+        &roster,
+        capt_hook_proto::serde_json::json!({"version": 2, "plugins": {}}),
+    );
+    r["plugins"][id] = capt_hook_proto::serde_json::json!([{"scope": "user", "installPath": dir}]);
+    put(&roster, &r.to_string());
+}
+
+/// A PreToolUse Bash payload of session `session`.
+fn bash_in(root: &std::path::Path, session: &str, command: &str) -> Vec<u8> {
+    let mut v: Value = capt_hook_proto::serde_json::from_slice(&bash(root, command)).unwrap();
+    v["session_id"] = session.into();
+    v.to_string().into_bytes()
+}
+
+/// A fresh install with no project hooks runs the builtin packs; a project turns one hook off;
+/// a pack from an enabled plugin loads; a broken one is told to the session once.
+#[test]
+fn packs_through_the_host() {
+    let env = Env::new();
+    let root = env.dir.path().join("projects/bare");
+    std::fs::create_dir_all(&root).unwrap();
+
+    for cmd in ["pkill node", "git stash pop"] {
+        let out = env.hook("PreToolUse", &bash(&root, cmd), &[]);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        assert_eq!(decision(&json_out(&out)), Some("deny"), "{cmd}");
+    }
+    let out = env.hook("PreToolUse", &bash(&root, "find ~ -name x"), &[]);
+    let v = json_out(&out);
+    assert_eq!(decision(&v), Some("allow"), "{v}");
+    assert_eq!(
+        v["hookSpecificOutput"]["updatedInput"]["command"],
+        "rg --files ~ --glob x"
+    );
+
+    // The project turns the pkill hook off; the worker reloads on the config change.
+    put(
+        &root.join(".claude/hooks/config.toml"),
+        "[hooks]\ndisable = [\"general/commands:block_command_pkill\"]\n",
+    );
+    let out = env.hook("PreToolUse", &bash(&root, "pkill node"), &[]);
+    assert_eq!(json_out(&out), Value::Null, "{}", stderr(&out));
+    let out = env.hook("PreToolUse", &bash(&root, "git stash pop"), &[]);
+    assert_eq!(decision(&json_out(&out)), Some("deny"));
+
+    install_plugin(
+        &env,
+        "acme@tools",
+        &[
+            ("capt-hook/pack.toml", "description = \"deploy rules\"\n"),
+            (
+                "capt-hook/hooks/deploy.toml",
+                "[[hook]]\nkind = \"block_command\"\nargv = [\"make\", \"deploy\"]\nreason = \"deploys go through CI\"\n",
+            ),
+        ],
+    );
+    let out = env.hook("PreToolUse", &bash(&root, "make deploy"), &[]);
+    let v = json_out(&out);
+    assert_eq!(decision(&v), Some("deny"), "{v}");
+    assert!(
+        v["hookSpecificOutput"]["permissionDecisionReason"]
+            .as_str()
+            .unwrap()
+            .contains("deploys go through CI")
+    );
+
+    install_plugin(
+        &env,
+        "broken@tools",
+        &[("capt-hook/pack.toml", "description = \"no hooks dir\"\n")],
+    );
+    let first = json_out(&env.hook("PreToolUse", &bash_in(&root, "s-broken", "ls"), &[]));
+    let notice = first["systemMessage"].as_str().unwrap_or_default();
+    assert!(notice.contains("plugins/broken/capt-hook"), "{first}");
+    let second = json_out(&env.hook("PreToolUse", &bash_in(&root, "s-broken", "ls"), &[]));
+    assert!(
+        second.get("systemMessage").is_none(),
+        "told once per session: {second}"
+    );
+    // The working packs still decide.
+    let out = env.hook(
+        "PreToolUse",
+        &bash_in(&root, "s-broken", "make deploy"),
+        &[],
+    );
+    assert_eq!(decision(&json_out(&out)), Some("deny"));
 }

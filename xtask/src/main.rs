@@ -1,6 +1,7 @@
 //! `cargo xtask dist | install | demo | bench | e2e-claude`: release builds, a user install, a
 //! live demo against a throwaway host, the runtime benchmarks, and the real-client suite.
 
+mod app;
 mod bench;
 mod bench_rust;
 mod e2e;
@@ -18,13 +19,14 @@ fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let result = match args.first().map(String::as_str) {
         Some("dist") => dist().map(|_| ()),
-        Some("install") => install(),
+        Some("install") => install(&args[1..]),
+        Some("app") => app::run(&args[1..]),
         Some("demo") => demo(),
         Some("bench") => bench::run(&args[1..]),
         Some("e2e-claude") => e2e::run(&args[1..]),
         _ => {
             eprintln!(
-                "usage: cargo xtask dist | install | demo | bench [--quick] | e2e-claude [--only NAME]"
+                "usage: cargo xtask dist | install [--service] | app [--bins DIR] [--out DIR] | demo | bench [--quick] | e2e-claude [--only NAME]"
             );
             return ExitCode::from(2);
         }
@@ -157,8 +159,14 @@ fn static_client(target: &Path) -> anyhow::Result<PathBuf> {
     Ok(dir.join(&host).join("release/hook"))
 }
 
-/// `install`: the binaries into `~/.local/share/captain-hook/bin/`, the plugin beside them.
-fn install() -> anyhow::Result<()> {
+/// `install [--service]`: the binaries into `~/.local/share/captain-hook/bin/`, the plugin
+/// beside them; with `--service`, the host as a systemd user unit or launchd agent.
+fn install(args: &[String]) -> anyhow::Result<()> {
+    let service = match args {
+        [] => false,
+        [flag] if flag == "--service" => true,
+        other => bail!("unknown arguments {other:?}; usage: cargo xtask install [--service]"),
+    };
     let home = PathBuf::from(std::env::var("HOME").context("HOME is not set")?);
     let plugin = install_into(&home)?;
     println!(
@@ -172,6 +180,23 @@ fn install() -> anyhow::Result<()> {
     println!(
         "then remove any `capt-hook run` entries from .claude/settings*.json (they would run twice)"
     );
+    if service {
+        install_service(&installed_bin_dir(&home))?;
+    }
+    Ok(())
+}
+
+/// Runs the installed `capt-hook helper install`, which owns the service definitions, against
+/// the installed host.
+fn install_service(bin: &Path) -> anyhow::Result<()> {
+    let status = Command::new(bin.join("capt-hook"))
+        .args(["helper", "install", "--host"])
+        .arg(bin.join("capt-hookd"))
+        .status()
+        .context("running capt-hook helper install")?;
+    if !status.success() {
+        bail!("capt-hook helper install failed ({status})");
+    }
     Ok(())
 }
 
@@ -239,7 +264,8 @@ fn install_sdk(sdk: &Path) -> anyhow::Result<()> {
     let mut hash = blake3::Hasher::new();
     for name in SDK_CRATES {
         let from = root.join("crates").join(name);
-        for sub in ["Cargo.toml", "src", "build.rs"] {
+        // `packs` holds the builtin packs the SDK compiles in (`include_str!`).
+        for sub in ["Cargo.toml", "src", "build.rs", "packs"] {
             let path = from.join(sub);
             let to = tmp.join("crates").join(name).join(sub);
             if path.is_dir() {
@@ -413,6 +439,11 @@ mod tests {
         install_sdk(&sdk).unwrap();
         let id = std::fs::read_to_string(sdk.join("BUILD-ID")).unwrap();
         assert_eq!(id.len(), 32, "{id}");
+        assert!(
+            sdk.join("crates/captain-hook/packs/general/hooks/commands.toml")
+                .is_file(),
+            "the builtin packs the SDK compiles in are shipped with it"
+        );
         let out = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
             .args([
                 "metadata",

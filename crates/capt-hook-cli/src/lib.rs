@@ -16,7 +16,10 @@ use captain_hook::testing::{TestOutcome, all_passed, human_report, json_report, 
 use captain_hook::{DispatchOptions, Dispatcher, Event, LoadError, Project, Registry, load_dir};
 use clap::{Parser, Subcommand, ValueEnum};
 
+pub mod helper;
+mod journal;
 mod logging;
+mod packs;
 mod rust_project;
 mod scaffold;
 
@@ -50,6 +53,9 @@ enum Command {
         /// Run only the async hooks (after Claude Code has its answer).
         #[arg(long = "async")]
         run_async: bool,
+        /// Also run the packs (builtin, language, enabled plugins), as the host's workers do.
+        #[arg(long)]
+        packs: bool,
     },
     /// Run every hook's inline tests.
     Test {
@@ -61,12 +67,20 @@ enum Command {
     Check,
     /// Print the JSON Schema of hook files.
     Schema,
-    /// List registered hooks: name, kind, events, source.
+    /// List the hooks that run for this project (its own and its packs'), and what is off and why.
     List,
+    /// Packs: `list` what this project gets, `test` a plugin's pack or the builtin ones.
+    Pack {
+        #[command(subcommand)]
+        command: PackCommand,
+    },
     /// Read a payload from stdin and show, for every hook, whether it matched and why not.
     Explain {
         /// The event name.
         event: String,
+        /// Also explain the packs' hooks, as the host's workers run them.
+        #[arg(long)]
+        packs: bool,
     },
     /// Scaffold .claude/hooks/example.toml, or with --rust a Rust hook project (never
     /// overwrites).
@@ -83,6 +97,24 @@ enum Command {
     },
     /// Check the installation: duplicate hook registrations, a missing or stale host.
     Doctor,
+    /// Show a session's event log: what fired, the verdict, timing and errors, one line per
+    /// event (the newest session when --session is not given).
+    Logs {
+        /// The session id (or a transcript path named after it).
+        #[arg(long)]
+        session: Option<String>,
+        /// Keep printing lines as they are written.
+        #[arg(long, short)]
+        follow: bool,
+        /// Print the stored JSON lines.
+        #[arg(long)]
+        json: bool,
+        /// Only the last N lines.
+        #[arg(long)]
+        tail: Option<usize>,
+    },
+    /// Query the decision ledger: one row per verdict a hook delivered.
+    Decisions(journal::DecisionArgs),
     /// Replay a recorded transcript through the hooks and show where they would have fired.
     Replay {
         /// The transcript (`.jsonl`) to replay.
@@ -91,6 +123,43 @@ enum Command {
         #[arg(long)]
         all: bool,
     },
+    /// The host as a managed service: `status`, `install`, `uninstall`.
+    Helper {
+        #[command(subcommand)]
+        command: HelperCommand,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum PackCommand {
+    /// One row per pack considered for this project: id, kind, hooks, state, why.
+    List,
+    /// Test a plugin's pack (its layout, dependency, hooks and inline tests), or with no
+    /// argument every builtin pack.
+    Test {
+        /// The plugin's root directory (holding .claude-plugin/ and capt-hook/).
+        plugin_root: Option<PathBuf>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum HelperCommand {
+    /// Whether a host answers (never starts one) and whether a service is installed.
+    Status,
+    /// Install the systemd user unit (Linux) or launchd agent (macOS) and start it.
+    Install {
+        /// The host binary (default: capt-hookd beside this program, or in ../Helpers/).
+        #[arg(long)]
+        host: Option<PathBuf>,
+        /// Print the service definition and write nothing.
+        #[arg(long)]
+        print: bool,
+        /// Write the definition without asking the service manager to start it.
+        #[arg(long)]
+        no_start: bool,
+    },
+    /// Stop the service and remove its definition (the host still starts on demand).
+    Uninstall,
 }
 
 /// Runs the command line and returns the exit code.
@@ -108,15 +177,29 @@ pub fn main() -> ExitCode {
 
 fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
-        Command::Run { event, run_async } => run(&cli.root, &cli.hooks, &event, run_async),
-        Command::Explain { event } => explain(&cli.root, &cli.hooks, &event),
+        Command::Run {
+            event,
+            run_async,
+            packs,
+        } => run(&cli.root, &cli.hooks, &event, run_async, packs),
+        Command::Explain { event, packs } => explain(&cli.root, &cli.hooks, &event, packs),
         Command::Test { format } => test(&cli.root, &cli.hooks, format),
         Command::Check => check(&cli.root, &cli.hooks),
         Command::Schema => {
             print!("{}", captain_hook::spec::json_schema());
             Ok(ExitCode::SUCCESS)
         }
-        Command::List => list(&cli.root, &cli.hooks),
+        Command::List => {
+            let root = project_root(&cli.root, None);
+            Ok(packs::list(&root, &hooks_dir(&cli.hooks, &root)))
+        }
+        Command::Pack { command } => {
+            let root = project_root(&cli.root, None);
+            Ok(match command {
+                PackCommand::List => packs::pack_list(&root, &hooks_dir(&cli.hooks, &root)),
+                PackCommand::Test { plugin_root } => packs::pack_test(plugin_root.as_ref()),
+            })
+        }
         Command::Init { rust: false } => scaffold::init(&project_root(&cli.root, None)),
         Command::Init { rust: true } => rust_project::init(&project_root(&cli.root, None)),
         Command::Build { quiet } => Ok(
@@ -138,6 +221,22 @@ fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
                 ExitCode::from(1)
             })
         }
+        Command::Logs {
+            session,
+            follow,
+            json,
+            tail,
+        } => journal::logs(session.as_deref(), follow, json, tail),
+        Command::Decisions(args) => journal::decisions(&args),
+        Command::Helper { command } => match command {
+            HelperCommand::Status => helper::status(),
+            HelperCommand::Install {
+                host,
+                print,
+                no_start,
+            } => helper::install(host.as_deref(), print, !no_start),
+            HelperCommand::Uninstall => helper::uninstall(),
+        },
         Command::Doctor => {
             let root = project_root(&cli.root, None);
             let home = PathBuf::from(std::env::var_os("HOME").unwrap_or_default());
@@ -220,6 +319,7 @@ fn run(
     hooks: &Option<PathBuf>,
     event: &str,
     run_async: bool,
+    with_packs: bool,
 ) -> anyhow::Result<ExitCode> {
     // A name this build does not know comes from a newer Claude Code: a clean no-op, never an
     // error Claude Code would report. The payload is drained so the writer never sees a broken
@@ -249,6 +349,10 @@ fn run(
     let project = match hooks {
         // A named directory that is missing is an error (its guards would silently not run).
         Some(dir) => Project::load_named(&root, dir),
+        None if with_packs => {
+            Project::load_with_packs(&root, &hooks_dir(hooks, &root), &Registry::new())
+                .with_notice(notice)
+        }
         None => Project::load(&root, &hooks_dir(hooks, &root)).with_notice(notice),
     };
     Ok(captain_hook::worker::run::evaluate_and_print(
@@ -260,6 +364,7 @@ fn explain(
     root: &Option<PathBuf>,
     hooks: &Option<PathBuf>,
     event: &str,
+    with_packs: bool,
 ) -> anyhow::Result<ExitCode> {
     let (evt, root) = match prepare(root, event)? {
         Err(code) => return Ok(code),
@@ -269,8 +374,15 @@ fn explain(
         }
         Ok(Some(x)) => x,
     };
-    let (registry, errors) = load(&root, hooks);
-    report_load_errors(&errors);
+    let registry = if with_packs && hooks.is_none() {
+        let project = Project::load_with_packs(&root, &hooks_dir(hooks, &root), &Registry::new());
+        report_load_errors(project.errors());
+        project.dispatcher().registry().clone()
+    } else {
+        let (registry, errors) = load(&root, hooks);
+        report_load_errors(&errors);
+        registry
+    };
     let dispatcher = Dispatcher::new(Arc::new(registry), Some(&root));
     let kind = evt.kind();
     let evt = Arc::new(evt);
@@ -373,7 +485,10 @@ fn check(root: &Option<PathBuf>, hooks: &Option<PathBuf>) -> anyhow::Result<Exit
         return Ok(ExitCode::from(1));
     }
     let files = captain_hook::loader::hook_files(&dir);
-    let (registry, errors) = load(&root, hooks);
+    let (registry, mut errors) = load(&root, hooks);
+    if let Err(e) = captain_hook::packs::read_config(&dir) {
+        errors.push(e);
+    }
     for e in &errors {
         eprintln!("{e}");
     }
@@ -397,23 +512,4 @@ fn check(root: &Option<PathBuf>, hooks: &Option<PathBuf>) -> anyhow::Result<Exit
         println!("{} errors", errors.len());
         Ok(ExitCode::from(1))
     }
-}
-
-fn list(root: &Option<PathBuf>, hooks: &Option<PathBuf>) -> anyhow::Result<ExitCode> {
-    let root = project_root(root, None);
-    let (registry, errors) = load(&root, hooks);
-    report_load_errors(&errors);
-    for h in registry.hooks() {
-        let source = h
-            .source
-            .as_ref()
-            .map(ToString::to_string)
-            .unwrap_or_default();
-        println!("{}\t{}\t{}\t{}", h.name, h.kind, h.events, source);
-    }
-    Ok(if errors.is_empty() {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
-    })
 }

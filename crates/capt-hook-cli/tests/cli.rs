@@ -1021,6 +1021,227 @@ fn an_unreadable_line_is_never_silent() {
     );
 }
 
+#[test]
+fn helper_install_writes_the_unit_for_the_named_host_and_status_says_no_host_answers() {
+    let p = Project::new(&[]);
+    let host = p.root().join("bin/capt-hookd");
+    std::fs::create_dir_all(host.parent().unwrap()).unwrap();
+    std::fs::write(&host, "#!/bin/sh\n").unwrap();
+    let config = p.root().join("config");
+    let runtime = p.root().join("run");
+    let env: &[(&str, &Path)] = &[("XDG_CONFIG_HOME", &config), ("XDG_RUNTIME_DIR", &runtime)];
+
+    let out = p.run_env(
+        &[
+            "helper",
+            "install",
+            "--print",
+            "--host",
+            host.to_str().unwrap(),
+        ],
+        b"",
+        env,
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let printed = text(&out.stdout);
+    assert!(
+        printed.contains(&format!("ExecStart=\"{}\" serve", host.display())),
+        "{printed}"
+    );
+    assert!(!config.exists(), "--print writes nothing");
+
+    let out = p.run_env(
+        &[
+            "helper",
+            "install",
+            "--no-start",
+            "--host",
+            host.to_str().unwrap(),
+        ],
+        b"",
+        env,
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let unit = config.join("systemd/user/capt-hookd.service");
+    assert_eq!(std::fs::read_to_string(&unit).unwrap(), printed);
+
+    let out = p.run_env(
+        &["helper", "install", "--host", "/nonexistent/capt-hookd"],
+        b"",
+        env,
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains("is not a file"),
+        "{}",
+        text(&out.stderr)
+    );
+
+    // No host runs on this private socket: status says so, exits 1, and starts nothing.
+    let out = p.run_env(&["helper", "status"], b"", env);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains("helper not reachable"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert!(
+        text(&out.stdout).contains(&unit.display().to_string()),
+        "{}",
+        text(&out.stdout)
+    );
+    assert!(!runtime.join("captain-hook/capt-hookd.sock").exists());
+
+    let out = p.run_env(&["helper", "uninstall"], b"", env);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(!unit.exists());
+}
+
+#[test]
+fn list_shows_the_packs_and_what_a_project_turned_off() {
+    let p = Project::new(&[
+        ("stash.toml", STASH),
+        (
+            "config.toml",
+            "[packs]\ndisable = [\"performance\"]\n[hooks]\ndisable = [\"general/commands:block_command_pkill\"]\n",
+        ),
+    ]);
+    let out = p.run(&["list"], b"");
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert!(
+        lines[0].ends_with("\tproject"),
+        "project hooks first: {stdout}"
+    );
+    assert!(
+        lines.iter().any(
+            |l| l.starts_with("general/commands:hook_stash_guard\thook\t")
+                && l.ends_with("builtin:general (always on)")
+        ),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("# builtin:performance off: disabled in"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("# builtin:go inactive: no go.mod or go.work"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("# general/commands:block_command_pkill off"),
+        "{stdout}"
+    );
+    assert!(
+        !stdout.contains("\ngeneral/commands:block_command_pkill\t"),
+        "{stdout}"
+    );
+
+    let out = p.run(&["pack", "list"], b"");
+    assert_eq!(out.status.code(), Some(0));
+    let rows = text(&out.stdout);
+    assert!(
+        rows.lines().any(|l| l.contains("builtin:general")
+            && l.contains("active")
+            && l.contains("always on")),
+        "{rows}"
+    );
+    // config.toml is settings, never a hook file.
+    let out = p.run(&["check"], b"");
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+}
+
+#[test]
+fn run_loads_packs_only_when_asked() {
+    let p = Project::new(&[]);
+    let payload = br#"{"session_id":"s","tool_name":"Bash","tool_input":{"command":"pkill node"}}"#;
+    let out = p.run(&["run", "PreToolUse"], payload);
+    assert_eq!(
+        text(&out.stdout),
+        "",
+        "the behaviour-case path runs the project's hooks alone"
+    );
+    let out = p.run(&["run", "PreToolUse", "--packs"], payload);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["hookSpecificOutput"]["permissionDecision"], "deny");
+    let out = p.run(&["explain", "PreToolUse", "--packs"], payload);
+    let explained = text(&out.stdout);
+    assert!(
+        explained.contains("general/commands:block_command_pkill"),
+        "{explained}"
+    );
+    assert!(explained.contains("verdict: block"), "{explained}");
+    let out = p.run(&["explain", "PreToolUse"], payload);
+    assert!(
+        text(&out.stdout).contains("no hooks registered"),
+        "{}",
+        text(&out.stdout)
+    );
+}
+
+#[test]
+fn pack_test_checks_builtin_packs_and_a_plugins_layout_dependency_and_tests() {
+    let p = Project::new(&[]);
+    let out = p.run(&["pack", "test"], b"");
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stdout));
+    assert!(
+        text(&out.stdout).contains("0 failed, 0 errors"),
+        "{}",
+        text(&out.stdout)
+    );
+
+    let plugin = p.root().join("plugin");
+    let write = |rel: &str, body: &str| {
+        let f = plugin.join(rel);
+        std::fs::create_dir_all(f.parent().unwrap()).unwrap();
+        std::fs::write(f, body).unwrap();
+    };
+    write(".claude-plugin/plugin.json", r#"{"name": "acme"}"#);
+    let out = p.run(&["pack", "test", plugin.to_str().unwrap()], b"");
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains("dependencies needs"), "{stderr}");
+    assert!(
+        stderr.contains("capt-hook/pack.toml is missing"),
+        "{stderr}"
+    );
+
+    write(
+        ".claude-plugin/plugin.json",
+        r#"{"name": "acme", "dependencies": [{"name": "captain-hook", "marketplace": "captain-hook", "version": ">=0.1.0"}]}"#,
+    );
+    write("capt-hook/pack.toml", "description = \"deploys\"\n");
+    write(
+        "capt-hook/hooks/deploy.toml",
+        &STASH.replace("No stashing", "Deploys go through CI"),
+    );
+    let out = p.run(&["pack", "test", plugin.to_str().unwrap()], b"");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}{}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+    assert!(
+        text(&out.stdout).contains("PASS  plugin/deploy:"),
+        "{}",
+        text(&out.stdout)
+    );
+
+    write(
+        "capt-hook/hooks/deploy.toml",
+        &STASH.replace("\"block\"\n  pattern", "\"warn\"\n  pattern"),
+    );
+    let out = p.run(&["pack", "test", plugin.to_str().unwrap()], b"");
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "a failing inline test fails the pack"
+    );
+}
+
 /// A Rust hook project without a build for its sources: `run` serves the TOML hooks (its
 /// `Cargo.toml` is not a hook file), tells the session once that the Rust hooks are not live,
 /// and `build` on a directory without a manifest names what is missing.

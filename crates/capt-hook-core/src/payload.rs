@@ -439,7 +439,7 @@ record! {
         stage: String,
         claude_pid: u32,
         claude_start_unix: i64,
-        process: PressuredProcess,
+        process: Box<PressuredProcess>,
         /// Which rates are sustained.
         metrics: PressureMetrics,
     }
@@ -457,7 +457,10 @@ record! {
         argv: Vec<String>,
         cwd: String,
         runtime_s: f64,
+        /// CPU use as a fraction of one core over the last sample (1.0 = one core busy).
         cpu_fraction: f64,
+        /// Resident memory in KiB.
+        rss_kib: u64,
         disk_bps: f64,
         /// Up to the Claude process, nearest first.
         ancestry: Vec<AncestorProcess>,
@@ -476,6 +479,8 @@ record! {
     /// Which of a pressured process's rates are sustained.
     PressureMetrics {
         cpu: bool,
+        /// Resident memory is over its threshold.
+        rss: bool,
         disk: bool,
     }
 }

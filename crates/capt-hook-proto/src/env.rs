@@ -42,6 +42,13 @@ vars! {
     CAPTAIN_HOOK_STATE_DIR, read_by: "capt-hook, workers", default: "`~/.claude/state`";
     /// Directory for log files.
     CAPTAIN_HOOK_LOG_DIR, read_by: "all", default: "`~/.cache/captain-hook/host-v1`";
+    /// Bytes past which the host log is rotated (to `capt-hookd.log.1`).
+    CAPT_HOOK_LOG_MAX_BYTES, read_by: "capt-hookd", default: "10485760";
+    /// The decision ledger (SQLite): one row per verdict a hook delivered.
+    CAPT_HOOK_DECISIONS_DB, read_by: "workers, capt-hook", default: "`<state dir>/hooks/decisions.db`";
+    /// Set by captain-hook in processes it spawns: their events are logged but never recorded
+    /// in the decision ledger.
+    CAPT_HOOK_SPAWNED, read_by: "workers", default: "unset";
     /// A `tracing` filter for `capt-hook`'s log.
     CAPT_HOOK_LOG, read_by: "capt-hook", default: "`warn`";
     /// A `tracing` filter for the host's log.
@@ -50,12 +57,29 @@ vars! {
     CAPT_HOOKD_IDLE_SECS, read_by: "capt-hookd", default: "1800";
     /// Most workers kept at once; one more retires the least recently used idle worker.
     CAPT_HOOKD_MAX_WORKERS, read_by: "capt-hookd", default: "16";
+    /// Milliseconds between the host's samples of each session's processes, for
+    /// ResourcePressure; `0` turns sampling off.
+    CAPT_HOOKD_PRESSURE_SAMPLE_MS, read_by: "capt-hookd", default: "2000";
+    /// CPU use, in percent of one core, at or over which a session's process is pressing.
+    CAPT_HOOKD_PRESSURE_CPU, read_by: "capt-hookd", default: "90";
+    /// Resident memory, in MiB, at or over which a session's process is pressing.
+    CAPT_HOOKD_PRESSURE_RSS_MB, read_by: "capt-hookd", default: "4096";
+    /// Seconds a process must keep pressing before ResourcePressure fires (once per process).
+    CAPT_HOOKD_PRESSURE_SECS, read_by: "capt-hookd", default: "120";
     /// The worker binary the host runs.
     CAPT_HOOKD_WORKER, read_by: "capt-hookd", default: "`capt-hook-worker` beside `capt-hookd`";
     /// Comma-separated subagent types that count as planning agents (replaces the list).
     HOOKS_PLANNING_AGENTS, read_by: "capt-hook, workers", default: "Explore, Plan, general-purpose, …";
     /// Comma-separated tools whose pending calls mean the session is waiting (replaces the list).
     HOOKS_WAITING_TOOLS, read_by: "capt-hook, workers", default: "the built-in list";
+    /// `false` (or `0`, `no`, `off`) turns off the host's check for a newer release after a
+    /// session starts.
+    HOOKS_UPDATE_ENABLED, read_by: "capt-hookd", default: "`true`";
+    /// Least minutes between two release checks, across all sessions.
+    HOOKS_UPDATE_INTERVAL_MINUTES, read_by: "capt-hookd", default: "720";
+    /// The URL the release check asks for the latest release (JSON with `tag_name` or
+    /// `version`).
+    CAPT_HOOK_UPDATE_URL, read_by: "capt-hookd", default: "the GitHub releases API of the repository";
     /// `1`, `true` or `yes` adds the `raw` annotation to every event.
     CAPT_HOOK_CCX_RAW, read_by: "capt-hook, workers", default: "unset";
     /// The judge LLM hooks use when a hook names none: `auto` (Jev when `TYPESAFE_API_KEY` is
@@ -86,6 +110,9 @@ vars! {
     XDG_RUNTIME_DIR, read_by: "hook, capt-hookd, capt-hook", default: "the host state directory";
     /// The user's home: the state, log and socket defaults hang off it.
     HOME, read_by: "all", default: "`/`";
+    /// The user's configuration directory; `capt-hook helper install` puts the systemd user
+    /// unit under `systemd/user/` in it.
+    XDG_CONFIG_HOME, read_by: "capt-hook", default: "`~/.config`";
     /// `PATH` given to workers.
     PATH, read_by: "capt-hookd", default: "`/usr/bin:/bin:/usr/sbin:/sbin`";
 }

@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-pub use crate::env::{CAPTAIN_HOOK_LOG_DIR, HOME, XDG_RUNTIME_DIR};
+pub use crate::env::{CAPT_HOOK_LOG_MAX_BYTES, CAPTAIN_HOOK_LOG_DIR, HOME, XDG_RUNTIME_DIR};
 
 /// File name of the host socket.
 pub const SOCKET_NAME: &str = "capt-hookd.sock";
@@ -39,6 +39,16 @@ pub fn log_dir() -> PathBuf {
         Some(d) => PathBuf::from(d),
         None => state_dir(),
     }
+}
+
+/// The size past which a log is rotated: `$CAPT_HOOK_LOG_MAX_BYTES`, else 10 MiB (at least
+/// 64 KiB, so a typo cannot rotate on every line).
+pub fn log_max_bytes() -> u64 {
+    std::env::var(CAPT_HOOK_LOG_MAX_BYTES)
+        .ok()
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .unwrap_or(10 * 1024 * 1024)
+        .max(64 * 1024)
 }
 
 /// The directory holding the socket and its locks: `$XDG_RUNTIME_DIR/captain-hook` when set,

@@ -1,4 +1,5 @@
-//! In-process cost of one PreToolUse Bash event against 100 declarative hooks.
+//! In-process cost of one PreToolUse Bash event against 100 declarative hooks, and what the
+//! builtin packs add to it and to loading a project.
 //!
 //! Run with `cargo run --release -p captain-hook --example bench_engine` (or `cargo xtask
 //! bench`). Prints events per second, µs per event and the share spent parsing the command.
@@ -26,6 +27,89 @@ fn main() {
         "cd /work/app && git status --short | head -20 && cargo test -q -- --nocapture 2>&1 | tail -5",
     );
     bench(r#"bash -lc 'git fetch && git rebase origin/main' && git commit -m "$(cat msg.txt)""#);
+    packs_cost(
+        "cd /work/app && git status --short | head -20 && cargo test -q -- --nocapture 2>&1 | tail -5",
+    );
+}
+
+/// The project's 100 hooks alone against the same plus the always-on builtin packs, alternated
+/// in blocks so machine noise hits both; then a project's load with and without its packs.
+fn packs_cost(command: &str) {
+    let hundred = || {
+        let mut r = Registry::new();
+        load_str(HUNDRED_HOOKS, "bench", &mut r).expect("the bench's hooks load");
+        r
+    };
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let (root, home) = (tmp.path().join("proj"), tmp.path().join("home"));
+    std::fs::create_dir_all(root.join(".claude/hooks")).expect("mkdir");
+    std::fs::create_dir_all(&home).expect("mkdir");
+    let mut with = hundred();
+    let packs = captain_hook::packs::load(&root, &root.join(".claude/hooks"), &home, &mut with);
+    assert!(packs.errors.is_empty(), "{:?}", packs.errors);
+    let added = with.hooks().len() - 100;
+    let payload = json!({
+        "session_id": "bench", "hook_event_name": "PreToolUse", "cwd": "/work/app",
+        "tool_name": "Bash", "tool_input": {"command": command},
+    });
+    let time_block = |d: &Dispatcher| {
+        let start = Instant::now();
+        for _ in 0..1_000 {
+            let evt = Event::new(
+                EventKind::PreToolUse,
+                payload.clone(),
+                EventContext::default(),
+            )
+            .expect("object payload");
+            std::hint::black_box(d.dispatch(&Arc::new(evt), DispatchOptions::default()));
+        }
+        start.elapsed() / 1_000
+    };
+    let (alone, both) = (
+        Dispatcher::new(Arc::new(hundred()), None),
+        Dispatcher::new(Arc::new(with), None),
+    );
+    let (mut a, mut b) = (Vec::new(), Vec::new());
+    for _ in 0..20 {
+        a.push(time_block(&alone));
+        b.push(time_block(&both));
+    }
+    let (a, b) = (median(&mut a), median(&mut b));
+    println!("engine: the same line x 100 hooks + the always-on builtin packs ({added} hooks)");
+    println!(
+        "  {:>10.2} µs/event without packs, {:.2} with: +{:.2} µs",
+        micros(a),
+        micros(b),
+        micros(b.saturating_sub(a))
+    );
+    let (mut plain, mut packed) = (Vec::new(), Vec::new());
+    for _ in 0..10 {
+        let start = Instant::now();
+        std::hint::black_box(captain_hook::Project::load(
+            &root,
+            &root.join(".claude/hooks"),
+        ));
+        plain.push(start.elapsed());
+        let start = Instant::now();
+        std::hint::black_box(captain_hook::Project::load_with_packs(
+            &root,
+            &root.join(".claude/hooks"),
+            &Registry::new(),
+        ));
+        packed.push(start.elapsed());
+    }
+    // The best of ten: loading is short enough that the median mostly measures other processes.
+    let best = |v: &[Duration]| v.iter().min().copied().unwrap_or_default().as_secs_f64() * 1e3;
+    println!(
+        "  {:>10.2} ms to load an empty project, {:.2} with its packs (a worker's start; best of 10)",
+        best(&plain),
+        best(&packed)
+    );
+}
+
+fn median(v: &mut [Duration]) -> Duration {
+    v.sort();
+    v[v.len() / 2]
 }
 
 fn bench(command: &str) {

@@ -20,6 +20,7 @@ use std::time::Instant;
 use capt_hook_core::condition::{Miss, first_miss};
 use capt_hook_core::paths::Gitignore;
 use capt_hook_core::{Action, Event, EventKind, FoldInput, HookResult, fold};
+use capt_hook_journal::Fired;
 use capt_hook_state::{FireCounter, Reservation};
 
 use crate::hook::{Body, HandlerFn, Hook};
@@ -157,6 +158,8 @@ pub struct Outcome {
     pub result: Option<HookResult>,
     /// Hooks that matched and failed, in registration order.
     pub failures: Vec<HookFailure>,
+    /// Hooks that delivered a result, in registration order (for the journal).
+    pub fired: Vec<Fired>,
 }
 
 /// What to answer for an event once failures are weighed.
@@ -453,6 +456,7 @@ impl Dispatcher {
 
         let mut inputs = Vec::with_capacity(hooks.len());
         let mut failures = Vec::new();
+        let mut fired = Vec::new();
         let mut traces = Vec::with_capacity(if explain { hooks.len() } else { 0 });
         for (hook, slot) in hooks.iter().zip(slots) {
             let ran = match slot {
@@ -489,6 +493,13 @@ impl Dispatcher {
             if explain {
                 traces.push(Trace::Matched(result.clone()));
             }
+            if let Some(r) = &result {
+                fired.push(Fired {
+                    hook: hook.name.clone(),
+                    source: hook.source.as_ref().map(ToString::to_string),
+                    result: r.clone(),
+                });
+            }
             inputs.push(FoldInput {
                 result,
                 declarative: hook.declarative,
@@ -499,6 +510,7 @@ impl Dispatcher {
             Outcome {
                 result: fold(inputs),
                 failures,
+                fired,
             },
             traces,
         )

@@ -20,6 +20,8 @@ mod fuzz;
 pub mod hook;
 pub mod llm;
 pub mod loader;
+pub mod notices;
+pub mod packs;
 pub mod primitives;
 pub mod project;
 pub mod registry;

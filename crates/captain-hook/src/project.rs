@@ -3,15 +3,17 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::SystemTime;
+use std::time::{Instant, SystemTime};
 
 use capt_hook_core::{Action, EventContext, EventKind, HookResult, Output, envelope};
+use capt_hook_journal::Entry;
 use capt_hook_proto::failure::Unchecked;
 use serde_json::Value;
 
 use crate::Event;
 use crate::dispatch::{DispatchOptions, Dispatcher, Verdict, is_guarded};
 use crate::loader::{LoadError, hook_files, load_dir};
+use crate::packs::Packs;
 use crate::registry::Registry;
 
 /// What evaluating one event printed and how the process should exit.
@@ -49,6 +51,12 @@ pub struct Project {
     /// Told to each session once, on its first event that can carry it (why the project's
     /// Rust hooks are not live, from the host).
     notice: Option<String>,
+    /// Problems that turn nothing off but are told to each session once (from packs).
+    notices: Vec<String>,
+    /// The packs, when the project was loaded with them.
+    packs: Option<Packs>,
+    /// Files besides the hook files whose change means a reload (pack settings, plugins).
+    watched: Vec<PathBuf>,
     fingerprint: Vec<(PathBuf, Option<SystemTime>, u64)>,
 }
 
@@ -57,12 +65,13 @@ pub fn default_hooks_dir(root: &Path) -> PathBuf {
     root.join(".claude").join("hooks")
 }
 
-fn fingerprint(dir: &Path) -> Vec<(PathBuf, Option<SystemTime>, u64)> {
+fn fingerprint(dir: &Path, watched: &[PathBuf]) -> Vec<(PathBuf, Option<SystemTime>, u64)> {
     let mut out = Vec::new();
     if let Ok(meta) = std::fs::metadata(dir) {
         out.push((dir.to_path_buf(), meta.modified().ok(), meta.len()));
     }
-    for f in hook_files(dir).unwrap_or_default() {
+    let files = hook_files(dir).unwrap_or_default();
+    for f in files.into_iter().chain(watched.iter().cloned()) {
         let meta = std::fs::metadata(&f).ok();
         out.push((
             f,
@@ -94,8 +103,43 @@ impl Project {
             hooks_dir: hooks_dir.to_path_buf(),
             dispatcher: Dispatcher::new(Arc::new(registry), Some(root)),
             errors,
-            fingerprint: fingerprint(hooks_dir),
+            fingerprint: fingerprint(hooks_dir, &[]),
             notice: None,
+            notices: Vec::new(),
+            packs: None,
+            watched: Vec::new(),
+        }
+    }
+
+    /// [`Project::load_with`], then every active pack (builtin, language, enabled plugins) after
+    /// the project's own hooks: what the host's workers run. Claude Code's files are read from
+    /// `$HOME`.
+    pub fn load_with_packs(root: &Path, hooks_dir: &Path, base: &Registry) -> Project {
+        let mut registry = base.clone();
+        let mut errors = load_dir(hooks_dir, &mut registry);
+        let home = std::env::var_os(capt_hook_proto::env::HOME)
+            .filter(|h| !h.is_empty())
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from("/"));
+        let packs = crate::packs::load(root, hooks_dir, &home, &mut registry);
+        errors.extend(packs.errors.iter().cloned());
+        for e in &errors {
+            tracing::error!(error = %e, "hook file did not load");
+        }
+        for n in &packs.notices {
+            tracing::warn!(notice = %n, "pack notice");
+        }
+        let watched = packs.watched.clone();
+        Project {
+            root: root.to_path_buf(),
+            hooks_dir: hooks_dir.to_path_buf(),
+            dispatcher: Dispatcher::new(Arc::new(registry), Some(root)),
+            errors,
+            fingerprint: fingerprint(hooks_dir, &watched),
+            notice: None,
+            notices: packs.notices.clone(),
+            watched,
+            packs: Some(packs),
         }
     }
 
@@ -126,6 +170,9 @@ impl Project {
             errors: Vec::new(),
             fingerprint: Vec::new(),
             notice: None,
+            notices: Vec::new(),
+            packs: None,
+            watched: Vec::new(),
         }
     }
 
@@ -142,7 +189,8 @@ impl Project {
 
     /// True when a hook file was added, removed or changed since loading.
     pub fn is_stale(&self) -> bool {
-        !self.fingerprint.is_empty() && fingerprint(&self.hooks_dir) != self.fingerprint
+        !self.fingerprint.is_empty()
+            && fingerprint(&self.hooks_dir, &self.watched) != self.fingerprint
     }
 
     /// The project root.
@@ -153,6 +201,16 @@ impl Project {
     /// The load errors.
     pub fn errors(&self) -> &[LoadError] {
         &self.errors
+    }
+
+    /// What the packs tell each session once: nothing is off, but worth saying.
+    pub fn notices(&self) -> &[String] {
+        &self.notices
+    }
+
+    /// The packs, when the project was loaded with them.
+    pub fn packs(&self) -> Option<&Packs> {
+        self.packs.as_ref()
     }
 
     /// The dispatcher.
@@ -177,6 +235,52 @@ impl Project {
         opts: DispatchOptions,
         origin: Origin,
     ) -> Evaluation {
+        self.evaluate_traced(event, stdin, opts, origin).0
+    }
+
+    /// [`Project::evaluate_from`], also returning the journal entry for the event (what fired,
+    /// the verdict, failures, timing). Building it costs a few clones; the caller hands it to
+    /// [`capt_hook_journal::submit`] once the reply is on its way.
+    pub fn evaluate_traced(
+        &self,
+        event: &str,
+        stdin: &[u8],
+        opts: DispatchOptions,
+        origin: Origin,
+    ) -> (Evaluation, Entry) {
+        let started = Instant::now();
+        let spawned = origin.env.as_ref().is_some_and(|env| {
+            env.get(capt_hook_proto::env::CAPT_HOOK_SPAWNED)
+                .is_some_and(|v| !v.is_empty())
+        });
+        let mut entry = Entry {
+            ts_ms: capt_hook_proto::clock::now_unix_ms(),
+            event_name: event.to_owned(),
+            event: None,
+            fired: Vec::new(),
+            errors: Vec::new(),
+            verdict: None,
+            exit: 0,
+            elapsed_ms: 0.0,
+            spawned,
+        };
+        let eval = self.evaluate_into(event, stdin, opts, origin, &mut entry);
+        if entry.event.is_none() {
+            entry.errors.extend(eval.stderr.iter().cloned());
+        }
+        entry.exit = i32::from(eval.exit_code);
+        entry.elapsed_ms = started.elapsed().as_secs_f64() * 1000.0;
+        (eval, entry)
+    }
+
+    fn evaluate_into(
+        &self,
+        event: &str,
+        stdin: &[u8],
+        opts: DispatchOptions,
+        origin: Origin,
+        entry: &mut Entry,
+    ) -> Evaluation {
         let context = |_: Option<&str>| EventContext {
             project_root: Some(self.root.clone()),
             skip_permissions: None,
@@ -189,6 +293,7 @@ impl Project {
             Ok(None) => return Evaluation::default(),
             Err(rejected) => return rejected,
         };
+        entry.event = Some(Arc::clone(&evt));
         let kind = evt.kind();
         if kind == EventKind::SessionStart && !opts.run_async {
             // Old sessions whose transcripts are gone are removed once per session start; it
@@ -196,8 +301,16 @@ impl Project {
             let report = capt_hook_state::cleanup_stale_sessions(evt.session_id());
             tracing::debug!(?report, "stale session cleanup");
         }
-        let outcome = self.dispatcher.outcome(&evt, opts);
+        let mut outcome = self.dispatcher.outcome(&evt, opts);
         let failed = !outcome.failures.is_empty();
+        entry.fired = std::mem::take(&mut outcome.fired);
+        entry.errors = outcome.failures.iter().map(ToString::to_string).collect();
+        if !self.errors.is_empty() {
+            entry.errors.push(format!(
+                "{} hook file error(s): their hooks did not run",
+                self.errors.len()
+            ));
+        }
         // Async hooks run after Claude Code has its answer: their verdicts are never printed.
         if opts.run_async {
             return Evaluation {
@@ -206,6 +319,14 @@ impl Project {
             };
         }
         let verdict = self.weigh_load_errors(kind, outcome.verdict(kind));
+        if kind == EventKind::ResourcePressure {
+            hold_pressure_notice(&evt, &verdict);
+        }
+        let verdict = with_pending_notice(&evt, verdict);
+        entry.verdict = match &verdict {
+            Verdict::Decided(r) => r.as_ref().map(|r| r.action.name().to_owned()),
+            Verdict::Unchecked { .. } => Some("unchecked".to_owned()),
+        };
         let unchecked = failed || !self.errors.is_empty();
         let mut out = match verdict {
             Verdict::Decided(r) => envelope(kind, r.as_ref()),
@@ -214,6 +335,16 @@ impl Project {
             }
         };
         self.announce_load_errors(&evt, &mut out);
+        if !self.notices.is_empty() {
+            let joined: Vec<String> = self
+                .notices
+                .iter()
+                .map(|n| format!("capt-hook: {n}"))
+                .collect();
+            let joined = joined.join("\n\n");
+            let key = blake3::hash(joined.as_bytes()).to_hex();
+            announce_once(&evt, &mut out, &key[..16], "capt-hook:pack-notices", joined);
+        }
         if let Some(notice) = &self.notice {
             let key = blake3::hash(notice.as_bytes()).to_hex();
             announce_once(
@@ -280,8 +411,9 @@ impl Project {
         }
     }
 
-    /// Hook files that did not load are told to the user once per session (and again when
-    /// the errors change), on whatever event comes first: stderr alone is hidden by Claude Code.
+    /// Hook files and packs that did not load are told to the user once per session (and again
+    /// when the errors change), on whatever event comes first: stderr alone is hidden by Claude
+    /// Code.
     fn announce_load_errors(&self, evt: &Event, out: &mut Option<Output>) {
         if self.errors.is_empty() || matches!(out, Some(o) if !matches!(o, Output::Json(_))) {
             // Raw text and exit-2 feedback have nowhere to carry a notice; a later event will.
@@ -290,17 +422,105 @@ impl Project {
         let listed: Vec<String> = self.errors.iter().map(ToString::to_string).collect();
         let key = blake3::hash(listed.join("\n").as_bytes()).to_hex();
         let notice = format!(
-            "capt-hook: {} in {} did not load, so its hooks are not running: {}. Run `capt-hook \
-             check` after fixing it.",
+            "capt-hook: {} did not load, so its hooks are not running: {}. Run `capt-hook \
+             check` (project files) or `capt-hook pack list` (packs) after fixing it.",
             if listed.len() == 1 {
                 "a hook file".to_owned()
             } else {
                 format!("{} hook file errors", listed.len())
             },
-            self.hooks_dir.display(),
             listed.join("; ")
         );
         announce_once(evt, out, &key[..16], "capt-hook:load-errors", notice);
+    }
+}
+
+/// The tool events a waiting notice rides on.
+fn carries_notices(kind: EventKind) -> bool {
+    matches!(
+        kind,
+        EventKind::PreToolUse
+            | EventKind::PostToolUse
+            | EventKind::PostToolUseFailure
+            | EventKind::PermissionRequest
+            | EventKind::PostToolBatch
+    )
+}
+
+/// What the hooks said about a ResourcePressure event, kept (with the process's facts) for the
+/// session's next tool event: nobody reads the answer to an event the host sent.
+fn hold_pressure_notice(evt: &Event, verdict: &Verdict) {
+    let said = match verdict {
+        Verdict::Decided(Some(r))
+        | Verdict::Unchecked {
+            partial: Some(r), ..
+        } => [&r.message, &r.system_message]
+            .into_iter()
+            .filter_map(|m| m.as_deref().filter(|m| !m.is_empty()))
+            .collect::<Vec<_>>()
+            .join(" "),
+        _ => return,
+    };
+    let (Some(session), false) = (evt.session_id(), said.is_empty()) else {
+        return;
+    };
+    let p = evt.payload().get("process");
+    let field = |k: &str| p.and_then(|p| p.get(k));
+    let argv: Vec<&str> = field("argv")
+        .and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let mut facts = format!(
+        "pid {}",
+        field("pid").and_then(Value::as_u64).unwrap_or_default()
+    );
+    if !argv.is_empty() {
+        let mut cmd = argv.join(" ");
+        if let Some((i, _)) = cmd.char_indices().nth(120) {
+            cmd.truncate(i);
+            cmd.push('…');
+        }
+        facts.push_str(&format!(" `{cmd}`"));
+    }
+    if let Some(cpu) = field("cpu_fraction").and_then(Value::as_f64) {
+        facts.push_str(&format!(", {:.0}% CPU", cpu * 100.0));
+    }
+    if let Some(kib) = field("rss_kib").and_then(Value::as_u64) {
+        facts.push_str(&format!(", {} MiB resident", kib / 1024));
+    }
+    if let Some(secs) = field("runtime_s").and_then(Value::as_f64) {
+        facts.push_str(&format!(", running {secs:.0} s"));
+    }
+    crate::notices::post(session, format!("capt-hook: {said} ({facts})"));
+}
+
+/// Adds the notices waiting for this session (see [`crate::notices`]) to a tool event's
+/// verdict: the user sees them, and so does the agent when no hook said anything else.
+fn with_pending_notice(evt: &Event, verdict: Verdict) -> Verdict {
+    if !carries_notices(evt.kind()) {
+        return verdict;
+    }
+    let Some(notice) = evt.session_id().and_then(crate::notices::take) else {
+        return verdict;
+    };
+    let add = |r: Option<HookResult>| {
+        Some(match r {
+            Some(mut r) => {
+                r.system_message = Some(match r.system_message.take() {
+                    Some(own) if !own.is_empty() => format!("{own}\n\n{notice}"),
+                    _ => notice.clone(),
+                });
+                r
+            }
+            None => HookResult::warn(notice.clone()).with_system_message(notice.clone()),
+        })
+    };
+    match verdict {
+        Verdict::Decided(r) => Verdict::Decided(add(r)),
+        Verdict::Unchecked { reason, partial } => Verdict::Unchecked {
+            reason,
+            partial: add(partial),
+        },
     }
 }
 

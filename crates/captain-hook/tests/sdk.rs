@@ -909,3 +909,145 @@ fn inline_tests_of_failing_hooks_are_errors() {
         outcomes[2]
     );
 }
+
+/// The journal entry of an evaluation names what fired, what failed and the verdict, and
+/// becomes one ledger row per delivered verdict; a spawned process's event keeps its log line
+/// but no rows.
+#[test]
+fn evaluate_traced_says_what_fired_and_what_failed() {
+    let mut reg = Registry::new();
+    // The failing handler first: after a block, later handlers are not run at all.
+    reg.add(
+        "t",
+        on(&[EventKind::PreToolUse], |_| Err(HandlerError::new("boom"))).name("broken"),
+    )
+    .unwrap();
+    reg.add(
+        "t",
+        block_command(
+            CommandMatch::argv(&["git", "stash"]).unwrap(),
+            "use jj shelve",
+        )
+        .name("stash-guard"),
+    )
+    .unwrap();
+    let project = captain_hook::Project::from_registry(std::path::Path::new("/"), reg);
+    let payload = json!({
+        "session_id": "s1", "cwd": "/", "tool_name": "Bash",
+        "tool_input": {"command": "git stash pop"}, "tool_use_id": "toolu_9",
+    })
+    .to_string();
+    let (eval, entry) = project.evaluate_traced(
+        "PreToolUse",
+        payload.as_bytes(),
+        DispatchOptions::default(),
+        captain_hook::project::Origin::default(),
+    );
+    assert!(eval.stdout.unwrap().contains("use jj shelve"));
+    assert_eq!(entry.verdict.as_deref(), Some("block"));
+    assert_eq!(entry.fired.len(), 1);
+    let name = entry.fired[0].hook.clone();
+    assert!(name.contains("stash_guard"), "{name}");
+    assert!(
+        entry
+            .errors
+            .iter()
+            .any(|e| e.contains("broken") && e.contains("boom")),
+        "{:?}",
+        entry.errors
+    );
+    let line = entry.log_line();
+    assert_eq!(
+        (line.session.as_str(), line.subject.as_deref()),
+        ("s1", Some("git stash pop"))
+    );
+    let rows = entry.decisions();
+    assert_eq!(rows.len(), 1);
+    assert_eq!(
+        (rows[0].action, rows[0].kind.as_str()),
+        ("block", name.as_str())
+    );
+    assert_eq!(rows[0].event_uuid.as_deref(), Some("toolu_9"));
+
+    let spawned = captain_hook::project::Origin {
+        pid: None,
+        env: Some(Arc::new(
+            [("CAPT_HOOK_SPAWNED".to_owned(), "1".to_owned())].into(),
+        )),
+    };
+    let (_, entry) = project.evaluate_traced(
+        "PreToolUse",
+        payload.as_bytes(),
+        DispatchOptions::default(),
+        spawned,
+    );
+    assert_eq!(entry.fired.len(), 1);
+    assert!(
+        entry.decisions().is_empty(),
+        "spawned processes are not recorded"
+    );
+
+    let (_, entry) = project.evaluate_traced(
+        "PreToolUse",
+        b"{not json",
+        DispatchOptions::default(),
+        captain_hook::project::Origin::default(),
+    );
+    assert!(entry.event.is_none());
+    assert!(
+        entry.errors.iter().any(|e| e.contains("Malformed stdin")),
+        "{:?}",
+        entry.errors
+    );
+}
+
+/// What hooks say about a ResourcePressure event waits for the session's next tool event, is
+/// delivered there once (to the user and, when nothing else answered, the agent), and never to
+/// another session.
+#[test]
+fn a_resource_pressure_warning_rides_the_sessions_next_tool_event() {
+    let mut reg = Registry::new();
+    reg.add(
+        "t",
+        hook(&[EventKind::ResourcePressure], "a child is running away").name("pressure"),
+    )
+    .unwrap();
+    let project = captain_hook::Project::from_registry(std::path::Path::new("/"), reg);
+    let pressure = json!({
+        "session_id": "rp-1", "cwd": "/", "hook_event_name": "ResourcePressure", "stage": "warn",
+        "process": {"pid": 4242, "argv": ["yes"], "cpu_fraction": 0.99, "rss_kib": 2048,
+                    "runtime_s": 130.0},
+        "metrics": {"cpu": true, "rss": false, "disk": false},
+    });
+    project.evaluate(
+        "ResourcePressure",
+        pressure.to_string().as_bytes(),
+        DispatchOptions::default(),
+    );
+    let tool = |session: &str| {
+        let payload = json!({"session_id": session, "cwd": "/", "tool_name": "Bash",
+                             "tool_input": {"command": "ls"}});
+        project
+            .evaluate(
+                "PreToolUse",
+                payload.to_string().as_bytes(),
+                DispatchOptions::default(),
+            )
+            .stdout
+    };
+    assert_eq!(tool("rp-other"), None, "another session hears nothing");
+    let out: Value = serde_json::from_str(&tool("rp-1").unwrap()).unwrap();
+    let notice = out["systemMessage"].as_str().unwrap();
+    assert!(notice.contains("a child is running away"), "{out}");
+    assert!(
+        notice.contains("pid 4242 `yes`, 99% CPU, 2 MiB resident, running 130 s"),
+        "{out}"
+    );
+    assert!(
+        out["hookSpecificOutput"]["additionalContext"]
+            .as_str()
+            .is_some_and(|c| c.contains("running away")),
+        "{out}"
+    );
+    assert_eq!(tool("rp-1"), None, "delivered once");
+}

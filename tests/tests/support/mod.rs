@@ -85,7 +85,12 @@ impl Env {
 
     /// A command for an installed binary in this user's environment.
     pub fn cmd(&self, bin: &str) -> Command {
-        let mut cmd = Command::new(self.bin.join(bin));
+        self.program(self.bin.join(bin))
+    }
+
+    /// A command for any program in this user's environment.
+    pub fn program(&self, program: impl AsRef<std::ffi::OsStr>) -> Command {
+        let mut cmd = Command::new(program);
         cmd.env("HOME", self.dir.path().join("home"))
             .env("XDG_RUNTIME_DIR", self.dir.path().join("run"))
             .env("TMPDIR", self.host_tmp())
@@ -127,6 +132,14 @@ impl Env {
         self.spawn_hook(event, payload, vars)
             .wait_with_output()
             .expect("hook output")
+    }
+
+    /// Runs the installed `capt-hook` with `args`.
+    pub fn capt_hook(&self, args: &[&str]) -> Output {
+        self.cmd("capt-hook")
+            .args(args)
+            .output()
+            .expect("capt-hook")
     }
 
     /// `capt-hookd status` parsed, or `None` when no host answers.

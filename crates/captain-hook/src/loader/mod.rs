@@ -50,8 +50,12 @@ impl fmt::Display for LoadError {
     }
 }
 
-/// `*.toml` files of a hooks directory that are not hook files: a Rust hook project's manifest.
-pub const NOT_HOOK_FILES: &[&str] = &["Cargo.toml"];
+/// The project's settings file in the hooks directory (which packs and pack hooks are off).
+pub const CONFIG_FILE: &str = "config.toml";
+
+/// `*.toml` files of a hooks directory that are not hook files: the settings file and a Rust
+/// hook project's manifest.
+pub const NOT_HOOK_FILES: &[&str] = &[CONFIG_FILE, "Cargo.toml"];
 
 /// The hook files of a directory, in load order: `*.toml` directly inside, names starting with
 /// `_` and the [`NOT_HOOK_FILES`] skipped, sorted by the bytes of the file name.
@@ -164,6 +168,21 @@ fn load_text(text: &str, stem: &str, path: &Path) -> Result<Vec<crate::Hook>, Ve
     } else {
         errors.sort_by_key(|(offset, _)| *offset);
         Err(errors.into_iter().map(|(_, e)| e).collect())
+    }
+}
+
+/// Parses the text of the hook file at `path` (which need not exist: an embedded file names
+/// where it came from) and registers its hooks under the name stem `stem`; on any error nothing
+/// from it is registered.
+pub fn load_source(text: &str, stem: &str, path: &Path, registry: &mut Registry) -> Vec<LoadError> {
+    match load_text(text, stem, path) {
+        Ok(hooks) => {
+            for h in hooks {
+                registry.push(h);
+            }
+            Vec::new()
+        }
+        Err(errors) => errors,
     }
 }
 

@@ -9,7 +9,10 @@ use std::sync::Arc;
 use capt_hook_proto::{EventRequest, MAX_FRAME, decode, encode};
 
 use crate::registry::Registry;
-use crate::worker::warm::{Warm, deadline_of, respond};
+use crate::worker::warm::{Warm, deadline_of, respond_traced};
+
+/// Longest wait for the journal before exiting; the client is not waiting on it.
+const JOURNAL_FLUSH: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// Runs the one-shot evaluation; exit 0 when a response was written, 1 otherwise.
 pub fn run(base: Arc<Registry>) -> ExitCode {
@@ -62,10 +65,15 @@ pub fn run(base: Arc<Registry>) -> ExitCode {
         }
     }
     let warm = Warm::load(root, base, note);
-    let response = respond(&warm.project().0, &req, deadline);
+    let (response, entry) = respond_traced(&warm.project().0, &req, deadline);
     let mut out = std::io::stdout().lock();
     match out.write_all(&encode(&response)).and_then(|()| out.flush()) {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(()) => {
+            // The client has its answer; the log line and ledger rows follow, briefly.
+            capt_hook_journal::submit(entry);
+            capt_hook_journal::flush(JOURNAL_FLUSH);
+            ExitCode::SUCCESS
+        }
         Err(e) => {
             eprintln!("capt-hook-worker: writing the response: {e}");
             ExitCode::from(1)

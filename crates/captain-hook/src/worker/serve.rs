@@ -23,7 +23,7 @@ use capt_hook_proto::{
     BUILD, EventRequest, MAX_FRAME, PROTOCOL, WorkerFrame, decode, encode, read_frame, write_frame,
 };
 
-use crate::worker::warm::{Warm, deadline_of, has_async_hooks, respond, run_async_hooks};
+use crate::worker::warm::{Warm, deadline_of, has_async_hooks, respond_traced, run_async_hooks};
 
 /// How long a worker whose host went away waits for events already running.
 const DRAIN: Duration = Duration::from_secs(5);
@@ -77,6 +77,7 @@ pub fn run(opts: &ServeOptions, base: Arc<Registry>) -> ExitCode {
     }
 
     let warm = Arc::new(Warm::load(&opts.root, base, opts.note.clone()));
+    capt_hook_journal::flush_on_terminate();
     let running = Arc::new(AtomicUsize::new(0));
     let background = Background::start();
     let code = loop {
@@ -131,6 +132,7 @@ pub fn run(opts: &ServeOptions, base: Arc<Registry>) -> ExitCode {
     while running.load(Ordering::SeqCst) > 0 && Instant::now() < until {
         std::thread::sleep(Duration::from_millis(10));
     }
+    capt_hook_journal::flush(DRAIN);
     code
 }
 
@@ -143,9 +145,11 @@ fn serve_event(warm: &Warm, out: &Out, background: &Background, id: u64, request
         }
     };
     let (project, stale_build) = warm.project();
-    let mut response = respond(&project, &request, deadline);
+    let (mut response, entry) = respond_traced(&project, &request, deadline);
     response.stale_build = stale_build;
     send(out, &WorkerFrame::Result { id, response });
+    // Logged and recorded once the reply is on its way, by the journal's own thread.
+    capt_hook_journal::submit(entry);
     if has_async_hooks(&project) {
         background.submit(project, request);
     }

@@ -37,15 +37,15 @@ struct Current {
 }
 
 impl Warm {
-    /// Loads the hooks of `root`: `base` (Rust) first, then the files; `note` is told to each
-    /// session once.
+    /// Loads the hooks of `root`: `base` (Rust) first, then the files, then the packs; `note` is
+    /// told to each session once.
     pub fn load(root: &Path, base: Arc<Registry>, note: Option<String>) -> Warm {
         let hooks_dir = default_hooks_dir(root);
         // Only a worker with Rust hooks watches their sources: the stock worker has none to
         // go stale (the host picks it when the project's build is missing or old).
         let rust = (!base.is_empty() && capt_hook_build::is_rust_project(root))
             .then(|| capt_hook_build::fingerprint(&hooks_dir));
-        let project = Project::load_with(root, &hooks_dir, &base).with_notice(note.clone());
+        let project = Project::load_with_packs(root, &hooks_dir, &base).with_notice(note.clone());
         Warm {
             hooks_dir,
             root: root.to_path_buf(),
@@ -80,10 +80,10 @@ impl Warm {
     fn reload(&self, stale: bool) -> Project {
         if stale {
             let note = capt_hook_build::stale_note(&self.hooks_dir);
-            Project::load_with(&self.root, &self.hooks_dir, &Registry::new())
+            Project::load_with_packs(&self.root, &self.hooks_dir, &Registry::new())
                 .with_notice(Some(note))
         } else {
-            Project::load_with(&self.root, &self.hooks_dir, &self.base)
+            Project::load_with_packs(&self.root, &self.hooks_dir, &self.base)
                 .with_notice(self.note.clone())
         }
     }
@@ -106,8 +106,18 @@ fn origin(req: &EventRequest) -> crate::project::Origin {
 
 /// Evaluates `req` with `project` (sync hooks), answering as the client should print it.
 pub fn respond(project: &Project, req: &EventRequest, deadline: Option<Instant>) -> EventResponse {
+    respond_traced(project, req, deadline).0
+}
+
+/// [`respond`], also returning the event's journal entry, for [`capt_hook_journal::submit`]
+/// once the response has been sent.
+pub fn respond_traced(
+    project: &Project,
+    req: &EventRequest,
+    deadline: Option<Instant>,
+) -> (EventResponse, capt_hook_journal::Entry) {
     let started = Instant::now();
-    let eval = project.evaluate_from(
+    let (eval, entry) = project.evaluate_traced(
         &req.event,
         req.payload_raw.as_bytes(),
         DispatchOptions {
@@ -124,7 +134,7 @@ pub fn respond(project: &Project, req: &EventRequest, deadline: Option<Instant>)
         stderr.push_str(line);
         stderr.push('\n');
     }
-    EventResponse {
+    let response = EventResponse {
         schema: 1,
         status: Status::Ok,
         stdout: eval.stdout.map(|s| s + "\n").unwrap_or_default(),
@@ -135,7 +145,8 @@ pub fn respond(project: &Project, req: &EventRequest, deadline: Option<Instant>)
         // all loaded. Otherwise the envelope already says so (ask, or deny for a mandatory hook).
         guard_completed: !eval.unchecked,
         stale_build: false,
-    }
+    };
+    (response, entry)
 }
 
 /// True when the project has async hooks (to run after the reply).

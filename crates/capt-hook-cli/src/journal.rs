@@ -1,0 +1,226 @@
+//! `capt-hook logs` and `capt-hook decisions`: read what the workers' journal wrote.
+
+use std::io::{Read as _, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use capt_hook_journal::log::{self, Read};
+use capt_hook_journal::{Ledger, LedgerError, Query};
+
+/// How often `--follow` looks for new lines.
+const FOLLOW_POLL: Duration = Duration::from_millis(200);
+
+/// `capt-hook logs`.
+pub fn logs(
+    session: Option<&str>,
+    follow: bool,
+    json: bool,
+    tail: Option<usize>,
+) -> anyhow::Result<ExitCode> {
+    let dir = capt_hook_proto::paths::log_dir();
+    let path = match session {
+        Some(s) => log::session_file(&dir, &session_stem(s)),
+        None => {
+            let sessions = log::sessions_dir(&dir);
+            match log::list(&dir) {
+                Ok(found) if !found.is_empty() => found[0].1.clone(),
+                Ok(_) => {
+                    eprintln!("No session logs in {}", sessions.display());
+                    return Ok(ExitCode::SUCCESS);
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                    eprintln!("No captain-hook session logs at {}", sessions.display());
+                    return Ok(ExitCode::SUCCESS);
+                }
+                Err(e) => return Err(e).with_context(|| format!("listing {}", sessions.display())),
+            }
+        }
+    };
+    let lines = match log::read(&path) {
+        Ok(l) => l,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound && !follow => {
+            eprintln!("No log file at {}", path.display());
+            return Ok(ExitCode::SUCCESS);
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+        Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
+    };
+    let skip = tail.map_or(0, |n| lines.len().saturating_sub(n));
+    let mut out = std::io::stdout().lock();
+    for line in &lines[skip..] {
+        print_line(&mut out, line, json)?;
+    }
+    out.flush()?;
+    if follow {
+        drop(out);
+        follow_file(&path, json)?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// A session id, or a path to a transcript or log named after one, as the id.
+fn session_stem(given: &str) -> String {
+    if given.contains('/') || given.ends_with(".jsonl") {
+        let stem = Path::new(given)
+            .file_stem()
+            .and_then(|s| s.to_str())
+            .unwrap_or(given);
+        return stem.to_owned();
+    }
+    given.to_owned()
+}
+
+fn print_line(out: &mut impl Write, line: &Read, json: bool) -> std::io::Result<()> {
+    match (line, json) {
+        (Read::Line(l), true) => writeln!(out, "{}", serde_json::to_string(l).unwrap_or_default()),
+        (Read::Line(l), false) => writeln!(out, "{}", log::render(l)),
+        (Read::Raw(raw), _) => writeln!(out, "{raw}"),
+    }
+}
+
+/// Prints lines appended to `path` until interrupted; starts over when the file is rotated or
+/// replaced.
+fn follow_file(path: &Path, json: bool) -> anyhow::Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    let mut offset = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
+    let mut inode = std::fs::metadata(path).map(|m| m.ino()).ok();
+    let mut partial = String::new();
+    loop {
+        std::thread::sleep(FOLLOW_POLL);
+        let Ok(meta) = std::fs::metadata(path) else {
+            continue;
+        };
+        if Some(meta.ino()) != inode || meta.len() < offset {
+            inode = Some(meta.ino());
+            offset = 0;
+            partial.clear();
+        }
+        if meta.len() == offset {
+            continue;
+        }
+        let mut f =
+            std::fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;
+        f.seek(SeekFrom::Start(offset))?;
+        let mut fresh = String::new();
+        let n = f.read_to_string(&mut fresh)?;
+        offset += n as u64;
+        partial.push_str(&fresh);
+        let mut out = std::io::stdout().lock();
+        while let Some(end) = partial.find('\n') {
+            let line: String = partial.drain(..=end).collect();
+            if !line.trim().is_empty() {
+                print_line(&mut out, &log::parse(line.trim_end()), json)?;
+            }
+        }
+        out.flush()?;
+    }
+}
+
+/// The `--action` values.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum LedgerAction {
+    /// Approved.
+    Allow,
+    /// Denied or kept from stopping.
+    Block,
+    /// Context or a notice.
+    Warn,
+    /// A nudge (rows from other writers).
+    Nudge,
+    /// A rewrite.
+    Note,
+}
+
+/// The filters of `capt-hook decisions`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct DecisionArgs {
+    /// Only this session.
+    #[arg(long)]
+    pub session: Option<String>,
+    /// Only this hook (its name).
+    #[arg(long)]
+    pub hook: Option<String>,
+    /// Only this action.
+    #[arg(long, value_enum)]
+    pub action: Option<LedgerAction>,
+    /// Only this event (PreToolUse, Stop, …).
+    #[arg(long)]
+    pub event: Option<String>,
+    /// Only decisions at or after this time: an age (`15m`, `2h`, `7d`), a UTC date or
+    /// date-time, or Unix milliseconds.
+    #[arg(long)]
+    pub since: Option<String>,
+    /// Only decisions before this time (same forms as --since).
+    #[arg(long)]
+    pub until: Option<String>,
+    /// The newest N decisions (0 for all).
+    #[arg(long, default_value_t = 100)]
+    pub limit: u64,
+    /// One JSON object per line.
+    #[arg(long)]
+    pub json: bool,
+    /// The ledger (default: $CAPT_HOOK_DECISIONS_DB, else <state dir>/hooks/decisions.db).
+    #[arg(long)]
+    pub db: Option<PathBuf>,
+}
+
+/// `capt-hook decisions`.
+pub fn decisions(args: &DecisionArgs) -> anyhow::Result<ExitCode> {
+    let now = capt_hook_proto::clock::now_unix_ms();
+    let time = |flag: &str, v: &Option<String>| -> anyhow::Result<Option<u64>> {
+        v.as_deref()
+            .map(|t| capt_hook_journal::time::parse_time(t, now))
+            .transpose()
+            .with_context(|| format!("--{flag}"))
+    };
+    let query = Query {
+        session: args.session.clone(),
+        hook: args.hook.clone(),
+        action: args.action.map(|a| {
+            clap::ValueEnum::to_possible_value(&a)
+                .map(|v| v.get_name().to_owned())
+                .unwrap_or_default()
+        }),
+        event: args.event.clone(),
+        since_ms: time("since", &args.since)?,
+        until_ms: time("until", &args.until)?,
+        limit: (args.limit > 0).then_some(args.limit),
+    };
+    let path = args
+        .db
+        .clone()
+        .unwrap_or_else(capt_hook_journal::ledger::default_path);
+    let ledger = match Ledger::open_read(&path) {
+        Ok(l) => l,
+        Err(e @ LedgerError::Missing(_)) => {
+            eprintln!("{e}");
+            return Ok(ExitCode::SUCCESS);
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let rows = ledger.query(&query)?;
+    let mut out = std::io::stdout().lock();
+    if rows.is_empty() && !args.json {
+        eprintln!("No decisions match in {}", path.display());
+    }
+    for d in &rows {
+        if args.json {
+            writeln!(out, "{}", serde_json::to_string(d)?)?;
+        } else {
+            let tool = d.tool_name.as_deref().unwrap_or("-");
+            let message = d
+                .message
+                .as_deref()
+                .map(|m| format!(" {:?}", m.lines().next().unwrap_or("")))
+                .unwrap_or_default();
+            writeln!(
+                out,
+                "{}  {}  {:<18} {:<8} {:<6} {}{message}",
+                d.ts, d.session_id, d.event, tool, d.action, d.hook
+            )?;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

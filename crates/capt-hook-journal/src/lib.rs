@@ -1,0 +1,14 @@
+//! What the runtime remembers about events: per-session logs (one JSON line per event: what
+//! fired, the verdict, timing, errors) and the decision ledger (SQLite, one row per delivered
+//! verdict). Workers hand an [`Entry`] to [`submit`] after the reply is sent; a background
+//! thread writes it. `capt-hook logs` and `capt-hook decisions` read the results.
+
+pub mod entry;
+pub mod ledger;
+pub mod log;
+pub mod time;
+pub mod writer;
+
+pub use entry::{Entry, Fired, LogLine, LoggedHook, NewDecision};
+pub use ledger::{Decision, Ledger, LedgerError, Query};
+pub use writer::{flush, flush_on_terminate, submit};

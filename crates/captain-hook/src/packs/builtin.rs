@@ -1,0 +1,67 @@
+//! The builtin packs, compiled into every binary that links the SDK. Each pack is a directory
+//! under `crates/captain-hook/packs/`; a test checks that this table and those directories agree,
+//! so a hook file added there and not here fails the build's tests.
+
+/// One embedded file: its name and text.
+pub type File = (&'static str, &'static str);
+
+/// A builtin pack: its name, its `pack.toml`, and its hook files in load order.
+#[derive(Debug, Clone, Copy)]
+pub struct Builtin {
+    /// The pack's name (its id is `builtin:<name>`).
+    pub name: &'static str,
+    /// The text of its `pack.toml`.
+    pub manifest: &'static str,
+    /// Its `hooks/*.toml`, sorted by file name.
+    pub hooks: &'static [File],
+}
+
+macro_rules! pack {
+    ($name:literal, [$($file:literal),* $(,)?]) => {
+        Builtin {
+            name: $name,
+            manifest: include_str!(concat!("../../packs/", $name, "/pack.toml")),
+            hooks: &[$(($file, include_str!(concat!("../../packs/", $name, "/hooks/", $file)))),*],
+        }
+    };
+}
+
+/// Every builtin pack, in load order: the always-on packs, then the language packs.
+pub const BUILTINS: &[Builtin] = &[
+    pack!("general", ["commands.toml", "models.toml", "stops.toml"]),
+    pack!("fixes", ["scratch.toml"]),
+    pack!("performance", ["filesystem.toml"]),
+    pack!("go", ["testing.toml"]),
+    pack!("python", ["testing.toml"]),
+    pack!("rust", ["testing.toml"]),
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_table_embeds_exactly_the_pack_directories() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("packs");
+        let mut on_disk: Vec<String> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        on_disk.sort();
+        let mut listed: Vec<String> = BUILTINS.iter().map(|b| b.name.to_owned()).collect();
+        listed.sort();
+        assert_eq!(
+            on_disk, listed,
+            "every directory under packs/ is a builtin pack"
+        );
+        for b in BUILTINS {
+            let hooks = crate::loader::hook_files(&dir.join(b.name).join("hooks")).unwrap();
+            let names: Vec<String> = hooks
+                .iter()
+                .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+                .collect();
+            let embedded: Vec<&str> = b.hooks.iter().map(|(n, _)| *n).collect();
+            assert_eq!(names, embedded, "packs/{}/hooks", b.name);
+        }
+    }
+}
