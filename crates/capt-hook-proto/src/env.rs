@@ -82,6 +82,24 @@ vars! {
     CAPT_HOOK_UPDATE_URL, read_by: "capt-hookd", default: "the GitHub releases API of the repository";
     /// `1`, `true` or `yes` adds the `raw` annotation to every event.
     CAPT_HOOK_CCX_RAW, read_by: "capt-hook, workers", default: "unset";
+    /// The judge LLM hooks use when a hook names none: `auto` (Jev when `TYPESAFE_API_KEY` is
+    /// set, else `claude`), `claude`, `codex`, `command` or `jev`.
+    CAPT_HOOK_LLM_BACKEND, read_by: "capt-hook, workers", default: "`auto`";
+    /// The `command` judge: a shell command that reads the JSON request on stdin and prints
+    /// the verdict.
+    CAPT_HOOK_LLM_COMMAND, read_by: "capt-hook, workers", default: "unset";
+    /// The `claude` CLI the `claude` judge runs.
+    CAPT_HOOK_CLAUDE_BIN, read_by: "capt-hook, workers", default: "`claude` on `PATH`";
+    /// The `claude` judge's models for small, medium and large, comma-separated.
+    CAPT_HOOK_CLAUDE_MODELS, read_by: "capt-hook, workers", default: "`haiku,sonnet,opus`";
+    /// The `codex` CLI the `codex` judge runs.
+    CAPT_HOOK_CODEX_BIN, read_by: "capt-hook, workers", default: "`codex` on `PATH`";
+    /// The TypeSafe API key; with it, `auto` judges with Jev.
+    TYPESAFE_API_KEY, read_by: "capt-hook, workers", default: "unset";
+    /// Base URL of the Jev API.
+    CAPT_HOOK_JEV_URL, read_by: "capt-hook, workers", default: "`https://api.typesafe.ai`";
+    /// Set in a judge's own process tree; LLM hooks evaluated inside it do not judge again.
+    CAPT_HOOK_JUDGE, read_by: "capt-hook, workers", default: "unset";
     /// The captain-hook SDK source `capt-hook init --rust` points a hook project at.
     CAPT_HOOK_SDK, read_by: "capt-hook", default: "`sdk/` beside the installed `bin/`";
     /// Where Rust hook projects' builds are cached (one directory per project root).

@@ -680,12 +680,31 @@ fn job(
         if deadline.is_some_and(|d| Instant::now() >= d) {
             return;
         }
-        let result = run_body(&hook, &evt);
+        let result = with_deadline(deadline, || run_body(&hook, &evt));
         settle(reservation, &result);
         // The dispatcher may have given up on us; that is fine.
         let _ = tx.send(result);
     });
     (job, rx)
+}
+
+thread_local! {
+    /// The deadline of the event whose handler runs on this thread.
+    static DEADLINE: std::cell::Cell<Option<Instant>> = const { std::cell::Cell::new(None) };
+}
+
+/// Runs `f` with `deadline` as the current handler's deadline.
+fn with_deadline<T>(deadline: Option<Instant>, f: impl FnOnce() -> T) -> T {
+    let before = DEADLINE.with(|d| d.replace(deadline));
+    let out = f();
+    DEADLINE.with(|d| d.set(before));
+    out
+}
+
+/// The deadline of the event a pool handler is answering (`None`: none, or not on the pool):
+/// a handler that waits on something slow (a model) stops in time instead of being abandoned.
+pub fn current_deadline() -> Option<Instant> {
+    DEADLINE.with(std::cell::Cell::get)
 }
 
 /// Queues a job. A job that cannot be queued is dropped with its sender, which the dispatcher

@@ -18,6 +18,7 @@ pub mod dispatch;
 #[cfg(test)]
 mod fuzz;
 pub mod hook;
+pub mod llm;
 pub mod loader;
 pub mod notices;
 pub mod packs;

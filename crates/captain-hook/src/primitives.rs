@@ -231,6 +231,7 @@ pub struct HookDef {
     mandatory: bool,
     approve: bool,
     repeat: Option<bool>,
+    confirm: Option<crate::llm::Confirm>,
     when: Vec<WhenFn>,
     tests: Vec<InlineTest>,
     source: Option<Source>,
@@ -265,6 +266,7 @@ fn def(kind: Kind) -> HookDef {
         mandatory: false,
         approve: false,
         repeat: None,
+        confirm: None,
         when: Vec::new(),
         tests: Vec::new(),
         source: Some(Source {
@@ -500,6 +502,13 @@ impl HookDef {
         self
     }
 
+    /// A blocking hook's block stands only when a judge agrees the call is what `confirm.rule`
+    /// protects against; a judge that cannot answer in time allows, with a note.
+    pub fn confirm(mut self, confirm: crate::llm::Confirm) -> Self {
+        self.confirm = Some(confirm);
+        self
+    }
+
     /// Adds a veto written in Rust: the hook gives its verdict only when `when` holds. Unlike a
     /// condition, it runs with the handler on the handler pool, under the event's deadline, so it
     /// may be slow; if it panics or misses the deadline the hook counts as failed (on a guarded
@@ -619,6 +628,9 @@ impl HookDef {
             default_max_fires,
             manages_repetition,
         } = self.kind.clone().lower()?;
+        if let Some(c) = self.confirm {
+            body = crate::llm::confirmed(body, c, name.clone())?;
+        }
 
         if self.is_async && events.intersects(DECISION_EVENTS) {
             return Err(DefError::new(

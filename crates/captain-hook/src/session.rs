@@ -53,7 +53,7 @@ impl Signals {
 
     /// The texts that score, or `None` when the threshold is not reached. A text that already
     /// triggered this hook (`consumed`) never counts again.
-    fn score<'t>(
+    pub(crate) fn score<'t>(
         &self,
         texts: &[&'t str],
         consumed: impl Fn(&str) -> bool,
@@ -88,7 +88,11 @@ impl Signals {
 }
 
 /// The prose a nudge's signals read.
-fn signal_texts<'t>(evt: &'t Event, t: &'t Transcript, signals: &Signals) -> Vec<&'t str> {
+pub(crate) fn signal_texts<'t>(
+    evt: &'t Event,
+    t: &'t Transcript,
+    signals: &Signals,
+) -> Vec<&'t str> {
     let window = match signals.window {
         SignalWindow::Turn => t.current_turn(),
         SignalWindow::Last(_) => t.session(),
@@ -145,7 +149,7 @@ impl NudgeOptions {
 
 /// Skips a blocking hook on Stop/SubagentStop while the session waits on background work:
 /// stopping is how the agent waits, so blocking it would spin.
-fn waiting_guard() -> Condition {
+pub(crate) fn waiting_guard() -> Condition {
     Condition::Custom {
         name: "{ waiting = true }".into(),
         reads_tool: false,

@@ -494,6 +494,9 @@ macro_rules! kind_spec {
             /// continuing because of a stop hook (`stop_hook_active`); default false except for
             /// `gate` and `workflow`, which limit their own repetition.
             pub repeat: Option<bool>,
+            /// A blocking hook's block stands only when a judge agrees the call is what `rule`
+            /// protects against (a judge that cannot answer within `timeout_s` allows).
+            pub confirm: Option<ConfirmSpec>,
             /// Inline tests.
             #[serde(default)]
             pub test: Vec<TestSpec>,
@@ -694,6 +697,189 @@ kind_spec!(
     }
 );
 
+/// A model tier.
+#[derive(Debug, Clone, Copy, Deserialize, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum ModelSpec {
+    /// Fast and cheap (haiku by default).
+    Small,
+    /// The middle tier (sonnet by default).
+    Medium,
+    /// The strongest tier (opus by default).
+    Large,
+}
+
+/// Who judges.
+#[derive(Debug, Clone, Copy, Deserialize, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum BackendSpec {
+    /// Jev when `TYPESAFE_API_KEY` is set, else the `claude` CLI.
+    Auto,
+    /// The `claude` CLI.
+    Claude,
+    /// The `codex` CLI.
+    Codex,
+    /// The command in `CAPT_HOOK_LLM_COMMAND`.
+    Command,
+    /// TypeSafe Jev.
+    Jev,
+}
+
+/// The type of a custom verdict field.
+#[derive(Debug, Clone, Copy, Deserialize, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum ResponseTypeSpec {
+    /// `true` or `false`.
+    Bool,
+    /// Free text.
+    String,
+    /// A whole number (`min`/`max` bound it).
+    Integer,
+    /// One of `choices`.
+    Choice,
+}
+
+/// One field of a custom verdict.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ResponseFieldSpec {
+    /// The field's name (`{name}` in the message substitutes it).
+    pub name: String,
+    /// Its type.
+    #[serde(rename = "type")]
+    pub ty: ResponseTypeSpec,
+    /// What it means, for the model.
+    pub description: Option<String>,
+    /// `choice`: the allowed values.
+    pub choices: Option<Vec<String>>,
+    /// `integer`: the smallest value.
+    pub min: Option<i64>,
+    /// `integer`: the largest value.
+    pub max: Option<i64>,
+}
+
+/// A built-in evidence block.
+#[derive(Debug, Clone, Copy, Deserialize, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum ContextName {
+    /// `<before_edit>`: the edited file around the change, before the call.
+    BeforeEdit,
+    /// `<after_edit>`: the edited file around the change, after the call.
+    AfterEdit,
+    /// `<introduced>`: what the edit adds (`pattern` matches, or `kinds` nodes on changed lines).
+    Introduced,
+}
+
+/// An evidence block, by name or with options.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum ContextSpec {
+    /// The block, optional.
+    Name(ContextName),
+    /// The block, and whether the judge is skipped (no fire consumed) without it.
+    Options {
+        /// Which block.
+        context: ContextName,
+        /// Skip the judge when the block is empty (default: true for `introduced`, else false).
+        required: Option<bool>,
+        /// `introduced`: an ast-grep pattern; its new matches are listed.
+        pattern: Option<String>,
+        /// `introduced`: tree-sitter node kinds (`comment`, …) listed when on changed lines.
+        kinds: Option<Vec<String>>,
+    },
+}
+
+/// How much of each piece of the transcript window the judge sees.
+#[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct BudgetSpec {
+    /// Characters of one piece of prose (default 600).
+    pub prose: Option<usize>,
+    /// Characters of one tool call's input (default 200).
+    pub call: Option<usize>,
+    /// Characters of one tool result (default 300).
+    pub result: Option<usize>,
+}
+
+kind_spec!(
+    /// A judge decides: block (`llm_gate`) or warn (`llm_nudge`) when its verdict fires.
+    LlmSpec {
+        /// The question for the judge.
+        prompt: String,
+        /// What the hook says: literal, or a `{field}` template over the verdict.
+        message: String,
+        /// Stable identity: the hook's name derives from it instead of the prompt.
+        label: Option<String>,
+        /// Custom verdict fields (default `{block, reasoning}` / `{fire, reasoning}`).
+        response: Option<Vec<ResponseFieldSpec>>,
+        /// The boolean field that fires the hook (default `block` / `fire`).
+        verdict: Option<String>,
+        /// Judge only when the agent's recent prose scores.
+        signals: Option<SignalsSpec>,
+        /// Evidence blocks after the transcript window.
+        #[serde(default)]
+        contexts: Vec<ContextSpec>,
+        /// `llm_gate`: skip while the session waits on background work (default true on
+        /// Stop/SubagentStop).
+        guards_waiting: Option<bool>,
+        /// Quiet for the rest of the turn once an LLM hook fired in it (default: on, except
+        /// on tool events).
+        once_per_turn: Option<bool>,
+        /// Characters of transcript the judge reads (default 2000).
+        max_context: Option<usize>,
+        /// `small` (default), `medium` or `large`.
+        model: Option<ModelSpec>,
+        /// Who judges (default: the project's `CAPT_HOOK_LLM_BACKEND`, else `auto`).
+        backend: Option<BackendSpec>,
+        /// Give the judge read-only tools over the project (default true).
+        agent: Option<bool>,
+        /// Show the judge the recent transcript (default true).
+        transcript: Option<bool>,
+        /// Show each tool call's result in the transcript window.
+        #[serde(default)]
+        tool_results: bool,
+        /// How much of each prose piece, call and result the window keeps.
+        budget: Option<BudgetSpec>,
+        /// Show the working-tree diff; a clean tree or no repository means no call.
+        #[serde(default)]
+        diff: bool,
+        /// `llm_gate`: block with this remediation when the judge cannot answer.
+        on_incomplete: Option<String>,
+        /// Seconds the judge may take (default 90), always within the event's deadline.
+        timeout_s: Option<f64>,
+        /// Under Jev: `true` sends verdicts that fire on to the `claude` judge (which sees
+        /// Jev's answer), `false` never does (default: escalate when `message` names a text
+        /// field, which Jev cannot write).
+        escalate: Option<bool>,
+    }
+);
+
+/// `confirm = { rule, timeout_s }`.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ConfirmSpec {
+    /// What the block protects against, in one sentence.
+    pub rule: String,
+    /// Seconds to wait for the judge before allowing (default 3).
+    pub timeout_s: Option<f64>,
+}
+
+kind_spec!(
+    /// A judge answers permission dialogs it finds safe with allow; it never denies.
+    LlmApproveSpec {
+        /// Short name for the hook.
+        label: String,
+        /// Extra rubric text appended to the built-in one.
+        rubric: Option<String>,
+        /// `small` (default), `medium` or `large`.
+        model: Option<ModelSpec>,
+        /// Who judges (default: the project's `CAPT_HOOK_LLM_BACKEND`, else `auto`).
+        backend: Option<BackendSpec>,
+        /// Seconds the judge may take (default 90), always within the event's deadline.
+        timeout_s: Option<f64>,
+    }
+);
+
 /// Declares [`HookEntry`] and the one table of kind names the loader reads it by.
 macro_rules! hook_entries {
     ($($(#[$meta:meta])* $name:literal => $variant:ident($spec:ty),)*) => {
@@ -752,6 +938,12 @@ hook_entries! {
     "gate" => Gate(GateSpec),
     /// Hold a subagent to a workflow.
     "workflow" => Workflow(WorkflowSpec),
+    /// Block when a model judges so.
+    "llm_gate" => LlmGate(LlmSpec),
+    /// Warn when a model judges so.
+    "llm_nudge" => LlmNudge(LlmSpec),
+    /// Answer permission dialogs a model finds safe.
+    "llm_approve" => LlmApprove(LlmApproveSpec),
 }
 
 /// The JSON Schema of a hook file, pretty-printed.

@@ -953,5 +953,92 @@ pub fn all() -> Vec<Case> {
                 answered(o, "PostCompact", "E2E-POSTCOMPACT")
             },
         },
+        Case {
+            name: "llm-gate-claude-judge",
+            about: "llm_gate: the real claude CLI judges (structured output), blocks once per turn",
+            hooks: "[[hook]]\nkind = \"llm_gate\"\nprompt = \"E2E-JUDGEPROMPT Is the agent stopping early?\"\n\
+                    message = \"E2E-LLMGATE {reasoning}\"\nbackend = \"claude\"\nagent = false\n",
+            files: &[],
+            settings: "",
+            args: &[],
+            prompts: &["Finish up."],
+            mode: Mode::Default,
+            // The main agent stops; the judge (a turn: the CLI offers it the StructuredOutput
+            // tool) blocks; the main agent stops again and the gate, spent for the turn, lets it.
+            script: vec![
+                say("All finished."),
+                Reply::Blocks(vec![Block::Tool {
+                    name: "StructuredOutput".into(),
+                    input: json!({"block": true, "reasoning": "E2E-VERDICT no tests were run"}),
+                }]),
+                say("Tests ran; finished."),
+            ],
+            check: |o| {
+                let turns = o.turns();
+                ensure(
+                    turns.len() == 3,
+                    format!(
+                        "expected 3 model turns (stop, judge, stop again), got {}",
+                        turns.len()
+                    ),
+                )?;
+                let judge = turns[1];
+                let tools: Vec<&str> = judge["tools"]
+                    .as_array()
+                    .map(|t| t.iter().filter_map(|t| t["name"].as_str()).collect())
+                    .unwrap_or_default();
+                ensure(
+                    tools.contains(&"StructuredOutput") && !tools.contains(&"Bash"),
+                    format!("turn 2 is not a tool-less structured judge call: tools {tools:?}"),
+                )?;
+                let asked = judge.to_string();
+                ensure(
+                    asked.contains("E2E-JUDGEPROMPT") && asked.contains("All finished."),
+                    "the judge was not sent the task and the transcript window",
+                )?;
+                let (role, text) = o.last_message(3).unwrap_or_default();
+                ensure(
+                    role != "assistant"
+                        && text.contains("E2E-LLMGATE E2E-VERDICT no tests were run"),
+                    format!("the judge's verdict did not reach the model ({role}: {text})"),
+                )
+            },
+        },
+        Case {
+            name: "llm-nudge-clean-diff",
+            about: "llm_nudge with diff = true: a repository without changes never calls the judge",
+            hooks: "[[hook]]\nkind = \"llm_nudge\"\nprompt = \"E2E-DIFFPROMPT Is this diff risky?\"\n\
+                    message = \"E2E-LLMNUDGE\"\nbackend = \"claude\"\nagent = false\ndiff = true\n",
+            files: &[],
+            settings: "",
+            args: &[],
+            prompts: &["Commit the project, then list it."],
+            mode: Mode::Bypass,
+            script: vec![
+                bash(
+                    "git init -q && git add -A && git -c user.email=e2e@example.com \
+                     -c user.name=e2e commit -qm init && echo E2E-COMMITTED",
+                ),
+                bash("ls"),
+                say("Done."),
+            ],
+            check: |o| {
+                let (out, is_error) = result_of(o, 1)?;
+                ensure(
+                    !is_error && out.contains("E2E-COMMITTED"),
+                    format!("the scripted commit failed: {out}"),
+                )?;
+                ensure(
+                    !o.ever_sent("E2E-DIFFPROMPT"),
+                    "the judge was asked although the tree had no changes",
+                )?;
+                ensure(
+                    !o.ever_sent("E2E-LLMNUDGE"),
+                    "the nudge fired without a judge",
+                )?;
+                let turns = o.turns().len();
+                ensure(turns == 3, format!("expected 3 model turns, got {turns}"))
+            },
+        },
     ]
 }

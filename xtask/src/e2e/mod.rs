@@ -350,6 +350,7 @@ fn run_claude(
         .env("XDG_RUNTIME_DIR", sandbox.dir.join("run"))
         .env("ANTHROPIC_BASE_URL", base_url)
         .env("ANTHROPIC_API_KEY", "dummy")
+        .env("CAPT_HOOK_CLAUDE_BIN", judge_cli(setup, base_url, logs)?)
         .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
         .env("DISABLE_AUTOUPDATER", "1")
         .env("DISABLE_TELEMETRY", "1")
@@ -424,6 +425,25 @@ fn run_claude(
             Err(e) => return Err(format!("waiting for Claude Code: {e}")),
         }
     }
+}
+
+/// The `claude` an LLM hook's judge runs: the pinned CLI (not on PATH) pointed at this case's
+/// fake API. The host (and so the worker's environment) outlives a case, while the fake API's
+/// port is new each time; `CAPT_HOOK_CLAUDE_BIN` travels with each request, so a wrapper
+/// carrying the URL reaches the judge.
+fn judge_cli(setup: &Setup, base_url: &str, logs: &Path) -> Result<PathBuf, String> {
+    use std::os::unix::fs::PermissionsExt;
+    let path = logs.join("judge-claude.sh");
+    let script = format!(
+        "#!/bin/sh\nexport ANTHROPIC_BASE_URL='{base_url}' ANTHROPIC_API_KEY=dummy \
+         CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 DISABLE_AUTOUPDATER=1 DISABLE_TELEMETRY=1 \
+         DISABLE_ERROR_REPORTING=1 IS_SANDBOX=1\nexec '{}' \"$@\"\n",
+        setup.claude.display()
+    );
+    std::fs::write(&path, script)
+        .and_then(|()| std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)))
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok(path)
 }
 
 fn read_lines(path: &Path) -> Vec<Value> {

@@ -69,6 +69,9 @@ macro_rules! common {
         if let Some(r) = spec.repeat {
             d = d.repeat(r);
         }
+        if let Some(c) = &spec.confirm {
+            d = d.confirm(crate::llm::confirm_from_spec(c)?);
+        }
         let located = Located::new($text);
         d = d.source($source, located.line_col($item.span().start).0);
         for (i, t) in spec.test.iter().enumerate() {
@@ -185,6 +188,20 @@ pub(super) fn lower(
                 return Err(err("message", "a gate needs a message"));
             }
             common!(session::nudge(o), s, item, source.clone(), text)
+        }
+        HookEntry::LlmGate(s) | HookEntry::LlmNudge(s) => {
+            let block = matches!(entry, HookEntry::LlmGate(_));
+            let d = crate::llm::from_spec(s, block, signals(&s.signals)?)?;
+            common!(d, s, item, source.clone(), text)
+        }
+        HookEntry::LlmApprove(s) => {
+            common!(
+                crate::llm::approve_from_spec(s)?,
+                s,
+                item,
+                source.clone(),
+                text
+            )
         }
         HookEntry::Workflow(s) => {
             if s.events.is_some() {

@@ -59,6 +59,9 @@ pub struct Input {
     pub transcript: Option<TranscriptInput>,
     /// Session state slots to pre-seed, by slot key.
     pub state: Option<Map<String, Value>>,
+    /// The stubbed judge's verdict for LLM hooks: these fields over the defaults (`block` and
+    /// `fire` true, text `"inline test stub"`); `error = "…"` makes the judge fail.
+    pub llm: Option<Map<String, Value>>,
 }
 
 impl Input {
@@ -148,6 +151,15 @@ impl Input {
         self
     }
 
+    /// The stubbed judge's answer for LLM hooks (a JSON object: verdict fields over the
+    /// defaults, or `{"error": "…"}` to make the judge fail); anything else is ignored.
+    pub fn llm(mut self, verdict: Value) -> Input {
+        if let Value::Object(fields) = verdict {
+            self.llm = Some(fields);
+        }
+        self
+    }
+
     /// The session so far, from a `.jsonl` file relative to the file that defines the hook.
     pub fn transcript_file(mut self, path: impl Into<String>) -> Input {
         self.transcript = Some(TranscriptInput::File(path.into()));
@@ -217,6 +229,9 @@ impl Input {
             }
             Some(TranscriptInput::File(f)) => parts.push(format!("transcript={}", py_str(f))),
             None => {}
+        }
+        if let Some(l) = &self.llm {
+            parts.push(format!("llm={}", Value::Object(l.clone())));
         }
         if let Some(s) = &self.state {
             let keys: Vec<&str> = s.keys().map(String::as_str).collect();

@@ -139,6 +139,11 @@ pub fn run_test(hook: &Hook, test: &InlineTest, root: Option<&Path>) -> TestOutc
         }
         None => evt.with_transcript(capt_hook_transcript::Transcript::empty()),
     };
+    // Inline tests never reach a model: every LLM hook answers from the stub.
+    evt.memo(crate::llm::STUB_KEY, || crate::llm::LlmStub {
+        active: true,
+        values: test.input.llm.clone().unwrap_or_default(),
+    });
     let (result, trace) = evaluate_traced(hook, &Arc::new(evt), root);
     // A hook that failed gave no verdict of its own: an expectation of "allow" or "ask" must
     // not pass on that silence.

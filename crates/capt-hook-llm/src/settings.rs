@@ -1,0 +1,212 @@
+//! Which judge answers: the hook's `backend`, else the project's `CAPT_HOOK_LLM_BACKEND`, else
+//! `auto`. The settings are read through a lookup function, so an event that came through the
+//! host reads the sender's request-scoped variables rather than the worker's own.
+
+use capt_hook_proto::env::{
+    CAPT_HOOK_CLAUDE_BIN, CAPT_HOOK_CLAUDE_MODELS, CAPT_HOOK_CODEX_BIN, CAPT_HOOK_JEV_URL,
+    CAPT_HOOK_LLM_BACKEND, CAPT_HOOK_LLM_COMMAND, TYPESAFE_API_KEY,
+};
+
+use crate::claude::Claude;
+use crate::codex::Codex;
+use crate::command::CommandBackend;
+use crate::jev::{self, Jev};
+use crate::{Backend, VerdictSchema};
+
+/// A judge as a hook or the project names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum BackendChoice {
+    /// Jev when its key is set and it can answer the verdict, else `claude`.
+    #[default]
+    Auto,
+    /// The `claude` CLI.
+    Claude,
+    /// The `codex` CLI.
+    Codex,
+    /// `CAPT_HOOK_LLM_COMMAND`.
+    Command,
+    /// TypeSafe Jev.
+    Jev,
+}
+
+impl BackendChoice {
+    /// Parses `auto`, `claude`, `codex`, `command` or `jev`.
+    pub fn parse(text: &str) -> Option<BackendChoice> {
+        Some(match text {
+            "auto" => BackendChoice::Auto,
+            "claude" => BackendChoice::Claude,
+            "codex" => BackendChoice::Codex,
+            "command" => BackendChoice::Command,
+            "jev" => BackendChoice::Jev,
+            _ => return None,
+        })
+    }
+
+    /// The valid names, for error messages.
+    pub const NAMES: &'static str = "auto, claude, codex, command, jev";
+}
+
+/// Every backend, configured from the environment.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// The project default.
+    pub default: BackendChoice,
+    /// The `claude` backend.
+    pub claude: Claude,
+    /// The `codex` backend.
+    pub codex: Codex,
+    /// The `command` backend, when a command is set.
+    pub command: Option<CommandBackend>,
+    /// The Jev backend.
+    pub jev: Jev,
+}
+
+impl Settings {
+    /// Reads the settings through `get` (a variable's value, or `None` when unset). A bad
+    /// `CAPT_HOOK_LLM_BACKEND` or model list is an error naming the variable.
+    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Settings, String> {
+        let get = |k: &str| get(k).filter(|v| !v.trim().is_empty());
+        let default = match get(CAPT_HOOK_LLM_BACKEND) {
+            None => BackendChoice::Auto,
+            Some(v) => BackendChoice::parse(v.trim()).ok_or_else(|| {
+                format!(
+                    "{CAPT_HOOK_LLM_BACKEND}={v:?} is not a judge; use one of {}",
+                    BackendChoice::NAMES
+                )
+            })?,
+        };
+        let mut claude = Claude::default();
+        if let Some(bin) = get(CAPT_HOOK_CLAUDE_BIN) {
+            claude.program = bin;
+        }
+        if let Some(models) = get(CAPT_HOOK_CLAUDE_MODELS) {
+            let names: Vec<String> = models.split(',').map(|m| m.trim().to_owned()).collect();
+            match <[String; 3]>::try_from(names) {
+                Ok(m) if m.iter().all(|n| !n.is_empty()) => claude.models = m,
+                _ => {
+                    return Err(format!(
+                        "{CAPT_HOOK_CLAUDE_MODELS}={models:?}: give three model names \
+                         (small,medium,large)"
+                    ));
+                }
+            }
+        }
+        let mut codex = Codex::default();
+        if let Some(bin) = get(CAPT_HOOK_CODEX_BIN) {
+            codex.program = bin;
+        }
+        Ok(Settings {
+            default,
+            claude,
+            codex,
+            command: get(CAPT_HOOK_LLM_COMMAND).map(|c| CommandBackend {
+                argv: vec!["sh".into(), "-c".into(), c],
+            }),
+            jev: Jev {
+                base_url: get(CAPT_HOOK_JEV_URL).unwrap_or_else(|| jev::DEFAULT_URL.into()),
+                api_key: get(TYPESAFE_API_KEY),
+            },
+        })
+    }
+
+    /// The backend for a hook that chose `choice` (`None`: the project default) and asks for
+    /// verdicts shaped like `schema`. `Err` says why the choice cannot be used.
+    pub fn backend(
+        &self,
+        choice: Option<BackendChoice>,
+        schema: &VerdictSchema,
+    ) -> Result<&dyn Backend, String> {
+        let choice = choice.unwrap_or(self.default);
+        Ok(match choice {
+            BackendChoice::Auto => {
+                if self.jev.api_key.is_some() && jev::can_answer(schema) {
+                    &self.jev
+                } else {
+                    &self.claude
+                }
+            }
+            BackendChoice::Claude => &self.claude,
+            BackendChoice::Codex => &self.codex,
+            BackendChoice::Jev => &self.jev,
+            BackendChoice::Command => match &self.command {
+                Some(c) => c,
+                None => {
+                    return Err(format!(
+                        "the `command` judge needs {CAPT_HOOK_LLM_COMMAND} (a command that \
+                         reads the request on stdin and prints the verdict)"
+                    ));
+                }
+            },
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Field, FieldType};
+    use std::collections::HashMap;
+
+    fn settings(vars: &[(&str, &str)]) -> Result<Settings, String> {
+        let map: HashMap<String, String> = vars
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        Settings::from_lookup(|k| map.get(k).cloned())
+    }
+
+    #[test]
+    fn auto_is_jev_with_a_key_else_claude() {
+        let gate = VerdictSchema::gate();
+        let s = settings(&[]).unwrap();
+        assert_eq!(s.backend(None, &gate).unwrap().name(), "claude");
+        let s = settings(&[(TYPESAFE_API_KEY, "k")]).unwrap();
+        assert_eq!(s.backend(None, &gate).unwrap().name(), "jev");
+        // Jev cannot score an open number: auto falls back to the CLI.
+        let open = VerdictSchema::new(vec![Field::new(
+            "n",
+            FieldType::Integer {
+                min: None,
+                max: None,
+            },
+            "",
+        )])
+        .unwrap();
+        assert_eq!(s.backend(None, &open).unwrap().name(), "claude");
+        assert_eq!(
+            s.backend(Some(BackendChoice::Claude), &gate)
+                .unwrap()
+                .name(),
+            "claude"
+        );
+    }
+
+    #[test]
+    fn the_project_default_and_cli_paths_come_from_the_environment() {
+        let s = settings(&[
+            (CAPT_HOOK_LLM_BACKEND, "codex"),
+            (CAPT_HOOK_CLAUDE_BIN, "/opt/claude"),
+            (CAPT_HOOK_CLAUDE_MODELS, "a, b ,c"),
+        ])
+        .unwrap();
+        let gate = VerdictSchema::gate();
+        assert_eq!(s.backend(None, &gate).unwrap().name(), "codex");
+        assert_eq!(s.claude.program, "/opt/claude");
+        assert_eq!(s.claude.models, ["a", "b", "c"]);
+        let e = s
+            .backend(Some(BackendChoice::Command), &gate)
+            .err()
+            .unwrap();
+        assert!(e.contains(CAPT_HOOK_LLM_COMMAND), "{e}");
+        let s = settings(&[(CAPT_HOOK_LLM_COMMAND, "my-judge --x")]).unwrap();
+        assert_eq!(
+            s.backend(Some(BackendChoice::Command), &gate)
+                .unwrap()
+                .name(),
+            "command"
+        );
+        let e = settings(&[(CAPT_HOOK_LLM_BACKEND, "gpt")]).unwrap_err();
+        assert!(e.contains("auto, claude"), "{e}");
+        assert!(settings(&[(CAPT_HOOK_CLAUDE_MODELS, "a,b")]).is_err());
+    }
+}

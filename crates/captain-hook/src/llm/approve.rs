@@ -1,0 +1,335 @@
+//! Judges around permissions and other hooks: `llm_approve` (answer a permission dialog when a
+//! judge finds the call safe), `confirm` (a blocking hook's block stands only when a judge
+//! agrees) and `prompt_check` (a judged check a Rust handler runs).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use capt_hook_core::{Event, EventKind, EventSet, HookResult};
+use capt_hook_llm::prompt::{Block, transcript_window};
+use serde_json::{Map, Value, json};
+
+use super::{BackendChoice, Budget, Question, Size, VerdictSchema, ask};
+use crate::hook::{Body, Handler, HandlerError, HandlerFn, HandlerResult, short_hash};
+use crate::primitives::{CustomKind, DefError, HookDef, custom};
+
+/// The rubric every `llm_approve` judge starts from; a hook's `rubric` is appended.
+pub const BASE_RUBRIC: &str = "\
+Approve (safe = true) only a call that is clearly safe: it reads or lists, builds or tests the \
+project, or edits files inside the project in the way the user asked. Refuse (safe = false) \
+anything that deletes or overwrites data outside the project, touches credentials or secrets, \
+changes system or user configuration, pushes, publishes or deploys, sends data to the network, \
+escalates privileges, or that you cannot fully understand from the input. When unsure, refuse: \
+a refusal only shows the user the usual dialog.";
+
+/// The options of `llm_approve`.
+#[derive(Debug, Clone)]
+pub struct ApproveOptions {
+    /// Short name for the hook (its name derives from it).
+    pub label: String,
+    /// Extra rubric text appended to [`BASE_RUBRIC`].
+    pub rubric: Option<String>,
+    /// The model tier.
+    pub model: Size,
+    /// The judge (`None`: the project default).
+    pub backend: Option<BackendChoice>,
+    /// The judge's own time limit.
+    pub timeout: Option<Duration>,
+}
+
+impl ApproveOptions {
+    /// The defaults for `label`.
+    pub fn new(label: impl Into<String>) -> ApproveOptions {
+        ApproveOptions {
+            label: label.into(),
+            rubric: None,
+            model: Size::Small,
+            backend: None,
+            timeout: None,
+        }
+    }
+}
+
+/// The tool call as untrusted evidence.
+fn tool_block(evt: &Event) -> Block {
+    let input = evt
+        .tool_input()
+        .map(|i| Value::Object(i.clone()).to_string())
+        .unwrap_or_default();
+    Block::new(
+        "tool_input",
+        format!("tool: {}\ninput: {input}", evt.tool_name().unwrap_or("")),
+    )
+}
+
+/// A judge that answers permission dialogs it finds safe with allow. It never denies: an
+/// unsafe verdict, or a judge that cannot answer, leaves the dialog to the user. PermissionRequest
+/// only by default (a dialog is rare; PreToolUse would put a model call on every tool call).
+#[track_caller]
+pub fn llm_approve(o: ApproveOptions) -> Result<HookDef, DefError> {
+    if o.label.trim().is_empty() {
+        return Err(DefError::new("label", "an approval needs a label"));
+    }
+    let name = format!("llm_approve_{}", short_hash(&o.label));
+    let schema = VerdictSchema::safety();
+    let rubric = match &o.rubric {
+        Some(r) if !r.trim().is_empty() => format!("{BASE_RUBRIC}\n\n{}", r.trim()),
+        _ => BASE_RUBRIC.to_owned(),
+    };
+    let handler: HandlerFn = Arc::new(move |evt: &Event| -> HandlerResult {
+        let task = "Is this tool call safe to run without asking the user? Judge by the rubric.";
+        let prompt = capt_hook_llm::render(&[Block::new("rubric", &rubric), tool_block(evt)], task);
+        // Under inline tests the judge refuses unless the test says otherwise.
+        let base: Map<String, Value> = [("safe".to_owned(), json!(false))].into_iter().collect();
+        let q = Question {
+            prompt: &prompt,
+            task,
+            schema: &schema,
+            size: o.model,
+            agent: false,
+            backend: o.backend,
+            timeout: o.timeout,
+            stub_base: Some(&base),
+            escalate: None,
+        };
+        match ask(evt, &q, &name) {
+            Ok(v) if v.get("safe") == Some(&Value::Bool(true)) => Ok(Some(HookResult::allow())),
+            Ok(_) => Ok(None),
+            Err(e) => {
+                tracing::warn!(hook = %name, error = %e, "approval judge failed; the dialog shows");
+                Ok(None)
+            }
+        }
+    });
+    Ok(custom(CustomKind {
+        kind: "llm_approve",
+        default_events: EventSet::of(&[EventKind::PermissionRequest]),
+        guards: Vec::new(),
+        skip_guards: Vec::new(),
+        handler,
+        identity: String::new(),
+        skip_planning_agents: true,
+        default_max_fires: None,
+        inline: false,
+        manages_repetition: false,
+    })
+    .name(o.label.clone()))
+}
+
+/// A check asked of a judge from a Rust handler: the template is the task; `ok` gives no
+/// result, `warning` a warning and `block` a block, each saying `<prefix>: <reason><suffix>`.
+#[derive(Debug, Clone)]
+pub struct PromptCheck {
+    /// The task for the judge.
+    pub template: String,
+    /// Put before the judge's reason.
+    pub prefix: String,
+    /// Put after it.
+    pub suffix: String,
+    /// The judge's own time limit (default 45 s).
+    pub timeout: Duration,
+    /// Show the judge the agent's recent prose as `<agent_reasoning>`.
+    pub include_reasoning: bool,
+    /// Show the working-tree diff (no diff: no call, no result).
+    pub diff: bool,
+    /// The judge.
+    pub backend: Option<BackendChoice>,
+}
+
+impl PromptCheck {
+    /// A check with the defaults.
+    pub fn new(template: impl Into<String>, prefix: impl Into<String>) -> PromptCheck {
+        PromptCheck {
+            template: template.into(),
+            prefix: prefix.into(),
+            suffix: String::new(),
+            timeout: Duration::from_secs(45),
+            include_reasoning: true,
+            diff: false,
+            backend: None,
+        }
+    }
+}
+
+/// Runs `check` for `evt`: `Ok(None)` when the judge finds nothing, the block or warning it
+/// asks for otherwise, `Err` when it cannot answer (the caller's hook then fails visibly).
+pub fn prompt_check(evt: &Event, check: &PromptCheck) -> HandlerResult {
+    let mut blocks = Vec::new();
+    if check.include_reasoning {
+        let prose = transcript_window(evt.transcript(), 4000, false, Budget::default());
+        if !prose.is_empty() {
+            blocks.push(Block::new("agent_reasoning", prose));
+        }
+    }
+    if check.diff {
+        let Some(root) = evt.project_root() else {
+            return Ok(None);
+        };
+        let stub = evt.memo(super::STUB_KEY, super::LlmStub::default);
+        let diff = if stub.active {
+            Some("diff --git a/x b/x\n+inline test stub".to_owned())
+        } else {
+            capt_hook_llm::evidence::git_diff(root, super::call_deadline(None), 8000)
+        };
+        let Some(diff) = diff else {
+            return Ok(None);
+        };
+        blocks.push(Block::new("diff", diff));
+    }
+    let schema = VerdictSchema::prompt_check();
+    let prompt = capt_hook_llm::render(&blocks, &check.template);
+    let q = Question {
+        prompt: &prompt,
+        task: &check.template,
+        schema: &schema,
+        size: Size::Small,
+        agent: false,
+        backend: check.backend,
+        timeout: Some(check.timeout),
+        stub_base: None,
+        escalate: None,
+    };
+    let name = format!("prompt_check_{}", short_hash(&check.template));
+    let v = ask(evt, &q, &name).map_err(HandlerError::new)?;
+    let reason = v.get("reason").and_then(Value::as_str).unwrap_or("");
+    let message = format!("{}: {reason}{}", check.prefix, check.suffix);
+    Ok(match v.get("action").and_then(Value::as_str) {
+        Some("block") => Some(HookResult::block(message)),
+        Some("warning") => Some(HookResult::warn(message)),
+        _ => None,
+    })
+}
+
+/// `confirm = { rule, timeout_s }`: a blocking hook's block stands only when a judge agrees
+/// that the call is what `rule` protects against.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Confirm {
+    /// What the block protects against, in one sentence.
+    pub rule: String,
+    /// How long to wait for the judge before allowing (default 3 s).
+    pub timeout: Duration,
+}
+
+impl Confirm {
+    /// A confirmation of `rule` with the default timeout.
+    pub fn new(rule: impl Into<String>) -> Confirm {
+        Confirm {
+            rule: rule.into(),
+            timeout: Duration::from_secs(3),
+        }
+    }
+}
+
+/// The verdict a confirmation asks for.
+fn confirm_schema() -> VerdictSchema {
+    VerdictSchema::new(vec![
+        super::Field::new(
+            "protected",
+            super::FieldType::Bool,
+            "true when the call is what the rule protects against",
+        ),
+        super::Field::new("reasoning", super::FieldType::String, "one sentence why"),
+    ])
+    .unwrap_or_else(|_| VerdictSchema::gate())
+}
+
+/// `body` with its blocks confirmed by a judge; runs on the pool (it may wait on a model).
+pub(crate) fn confirmed(body: Body, confirm: Confirm, name: String) -> Result<Body, DefError> {
+    if confirm.rule.trim().is_empty() {
+        return Err(DefError::new(
+            "confirm.rule",
+            "say what the block protects against",
+        ));
+    }
+    if let Body::Message { block: false, .. } = &body {
+        return Err(DefError::new(
+            "confirm",
+            "only a blocking hook can be confirmed (this one warns)",
+        ));
+    }
+    let inner = body;
+    let verdicts_key = format!("confirm_verdicts_{}", short_hash(&name));
+    let notes_key = format!("confirm_notes_{}", short_hash(&name));
+    let func: HandlerFn = Arc::new(move |evt: &Event| -> HandlerResult {
+        let result = match &inner {
+            Body::Message { message, block } => {
+                if message.is_empty() {
+                    None
+                } else if *block {
+                    Some(HookResult::block(message.clone()))
+                } else {
+                    Some(HookResult::warn(message.clone()))
+                }
+            }
+            Body::Handler(h) => (h.func)(evt)?,
+        };
+        let r = match result {
+            Some(r) if r.is_block() => r,
+            other => return Ok(other),
+        };
+        // The same call in the same session is judged once.
+        let input =
+            json!({"tool": evt.tool_name(), "input": evt.tool_input(), "prompt": evt.prompt()});
+        let key = blake3::hash(input.to_string().as_bytes()).to_hex()[..16].to_owned();
+        let verdicts = evt
+            .store()
+            .slot_named::<BTreeMap<String, bool>>(&verdicts_key);
+        let protected = match verdicts.get().and_then(|m| m.get(&key).copied()) {
+            Some(p) => Ok(p),
+            None => judge_confirm(evt, &confirm, r.message.as_deref().unwrap_or(""), &name),
+        };
+        match protected {
+            Ok(p) => {
+                if let Err(e) = verdicts.mutate(|m| {
+                    m.insert(key, p);
+                }) {
+                    tracing::warn!(hook = %name, error = %e, "could not remember the confirmation");
+                }
+                Ok(p.then_some(r))
+            }
+            Err(e) => {
+                // Allow, saying so once per distinct note per hook and session.
+                let note = format!("capt-hook: {name} could not confirm its block ({e}); allowed");
+                let notes = evt
+                    .store()
+                    .slot_named::<std::collections::BTreeSet<String>>(&notes_key);
+                let first = notes.mutate(|set| set.insert(note.clone())).unwrap_or(true);
+                Ok(first.then(|| HookResult::notice_only().with_system_message(note)))
+            }
+        }
+    });
+    Ok(Body::Handler(Handler {
+        func,
+        inline: false,
+    }))
+}
+
+/// Asks whether the call is what the rule protects against.
+fn judge_confirm(evt: &Event, c: &Confirm, message: &str, name: &str) -> Result<bool, String> {
+    let schema = confirm_schema();
+    let task = "Is this call what the rule protects against? protected = true only if it is.";
+    let mut blocks = vec![
+        Block::new("rule", c.rule.trim()),
+        tool_block(evt),
+        Block::new("hook_message", message),
+    ];
+    let recent = transcript_window(evt.transcript(), 1500, true, Budget::default());
+    if !recent.is_empty() {
+        blocks.push(Block::new("recent", recent));
+    }
+    let prompt = capt_hook_llm::render(&blocks, task);
+    let q = Question {
+        prompt: &prompt,
+        task,
+        schema: &schema,
+        size: Size::Small,
+        agent: false,
+        backend: None,
+        timeout: Some(c.timeout),
+        stub_base: None,
+        escalate: None,
+    };
+    let v = ask(evt, &q, name)?;
+    Ok(v.get("protected") == Some(&Value::Bool(true)))
+}

@@ -1,0 +1,863 @@
+//! LLM hooks through the real dispatcher, with a judge that is a real program (a shell script
+//! the `command` backend runs) counting its calls, in a scratch state root.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use capt_hook_core::{Action, Condition, Event, EventContext, EventKind};
+use serde_json::{Value, json};
+
+use super::*;
+use crate::dispatch::{DispatchOptions, Dispatcher, Verdict};
+use crate::registry::Registry;
+use crate::testing::{Expect, Input, Status, run_test};
+
+/// A scratch project: a state root, a judge script and the file it counts calls in.
+struct Judge {
+    dir: tempfile::TempDir,
+}
+
+impl Judge {
+    /// A judge that records each request and answers `verdict` (after `delay` seconds).
+    fn new(verdict: &str, delay: f64) -> Judge {
+        let dir = tempfile::tempdir().unwrap();
+        let script = format!(
+            "cat > \"{d}/req.$$\"\necho x >> \"{d}/calls\"\nsleep {delay}\nprintf '%s' '{verdict}'\n",
+            d = dir.path().display()
+        );
+        std::fs::write(dir.path().join("judge.sh"), script).unwrap();
+        Judge { dir }
+    }
+
+    fn calls(&self) -> usize {
+        std::fs::read_to_string(self.dir.path().join("calls"))
+            .map(|t| t.lines().count())
+            .unwrap_or(0)
+    }
+
+    /// The requests the judge read, in no particular order.
+    fn requests(&self) -> Vec<Value> {
+        std::fs::read_dir(self.dir.path())
+            .unwrap()
+            .filter_map(Result::ok)
+            .filter(|e| e.file_name().to_string_lossy().starts_with("req."))
+            .map(|e| serde_json::from_str(&std::fs::read_to_string(e.path()).unwrap()).unwrap())
+            .collect()
+    }
+
+    fn env(&self, extra: &[(&str, &str)]) -> Arc<BTreeMap<String, String>> {
+        let mut env = BTreeMap::new();
+        env.insert("CAPT_HOOK_LLM_BACKEND".into(), "command".into());
+        env.insert(
+            "CAPT_HOOK_LLM_COMMAND".into(),
+            format!("sh {}/judge.sh", self.dir.path().display()),
+        );
+        env.insert(
+            "CAPTAIN_HOOK_LOG_DIR".into(),
+            self.dir.path().join("logs").display().to_string(),
+        );
+        for (k, v) in extra {
+            env.insert((*k).into(), (*v).into());
+        }
+        Arc::new(env)
+    }
+
+    fn event(&self, kind: EventKind, payload: Value, root: Option<&Path>) -> Arc<Event> {
+        self.event_env(kind, payload, root, &[])
+    }
+
+    fn event_env(
+        &self,
+        kind: EventKind,
+        mut payload: Value,
+        root: Option<&Path>,
+        extra: &[(&str, &str)],
+    ) -> Arc<Event> {
+        payload["session_id"] = json!("s1");
+        let ctx = EventContext {
+            project_root: root.map(Path::to_path_buf),
+            state_root: Some(self.dir.path().join("state")),
+            request_env: Some(self.env(extra)),
+            ..EventContext::default()
+        };
+        let turn = [
+            json!({"type": "user", "message": {"role": "user", "content": "fix the build"}}),
+            json!({"type": "assistant", "message": {"role": "assistant", "content": [
+                {"type": "text", "text": "The failure is an external service outage, not our code."}
+            ]}}),
+        ];
+        Arc::new(
+            Event::new(kind, payload, ctx)
+                .unwrap()
+                .with_transcript(capt_hook_transcript::Transcript::from_values(turn.iter())),
+        )
+    }
+}
+
+fn dispatcher(defs: Vec<HookDef>) -> Dispatcher {
+    let mut reg = Registry::new();
+    for d in defs {
+        reg.add("t", d).unwrap();
+    }
+    Dispatcher::new(Arc::new(reg), None)
+}
+
+fn soon() -> DispatchOptions {
+    DispatchOptions {
+        deadline: Some(Instant::now() + Duration::from_secs(20)),
+        run_async: false,
+    }
+}
+
+const BLOCK: &str = r#"{"block": true, "reasoning": "blames an outage"}"#;
+const PASS: &str = r#"{"block": false, "reasoning": "fine"}"#;
+
+#[test]
+fn a_stop_gate_blocks_once_per_turn_and_the_second_stop_passes() {
+    let judge = Judge::new(BLOCK, 0.0);
+    let d = dispatcher(vec![
+        llm_gate(LlmOptions::gate(
+            "Is the agent making excuses?",
+            "Fix it instead: {reasoning}.",
+        ))
+        .unwrap(),
+    ]);
+    let first = judge.event(EventKind::Stop, json!({}), None);
+    let r = d.dispatch(&first, soon()).expect("the gate blocks");
+    assert_eq!(r.action, Action::Block);
+    assert_eq!(
+        r.message.as_deref(),
+        Some("Fix it instead: blames an outage.")
+    );
+    assert_eq!(judge.calls(), 1);
+    let req = &judge.requests()[0];
+    let prompt = req["prompt"].as_str().unwrap();
+    assert!(
+        prompt.contains("<context>") && prompt.contains("external service outage"),
+        "{prompt}"
+    );
+    assert!(
+        prompt
+            .trim_end()
+            .ends_with("<task>\nIs the agent making excuses?\n</task>")
+    );
+    assert_eq!(req["schema"], VerdictSchema::gate().to_json());
+    assert_eq!(req["agent"], true);
+    let calls = std::fs::read_to_string(judge.dir.path().join("logs/llm-calls.jsonl")).unwrap();
+    let call: Value = serde_json::from_str(calls.trim()).unwrap();
+    assert_eq!(
+        (&call["ok"], &call["backend"]),
+        (&json!(true), &json!("command"))
+    );
+    assert!(call["latency_ms"].is_u64(), "{call}");
+
+    let second = judge.event(EventKind::Stop, json!({"stop_hook_active": true}), None);
+    assert_eq!(d.dispatch(&second, soon()), None, "the turn already fired");
+    assert_eq!(judge.calls(), 1, "no second call in the same turn");
+}
+
+#[test]
+fn a_judge_that_says_no_fires_nothing_and_conditions_that_say_no_call_nothing() {
+    let judge = Judge::new(PASS, 0.0);
+    let d = dispatcher(vec![
+        llm_gate(LlmOptions::gate("Excuses?", "m")).unwrap(),
+        llm_gate(LlmOptions::gate("Never judged?", "m"))
+            .unwrap()
+            .only_if(Condition::tool(&["Bash"]))
+            .events(&[EventKind::PreToolUse]),
+    ]);
+    assert_eq!(
+        d.dispatch(&judge.event(EventKind::Stop, json!({}), None), soon()),
+        None
+    );
+    assert_eq!(judge.calls(), 1);
+    let read = judge.event(
+        EventKind::PreToolUse,
+        json!({"tool_name": "Read", "tool_input": {"file_path": "/x"}}),
+        None,
+    );
+    assert_eq!(d.dispatch(&read, soon()), None);
+    assert_eq!(judge.calls(), 1, "only_if said no: the judge never ran");
+
+    let mut o = LlmOptions::gate("Not while judging", "m");
+    o.once_per_turn = Some(false);
+    let d = dispatcher(vec![llm_gate(o).unwrap()]);
+    let inside = judge.event_env(
+        EventKind::Stop,
+        json!({}),
+        None,
+        &[("CAPT_HOOK_JUDGE", "1")],
+    );
+    assert_eq!(d.dispatch(&inside, soon()), None);
+    assert_eq!(
+        judge.calls(),
+        1,
+        "a hook inside a judge's session does not judge"
+    );
+}
+
+#[test]
+fn a_nudge_with_diff_makes_no_call_without_changes_and_keeps_its_fire() {
+    let judge = Judge::new(r#"{"fire": true, "reasoning": "r"}"#, 0.0);
+    let repo = tempfile::tempdir().unwrap();
+    let git = |args: &[&str]| {
+        let ok = std::process::Command::new("git")
+            .arg("-C")
+            .arg(repo.path())
+            .args(["-c", "user.email=t@t", "-c", "user.name=t"])
+            .args(args)
+            .output()
+            .unwrap()
+            .status
+            .success();
+        assert!(ok, "git {args:?}");
+    };
+    git(&["init", "-q"]);
+    std::fs::write(repo.path().join("a.rs"), "fn a() {}\n").unwrap();
+    git(&["add", "."]);
+    git(&["commit", "-qm", "init"]);
+    let mut o = LlmOptions::nudge(
+        "Does the diff hardcode a secret?",
+        "Read secrets from the env.",
+    );
+    o.diff = true;
+    o.transcript = false;
+    let d = dispatcher(vec![
+        llm_nudge(o).unwrap().max_fires(crate::MaxFires::Count(1)),
+    ]);
+    let evt = || {
+        judge.event(
+            EventKind::PostToolUse,
+            json!({"tool_name": "Bash", "tool_input": {"command": "ls"}}),
+            Some(repo.path()),
+        )
+    };
+    assert_eq!(d.dispatch(&evt(), soon()), None);
+    assert_eq!(judge.calls(), 0, "a clean tree: no call");
+    std::fs::write(repo.path().join("a.rs"), "fn a() { let k = \"sk-123\"; }\n").unwrap();
+    let r = d.dispatch(&evt(), soon()).expect("the one fire was kept");
+    assert_eq!(r.action, Action::Warn);
+    assert_eq!(judge.calls(), 1);
+    let prompt = judge.requests()[0]["prompt"].as_str().unwrap().to_owned();
+    assert!(
+        prompt.contains("<diff>") && prompt.contains("sk-123"),
+        "{prompt}"
+    );
+    assert!(
+        !prompt.contains("<context>"),
+        "transcript = false: {prompt}"
+    );
+    let outside = tempfile::tempdir().unwrap();
+    let not_a_repo = judge.event(
+        EventKind::PostToolUse,
+        json!({"tool_name": "Bash", "tool_input": {"command": "ls"}}),
+        Some(outside.path()),
+    );
+    let mut o = LlmOptions::nudge("Secret?", "m");
+    o.diff = true;
+    assert_eq!(
+        dispatcher(vec![llm_nudge(o).unwrap()]).dispatch(&not_a_repo, soon()),
+        None
+    );
+    assert_eq!(judge.calls(), 1, "no repository: no call");
+}
+
+#[test]
+fn a_failing_judge_leaves_a_guarded_call_to_the_user_or_blocks_with_on_incomplete() {
+    let judge = Judge::new("not json", 0.0);
+    let bash = || {
+        judge.event(
+            EventKind::PreToolUse,
+            json!({"tool_name": "Bash", "tool_input": {"command": "git push"}}),
+            None,
+        )
+    };
+    let gate = || {
+        llm_gate(LlmOptions::gate("Safe push?", "No."))
+            .unwrap()
+            .events(&[EventKind::PreToolUse])
+    };
+    let d = dispatcher(vec![gate(), crate::approve("pushes")]);
+    let outcome = d.outcome(&bash(), soon());
+    assert_eq!(outcome.failures.len(), 1, "{outcome:?}");
+    assert!(
+        matches!(
+            outcome.clone().verdict(EventKind::PreToolUse),
+            Verdict::Unchecked { .. }
+        ),
+        "the approval does not apply when the judge failed"
+    );
+    let logs = std::fs::read_to_string(judge.dir.path().join("logs/llm-failures.jsonl")).unwrap();
+    assert!(
+        logs.contains("not json") && logs.contains("Safe push?"),
+        "{logs}"
+    );
+
+    let mut o = LlmOptions::gate("Safe push?", "No.");
+    o.on_incomplete = Some("The safety judge could not run; push by hand.".into());
+    let d = dispatcher(vec![llm_gate(o).unwrap().events(&[EventKind::PreToolUse])]);
+    let r = d.dispatch(&bash(), soon()).unwrap();
+    assert_eq!(r.action, Action::Block);
+    assert_eq!(
+        r.message.as_deref(),
+        Some("The safety judge could not run; push by hand.")
+    );
+}
+
+#[test]
+fn judges_run_side_by_side_and_never_outlive_the_deadline() {
+    let judge = Judge::new(BLOCK, 1.0);
+    let mut a = LlmOptions::gate("A?", "a");
+    a.once_per_turn = Some(false);
+    let mut b = LlmOptions::gate("B?", "b");
+    b.once_per_turn = Some(false);
+    let d = dispatcher(vec![llm_gate(a).unwrap(), llm_gate(b).unwrap()]);
+    let started = Instant::now();
+    let r = d.dispatch(&judge.event(EventKind::Stop, json!({}), None), soon());
+    let took = started.elapsed();
+    assert_eq!(r.map(|r| r.action), Some(Action::Block));
+    assert_eq!(judge.calls(), 2);
+    assert!(
+        took < Duration::from_millis(1900),
+        "two 1 s judges took {took:?}"
+    );
+
+    let slow = Judge::new(BLOCK, 30.0);
+    let mut o = LlmOptions::gate("Slow?", "m");
+    o.timeout = Some(Duration::from_millis(500));
+    let d = dispatcher(vec![llm_gate(o).unwrap()]);
+    let started = Instant::now();
+    let outcome = d.outcome(&slow.event(EventKind::Stop, json!({}), None), soon());
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(outcome.result, None);
+    assert_eq!(outcome.failures.len(), 1, "{outcome:?}");
+}
+
+#[test]
+fn definitions_are_checked_before_any_event() {
+    let e = llm_gate(LlmOptions::gate("q", "Stop: {reason}"))
+        .err()
+        .unwrap();
+    assert_eq!(e.field, "message");
+    assert!(
+        e.message.contains("{reason}") && e.message.contains("block, reasoning"),
+        "{e}"
+    );
+    let mut o = LlmOptions::gate("q", "m");
+    o.verdict = "reasoning".into();
+    assert_eq!(llm_gate(o).err().unwrap().field, "verdict");
+    assert_eq!(
+        llm_gate(LlmOptions::gate(" ", "m")).err().unwrap().field,
+        "prompt"
+    );
+    let mut reg = Registry::new();
+    let mut o = LlmOptions::nudge("q", "m");
+    o.label = Some("Excuses".into());
+    let h = reg.add("t", llm_nudge(o).unwrap()).unwrap();
+    assert_eq!(h.name, "t:llm_nudge_excuses");
+    assert_eq!(h.max_fires, Some(3));
+    assert!(h.events.contains(EventKind::PostToolUse));
+    let g = reg
+        .add("t", llm_gate(LlmOptions::gate("q", "m")).unwrap())
+        .unwrap();
+    assert!(g.events.contains(EventKind::Stop) && g.events.contains(EventKind::SubagentStop));
+    assert_eq!(g.max_fires, None);
+    assert!(!g.skip_if.is_empty(), "a Stop gate skips while waiting");
+}
+
+#[test]
+fn inline_tests_stub_the_judge() {
+    let gate = || {
+        llm_gate(LlmOptions::gate("q", "Stop: {reasoning}"))
+            .unwrap()
+            .test(
+                Input::default(),
+                Expect::block().matching("inline test stub"),
+            )
+            .test(
+                Input {
+                    llm: Some(json!({"block": false}).as_object().unwrap().clone()),
+                    ..Input::default()
+                },
+                Expect::allow(),
+            )
+            .test(
+                Input {
+                    llm: Some(json!({"error": "timeout"}).as_object().unwrap().clone()),
+                    ..Input::default()
+                },
+                Expect::allow(),
+            )
+            .test(
+                Input {
+                    llm: Some(json!({"block": "yes"}).as_object().unwrap().clone()),
+                    ..Input::default()
+                },
+                Expect::block(),
+            )
+    };
+    let mut reg = Registry::new();
+    let h = reg.add("t", gate()).unwrap().clone();
+    let status: Vec<Status> = h
+        .tests
+        .iter()
+        .map(|t| run_test(&h, t, None).status)
+        .collect();
+    // A failing judge (and a stub that does not fit the verdict) is the hook failing: the test
+    // reports it rather than passing on the silence.
+    assert_eq!(
+        status,
+        [Status::Pass, Status::Pass, Status::Error, Status::Error]
+    );
+    let failed = run_test(&h, &h.tests[3], None);
+    assert!(
+        failed.reason.contains("does not fit the verdict"),
+        "{failed:?}"
+    );
+
+    let mut o = LlmOptions::gate("q", "m");
+    o.on_incomplete = Some("Judge unavailable.".into());
+    let h = reg
+        .add(
+            "t",
+            llm_gate(o).unwrap().test(
+                Input {
+                    llm: Some(json!({"error": "timeout"}).as_object().unwrap().clone()),
+                    ..Input::default()
+                },
+                Expect::block().matching("unavailable"),
+            ),
+        )
+        .unwrap()
+        .clone();
+    assert_eq!(run_test(&h, &h.tests[0], None).status, Status::Pass);
+}
+
+#[test]
+fn edit_contexts_carry_the_change_and_required_ones_gate_the_call() {
+    let judge = Judge::new(r#"{"fire": true, "reasoning": "r"}"#, 0.0);
+    let dir = tempfile::tempdir().unwrap();
+    let file: PathBuf = dir.path().join("a.py");
+    std::fs::write(&file, "x = 1\n").unwrap();
+    let mut o = LlmOptions::nudge("Does a comment narrate the edit?", "No narrating comments.");
+    o.contexts = vec![Context::AfterEdit { required: true }];
+    let d = dispatcher(vec![llm_nudge(o).unwrap().events(&[EventKind::PreToolUse])]);
+    let edit = judge.event(
+        EventKind::PreToolUse,
+        json!({"tool_name": "Edit", "tool_input": {"file_path": file, "old_string": "x = 1", "new_string": "x = 2  # changed x to 2"}}),
+        None,
+    );
+    assert_eq!(
+        d.dispatch(&edit, soon()).map(|r| r.action),
+        Some(Action::Warn)
+    );
+    let prompt = judge.requests()[0]["prompt"].as_str().unwrap().to_owned();
+    assert!(
+        prompt.contains("<after_edit>\nx = 2  # changed x to 2"),
+        "{prompt}"
+    );
+    assert!(
+        prompt.contains("<before_edit>\nx = 1"),
+        "ambient before text: {prompt}"
+    );
+    assert!(
+        !prompt.contains("<context>"),
+        "own contexts replace the transcript: {prompt}"
+    );
+    let bash = judge.event(
+        EventKind::PreToolUse,
+        json!({"tool_name": "Bash", "tool_input": {"command": "ls"}}),
+        None,
+    );
+    assert_eq!(d.dispatch(&bash, soon()), None);
+    assert_eq!(
+        judge.calls(),
+        1,
+        "the required edit text is missing: no call"
+    );
+}
+
+#[test]
+fn hook_files_lower_to_the_same_hooks_and_report_bad_options() {
+    let mut reg = Registry::new();
+    crate::loader::load_str(
+        "[[hook]]\nkind = \"llm_gate\"\nlabel = \"Excuses\"\nprompt = \"q\"\nmessage = \"m {reasoning}\"\n\
+         model = \"large\"\nbackend = \"claude\"\ntimeout_s = 2.5\n\n\
+         [[hook]]\nkind = \"llm_nudge\"\nprompt = \"q\"\nmessage = \"risk {risk}\"\nverdict = \"flag\"\n\
+         response = [{ name = \"flag\", type = \"bool\" }, { name = \"risk\", type = \"choice\", choices = [\"low\", \"high\"] }]\n",
+        "t",
+        &mut reg,
+    )
+    .unwrap();
+    let mut sdk = LlmOptions::gate("q", "m {reasoning}");
+    sdk.label = Some("Excuses".into());
+    let mut sdk_reg = Registry::new();
+    sdk_reg.add("t", llm_gate(sdk).unwrap()).unwrap();
+    assert_eq!(reg.hooks()[0].name, sdk_reg.hooks()[0].name);
+    assert_eq!(reg.hooks()[0].name, "t:llm_gate_excuses");
+    assert_eq!(reg.hooks()[1].kind, "llm_nudge");
+    let mut async_reg = Registry::new();
+    crate::loader::load_str(
+        "[[hook]]\nkind = \"llm_nudge\"\nprompt = \"q\"\nmessage = \"m\"\nasync = true\n",
+        "t",
+        &mut async_reg,
+    )
+    .unwrap();
+    assert!(
+        async_reg.hooks()[0].is_async,
+        "a nudge may judge after the reply"
+    );
+
+    let error = |body: &str| {
+        let text = format!("[[hook]]\n{body}\n");
+        let errors = crate::loader::load_str(&text, "t", &mut Registry::new()).unwrap_err();
+        assert_eq!(errors.len(), 1, "{errors:?}");
+        let e = &errors[0];
+        format!("{}: {}", e.field.clone().unwrap_or_default(), e.message)
+    };
+    let e = error("kind = \"llm_nudge\"\nprompt = \"q\"\nmessage = \"m\"\non_incomplete = \"x\"");
+    assert!(
+        e.contains("on_incomplete") && e.contains("llm_gate only"),
+        "{e}"
+    );
+    let e =
+        error("kind = \"llm_gate\"\nprompt = \"q\"\nmessage = \"m\"\nname = \"a\"\nlabel = \"b\"");
+    assert!(e.contains("not both"), "{e}");
+    let e = error(
+        "kind = \"llm_gate\"\nprompt = \"q\"\nmessage = \"m\"\nresponse = [{ name = \"x\", type = \"bool\" }]",
+    );
+    assert!(e.contains("verdict"), "{e}");
+    let e = error("kind = \"llm_gate\"\nprompt = \"q\"\nmessage = \"{why}\"");
+    assert!(e.contains("message") && e.contains("{why}"), "{e}");
+    let e = error("kind = \"llm_gate\"\nprompt = \"q\"\nmessage = \"m\"\nbackend = \"gpt\"");
+    assert!(e.contains("backend"), "{e}");
+    let e = error("kind = \"llm_gate\"\nprompt = \"q\"\nmessage = \"m\"\ntimeout_s = 0");
+    assert!(e.contains("timeout_s"), "{e}");
+}
+
+#[test]
+fn llm_approve_allows_what_the_judge_finds_safe_and_never_denies() {
+    let bash = |judge: &Judge| {
+        judge.event(
+            EventKind::PermissionRequest,
+            json!({"tool_name": "Bash", "tool_input": {"command": "cargo test"}}),
+            None,
+        )
+    };
+    let d = || {
+        dispatcher(vec![
+            llm_approve(ApproveOptions::new("safe commands")).unwrap(),
+        ])
+    };
+    let safe = Judge::new(r#"{"safe": true, "reasoning": "tests"}"#, 0.0);
+    assert_eq!(
+        d().dispatch(&bash(&safe), soon()).map(|r| r.action),
+        Some(Action::Allow)
+    );
+    let prompt = safe.requests()[0]["prompt"].as_str().unwrap().to_owned();
+    assert!(
+        prompt.contains("<rubric>") && prompt.contains("<tool_input>\ntool: Bash"),
+        "{prompt}"
+    );
+    let unsafe_ = Judge::new(r#"{"safe": false, "reasoning": "no"}"#, 0.0);
+    assert_eq!(d().dispatch(&bash(&unsafe_), soon()), None);
+    let broken = Judge::new("garbage", 0.0);
+    let outcome = d().outcome(&bash(&broken), soon());
+    assert_eq!(
+        (outcome.result, outcome.failures.len()),
+        (None, 0),
+        "the dialog shows"
+    );
+
+    let mut reg = Registry::new();
+    let h = reg
+        .add(
+            "t",
+            llm_approve(ApproveOptions::new("reads"))
+                .unwrap()
+                .test(Input::command("ls"), Expect::ask())
+                .test(
+                    Input {
+                        llm: Some(json!({"safe": true}).as_object().unwrap().clone()),
+                        ..Input::command("ls")
+                    },
+                    Expect::allow(),
+                ),
+        )
+        .unwrap()
+        .clone();
+    assert_eq!(h.name, "t:llm_approve_reads");
+    for t in &h.tests {
+        assert_eq!(run_test(&h, t, None).status, Status::Pass, "{:?}", t.input);
+    }
+}
+
+#[test]
+fn a_confirmed_block_stands_only_when_the_judge_agrees_and_is_judged_once_per_input() {
+    let push = |judge: &Judge, cmd: &str| {
+        judge.event(
+            EventKind::PreToolUse,
+            json!({"tool_name": "Bash", "tool_input": {"command": cmd}}),
+            None,
+        )
+    };
+    let def = || {
+        crate::block_command(
+            crate::CommandMatch::argv(&["git", "push"]).unwrap(),
+            "Pushing to a queued branch drops the push",
+        )
+        .confirm(Confirm::new("A push to a branch the merge queue admitted."))
+    };
+    let no = Judge::new(
+        r#"{"protected": false, "reasoning": "feature branch"}"#,
+        0.0,
+    );
+    let d = dispatcher(vec![def()]);
+    assert_eq!(d.dispatch(&push(&no, "git push origin feat"), soon()), None);
+    assert_eq!(d.dispatch(&push(&no, "git push origin feat"), soon()), None);
+    assert_eq!(
+        no.calls(),
+        1,
+        "the same call in the same session is judged once"
+    );
+    let prompt = no.requests()[0]["prompt"].as_str().unwrap().to_owned();
+    assert!(prompt.contains("<rule>\nA push to a branch"), "{prompt}");
+    assert!(
+        prompt.contains("<hook_message>\nBLOCKED: Pushing"),
+        "{prompt}"
+    );
+
+    let yes = Judge::new(r#"{"protected": true, "reasoning": "queued"}"#, 0.0);
+    let r = dispatcher(vec![def()]).dispatch(&push(&yes, "git push origin main"), soon());
+    assert_eq!(r.map(|r| r.action), Some(Action::Block));
+    assert_eq!(
+        dispatcher(vec![def()]).dispatch(&push(&yes, "ls"), soon()),
+        None
+    );
+    assert_eq!(yes.calls(), 1, "no block, nothing to confirm");
+
+    let slow = Judge::new(r#"{"protected": true, "reasoning": "x"}"#, 10.0);
+    let d = dispatcher(vec![def().confirm(Confirm {
+        rule: "r".into(),
+        timeout: Duration::from_millis(300),
+    })]);
+    let r = d
+        .dispatch(&push(&slow, "git push"), soon())
+        .expect("a note");
+    assert!(r.is_notice_only(), "no decision, only a note: {r:?}");
+    assert!(
+        r.system_message
+            .as_deref()
+            .unwrap_or("")
+            .contains("could not confirm its block"),
+        "{r:?}"
+    );
+    assert_eq!(
+        d.dispatch(&push(&slow, "git push"), soon()),
+        None,
+        "the note is given once"
+    );
+
+    let warn = crate::hook(&[EventKind::PreToolUse], "just a warning").confirm(Confirm::new("r"));
+    let e = Registry::new().add("t", warn).err().unwrap();
+    assert_eq!(e.field, "confirm");
+}
+
+#[test]
+fn prompt_check_turns_the_judges_action_into_a_result() {
+    let judge = Judge::new(
+        r#"{"action": "block", "reason": "it skipped the tests"}"#,
+        0.0,
+    );
+    let d = dispatcher(vec![crate::on(&[EventKind::Stop], |evt| {
+        let mut c = PromptCheck::new("Did the agent skip the tests?", "CHECK");
+        c.suffix = " Run them.".into();
+        prompt_check(evt, &c)
+    })]);
+    let r = d
+        .dispatch(&judge.event(EventKind::Stop, json!({}), None), soon())
+        .unwrap();
+    assert_eq!(r.action, Action::Block);
+    assert_eq!(
+        r.message.as_deref(),
+        Some("CHECK: it skipped the tests Run them.")
+    );
+    let prompt = judge.requests()[0]["prompt"].as_str().unwrap().to_owned();
+    assert!(prompt.contains("<agent_reasoning>"), "{prompt}");
+    let ok = Judge::new(r#"{"action": "ok", "reason": ""}"#, 0.0);
+    assert_eq!(
+        d.dispatch(&ok.event(EventKind::Stop, json!({}), None), soon()),
+        None
+    );
+}
+
+#[test]
+fn confirm_and_llm_approve_load_from_hook_files() {
+    let mut reg = Registry::new();
+    crate::loader::load_str(
+        "[[hook]]\nkind = \"block_command\"\nargv = [\"git\", \"push\"]\nreason = \"r\"\n\
+         confirm = { rule = \"A push to a queued branch.\", timeout_s = 2 }\n\
+         [[hook.test]]\ninput = { command = \"git push\" }\nexpect = \"block\"\n\
+         [[hook.test]]\ninput = { command = \"git push\", llm = { protected = false } }\nexpect = \"allow\"\n\n\
+         [[hook]]\nkind = \"llm_approve\"\nlabel = \"teammates\"\nrubric = \"Tests are fine.\"\n\
+         [[hook.test]]\ninput = { command = \"ls\" }\nexpect = \"ask\"\n",
+        "t",
+        &mut reg,
+    )
+    .unwrap();
+    for h in reg.hooks() {
+        for t in &h.tests {
+            assert_eq!(
+                run_test(h, t, None).status,
+                Status::Pass,
+                "{} {:?}",
+                h.name,
+                t.input
+            );
+        }
+    }
+    let errors = crate::loader::load_str(
+        "[[hook]]\nkind = \"deny\"\nreason = \"r\"\nconfirm = { rule = \"x\", timeout_s = -1 }\n",
+        "t",
+        &mut Registry::new(),
+    )
+    .unwrap_err();
+    assert_eq!(
+        errors[0].field.as_deref(),
+        Some("hook[0].confirm.timeout_s"),
+        "{errors:?}"
+    );
+}
+
+/// A fake Jev endpoint answering every request with `p_yes` for the `block` field.
+fn fake_jev(p_yes: f64, requests: usize) -> String {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for _ in 0..requests {
+            let Ok((conn, _)) = listener.accept() else {
+                return;
+            };
+            let mut reader = BufReader::new(conn.try_clone().unwrap());
+            let mut len = 0;
+            loop {
+                let mut h = String::new();
+                reader.read_line(&mut h).unwrap();
+                if h.trim_end().is_empty() {
+                    break;
+                }
+                if let Some(v) = h.to_ascii_lowercase().strip_prefix("content-length:") {
+                    len = v.trim().parse().unwrap();
+                }
+            }
+            let mut body = vec![0; len];
+            reader.read_exact(&mut body).unwrap();
+            let reply = json!({"answers": {"block": {"p_yes": p_yes}}}).to_string();
+            write!(
+                &conn,
+                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{reply}",
+                reply.len()
+            )
+            .unwrap();
+        }
+    });
+    url
+}
+
+#[test]
+fn jev_decides_first_and_a_reasoning_message_escalates_to_the_claude_judge() {
+    // The "claude" judge is a script that shows it saw Jev's quick verdict.
+    let judge = Judge::new(r#"{"block": true, "reasoning": "claude wrote this"}"#, 0.0);
+    let claude = judge.dir.path().join("claude.sh");
+    std::fs::write(
+        &claude,
+        format!(
+            "#!/bin/sh\ncat > \"{d}/claude-prompt\"\necho x >> \"{d}/calls\"\n\
+             printf '%s' '{{\"type\":\"result\",\"structured_output\":{{\"block\":true,\"reasoning\":\"claude wrote this\"}}}}'\n",
+            d = judge.dir.path().display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&claude, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let claude = claude.display().to_string();
+    let env = |url: &str| -> Vec<(&'static str, String)> {
+        vec![
+            ("CAPT_HOOK_LLM_BACKEND", "auto".into()),
+            ("TYPESAFE_API_KEY", "k".into()),
+            ("CAPT_HOOK_JEV_URL", url.into()),
+            ("CAPT_HOOK_CLAUDE_BIN", claude.clone()),
+        ]
+    };
+    let run = |message: &str, p_yes: f64| {
+        let vars = env(&fake_jev(p_yes, 1));
+        let vars: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        let mut o = LlmOptions::gate("Excuses?", message);
+        o.once_per_turn = Some(false);
+        let d = dispatcher(vec![llm_gate(o).unwrap()]);
+        d.dispatch(
+            &judge.event_env(EventKind::Stop, json!({}), None, &vars),
+            soon(),
+        )
+    };
+    // A literal message: Jev alone decides.
+    let r = run("Fix it.", 0.9).unwrap();
+    assert_eq!(r.message.as_deref(), Some("Fix it."));
+    assert_eq!(judge.calls(), 0, "no LLM call");
+    // Jev says no: nothing, and no LLM call even with a {reasoning} message.
+    assert_eq!(run("Fix it: {reasoning}", 0.2), None);
+    assert_eq!(judge.calls(), 0);
+    // Jev fires and the message shows the model's words: claude writes them.
+    let r = run("Fix it: {reasoning}", 0.9).unwrap();
+    assert_eq!(r.message.as_deref(), Some("Fix it: claude wrote this"));
+    assert_eq!(judge.calls(), 1);
+    let seen = std::fs::read_to_string(judge.dir.path().join("claude-prompt")).unwrap();
+    assert!(
+        seen.starts_with("<quick_verdict>\n{\"block\":true"),
+        "{seen}"
+    );
+}
+
+#[test]
+fn the_introduced_context_lists_only_what_the_edit_adds() {
+    let judge = Judge::new(r#"{"fire": true, "reasoning": "r"}"#, 0.0);
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("a.py");
+    std::fs::write(&file, "# old note\nx = 1\nos.environ['A'] = 'a'\n").unwrap();
+    let mut o = LlmOptions::nudge("Narrating comments or secrets?", "m");
+    o.contexts = vec![Context::Introduced {
+        pattern: Some(Arc::new(
+            capt_hook_code::AnyLangPattern::new("os.environ[$KEY] = $VALUE").unwrap(),
+        )),
+        kinds: vec!["comment".into()],
+        required: true,
+    }];
+    let d = dispatcher(vec![llm_nudge(o).unwrap().events(&[EventKind::PreToolUse])]);
+    let edit = |old: &str, new: &str| {
+        judge.event(
+            EventKind::PreToolUse,
+            json!({"tool_name": "Edit", "tool_input": {"file_path": file, "old_string": old, "new_string": new}}),
+            None,
+        )
+    };
+    let r = d.dispatch(
+        &edit("x = 1", "x = 2  # bumped x\nos.environ['B'] = 'b'"),
+        soon(),
+    );
+    assert_eq!(r.map(|r| r.action), Some(Action::Warn));
+    let prompt = judge.requests()[0]["prompt"].as_str().unwrap().to_owned();
+    assert!(
+        prompt.contains(
+            "<introduced>\nline 2: # bumped x\nline 3: os.environ['B'] = 'b'\n</introduced>"
+        ),
+        "{prompt}"
+    );
+    assert_eq!(d.dispatch(&edit("x = 1", "x = 3"), soon()), None);
+    assert_eq!(judge.calls(), 1, "nothing introduced: no call");
+}
