@@ -18,6 +18,7 @@ pub mod replay;
 pub mod session;
 pub mod spec;
 pub mod testing;
+pub mod tickets;
 pub mod worker;
 
 pub use capt_hook_core as core;
