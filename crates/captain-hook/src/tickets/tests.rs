@@ -373,3 +373,47 @@ fn templates_fill_escaped_values_and_skip_regex_braces() {
     );
     let _ = Path::new("");
 }
+
+#[test]
+fn hook_files_reject_bad_declarations_naming_the_field() {
+    let base = "[[hook]]\nkind = \"tickets\"\nticket = \"chat.post\"\nplace = { channel = \"/channel\" }\nreach = \"place\"\ndeny = \"ask\"\n";
+    for (rules, field, words) in [
+        (
+            "rules = [{ name = \"a\", user_said = \"{room}\" }]",
+            "hook[0].rules[0].user_said",
+            "`{room}` is not a place key",
+        ),
+        (
+            "rules = [{ name = \"a\", user_said = \"x\", condition = { mcp_tool = true } }]",
+            "hook[0].rules[0]",
+            "exactly one of",
+        ),
+        (
+            "rules = [{ name = \"a\", user_said = \"post(\" }]",
+            "hook[0].rules[0].user_said",
+            "",
+        ),
+        (
+            "rules = [{ name = \"a\", user_said = \"x\" }]\nttl = \"3w\"",
+            "hook[0].ttl",
+            "unknown unit `w`",
+        ),
+        ("rules = []", "hook[0].rules", "at least one rule"),
+    ] {
+        let mut reg = crate::registry::Registry::new();
+        let text = format!("{base}{rules}\n");
+        let errors = crate::loader::load_str(&text, "t", &mut reg).unwrap_err();
+        assert_eq!(errors.len(), 1, "{errors:?}");
+        assert_eq!(
+            errors[0].field.as_deref(),
+            Some(field),
+            "{text}: {errors:?}"
+        );
+        assert!(errors[0].message.contains(words), "{text}: {errors:?}");
+    }
+    let mut reg = crate::registry::Registry::new();
+    let ok = format!(
+        "{base}rules = [{{ name = \"a\", user_said = \"post .*#{{channel}}\\\\b\" }}]\nttl = \"90m\"\n"
+    );
+    crate::loader::load_str(&ok, "t", &mut reg).unwrap();
+}
