@@ -18,6 +18,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 
 mod logging;
 mod scaffold;
+mod tickets;
 
 /// Claude Code hooks as typed, declarative data.
 #[derive(Debug, Parser)]
@@ -71,6 +72,11 @@ enum Command {
     Init,
     /// Check the installation: duplicate hook registrations, a missing or stale host.
     Doctor,
+    /// The project's permission tickets: list or revoke them.
+    Tickets {
+        #[command(subcommand)]
+        command: tickets::TicketsCommand,
+    },
     /// Replay a recorded transcript through the hooks and show where they would have fired.
     Replay {
         /// The transcript (`.jsonl`) to replay.
@@ -106,6 +112,7 @@ fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Command::List => list(&cli.root, &cli.hooks),
         Command::Init => scaffold::init(&project_root(&cli.root, None)),
+        Command::Tickets { command } => tickets::run(&project_root(&cli.root, None), command),
         Command::Replay { transcript, all } => {
             let root = project_root(&cli.root, None);
             let (registry, errors) = load(&root, &cli.hooks);

@@ -114,6 +114,11 @@ pub struct TicketStore {
     path: PathBuf,
 }
 
+/// Unix milliseconds as `YYYYMMDDTHHMMSSZ`, for listings.
+pub fn utc_time(unix_ms: u64) -> String {
+    file::utc_stamp(std::time::UNIX_EPOCH + Duration::from_millis(unix_ms))
+}
+
 /// The twelve-hex id of a new ticket: unique per mint, not guessable from its content.
 pub fn new_ticket_id(kind: &str, place: &BTreeMap<String, String>, now: u64) -> String {
     let mut h = blake3::Hasher::new();
