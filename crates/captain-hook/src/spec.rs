@@ -972,6 +972,10 @@ kind_spec!(
         /// Markers of a prompt a tool wrote on the user's behalf.
         #[serde(default)]
         machine: Vec<String>,
+        /// A covered call is allowed outright (default true); false: the ticket only lifts the
+        /// deny and Claude Code's permission flow decides.
+        #[serde(default = "yes")]
+        grant: bool,
     }
 );
 

@@ -128,6 +128,9 @@ pub struct Tickets {
     pub window: usize,
     /// Markers of a prompt a tool wrote on the user's behalf; such a prompt is never theirs.
     pub machine: Vec<String>,
+    /// A covered action is allowed outright (`permissionDecision: "allow"`, no dialog); off,
+    /// the ticket only stops the deny and Claude Code's permission flow decides.
+    pub grant: bool,
 }
 
 /// What `check` decided.
@@ -142,16 +145,22 @@ pub enum Outcome {
 }
 
 impl Outcome {
-    /// The hook result: allow naming the ticket, or block.
-    pub fn into_result(self) -> HookResult {
+    /// The hook result: allow naming the ticket (with `grant` off, the same words as context
+    /// only, so Claude Code's own permission flow still decides), or block.
+    pub fn into_result(self, grant: bool) -> HookResult {
         match self {
             Outcome::Covered(t) | Outcome::Minted(t) => {
-                let mut r = HookResult::allow();
-                r.message = Some(format!(
+                let text = format!(
                     "ticket {} ({} via rule `{}`) covers this call",
                     t.id, t.kind, t.rule
-                ));
-                r
+                );
+                if grant {
+                    let mut r = HookResult::allow();
+                    r.message = Some(text);
+                    r
+                } else {
+                    HookResult::warn(text)
+                }
             }
             Outcome::Denied(m) => HookResult::block(m),
         }
@@ -690,7 +699,7 @@ pub fn tickets(decl: Tickets) -> Result<HookDef, DefError> {
     }
     let identity = decl.kind.clone();
     let handler: HandlerFn = Arc::new(move |evt: &Event| -> HandlerResult {
-        Ok(Some(decl.check(evt, None).into_result()))
+        Ok(Some(decl.check(evt, None).into_result(decl.grant)))
     });
     Ok(custom(CustomKind {
         kind: "tickets",

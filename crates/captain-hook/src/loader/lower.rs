@@ -414,6 +414,7 @@ fn tickets_from_spec(s: &TicketsSpec) -> Result<HookDef, DefError> {
         ttl,
         window: s.window.unwrap_or(crate::tickets::DEFAULT_WINDOW),
         machine: s.machine.clone(),
+        grant: s.grant,
     })
 }
 

@@ -110,6 +110,7 @@ fn decl(reach: Reach, when: Source) -> Tickets {
         ttl: Some(Duration::from_secs(3600)),
         window: DEFAULT_WINDOW,
         machine: vec!["[automated]".into()],
+        grant: true,
     }
 }
 
