@@ -2,7 +2,6 @@
 //! real program (a shell script the `command` backend runs).
 
 use std::collections::BTreeMap;
-use std::path::Path;
 use std::sync::Arc;
 
 use capt_hook_core::{Event, EventContext, EventKind};
@@ -372,7 +371,16 @@ fn templates_fill_escaped_values_and_skip_regex_braces() {
         answer_pairs("User has answered your questions: \"A?\"=\"x\", \"B?\"=\"y\"."),
         vec![("A?".into(), "x".into()), ("B?".into(), "y".into())]
     );
-    let _ = Path::new("");
+    // Every escaped place value compiles and matches itself literally, whichever engine runs.
+    for value in ["a b#c-d~e&f", "x.y*z", "(team) [ops]", "{c}", "naïve"] {
+        let v = |_: &str| Some(value.to_owned());
+        for template in ["{channel}", "(?<=to ){channel}"] {
+            let p = Pattern::new(&fill(template, &v, true).unwrap(), Mode::IgnoreCase)
+                .unwrap_or_else(|e| panic!("{value}: {e}"));
+            assert!(p.is_match(&format!("post to {value}")), "{value}");
+            assert!(!p.is_match("post to ab"), "{value}");
+        }
+    }
 }
 
 #[test]
