@@ -928,8 +928,11 @@ pub struct DecideSpec {
     pub model: Option<ModelSpec>,
     /// Who judges (default: the project's `CAPT_HOOK_LLM_BACKEND`, else `auto`).
     pub backend: Option<BackendSpec>,
-    /// Seconds the judge may take (default 20); past it the rule found nothing.
+    /// Seconds each asking of the judge may take (default 20); past it the rule found nothing.
     pub deadline: Option<f64>,
+    /// Ask a refusal again on the evidence alone; refuse only when both refuse (default true).
+    #[serde(default = "yes")]
+    pub second_opinion: bool,
 }
 
 /// One rule that mints a ticket: a name and exactly one evidence source.

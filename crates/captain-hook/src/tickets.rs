@@ -56,8 +56,10 @@ pub struct Decide {
     pub model: Size,
     /// The judge (`None`: the project default).
     pub backend: Option<BackendChoice>,
-    /// How long the judge may take; past it the rule found nothing.
+    /// How long each asking of the judge may take; past it the rule found nothing.
     pub deadline: Duration,
+    /// A refusal is asked again on the evidence alone; refused only when both refuse.
+    pub second_opinion: bool,
 }
 
 impl Decide {
@@ -68,6 +70,7 @@ impl Decide {
             model: Size::Small,
             backend: None,
             deadline: Duration::from_secs(20),
+            second_opinion: true,
         }
     }
 }
@@ -544,30 +547,41 @@ impl Tickets {
             .zip(&ids)
             .map(|(it, id)| format!("[{id}] ({}) {}\n", it.source, it.text))
             .collect();
-        let task = "Does one evidence item show the user permitting exactly this action? Cite its \
-                    id, or answer none. Only the user's own words count; never infer permission.";
-        let blocks = [
-            Block::new("rules", d.rules.trim()),
-            Block::new("action", format!("{}\n{}", p.summary, p.payload)),
-            Block::new("evidence", evidence),
-        ];
-        let prompt = capt_hook_llm::render(&blocks, task);
+        let first = "Does one evidence item show the user permitting exactly this action? Cite \
+                     its id, or answer none. Only the user's own words count; never infer \
+                     permission.";
+        let second = "Read the evidence items alone, one at a time: does one of them, in the \
+                      user's own words, permit exactly this action? Cite its id, or answer none.";
         let base: Map<String, Value> = [("cite".to_owned(), json!("none"))].into_iter().collect();
-        let q = Question {
-            prompt: &prompt,
-            task,
-            schema: &schema,
-            size: d.model,
-            agent: false,
-            backend: d.backend,
-            timeout: Some(d.deadline),
-            stub_base: Some(&base),
+        let ask_once = |task: &str, suffix: &str| -> Result<Option<usize>, String> {
+            let blocks = [
+                Block::new("rules", d.rules.trim()),
+                Block::new("action", format!("{}\n{}", p.summary, p.payload)),
+                Block::new("evidence", evidence.clone()),
+            ];
+            let prompt = capt_hook_llm::render(&blocks, task);
+            let q = Question {
+                prompt: &prompt,
+                task,
+                schema: &schema,
+                size: d.model,
+                agent: false,
+                backend: d.backend,
+                timeout: Some(d.deadline),
+                stub_base: Some(&base),
+            };
+            let name = format!("tickets_{}_{rule}{suffix}", self.kind);
+            // A judge that cannot answer in time found nothing; the deny says so.
+            let v = ask(evt, &q, &name).map_err(|e| format!("the judge gave no verdict ({e})"))?;
+            let cite = v.get("cite").and_then(Value::as_str).unwrap_or("none");
+            Ok(ids.iter().position(|id| id == cite))
         };
-        let name = format!("tickets_{}_{rule}", self.kind);
-        // A judge that cannot answer in time found nothing; the deny says so.
-        let v = ask(evt, &q, &name).map_err(|e| format!("the judge gave no verdict ({e})"))?;
-        let cite = v.get("cite").and_then(Value::as_str).unwrap_or("none");
-        Ok(ids.iter().position(|id| id == cite).map(|i| {
+        let mut cited = ask_once(first, "")?;
+        // One refusal is asked again; the action is refused only when both askings refuse.
+        if cited.is_none() && d.second_opinion {
+            cited = ask_once(second, "_second")?;
+        }
+        Ok(cited.map(|i| {
             vec![Evidence {
                 source: format!("decide:{}", items[i].source),
                 text: items[i].text.clone(),

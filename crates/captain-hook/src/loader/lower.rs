@@ -376,6 +376,7 @@ fn tickets_from_spec(s: &TicketsSpec) -> Result<HookDef, DefError> {
                 let mut decide = Decide::new(d.rules.clone());
                 decide.model = crate::llm::model_of(d.model);
                 decide.backend = crate::llm::backend_of(d.backend);
+                decide.second_opinion = d.second_opinion;
                 if let Some(secs) = d.deadline {
                     decide.deadline =
                         crate::llm::seconds(&format!("{field}.decide.deadline"), secs)?;

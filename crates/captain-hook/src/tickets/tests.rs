@@ -46,8 +46,13 @@ impl Scratch {
     }
 
     fn judge(&self, verdict: &str) -> Arc<BTreeMap<String, String>> {
+        self.judge_script(&format!("printf '%s' '{verdict}'"))
+    }
+
+    /// A judge running `answer` (shell) after counting the call in `calls`.
+    fn judge_script(&self, answer: &str) -> Arc<BTreeMap<String, String>> {
         let script = format!(
-            "cat > /dev/null\necho x >> \"{d}/calls\"\nprintf '%s' '{verdict}'\n",
+            "cat > /dev/null\necho x >> \"{d}/calls\"\n{answer}\n",
             d = self.dir.path().display()
         );
         std::fs::write(self.dir.path().join("judge.sh"), script).unwrap();
@@ -85,6 +90,12 @@ impl Scratch {
         Event::new(EventKind::PreToolUse, payload, ctx)
             .unwrap()
             .with_transcript(capt_hook_transcript::Transcript::from_values(lines.iter()))
+    }
+
+    fn calls(&self) -> usize {
+        std::fs::read_to_string(self.dir.path().join("calls"))
+            .map(|t| t.lines().count())
+            .unwrap_or(0)
     }
 
     fn store(&self) -> TicketStore {
@@ -286,6 +297,17 @@ fn decide_mints_on_the_judges_citation_and_keeps_the_words() {
         d.check(&s2.event("deploys", &lines, Some(env)), None),
         Outcome::Denied(_)
     ));
+    // A second opinion that cites mints on its citation.
+    let s4 = Scratch::new();
+    let env = s4.judge_script(&format!(
+        "if [ $(wc -l < \"{}/calls\") -eq 1 ]; then printf '%s' '{{\"cite\":\"none\",\"reasoning\":\"no\"}}'; else printf '%s' '{{\"cite\":\"e1\",\"reasoning\":\"yes\"}}'; fi",
+        s4.dir.path().display()
+    ));
+    assert!(matches!(
+        d.check(&s4.event("deploys", &lines, Some(env)), None),
+        Outcome::Minted(_)
+    ));
+    assert_eq!(s4.calls(), 2);
     // An answer outside the schema is no citation: denied, naming the judge.
     let s3 = Scratch::new();
     let env = s3.judge(r#"{"cite":"e7","reasoning":"made up"}"#);
