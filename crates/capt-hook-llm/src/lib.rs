@@ -132,8 +132,9 @@ pub enum CallErrorKind {
         /// The OS error.
         reason: String,
     },
-    /// The deadline passed; the process was killed.
-    #[error("no verdict within {0:.1?}")]
+    /// The deadline passed (after this long); the process was killed. The message leaves the
+    /// time out, so repeated timeouts read the same (notes are given once per distinct text).
+    #[error("no verdict before the deadline")]
     Timeout(Duration),
     /// The deadline had passed (or nearly) before the call could start.
     #[error("no time left before the event's deadline")]

@@ -766,6 +766,8 @@ pub enum ContextName {
     BeforeEdit,
     /// `<after_edit>`: the edited file around the change, after the call.
     AfterEdit,
+    /// `<introduced>`: what the edit adds (`pattern` matches, or `kinds` nodes on changed lines).
+    Introduced,
 }
 
 /// An evidence block, by name or with options.
@@ -778,9 +780,12 @@ pub enum ContextSpec {
     Options {
         /// Which block.
         context: ContextName,
-        /// Skip the judge when the block is empty.
-        #[serde(default)]
-        required: bool,
+        /// Skip the judge when the block is empty (default: true for `introduced`, else false).
+        required: Option<bool>,
+        /// `introduced`: an ast-grep pattern; its new matches are listed.
+        pattern: Option<String>,
+        /// `introduced`: tree-sitter node kinds (`comment`, …) listed when on changed lines.
+        kinds: Option<Vec<String>>,
     },
 }
 
@@ -842,6 +847,10 @@ kind_spec!(
         on_incomplete: Option<String>,
         /// Seconds the judge may take (default 90), always within the event's deadline.
         timeout_s: Option<f64>,
+        /// Under Jev: `true` sends verdicts that fire on to the `claude` judge (which sees
+        /// Jev's answer), `false` never does (default: escalate when `message` names a text
+        /// field, which Jev cannot write).
+        escalate: Option<bool>,
     }
 );
 

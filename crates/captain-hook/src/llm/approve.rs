@@ -91,6 +91,7 @@ pub fn llm_approve(o: ApproveOptions) -> Result<HookDef, DefError> {
             backend: o.backend,
             timeout: o.timeout,
             stub_base: Some(&base),
+            escalate: None,
         };
         match ask(evt, &q, &name) {
             Ok(v) if v.get("safe") == Some(&Value::Bool(true)) => Ok(Some(HookResult::allow())),
@@ -187,6 +188,7 @@ pub fn prompt_check(evt: &Event, check: &PromptCheck) -> HandlerResult {
         backend: check.backend,
         timeout: Some(check.timeout),
         stub_base: None,
+        escalate: None,
     };
     let name = format!("prompt_check_{}", short_hash(&check.template));
     let v = ask(evt, &q, &name).map_err(HandlerError::new)?;
@@ -326,6 +328,7 @@ fn judge_confirm(evt: &Event, c: &Confirm, message: &str, name: &str) -> Result<
         backend: None,
         timeout: Some(c.timeout),
         stub_base: None,
+        escalate: None,
     };
     let v = ask(evt, &q, name)?;
     Ok(v.get("protected") == Some(&Value::Bool(true)))

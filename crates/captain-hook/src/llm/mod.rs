@@ -64,6 +64,17 @@ pub enum Context {
         /// Skip the judge (no fire consumed) when there is no such text.
         required: bool,
     },
+    /// `<introduced>`: what the edit adds that the file did not have, one `line N: text` per
+    /// find: matches of an ast-grep pattern (new ones only), or nodes of the given tree-sitter
+    /// kinds (`comment`, …) on changed lines. Empty for files in no supported language.
+    Introduced {
+        /// The ast-grep pattern, compiled for each file's language.
+        pattern: Option<Arc<capt_hook_code::AnyLangPattern>>,
+        /// Node kinds whose nodes on changed lines count.
+        kinds: Vec<String>,
+        /// Skip the judge (no fire consumed) when nothing was introduced (default true).
+        required: bool,
+    },
     /// Any evidence, computed in Rust.
     Custom {
         /// The block's tag.
@@ -80,6 +91,7 @@ impl Context {
         match self {
             Context::BeforeEdit { .. } => "before_edit",
             Context::AfterEdit { .. } => "after_edit",
+            Context::Introduced { .. } => "introduced",
             Context::Custom { tag, .. } => tag,
         }
     }
@@ -87,7 +99,7 @@ impl Context {
     fn required(&self) -> bool {
         match self {
             Context::BeforeEdit { required } | Context::AfterEdit { required } => *required,
-            Context::Custom { required, .. } => *required,
+            Context::Introduced { required, .. } | Context::Custom { required, .. } => *required,
         }
     }
 
@@ -103,10 +115,54 @@ impl Context {
         match self {
             Context::BeforeEdit { .. } => excerpts().map(|(before, _)| before),
             Context::AfterEdit { .. } => excerpts().map(|(_, after)| after),
+            Context::Introduced { pattern, kinds, .. } => {
+                introduced(evt, pattern.as_deref(), kinds)
+            }
             Context::Custom { render, .. } => render(evt),
         }
         .filter(|t| !t.trim().is_empty())
     }
+}
+
+/// What the event's edit introduces, as `line N: text` lines (see [`Context::Introduced`]).
+fn introduced(
+    evt: &Event,
+    pattern: Option<&capt_hook_code::AnyLangPattern>,
+    kinds: &[String],
+) -> Option<String> {
+    use capt_hook_code::{Lang, ParsedCode, changed_lines, diff_lint};
+    let images = evt.edit_images()?;
+    let lang = Lang::from_path(evt.file()?)?;
+    let mut lines: Vec<(usize, String)> = Vec::new();
+    if let Some(p) = pattern.and_then(|p| p.for_lang(lang)) {
+        lines.extend(
+            diff_lint(p, &images.pre, &images.post)
+                .into_iter()
+                .map(|v| (v.line, v.snippet)),
+        );
+    }
+    if !kinds.is_empty() {
+        let changed = changed_lines(&images.pre, &images.post);
+        let parsed = ParsedCode::parse(lang, &images.post).ok()?;
+        let mut stack = vec![parsed.ts_root()];
+        while let Some(node) = stack.pop() {
+            let line = node.start_position().row + 1;
+            if kinds.iter().any(|k| k == node.kind()) && changed.iter().any(|r| r.contains(&line)) {
+                let text = images.post.get(node.byte_range()).unwrap_or("").trim();
+                lines.push((line, text.lines().next().unwrap_or("").to_owned()));
+                continue;
+            }
+            let mut cursor = node.walk();
+            stack.extend(node.children(&mut cursor));
+        }
+    }
+    lines.sort();
+    lines.dedup();
+    let out: Vec<String> = lines
+        .into_iter()
+        .map(|(n, text)| format!("line {n}: {text}"))
+        .collect();
+    Some(out.join("\n"))
 }
 
 /// Characters of an edited file shown before and after the change.
@@ -163,6 +219,9 @@ pub struct LlmOptions {
     pub on_incomplete: Option<String>,
     /// The judge's own time limit (`None`: [`DEFAULT_TIMEOUT`]), always within the event's.
     pub timeout: Option<Duration>,
+    /// Under Jev, which verdicts the `claude` judge must confirm (`None`: the verdicts that
+    /// fire when the message names a text field, since Jev writes no prose; else none).
+    pub escalate: Option<EscalateFn>,
 }
 
 impl LlmOptions {
@@ -188,6 +247,7 @@ impl LlmOptions {
             diff: false,
             on_incomplete: None,
             timeout: None,
+            escalate: None,
         }
     }
 
@@ -272,6 +332,12 @@ fn build(o: LlmOptions, block: bool) -> Result<HookDef, DefError> {
                 ),
             ));
         }
+    }
+    if !block && o.on_incomplete.is_some() {
+        return Err(DefError::new(
+            "on_incomplete",
+            "`on_incomplete` applies to llm_gate only; a nudge never blocks",
+        ));
     }
     if o.on_incomplete
         .as_deref()
@@ -392,20 +458,52 @@ pub(crate) fn from_spec(
     }
     o.label = s.label.clone();
     o.signals = signals;
-    o.contexts = s
-        .contexts
-        .iter()
-        .map(|c| {
-            let (name, required) = match c {
-                ContextSpec::Name(n) => (*n, false),
-                ContextSpec::Options { context, required } => (*context, *required),
-            };
-            match name {
-                ContextName::BeforeEdit => Context::BeforeEdit { required },
-                ContextName::AfterEdit => Context::AfterEdit { required },
+    let mut contexts = Vec::new();
+    for (i, c) in s.contexts.iter().enumerate() {
+        let at = |what: &str| format!("contexts[{i}]{what}");
+        let (name, required, pattern, kinds) = match c {
+            ContextSpec::Name(n) => (*n, None, None, None),
+            ContextSpec::Options {
+                context,
+                required,
+                pattern,
+                kinds,
+            } => (*context, *required, pattern.as_ref(), kinds.as_ref()),
+        };
+        if name != ContextName::Introduced && (pattern.is_some() || kinds.is_some()) {
+            return Err(DefError::new(
+                at(""),
+                "`pattern` and `kinds` belong to the `introduced` context",
+            ));
+        }
+        contexts.push(match name {
+            ContextName::BeforeEdit => Context::BeforeEdit {
+                required: required.unwrap_or(false),
+            },
+            ContextName::AfterEdit => Context::AfterEdit {
+                required: required.unwrap_or(false),
+            },
+            ContextName::Introduced => {
+                let pattern = pattern
+                    .map(|p| capt_hook_code::AnyLangPattern::new(p).map(Arc::new))
+                    .transpose()
+                    .map_err(|e| DefError::new(at(".pattern"), e.to_string()))?;
+                let kinds = kinds.cloned().unwrap_or_default();
+                if pattern.is_none() && kinds.is_empty() {
+                    return Err(DefError::new(
+                        at(""),
+                        "`introduced` needs a `pattern` or `kinds` to look for",
+                    ));
+                }
+                Context::Introduced {
+                    pattern,
+                    kinds,
+                    required: required.unwrap_or(true),
+                }
             }
-        })
-        .collect();
+        });
+    }
+    o.contexts = contexts;
     o.guards_waiting = s.guards_waiting;
     o.once_per_turn = s.once_per_turn;
     if let Some(m) = s.max_context {
@@ -430,15 +528,12 @@ pub(crate) fn from_spec(
     }
     o.diff = s.diff;
     o.on_incomplete = s.on_incomplete.clone();
-    if let Some(t) = s.timeout_s {
-        if !(t.is_finite() && t > 0.0) {
-            return Err(DefError::new(
-                "timeout_s",
-                "give a positive number of seconds",
-            ));
-        }
-        o.timeout = Some(Duration::from_secs_f64(t));
-    }
+    o.timeout = s.timeout_s.map(|t| seconds("timeout_s", t)).transpose()?;
+    o.escalate = s.escalate.map(|on| {
+        let field = o.verdict.clone();
+        Arc::new(move |v: &Map<String, Value>| on && v.get(&field) == Some(&Value::Bool(true)))
+            as EscalateFn
+    });
     build(o, block)
 }
 
@@ -535,8 +630,14 @@ impl LlmStub {
 /// event came through the host; everything else from this process.
 pub(crate) fn env_var(evt: &Event, name: &str) -> Option<String> {
     match &evt.context().request_env {
-        Some(env) if capt_hook_proto::is_request_env(name) => env.get(name).cloned(),
-        _ => std::env::var(name).ok(),
+        Some(env) => env.get(name).cloned().or_else(|| {
+            // A request-scoped name the sender did not set is unset: the worker's own value
+            // belongs to whichever session started it.
+            (!capt_hook_proto::is_request_env(name))
+                .then(|| std::env::var(name).ok())
+                .flatten()
+        }),
+        None => std::env::var(name).ok(),
     }
 }
 
@@ -612,7 +713,13 @@ pub(crate) struct Question<'a> {
     /// What the inline-test stub answers before the test's own fields (default: the schema's
     /// stub, which fires).
     pub stub_base: Option<&'a Map<String, Value>>,
+    /// Two stages: when Jev answers first, the verdicts this holds for go on to the `claude`
+    /// judge, which sees Jev's answer (a Jev failure goes there too).
+    pub escalate: Option<&'a EscalateFn>,
 }
+
+/// Which first-stage verdicts a second, stronger judge must confirm (Rust SDK).
+pub type EscalateFn = Arc<dyn Fn(&Map<String, Value>) -> bool + Send + Sync>;
 
 /// Asks the judge (or the inline-test stub).
 pub(crate) fn ask(evt: &Event, q: &Question<'_>, name: &str) -> Result<Map<String, Value>, String> {
@@ -635,13 +742,47 @@ pub(crate) fn ask(evt: &Event, q: &Question<'_>, name: &str) -> Result<Map<Strin
         .filter(|d| !d.is_empty())
         .map(std::path::PathBuf::from)
         .unwrap_or_else(capt_hook_proto::paths::log_dir);
-    capt_hook_llm::judge(backend, &call, name, Some(&log))
+    let first = capt_hook_llm::judge(backend, &call, name, Some(&log));
+    let Some(escalate) = q.escalate.filter(|_| backend.name() == "jev") else {
+        return first.map(|a| a.verdict).map_err(|e| e.to_string());
+    };
+    let quick = match first {
+        Ok(a) if !escalate(&a.verdict) => return Ok(a.verdict),
+        Ok(a) => Some(Value::Object(a.verdict).to_string()),
+        // A failed first stage asks the second without a quick verdict.
+        Err(_) => None,
+    };
+    // The fast classifier's answer leads, so the second judge writes the words it lacks.
+    let prompt = match &quick {
+        Some(v) => format!("<quick_verdict>\n{v}\n</quick_verdict>\n\n{}", q.prompt),
+        None => q.prompt.to_owned(),
+    };
+    let call = Call {
+        prompt: &prompt,
+        ..call
+    };
+    capt_hook_llm::judge(&settings.claude, &call, name, Some(&log))
         .map(|a| a.verdict)
         .map_err(|e| e.to_string())
 }
 
 fn handler(o: LlmOptions, block: bool, name: String) -> HandlerFn {
     let ledger_key = name.clone();
+    let escalate: Option<EscalateFn> = o.escalate.clone().or_else(|| {
+        let writes_prose = match &o.message {
+            Message::Template(t) => t.fields().iter().any(|f| {
+                o.response
+                    .field(f)
+                    .is_some_and(|f| f.ty == FieldType::String)
+            }),
+            Message::Fn(_) => false,
+        };
+        let field = o.verdict.clone();
+        writes_prose.then(|| {
+            Arc::new(move |v: &Map<String, Value>| v.get(&field) == Some(&Value::Bool(true)))
+                as EscalateFn
+        })
+    });
     Arc::new(move |evt: &Event| -> HandlerResult {
         // A hook evaluated inside a judge's own session must not judge again.
         if env_var(evt, capt_hook_proto::env::CAPT_HOOK_JUDGE).is_some() {
@@ -682,6 +823,7 @@ fn handler(o: LlmOptions, block: bool, name: String) -> HandlerFn {
             backend: o.backend,
             timeout: o.timeout,
             stub_base: None,
+            escalate: escalate.as_ref(),
         };
         let verdict = match ask(evt, &question, &name) {
             Ok(v) => v,

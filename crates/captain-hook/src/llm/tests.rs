@@ -710,3 +710,130 @@ fn confirm_and_llm_approve_load_from_hook_files() {
         "{errors:?}"
     );
 }
+
+/// A fake Jev endpoint answering every request with `p_yes` for the `block` field.
+fn fake_jev(p_yes: f64, requests: usize) -> String {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for _ in 0..requests {
+            let Ok((conn, _)) = listener.accept() else {
+                return;
+            };
+            let mut reader = BufReader::new(conn.try_clone().unwrap());
+            let mut len = 0;
+            loop {
+                let mut h = String::new();
+                reader.read_line(&mut h).unwrap();
+                if h.trim_end().is_empty() {
+                    break;
+                }
+                if let Some(v) = h.to_ascii_lowercase().strip_prefix("content-length:") {
+                    len = v.trim().parse().unwrap();
+                }
+            }
+            let mut body = vec![0; len];
+            reader.read_exact(&mut body).unwrap();
+            let reply = json!({"answers": {"block": {"p_yes": p_yes}}}).to_string();
+            write!(
+                &conn,
+                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{reply}",
+                reply.len()
+            )
+            .unwrap();
+        }
+    });
+    url
+}
+
+#[test]
+fn jev_decides_first_and_a_reasoning_message_escalates_to_the_claude_judge() {
+    // The "claude" judge is a script that shows it saw Jev's quick verdict.
+    let judge = Judge::new(r#"{"block": true, "reasoning": "claude wrote this"}"#, 0.0);
+    let claude = judge.dir.path().join("claude.sh");
+    std::fs::write(
+        &claude,
+        format!(
+            "#!/bin/sh\ncat > \"{d}/claude-prompt\"\necho x >> \"{d}/calls\"\n\
+             printf '%s' '{{\"type\":\"result\",\"structured_output\":{{\"block\":true,\"reasoning\":\"claude wrote this\"}}}}'\n",
+            d = judge.dir.path().display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&claude, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let claude = claude.display().to_string();
+    let env = |url: &str| -> Vec<(&'static str, String)> {
+        vec![
+            ("CAPT_HOOK_LLM_BACKEND", "auto".into()),
+            ("TYPESAFE_API_KEY", "k".into()),
+            ("CAPT_HOOK_JEV_URL", url.into()),
+            ("CAPT_HOOK_CLAUDE_BIN", claude.clone()),
+        ]
+    };
+    let run = |message: &str, p_yes: f64| {
+        let vars = env(&fake_jev(p_yes, 1));
+        let vars: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        let mut o = LlmOptions::gate("Excuses?", message);
+        o.once_per_turn = Some(false);
+        let d = dispatcher(vec![llm_gate(o).unwrap()]);
+        d.dispatch(
+            &judge.event_env(EventKind::Stop, json!({}), None, &vars),
+            soon(),
+        )
+    };
+    // A literal message: Jev alone decides.
+    let r = run("Fix it.", 0.9).unwrap();
+    assert_eq!(r.message.as_deref(), Some("Fix it."));
+    assert_eq!(judge.calls(), 0, "no LLM call");
+    // Jev says no: nothing, and no LLM call even with a {reasoning} message.
+    assert_eq!(run("Fix it: {reasoning}", 0.2), None);
+    assert_eq!(judge.calls(), 0);
+    // Jev fires and the message shows the model's words: claude writes them.
+    let r = run("Fix it: {reasoning}", 0.9).unwrap();
+    assert_eq!(r.message.as_deref(), Some("Fix it: claude wrote this"));
+    assert_eq!(judge.calls(), 1);
+    let seen = std::fs::read_to_string(judge.dir.path().join("claude-prompt")).unwrap();
+    assert!(
+        seen.starts_with("<quick_verdict>\n{\"block\":true"),
+        "{seen}"
+    );
+}
+
+#[test]
+fn the_introduced_context_lists_only_what_the_edit_adds() {
+    let judge = Judge::new(r#"{"fire": true, "reasoning": "r"}"#, 0.0);
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("a.py");
+    std::fs::write(&file, "# old note\nx = 1\nos.environ['A'] = 'a'\n").unwrap();
+    let mut o = LlmOptions::nudge("Narrating comments or secrets?", "m");
+    o.contexts = vec![Context::Introduced {
+        pattern: Some(Arc::new(
+            capt_hook_code::AnyLangPattern::new("os.environ[$KEY] = $VALUE").unwrap(),
+        )),
+        kinds: vec!["comment".into()],
+        required: true,
+    }];
+    let d = dispatcher(vec![llm_nudge(o).unwrap().events(&[EventKind::PreToolUse])]);
+    let edit = |old: &str, new: &str| {
+        judge.event(
+            EventKind::PreToolUse,
+            json!({"tool_name": "Edit", "tool_input": {"file_path": file, "old_string": old, "new_string": new}}),
+            None,
+        )
+    };
+    let r = d.dispatch(
+        &edit("x = 1", "x = 2  # bumped x\nos.environ['B'] = 'b'"),
+        soon(),
+    );
+    assert_eq!(r.map(|r| r.action), Some(Action::Warn));
+    let prompt = judge.requests()[0]["prompt"].as_str().unwrap().to_owned();
+    assert!(
+        prompt.contains(
+            "<introduced>\nline 2: # bumped x\nline 3: os.environ['B'] = 'b'\n</introduced>"
+        ),
+        "{prompt}"
+    );
+    assert_eq!(d.dispatch(&edit("x = 1", "x = 3"), soon()), None);
+    assert_eq!(judge.calls(), 1, "nothing introduced: no call");
+}
