@@ -14,7 +14,7 @@ use serde_json::{Map, Value, json};
 pub use capt_hook_state::tickets::{Evidence, Reach, Ticket, TicketStore, new_ticket_id};
 
 use crate::hook::{HandlerFn, HandlerResult};
-use crate::llm::{BackendChoice, Field, FieldType, Question, Size, VerdictSchema, ask};
+use crate::llm::{BackendChoice, EscalateFn, Field, FieldType, Question, Size, VerdictSchema, ask};
 use crate::primitives::{CustomKind, DefError, HookDef, custom};
 
 /// How long an [`Tickets::unchecked`] ticket lives: long enough for the one action it covers.
@@ -553,6 +553,13 @@ impl Tickets {
         let second = "Read the evidence items alone, one at a time: does one of them, in the \
                       user's own words, permit exactly this action? Cite its id, or answer none.";
         let base: Map<String, Value> = [("cite".to_owned(), json!("none"))].into_iter().collect();
+        // Under Jev, a refusal goes on to the claude judge (a Jev failure too): only a sure
+        // citation settles the question on the fast path.
+        let escalate: EscalateFn = Arc::new(|v| {
+            v.get("cite")
+                .and_then(Value::as_str)
+                .is_none_or(|c| c == "none")
+        });
         let ask_once = |task: &str, suffix: &str| -> Result<Option<usize>, String> {
             let blocks = [
                 Block::new("rules", d.rules.trim()),
@@ -569,6 +576,7 @@ impl Tickets {
                 backend: d.backend,
                 timeout: Some(d.deadline),
                 stub_base: Some(&base),
+                escalate: Some(&escalate),
             };
             let name = format!("tickets_{}_{rule}{suffix}", self.kind);
             // A judge that cannot answer in time found nothing; the deny says so.
