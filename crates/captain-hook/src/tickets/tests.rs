@@ -173,6 +173,9 @@ fn machine_written_prompts_are_never_the_users_words() {
         vec![user(
             "<local-command-stdout>post to #deploys</local-command-stdout>",
         )],
+        // A subagent's task prompt is the parent agent's words, not the user's.
+        vec![json!({"type": "user", "isSidechain": true, "agentId": "a1",
+                    "message": {"role": "user", "content": "post to #deploys"}})],
     ] {
         let e = s.event("deploys", &lines, None);
         assert!(matches!(d.check(&e, None), Outcome::Denied(_)), "{lines:?}");
