@@ -10,6 +10,7 @@ mod files;
 mod framing;
 mod pool;
 mod records;
+mod rust;
 pub mod server;
 mod worker;
 

@@ -14,6 +14,7 @@ use capt_hook_proto::{EventRequest, HostReply, Refusal, WorkerStatus};
 use tokio::sync::Mutex as AsyncMutex;
 
 use crate::records::Records;
+use crate::rust::{Builds, Choice};
 use crate::worker::{CallError, Spawn, Worker};
 
 /// Time kept back from the caller's deadline so the reply reaches it before it gives up.
@@ -49,14 +50,18 @@ pub struct Pool {
     pub max_workers: usize,
     /// Workers being started now; counted against `max_workers` with the running ones.
     starting: Arc<AtomicUsize>,
+    /// Background builds of Rust hook projects.
+    builds: Arc<Builds>,
 }
 
 /// Why no worker could be had for an event.
 enum NoWorker {
     /// Every worker is busy and the cap is reached.
     Busy(String),
-    /// Starting one failed or missed the deadline.
+    /// Starting one failed.
     Failed(String),
+    /// The deadline passed first.
+    Late(String),
 }
 
 /// A claimed place under the worker cap for a worker being started; released when dropped.
@@ -89,6 +94,7 @@ impl Pool {
             records: Arc::new(records),
             max_workers: max_workers.max(1),
             starting: Arc::new(AtomicUsize::new(0)),
+            builds: Builds::new(crate::rust::cli_exe()),
         }
     }
 
@@ -136,7 +142,7 @@ impl Pool {
                     reason,
                 });
             }
-            Err(NoWorker::Failed(message)) => {
+            Err(NoWorker::Failed(message) | NoWorker::Late(message)) => {
                 return Ok(HostReply::Failed {
                     message,
                     timed_out: false,
@@ -145,6 +151,18 @@ impl Pool {
         };
         let outcome = worker.call(req, reply_by).await;
         let reply = match outcome {
+            Ok(resp) if resp.stale_build => {
+                // The project's Rust sources changed under its worker, which answered with the
+                // TOML hooks alone: retire it and build, so a later event gets the new build.
+                tracing::info!(
+                    key,
+                    pid = worker.pid,
+                    "project worker is stale; retiring it"
+                );
+                retire_later(&worker);
+                self.build(root, &semantic);
+                HostReply::Event(resp)
+            }
             Ok(resp) => HostReply::Event(resp),
             Err(CallError::Retired(req)) => return Err(*req),
             Err(CallError::NoSlot) => HostReply::Refused {
@@ -228,33 +246,31 @@ impl Pool {
         let mut guard = tokio::time::timeout_at(reply_by.into(), slot.lock())
             .await
             .map_err(|_| {
-                NoWorker::Failed("the deadline passed while a worker was starting".to_owned())
+                NoWorker::Late("the deadline passed while a worker was starting".to_owned())
             })?;
         if let Some(w) = guard.as_ref().filter(|w| !w.is_broken()) {
             return Ok(Arc::clone(w));
         }
         let claim = self.claim_start(key)?;
-        let generation = self.generation.fetch_add(1, Ordering::SeqCst) + 1;
-        let (live, records) = (Arc::clone(&self.live), Arc::clone(&self.records));
-        let spec = Spawn {
-            key,
-            root,
-            semantic_env: semantic,
-            generation,
-            exe: &self.exe,
-            log: &self.log,
+        let choice = crate::rust::choose(root, semantic).await;
+        if choice.build {
+            self.build(root, semantic);
+        }
+        let worker = match self.start(key, root, semantic, &choice, reply_by).await {
+            Err(NoWorker::Failed(why)) if choice.exe.is_some() => {
+                // The project's build crashed at start or failed its hello: retire that build
+                // and serve the TOML hooks with the stock worker, telling sessions why.
+                tracing::error!(key, error = %why, "project worker failed to start; using the stock worker");
+                if let Some(hash) = &choice.hash {
+                    let why = format!("its built worker failed at start ({why})");
+                    crate::rust::retire_build(root, semantic, hash, why).await;
+                }
+                let stock = crate::rust::choose(root, semantic).await;
+                self.start(key, root, semantic, &stock, reply_by).await?
+            }
+            other => other?,
         };
-        let start = Worker::spawn(spec, move |w: &Worker| {
-            let mut live = live.lock().unwrap_or_else(|p| p.into_inner());
-            live.remove(&w.generation);
-            records.save_soon(live.values().map(|w| w.pid).collect());
-        });
-        let worker = tokio::time::timeout_at(reply_by.into(), start)
-            .await
-            .map_err(|_| {
-                NoWorker::Failed("the deadline passed while the worker was starting".to_owned())
-            })?
-            .map_err(|e| NoWorker::Failed(e.to_string()))?;
+        let generation = worker.generation;
         tracing::info!(key, root = %root.display(), pid = worker.pid, generation, "worker started");
         {
             let mut live = self.live.lock().unwrap_or_else(|p| p.into_inner());
@@ -266,6 +282,58 @@ impl Pool {
         }
         *guard = Some(Arc::clone(&worker));
         Ok(worker)
+    }
+
+    /// Spawns the chosen binary for `key` and completes its hello, within the deadline.
+    async fn start(
+        &self,
+        key: &str,
+        root: &Path,
+        semantic: &BTreeMap<String, String>,
+        choice: &Choice,
+        reply_by: Instant,
+    ) -> Result<Arc<Worker>, NoWorker> {
+        let generation = self.generation.fetch_add(1, Ordering::SeqCst) + 1;
+        let (live, records) = (Arc::clone(&self.live), Arc::clone(&self.records));
+        // A project worker's key names its build, so status tells builds apart.
+        let shown = match (&choice.exe, &choice.hash) {
+            (Some(_), Some(hash)) => format!("{key}@{}", &hash[..hash.len().min(12)]),
+            _ => key.to_owned(),
+        };
+        let spec = Spawn {
+            key: &shown,
+            root,
+            semantic_env: semantic,
+            generation,
+            exe: choice.exe.as_deref().unwrap_or(&self.exe),
+            note: choice.note.as_deref(),
+            log: &self.log,
+        };
+        let start = Worker::spawn(spec, move |w: &Worker| {
+            let mut live = live.lock().unwrap_or_else(|p| p.into_inner());
+            live.remove(&w.generation);
+            records.save_soon(live.values().map(|w| w.pid).collect());
+        });
+        tokio::time::timeout_at(reply_by.into(), start)
+            .await
+            .map_err(|_| {
+                NoWorker::Late("the deadline passed while the worker was starting".to_owned())
+            })?
+            .map_err(|e| NoWorker::Failed(e.to_string()))
+    }
+
+    /// Starts a background build of `root`'s Rust hooks (one per root at a time); when it ends,
+    /// the root's workers are retired so the next event starts whichever binary is current.
+    fn build(&self, root: &Path, semantic: &BTreeMap<String, String>) {
+        let live = Arc::clone(&self.live);
+        let built = root.to_path_buf();
+        self.builds.start(root, semantic, move || {
+            let live = live.lock().unwrap_or_else(|p| p.into_inner());
+            for w in live.values().filter(|w| w.root == built) {
+                tracing::info!(key = %w.key, pid = w.pid, "build ended; retiring the root's worker");
+                w.stop();
+            }
+        });
     }
 
     /// Every live worker.

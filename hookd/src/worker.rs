@@ -105,6 +105,8 @@ pub struct Spawn<'a> {
     pub generation: u64,
     /// Worker binary.
     pub exe: &'a Path,
+    /// Told to each session once: why the project's Rust hooks are not live.
+    pub note: Option<&'a str>,
     /// Where the worker's stderr goes (the host log).
     pub log: &'a File,
 }
@@ -149,10 +151,11 @@ impl Worker {
             Ok(m) if m.is_dir() => spec.root.to_path_buf(),
             _ => std::env::temp_dir(),
         };
-        cmd.arg("serve")
-            .arg("--root")
-            .arg(spec.root)
-            .current_dir(cwd)
+        cmd.arg("serve").arg("--root").arg(spec.root);
+        if let Some(note) = spec.note {
+            cmd.arg("--note").arg(note);
+        }
+        cmd.current_dir(cwd)
             .env_clear()
             .envs(base_env())
             .envs(spec.semantic_env)

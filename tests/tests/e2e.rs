@@ -6,6 +6,9 @@
 
 mod support;
 
+#[path = "e2e/rust_hooks.rs"]
+mod rust_hooks;
+
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::UnixStream;
 

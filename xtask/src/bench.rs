@@ -15,7 +15,7 @@ use anyhow::{Context, bail};
 
 use crate::sandbox::{self, Sandbox};
 
-const COMMAND: &str =
+pub(crate) const COMMAND: &str =
     "cd /work/app && git status --short | head -20 && cargo test -q -- --nocapture 2>&1 | tail -5";
 
 pub fn run(args: &[String]) -> anyhow::Result<()> {
@@ -157,11 +157,11 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
         median(&mut cold)
     );
     sandbox.shutdown()?;
-    Ok(())
+    crate::bench_rust::run(&bins, quick)
 }
 
 /// Wall time of one run of `cmd` with stdin from `input`, output discarded; fails on non-zero.
-fn time(cmd: &mut Command, input: &Path) -> anyhow::Result<f64> {
+pub(crate) fn time(cmd: &mut Command, input: &Path) -> anyhow::Result<f64> {
     cmd.stdin(File::open(input)?)
         .stdout(Stdio::null())
         .stderr(Stdio::null());
@@ -213,20 +213,20 @@ fn concurrent(
     Ok((lat, wrong.load(Ordering::SeqCst)))
 }
 
-fn median(v: &mut [f64]) -> f64 {
+pub(crate) fn median(v: &mut [f64]) -> f64 {
     v.sort_by(f64::total_cmp);
     pct(v, 0.5)
 }
 
 /// The `q` quantile of sorted samples.
-fn pct(sorted: &[f64], q: f64) -> f64 {
+pub(crate) fn pct(sorted: &[f64], q: f64) -> f64 {
     if sorted.is_empty() {
         return 0.0;
     }
     sorted[((sorted.len() as f64 * q) as usize).min(sorted.len() - 1)]
 }
 
-fn rss_kib(pid: u64) -> u64 {
+pub(crate) fn rss_kib(pid: u64) -> u64 {
     u32::try_from(pid)
         .ok()
         .and_then(capt_hook_proto::procfs::rss_kib)

@@ -2,6 +2,7 @@
 //! live demo against a throwaway host, the runtime benchmarks, and the real-client suite.
 
 mod bench;
+mod bench_rust;
 mod e2e;
 mod sandbox;
 
@@ -203,6 +204,7 @@ fn install_from(dir: &Path, home: &Path) -> anyhow::Result<PathBuf> {
         std::fs::copy(dir.join(name), &tmp).with_context(|| format!("copying {name}"))?;
         std::fs::rename(&tmp, bin.join(name))?;
     }
+    install_sdk(&share.join("sdk"))?;
     let plugin = share.join("plugin");
     if plugin.exists() {
         std::fs::remove_dir_all(&plugin)?;
@@ -210,6 +212,81 @@ fn install_from(dir: &Path, home: &Path) -> anyhow::Result<PathBuf> {
     copy_dir(&workspace_root().join("plugin"), &plugin)?;
     link_native_client(&plugin, &bin)?;
     Ok(plugin)
+}
+
+/// The library crates a Rust hook project builds against (the SDK and what it depends on).
+const SDK_CRATES: &[&str] = &[
+    "captain-hook",
+    "capt-hook-build",
+    "capt-hook-code",
+    "capt-hook-core",
+    "capt-hook-proto",
+    "capt-hook-shell",
+    "capt-hook-state",
+    "capt-hook-transcript",
+];
+
+/// Installs the SDK's source at `sdk` so `capt-hook init --rust` projects build offline: the
+/// library crates, a workspace manifest listing only them (their manifests inherit from it),
+/// the lock file (the versions this install already built), and `BUILD-ID`, a hash of it all
+/// that every project build is keyed by.
+fn install_sdk(sdk: &Path) -> anyhow::Result<()> {
+    let tmp = sdk.with_extension("new");
+    if tmp.exists() {
+        std::fs::remove_dir_all(&tmp)?;
+    }
+    let root = workspace_root();
+    let mut hash = blake3::Hasher::new();
+    for name in SDK_CRATES {
+        let from = root.join("crates").join(name);
+        for sub in ["Cargo.toml", "src", "build.rs"] {
+            let path = from.join(sub);
+            let to = tmp.join("crates").join(name).join(sub);
+            if path.is_dir() {
+                copy_dir(&path, &to)?;
+            } else if path.is_file() {
+                std::fs::create_dir_all(to.parent().context("a parent")?)?;
+                std::fs::copy(&path, &to)?;
+            }
+        }
+    }
+    let manifest = std::fs::read_to_string(root.join("Cargo.toml"))?;
+    let members: String = SDK_CRATES
+        .iter()
+        .map(|c| format!("    \"crates/{c}\",\n"))
+        .collect();
+    let start = manifest.find("members = [").context("a members list")?;
+    let end = start + manifest[start..].find(']').context("the end of members")?;
+    let manifest = format!(
+        "{}members = [\n{members}{}",
+        &manifest[..start],
+        &manifest[end..]
+    );
+    std::fs::write(tmp.join("Cargo.toml"), manifest)?;
+    std::fs::copy(root.join("Cargo.lock"), tmp.join("Cargo.lock"))?;
+    hash_dir(&tmp, &tmp, &mut hash)?;
+    std::fs::write(tmp.join("BUILD-ID"), &hash.finalize().to_hex()[..32])?;
+    if sdk.exists() {
+        std::fs::remove_dir_all(sdk)?;
+    }
+    std::fs::rename(&tmp, sdk)?;
+    Ok(())
+}
+
+/// Feeds every file under `dir` (sorted, path and bytes) to `hash`.
+fn hash_dir(base: &Path, dir: &Path, hash: &mut blake3::Hasher) -> anyhow::Result<()> {
+    let mut entries: Vec<_> = std::fs::read_dir(dir)?.collect::<Result<_, _>>()?;
+    entries.sort_by_key(|e| e.file_name());
+    for e in entries {
+        let path = e.path();
+        if e.file_type()?.is_dir() {
+            hash_dir(base, &path, hash)?;
+        } else {
+            hash.update(path.strip_prefix(base)?.to_string_lossy().as_bytes());
+            hash.update(&std::fs::read(&path)?);
+        }
+    }
+    Ok(())
 }
 
 /// Points the installed plugin's `bin/hook` at the native client, so what Claude Code runs is
@@ -321,4 +398,51 @@ fn demo() -> anyhow::Result<()> {
         anyhow::bail!("unexpected verdicts for: {}", wrong.join(", "));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The installed SDK is a workspace cargo can read on its own: its members are the SDK's
+    /// crates, their inherited settings resolve, and `BUILD-ID` names the copy.
+    #[test]
+    fn installed_sdk_is_a_workspace_of_the_library_crates() {
+        let dir = tempfile::tempdir().unwrap();
+        let sdk = dir.path().join("sdk");
+        install_sdk(&sdk).unwrap();
+        let id = std::fs::read_to_string(sdk.join("BUILD-ID")).unwrap();
+        assert_eq!(id.len(), 32, "{id}");
+        let out = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+            .args([
+                "metadata",
+                "--no-deps",
+                "--offline",
+                "--format-version",
+                "1",
+            ])
+            .arg("--manifest-path")
+            .arg(sdk.join("Cargo.toml"))
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let meta: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let mut names: Vec<&str> = meta["packages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|p| p["name"].as_str())
+            .collect();
+        names.sort_unstable();
+        let mut want = SDK_CRATES.to_vec();
+        want.sort_unstable();
+        assert_eq!(names, want);
+        // A second install replaces the first whole.
+        install_sdk(&sdk).unwrap();
+        assert_eq!(std::fs::read_to_string(sdk.join("BUILD-ID")).unwrap(), id);
+    }
 }

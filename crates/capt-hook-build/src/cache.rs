@@ -1,10 +1,12 @@
 //! Where a root's builds live and which one the host may run.
 //!
-//! Layout under the cache directory (one per project root):
-//! `builds/<hash>/capt-hook-project-worker` (a finished build), `builds/<hash>/failed` (why the
-//! build of that hash failed or why its binary was retired), `target/` (cargo's), `build.lock`
-//! (held by the one build running for the root), `build.log` (the last background build's
-//! output).
+//! Layout under the cache base: `target/` (cargo's, shared by every project so the SDK and its
+//! dependencies compile once) with `target.lock` (held while cargo runs and its binary is
+//! copied out, since every project's binary has the same name there); then one directory per
+//! project root holding `builds/<hash>/capt-hook-project-worker` (a finished build),
+//! `builds/<hash>/failed` (why the build of that hash failed or why its binary was retired),
+//! `build.lock` (held by the one build running for the root) and `build.log` (the last
+//! background build's output).
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -16,6 +18,8 @@ use crate::{WORKER_BIN, crate_dir, sdk_id, source_hash};
 /// One root's build cache.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Cache {
+    /// The cache base, shared by every root.
+    pub base: PathBuf,
     /// The cache directory of this root.
     pub dir: PathBuf,
 }
@@ -38,6 +42,7 @@ impl Cache {
         let key = blake3::hash(root.as_os_str().as_encoded_bytes()).to_hex();
         Cache {
             dir: base.join(&key[..16]),
+            base,
         }
     }
 
@@ -64,9 +69,22 @@ impl Cache {
         std::fs::write(dir.join("failed"), why)
     }
 
-    /// Cargo's target directory for this root.
+    /// Cargo's target directory, shared by every root.
     pub fn target_dir(&self) -> PathBuf {
-        self.dir.join("target")
+        self.base.join("target")
+    }
+
+    /// Waits for and takes the shared target directory: held while cargo runs and the binary
+    /// is copied out of it.
+    pub fn lock_target(&self) -> std::io::Result<File> {
+        std::fs::create_dir_all(&self.base)?;
+        let f = File::options()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(self.base.join("target.lock"))?;
+        f.lock()?;
+        Ok(f)
     }
 
     /// The log of the last background build.
@@ -175,6 +193,16 @@ pub fn select(root: &Path, sdk: Option<&Path>, env: impl Fn(&str) -> Option<Stri
         hash: Some(hash),
         build: !cache.building(),
     }
+}
+
+/// What `capt-hook run` (no host, so no background build) says when the Rust hooks' sources
+/// are newer than their build.
+pub fn unbuilt_note(dir: &Path) -> String {
+    format!(
+        "captain-hook: the Rust hooks in {} are not live: their sources changed since the last \
+         build (or were never built); run `capt-hook build`; only the TOML hooks run until then",
+        dir.display()
+    )
 }
 
 /// What a session is told when the Rust hooks' sources are newer than their build.

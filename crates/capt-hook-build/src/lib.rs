@@ -7,7 +7,7 @@
 mod cache;
 mod sources;
 
-pub use cache::{Cache, Selection, select, stale_note};
+pub use cache::{Cache, Selection, select, stale_note, unbuilt_note};
 pub use sources::{Fingerprint, fingerprint, source_hash, sources};
 
 use std::path::{Path, PathBuf};
@@ -38,4 +38,15 @@ pub fn sdk_id(sdk: Option<&Path>) -> String {
         capt_hook_proto::PROTOCOL,
         stamp.trim()
     )
+}
+
+/// The SDK source a hook project builds against: `$CAPT_HOOK_SDK` (read through `env`), else
+/// `sdk/` beside the directory of the running binary (where `cargo xtask install` puts it).
+pub fn sdk_dir(env: impl Fn(&str) -> Option<String>) -> Option<PathBuf> {
+    if let Some(dir) = env(capt_hook_proto::env::CAPT_HOOK_SDK).filter(|d| !d.is_empty()) {
+        return Some(dir.into());
+    }
+    let exe = std::env::current_exe().ok()?;
+    let installed = exe.parent()?.parent()?.join("sdk");
+    installed.is_dir().then_some(installed)
 }

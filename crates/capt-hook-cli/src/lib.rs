@@ -4,7 +4,7 @@
 //! expressed in the JSON, never by exit 2), 1 for usage errors, unknown events, failed tests and
 //! hook files that do not load.
 
-use std::io::{IsTerminal, Read, Write};
+use std::io::{IsTerminal, Read};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -17,6 +17,7 @@ use captain_hook::{DispatchOptions, Dispatcher, Event, LoadError, Project, Regis
 use clap::{Parser, Subcommand, ValueEnum};
 
 mod logging;
+mod rust_project;
 mod scaffold;
 mod tickets;
 
@@ -68,8 +69,19 @@ enum Command {
         /// The event name.
         event: String,
     },
-    /// Scaffold .claude/hooks/example.toml (never overwrites).
-    Init,
+    /// Scaffold .claude/hooks/example.toml, or with --rust a Rust hook project (never
+    /// overwrites).
+    Init {
+        /// Scaffold a Cargo package whose `main` registers hooks in Rust.
+        #[arg(long)]
+        rust: bool,
+    },
+    /// Compile the project's Rust hooks (.claude/hooks/Cargo.toml) into its build cache.
+    Build {
+        /// Print nothing when the build is already up to date.
+        #[arg(long)]
+        quiet: bool,
+    },
     /// Check the installation: duplicate hook registrations, a missing or stale host.
     Doctor,
     /// The project's permission tickets: list or revoke them.
@@ -111,7 +123,14 @@ fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::List => list(&cli.root, &cli.hooks),
-        Command::Init => scaffold::init(&project_root(&cli.root, None)),
+        Command::Init { rust: false } => scaffold::init(&project_root(&cli.root, None)),
+        Command::Init { rust: true } => rust_project::init(&project_root(&cli.root, None)),
+        Command::Build { quiet } => Ok(
+            match rust_project::build(&project_root(&cli.root, None), quiet)? {
+                rust_project::Built::Exe(_) => ExitCode::SUCCESS,
+                rust_project::Built::Failed => ExitCode::from(1),
+            },
+        ),
         Command::Tickets { command } => tickets::run(&project_root(&cli.root, None), command),
         Command::Replay { transcript, all } => {
             let root = project_root(&cli.root, None);
@@ -225,30 +244,23 @@ fn run(
         .read_to_end(&mut stdin)
         .context("reading stdin")?;
     let root = resolve_root(root.as_deref(), &stdin);
+    let mut notice = None;
+    if hooks.is_none() && capt_hook_build::is_rust_project(&root) {
+        match rust_project::current(&root) {
+            rust_project::Current::Built(exe) => {
+                return rust_project::run(&exe, &root, event, run_async, &stdin);
+            }
+            rust_project::Current::NotLive(note) => notice = note,
+        }
+    }
     let project = match hooks {
         // A named directory that is missing is an error (its guards would silently not run).
         Some(dir) => Project::load_named(&root, dir),
-        None => Project::load(&root, &hooks_dir(hooks, &root)),
+        None => Project::load(&root, &hooks_dir(hooks, &root)).with_notice(notice),
     };
-    for e in project.errors() {
-        eprintln!("capt-hook: {e}");
-    }
-    let eval = project.evaluate(
-        event,
-        &stdin,
-        DispatchOptions {
-            deadline: None,
-            run_async,
-        },
-    );
-    for line in &eval.stderr {
-        eprintln!("{line}");
-    }
-    if let Some(out) = &eval.stdout {
-        let mut stdout = std::io::stdout().lock();
-        writeln!(stdout, "{out}").context("writing stdout")?;
-    }
-    Ok(ExitCode::from(eval.exit_code))
+    Ok(captain_hook::worker::run::evaluate_and_print(
+        &project, event, &stdin, run_async,
+    ))
 }
 
 fn explain(
@@ -318,6 +330,9 @@ fn test(
     if let Some(problem) = named_dir_problem(hooks, &hooks_dir(hooks, &root)) {
         eprintln!("{problem}");
         return Ok(ExitCode::from(1));
+    }
+    if hooks.is_none() && capt_hook_build::is_rust_project(&root) {
+        return rust_project::test(&root, matches!(format, Format::Json));
     }
     let (registry, errors) = load(&root, hooks);
     let mut outcomes: Vec<TestOutcome> = Vec::new();

@@ -1075,3 +1075,50 @@ rules = [{ name = "asked", user_said = { pattern = "post", names = ["channel"] }
     );
     assert!(text(&p.run_env(&["tickets", "list"], b"", &env).stdout).starts_with("no tickets in "));
 }
+
+/// A Rust hook project without a build for its sources: `run` serves the TOML hooks (its
+/// `Cargo.toml` is not a hook file), tells the session once that the Rust hooks are not live,
+/// and `build` on a directory without a manifest names what is missing.
+#[test]
+fn an_unbuilt_rust_project_runs_its_toml_hooks_and_says_so_once() {
+    let p = Project::new(&[
+        ("guards.toml", STASH),
+        (
+            "Cargo.toml",
+            "[package]\nname = \"project-hooks\"\nversion = \"0.1.0\"\n",
+        ),
+    ]);
+    std::fs::create_dir_all(p.root().join(".claude/hooks/src")).unwrap();
+    std::fs::write(p.root().join(".claude/hooks/src/main.rs"), "fn main() {}\n").unwrap();
+    let builds = p.root().join("builds");
+    let env: &[(&str, &Path)] = &[("CAPT_HOOK_BUILD_DIR", &builds)];
+    let payload = serde_json::json!({
+        "session_id": "rs1", "cwd": p.root(), "hook_event_name": "PreToolUse",
+        "tool_name": "Bash", "tool_input": {"command": "git stash"},
+    })
+    .to_string();
+    let out = p.run_env(&["run", "PreToolUse"], payload.as_bytes(), env);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["hookSpecificOutput"]["permissionDecision"], "deny", "{v}");
+    let note = v["systemMessage"].as_str().unwrap_or_default();
+    assert!(
+        note.contains("not live") && note.contains("capt-hook build"),
+        "{v}"
+    );
+    let again = p.run_env(&["run", "PreToolUse"], payload.as_bytes(), env);
+    let v: serde_json::Value = serde_json::from_slice(&again.stdout).unwrap();
+    assert!(
+        v.get("systemMessage").is_none(),
+        "told once per session: {v}"
+    );
+
+    let plain = Project::new(&[("guards.toml", STASH)]);
+    let out = plain.run(&["build"], b"");
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains("not a Rust hook project"),
+        "{}",
+        text(&out.stderr)
+    );
+}

@@ -350,6 +350,7 @@ pub fn is_semantic_env(name: &str) -> bool {
             | "CAPTAIN_HOOK_TASKS_DIR"
             | "CAPT_HOOK_DECISIONS_DB"
             | "CAPT_HOOK_BUILD_DIR"
+            | "CAPT_HOOK_SDK"
     ) || name.starts_with("HOOKS_")
 }
 

@@ -9,8 +9,8 @@ use std::ops::RangeInclusive;
 use std::sync::Arc;
 
 use capt_hook_code::{
-    AnyLangPattern, CodePattern, CommandRewrite, Lang, ParsedCode, StyleRule, Violation,
-    changed_lines, check_style, format_style_report, format_violations,
+    AnyLangPattern, CommandRewrite, changed_lines, check_style, format_style_report,
+    format_violations,
 };
 use capt_hook_core::condition::is_test_file;
 use capt_hook_core::edit::EditImages;
@@ -21,13 +21,82 @@ use serde_json::Value;
 use crate::hook::HandlerFn;
 use crate::primitives::{CustomKind, DefError, HookDef, custom, rewrite_command_with};
 
+pub use capt_hook_code::{CodePattern, Lang, ParsedCode, StyleCheck, StyleRule, Violation};
+/// A node of a parsed file, as lint and style callbacks walk it (`ParsedCode::ts_root`).
+pub use tree_sitter::Node;
+
+/// A lint callback over the whole post-edit text (string mode): each returned string is one
+/// violation, listed as given.
+pub type TextCheck = Arc<dyn Fn(&str) -> Vec<String> + Send + Sync>;
+
+/// A lint callback over the parsed post-edit file (tree mode): violations located by line, kept
+/// when their line is one the edit changed.
+pub type TreeCheck = Arc<dyn Fn(&ParsedCode) -> Vec<Violation> + Send + Sync>;
+
+/// A diff-lint callback over the parsed pre- and post-edit files: the violations the edit
+/// introduces, located in the post-edit file.
+pub type TreeDiffCheck = Arc<dyn Fn(&ParsedCode, &ParsedCode) -> Vec<Violation> + Send + Sync>;
+
 /// What a lint looks for.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub enum LintCheck {
     /// An ast-grep pattern; each match is one violation.
     Pattern(CodePattern),
     /// A regex; each matching line is one violation.
     Regex(Pattern),
+    /// A Rust callback over the file's text (Rust SDK).
+    Text(TextCheck),
+    /// A Rust callback over the parsed file (Rust SDK).
+    Tree(TreeCheck),
+}
+
+impl std::fmt::Debug for LintCheck {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LintCheck::Pattern(p) => write!(f, "Pattern({:?})", p.as_str()),
+            LintCheck::Regex(r) => write!(f, "Regex({:?})", r.as_str()),
+            LintCheck::Text(_) => f.write_str("Text(<fn>)"),
+            LintCheck::Tree(_) => f.write_str("Tree(<fn>)"),
+        }
+    }
+}
+
+impl LintCheck {
+    /// String mode: `check` reads the post-edit text and returns violation strings.
+    pub fn text<F>(check: F) -> LintCheck
+    where
+        F: Fn(&str) -> Vec<String> + Send + Sync + 'static,
+    {
+        LintCheck::Text(Arc::new(check))
+    }
+
+    /// Tree mode: `check` reads the parsed post-edit file (the lint's language) and returns
+    /// violations by line; only those on lines the edit changed are reported.
+    pub fn tree<F>(check: F) -> LintCheck
+    where
+        F: Fn(&ParsedCode) -> Vec<Violation> + Send + Sync + 'static,
+    {
+        LintCheck::Tree(Arc::new(check))
+    }
+
+    /// True for the callback modes, whose user code runs on the handler pool.
+    fn is_callback(&self) -> bool {
+        matches!(self, LintCheck::Text(_) | LintCheck::Tree(_))
+    }
+}
+
+/// Whether 1-based `line` lies in one of the changed ranges (`None`: every line changed).
+fn on_changed_line(changed: Option<&[RangeInclusive<usize>]>, line: usize) -> bool {
+    changed.is_none_or(|ranges| ranges.iter().any(|r| r.contains(&line)))
+}
+
+/// `items` listed for `{violations}`: the first `max_shown`, then `…(+K more)`.
+fn list_strings(items: &[String], sep: &str, max_shown: usize) -> String {
+    let mut shown: Vec<String> = items.iter().take(max_shown).cloned().collect();
+    if items.len() > max_shown {
+        shown.push(capt_hook_code::more_marker(items.len() - max_shown));
+    }
+    shown.join(sep)
 }
 
 /// The options of a `lint` or `diff_lint` hook.
@@ -89,12 +158,16 @@ fn render(options: &LintOptions, violations: &[Violation]) -> Option<HookResult>
         return None;
     }
     let list = format_violations(violations, &options.sep, options.max_shown);
-    let message = options.message.replace("{violations}", &list);
-    Some(if options.block {
+    Some(verdict(options, &list))
+}
+
+fn verdict(options: &LintOptions, list: &str) -> HookResult {
+    let message = options.message.replace("{violations}", list);
+    if options.block {
         HookResult::block(message)
     } else {
         HookResult::warn(message)
-    })
+    }
 }
 
 fn edit_tools() -> Condition {
@@ -123,6 +196,7 @@ fn lint_kind(
     identity: String,
     options: &LintOptions,
     handler: HandlerFn,
+    inline: bool,
 ) -> HookDef {
     custom(CustomKind {
         kind,
@@ -133,12 +207,13 @@ fn lint_kind(
         identity,
         skip_planning_agents: !options.block,
         default_max_fires: None,
-        inline: true,
+        inline,
         manages_repetition: false,
     })
 }
 
-/// Lints the edited file; reports only violations on lines the edit changed.
+/// Lints the edited file; reports only violations on lines the edit changed (string mode
+/// reports what its callback returns). Callbacks run on the handler pool, under the deadline.
 #[track_caller]
 pub fn lint(check: LintCheck, options: LintOptions) -> HookDef {
     let identity = format!(
@@ -147,8 +222,13 @@ pub fn lint(check: LintCheck, options: LintOptions) -> HookDef {
         match &check {
             LintCheck::Pattern(p) => p.as_str().to_owned(),
             LintCheck::Regex(r) => r.as_str().to_owned(),
+            // A callback has no text of its own; where it was defined tells two apart.
+            LintCheck::Text(_) | LintCheck::Tree(_) => {
+                std::panic::Location::caller().to_string()
+            }
         }
     );
+    let inline = !check.is_callback();
     let opts = options.clone();
     let handler: HandlerFn = Arc::new(move |evt: &Event| {
         let Some(img) = lint_images(evt, opts.trigger.as_deref()) else {
@@ -162,10 +242,46 @@ pub fn lint(check: LintCheck, options: LintOptions) -> HookDef {
                 None => Vec::new(),
             },
             LintCheck::Regex(r) => capt_hook_code::lint_regex(r, &img.post, changed),
+            LintCheck::Text(f) => {
+                let found = f(&img.post);
+                return Ok((!found.is_empty())
+                    .then(|| verdict(&opts, &list_strings(&found, &opts.sep, opts.max_shown))));
+            }
+            LintCheck::Tree(f) => match parsed_post(evt, opts.lang, &img.post).as_ref() {
+                Some(parsed) => f(parsed)
+                    .into_iter()
+                    .filter(|v| on_changed_line(changed, v.line))
+                    .collect(),
+                None => Vec::new(),
+            },
         };
         Ok(render(&opts, &violations))
     });
-    lint_kind("lint", identity, &options, handler)
+    lint_kind("lint", identity, &options, handler, inline)
+}
+
+/// Tree-mode diff lint: `check` compares the parsed pre- and post-edit files (the options'
+/// language) and returns the violations the edit introduced. Runs on the handler pool.
+#[track_caller]
+pub fn diff_lint_tree<F>(check: F, options: LintOptions) -> HookDef
+where
+    F: Fn(&ParsedCode, &ParsedCode) -> Vec<Violation> + Send + Sync + 'static,
+{
+    let identity = format!("{}\n{}", options.message, std::panic::Location::caller());
+    let opts = options.clone();
+    let check: TreeDiffCheck = Arc::new(check);
+    let handler: HandlerFn = Arc::new(move |evt: &Event| {
+        let Some(img) = lint_images(evt, opts.trigger.as_deref()) else {
+            return Ok(None);
+        };
+        let after = parsed_post(evt, opts.lang, &img.post);
+        let (Some(after), Ok(before)) = (after.as_ref(), ParsedCode::parse(opts.lang, &img.pre))
+        else {
+            return Ok(None);
+        };
+        Ok(render(&opts, &check(&before, after)))
+    });
+    lint_kind("diff_lint", identity, &options, handler, false)
 }
 
 /// Lints only what the edit introduces: matches present after it and absent before.
@@ -188,13 +304,17 @@ pub fn diff_lint(pattern: CodePattern, options: LintOptions) -> HookDef {
             &capt_hook_code::diff_lint_parsed(&pattern, &before, after),
         ))
     });
-    lint_kind("diff_lint", identity, &options, handler)
+    lint_kind("diff_lint", identity, &options, handler, true)
 }
 
 /// Applies a set of style rules to an edit: one aggregated warning (or deny) with a section per
 /// rule that found something on a changed line.
 #[track_caller]
 pub fn styleguide(rules: Vec<StyleRule>, block: bool, max_shown: usize) -> HookDef {
+    // Closure rules are user code: they run on the pool, under the deadline.
+    let inline = !rules
+        .iter()
+        .any(|r| matches!(r.check, StyleCheck::Custom { .. }));
     let mut langs: Vec<Lang> = Vec::new();
     for r in &rules {
         if !langs.contains(&r.lang()) {
@@ -237,7 +357,7 @@ pub fn styleguide(rules: Vec<StyleRule>, block: bool, max_shown: usize) -> HookD
         identity,
         skip_planning_agents: !block,
         default_max_fires: None,
-        inline: true,
+        inline,
         manages_repetition: false,
     })
 }

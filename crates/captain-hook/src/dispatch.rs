@@ -282,15 +282,20 @@ pub(crate) fn call(name: &str, func: &HandlerFn, evt: &Event) -> Ran {
             Err(FailureCause::Error(e.to_string()))
         }
         Err(panic) => {
-            let what = panic
-                .downcast_ref::<&str>()
-                .map(|s| (*s).to_owned())
-                .or_else(|| panic.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "unknown panic".to_owned());
+            let what = panic_text(panic.as_ref());
             tracing::error!(hook = name, panic = %what, "hook handler panicked; no result");
             Err(FailureCause::Panic(what))
         }
     }
+}
+
+/// A panic's message, when it carried one.
+fn panic_text(panic: &(dyn std::any::Any + Send)) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".to_owned())
 }
 
 /// One hook's state between the matching pass and the fold.
@@ -385,11 +390,22 @@ impl Dispatcher {
                 slots.push(Slot::Skipped(t));
                 continue;
             }
-            let evt = match matching_event(hook, evt) {
-                Ok(Some(call)) => call,
-                Ok(None) => Arc::clone(evt),
-                Err(miss) => {
+            // Custom conditions are user code too: one that panics fails its hook (fail closed on
+            // a guarded call) instead of taking the dispatch down or skipping the hook silently.
+            let matched = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                matching_event(hook, evt)
+            }));
+            let evt = match matched {
+                Ok(Ok(Some(call))) => call,
+                Ok(Ok(None)) => Arc::clone(evt),
+                Ok(Err(miss)) => {
                     slots.push(Slot::Skipped(Trace::NoMatch(miss)));
+                    continue;
+                }
+                Err(panic) => {
+                    let what = format!("{} (in a condition)", panic_text(panic.as_ref()));
+                    tracing::error!(hook = %hook.name, panic = %what, "hook condition panicked");
+                    slots.push(Slot::Ready(Err(FailureCause::Panic(what))));
                     continue;
                 }
             };

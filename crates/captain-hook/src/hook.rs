@@ -19,6 +19,21 @@ impl HandlerError {
     }
 }
 
+/// A definition that fails while a handler builds it (a condition compiled on the fly).
+impl From<crate::primitives::DefError> for HandlerError {
+    fn from(e: crate::primitives::DefError) -> HandlerError {
+        HandlerError(e.to_string())
+    }
+}
+
+/// A state file that cannot be read or written: the handler fails visibly rather than
+/// deciding on data it does not have.
+impl From<capt_hook_state::StateError> for HandlerError {
+    fn from(e: capt_hook_state::StateError) -> HandlerError {
+        HandlerError(format!("state: {e}"))
+    }
+}
+
 /// What a handler returns.
 pub type HandlerResult = Result<Option<HookResult>, HandlerError>;
 

@@ -3,8 +3,17 @@
 //! Hooks are registered in a [`Registry`] either from Rust with the builder functions of
 //! [`primitives`] or from `.claude/hooks/*.toml` files with [`loader`]; both produce the same
 //! [`Hook`] values, so the [`Dispatcher`], the fold and the inline-test runner are shared.
+//!
+//! What only Rust can say: handlers ([`on`], [`on_typed`] with the event's typed payload) that
+//! answer through [`Reply`]; conditions built with [`cond`] or written as a
+//! [`cond::CustomCondition`]; [`HookDef::when`] vetoes; typed session and durable state
+//! ([`state`]); workflow steps, artifact checks and `post_complete` callbacks ([`session`]);
+//! lint and style callbacks over the parsed file ([`code`]). User code runs on the handler pool
+//! under the event's deadline, and a failure of it never lets a guarded call through silently
+//! ([`dispatch`]). `examples/rust` in the repository ports the seed documents' hooks with these.
 
 pub mod code;
+pub mod cond;
 pub mod dispatch;
 #[cfg(test)]
 mod fuzz;
@@ -15,10 +24,12 @@ pub mod primitives;
 pub mod project;
 pub mod registry;
 pub mod replay;
+pub mod reply;
 pub mod session;
 pub mod spec;
 pub mod testing;
 pub mod tickets;
+pub mod typed;
 pub mod worker;
 
 pub use capt_hook_core as core;
@@ -34,7 +45,9 @@ pub use primitives::{
 };
 pub use project::{Evaluation, Project};
 pub use registry::Registry;
+pub use reply::Reply;
 pub use testing::{Expect, InlineTest, Input};
+pub use typed::{TypedPayload, on_typed};
 
 /// Runs this process as a project's worker with the hooks of `registry` (then the project's
 /// TOML files): the `main` of a Rust hook project built by `capt-hook build`, which the host

@@ -232,9 +232,13 @@ pub struct HookDef {
     approve: bool,
     repeat: Option<bool>,
     confirm: Option<crate::llm::Confirm>,
+    when: Vec<WhenFn>,
     tests: Vec<InlineTest>,
     source: Option<Source>,
 }
+
+/// A veto written in Rust (see [`HookDef::when`]).
+pub type WhenFn = Arc<dyn Fn(&Event) -> bool + Send + Sync>;
 
 impl fmt::Debug for HookDef {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -263,6 +267,7 @@ fn def(kind: Kind) -> HookDef {
         approve: false,
         repeat: None,
         confirm: None,
+        when: Vec::new(),
         tests: Vec::new(),
         source: Some(Source {
             file: loc.file().to_owned(),
@@ -504,6 +509,18 @@ impl HookDef {
         self
     }
 
+    /// Adds a veto written in Rust: the hook gives its verdict only when `when` holds. Unlike a
+    /// condition, it runs with the handler on the handler pool, under the event's deadline, so it
+    /// may be slow; if it panics or misses the deadline the hook counts as failed (on a guarded
+    /// call the user decides, and a `mandatory` hook denies), never as silently skipped.
+    pub fn when<F>(mut self, when: F) -> Self
+    where
+        F: Fn(&Event) -> bool + Send + Sync + 'static,
+    {
+        self.when.push(Arc::new(when));
+        self
+    }
+
     /// Adds an inline test.
     #[track_caller]
     pub fn test(mut self, input: Input, expect: Expect) -> Self {
@@ -605,16 +622,15 @@ impl HookDef {
         let Lowered {
             guards,
             skip_guards,
-            body,
+            mut body,
             declarative,
             skip_planning_agents: default_skip_planning,
             default_max_fires,
             manages_repetition,
         } = self.kind.clone().lower()?;
-        let body = match self.confirm {
-            Some(c) => crate::llm::confirmed(body, c, name.clone())?,
-            None => body,
-        };
+        if let Some(c) = self.confirm {
+            body = crate::llm::confirmed(body, c, name.clone())?;
+        }
 
         if self.is_async && events.intersects(DECISION_EVENTS) {
             return Err(DefError::new(
@@ -659,6 +675,9 @@ impl HookDef {
             ));
         }
 
+        if !self.when.is_empty() {
+            body = with_vetoes(body, self.when);
+        }
         let mut only_if = guards;
         only_if.extend(self.only_if);
         let mut skip_if = skip_guards;
@@ -819,7 +838,12 @@ impl Kind {
                         None => block.clone().map(HookResult::block),
                     })
                 });
-                Lowered::of(vec![bash()], inline(f), false, true)
+                // `to` is user code: it runs on the pool, under the deadline.
+                let pooled = Body::Handler(Handler {
+                    func: f,
+                    inline: false,
+                });
+                Lowered::of(vec![bash()], pooled, false, true)
             }
             Kind::RewriteWith { rewriter, note, .. } => {
                 let f: HandlerFn = Arc::new(move |evt: &Event| {
@@ -872,6 +896,34 @@ impl Kind {
             }
         })
     }
+}
+
+/// `body` behind `when` vetoes, run on the handler pool: the vetoes are user code, so they get
+/// the deadline and failure handling a handler gets.
+fn with_vetoes(body: Body, when: Vec<WhenFn>) -> Body {
+    let func: HandlerFn = match body {
+        Body::Message { message, block } => Arc::new(move |evt: &Event| {
+            if !when.iter().all(|w| w(evt)) || message.is_empty() {
+                return Ok(None);
+            }
+            Ok(Some(if block {
+                HookResult::block(message.clone())
+            } else {
+                HookResult::warn(message.clone())
+            }))
+        }),
+        Body::Handler(h) => Arc::new(move |evt: &Event| {
+            if when.iter().all(|w| w(evt)) {
+                (h.func)(evt)
+            } else {
+                Ok(None)
+            }
+        }),
+    };
+    Body::Handler(Handler {
+        func,
+        inline: false,
+    })
 }
 
 /// A rewrite of the event's tool input with `command` replaced; other keys are kept.

@@ -12,6 +12,7 @@ use capt_hook_core::result::dedent;
 use capt_hook_core::{Condition, Event, EventKind, EventSet, HookResult, Pattern};
 use capt_hook_state::{PrimitiveState, TurnThrottle};
 use capt_hook_transcript::Transcript;
+use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::hook::{HandlerFn, HandlerResult};
@@ -225,6 +226,8 @@ pub fn nudge(options: NudgeOptions) -> HookDef {
     let identity = options.message.clone();
     let ledger_key = format!("nudge_{}", crate::hook::short_hash(&identity));
     let block = options.block;
+    // A `when` closure is user code: it runs on the pool, under the deadline.
+    let inline = options.when.is_none();
     custom(CustomKind {
         kind: if block { "gate" } else { "nudge" },
         default_events,
@@ -238,7 +241,7 @@ pub fn nudge(options: NudgeOptions) -> HookDef {
         identity,
         skip_planning_agents: !block,
         default_max_fires,
-        inline: true,
+        inline,
         manages_repetition: block,
     })
 }
@@ -267,6 +270,26 @@ pub struct Step {
 }
 
 impl Step {
+    /// A step checked by a Rust predicate over the event (its transcript is `evt.transcript()`).
+    pub fn new<F>(name: impl Into<String>, check: F, message: impl Into<String>) -> Step
+    where
+        F: Fn(&Event) -> bool + Send + Sync + 'static,
+    {
+        Step {
+            name: name.into(),
+            check: Arc::new(check),
+            message: message.into(),
+        }
+    }
+
+    /// A step checked by a predicate over the stopping agent's transcript alone.
+    pub fn transcript<F>(name: impl Into<String>, check: F, message: impl Into<String>) -> Step
+    where
+        F: Fn(&Transcript) -> bool + Send + Sync + 'static,
+    {
+        Step::new(name, move |evt: &Event| check(evt.transcript()), message)
+    }
+
     /// A step checked by a condition.
     pub fn condition(
         name: impl Into<String>,
@@ -361,6 +384,9 @@ impl ArtifactSchema {
     }
 }
 
+/// A check of an artifact's JSON written in Rust: the problem to block with, or `None`.
+pub type ArtifactCheck = Arc<dyn Fn(&Value) -> Option<String> + Send + Sync>;
+
 /// A file the workflow must have produced once its marker appears.
 #[derive(Clone)]
 pub struct Artifact {
@@ -370,6 +396,8 @@ pub struct Artifact {
     pub schema: Option<ArtifactSchema>,
     /// Assertions on its content.
     pub asserts: Vec<Assert>,
+    /// The typed model and `validate` callback (Rust SDK), run after the schema and asserts.
+    pub check: Option<ArtifactCheck>,
 }
 
 impl Artifact {
@@ -384,7 +412,38 @@ impl Artifact {
             path: path.into(),
             schema,
             asserts,
+            check: None,
         })
+    }
+
+    /// An artifact that must parse as `T` (serde): a file that does not is
+    /// `<path> invalid: <error>`.
+    pub fn model<T>(path: impl Into<String>) -> Artifact
+    where
+        T: DeserializeOwned + 'static,
+    {
+        Artifact::validated::<T, _>(path, |_| None)
+    }
+
+    /// An artifact that must parse as `T` and pass `validate`, which returns the message to
+    /// block with (after `<LABEL> INCOMPLETE: `) or `None` to pass.
+    pub fn validated<T, F>(path: impl Into<String>, validate: F) -> Artifact
+    where
+        T: DeserializeOwned + 'static,
+        F: Fn(&T) -> Option<String> + Send + Sync + 'static,
+    {
+        let path = path.into();
+        let shown = path.clone();
+        let check: ArtifactCheck = Arc::new(move |doc: &Value| match T::deserialize(doc) {
+            Ok(model) => validate(&model),
+            Err(e) => Some(format!("{shown} invalid: {e}")),
+        });
+        Artifact {
+            path,
+            schema: None,
+            asserts: Vec::new(),
+            check: Some(check),
+        }
     }
 
     /// The first problem with the artifact, as the message after `<LABEL> INCOMPLETE: `.
@@ -409,10 +468,10 @@ impl Artifact {
         if let Some(problem) = self.schema.as_ref().and_then(|s| s.problem(&doc)) {
             return Some(format!("{} invalid: {problem}", self.path));
         }
-        self.asserts
-            .iter()
-            .find(|a| !a.holds(&doc))
-            .map(|a| a.message.clone())
+        if let Some(a) = self.asserts.iter().find(|a| !a.holds(&doc)) {
+            return Some(a.message.clone());
+        }
+        self.check.as_ref().and_then(|check| check(&doc))
     }
 }
 
@@ -501,9 +560,17 @@ pub fn workflow(flow: Workflow) -> Result<HookDef, DefError> {
         identity,
         skip_planning_agents: false,
         default_max_fires: None,
-        inline: true,
+        // Steps, artifact checks and post_complete may be user code: the pool gives them the
+        // deadline.
+        inline: false,
         manages_repetition: true,
     }))
+}
+
+/// How many results the hook named `hook_name` has delivered to this event's agent in this
+/// session (what `max_fires` counts); read-only, the dispatcher keeps the count.
+pub fn fire_count(evt: &Event, hook_name: &str) -> u32 {
+    capt_hook_state::FireCounter::new(evt.store(), hook_name, evt.agent_id()).count()
 }
 
 /// A workflow's setup hook (Rust SDK): runs `on_start` when a subagent starts, e.g. to give it

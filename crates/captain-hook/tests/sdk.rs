@@ -659,3 +659,253 @@ fn inline_tests_honour_events_gitignore_and_fire_caps() {
         "max_fires = 0: {results:?}"
     );
 }
+
+/// What `Project::evaluate` (the worker's and `capt-hook run`'s path) prints for a Bash call
+/// under a short deadline: the parsed envelope and the elapsed time.
+fn evaluate_guarded(reg: Registry, event: &str, command: &str) -> (Value, Duration) {
+    let project = captain_hook::Project::from_registry(std::path::Path::new("/"), reg);
+    let payload = json!({"tool_name": "Bash", "tool_input": {"command": command}});
+    let started = Instant::now();
+    let eval = project.evaluate(
+        event,
+        payload.to_string().as_bytes(),
+        DispatchOptions {
+            deadline: Some(Instant::now() + Duration::from_millis(150)),
+            run_async: false,
+        },
+    );
+    let elapsed = started.elapsed();
+    assert_eq!(eval.exit_code, 0);
+    let out = eval
+        .stdout
+        .expect("a guarded call that could not be checked is never silent");
+    (serde_json::from_str(&out).unwrap(), elapsed)
+}
+
+/// Every way user code can fail (error, panic, hang, in a handler, a `when` veto, a rewrite
+/// closure or a custom condition) leaves a guarded call to the user with the hook named, never
+/// with another hook's approval; a mandatory hook denies instead. The process keeps serving.
+#[test]
+fn user_code_that_fails_anywhere_never_lets_a_guarded_call_through() {
+    use captain_hook::cond;
+    let hang = |_: &Event| {
+        std::thread::sleep(Duration::from_secs(2));
+        true
+    };
+    let failing: Vec<(&str, captain_hook::HookDef)> = vec![
+        (
+            "on_hangs",
+            on(
+                &[EventKind::PreToolUse, EventKind::PermissionRequest],
+                |_| {
+                    std::thread::sleep(Duration::from_secs(2));
+                    Ok(None)
+                },
+            )
+            .name("hangs"),
+        ),
+        (
+            "hook_vetoed",
+            hook(&[EventKind::PreToolUse, EventKind::PermissionRequest], "x")
+                .when(|_| panic!("veto bug"))
+                .name("vetoed"),
+        ),
+        (
+            "rewrite_command_slow_rewrite",
+            rewrite_command_to(move |_| {
+                hang(&bash("ls"));
+                Some("ls -la".into())
+            })
+            .events(&[EventKind::PreToolUse, EventKind::PermissionRequest])
+            .name("slow rewrite"),
+        ),
+        (
+            "hook_bad_condition",
+            hook(&[EventKind::PreToolUse, EventKind::PermissionRequest], "x")
+                .only_if(cond::custom("explodes", |_| panic!("condition bug")))
+                .name("bad condition"),
+        ),
+    ];
+    for (name, def) in failing {
+        let mut reg = Registry::new();
+        reg.add("f", approve("everything")).unwrap();
+        reg.add("f", def.clone()).unwrap();
+        let (v, elapsed) = evaluate_guarded(reg.clone(), "PreToolUse", "ls");
+        assert!(
+            elapsed < Duration::from_secs(1),
+            "{name}: waited {elapsed:?}"
+        );
+        assert_eq!(
+            v["hookSpecificOutput"]["permissionDecision"], "ask",
+            "{name}: {v}"
+        );
+        let why = v["hookSpecificOutput"]["permissionDecisionReason"]
+            .as_str()
+            .unwrap();
+        assert!(why.contains(&format!("f:{name}")), "{name}: {why}");
+        // At the dialog: no decision, so the dialog shows; the user is told why.
+        let (v, _) = evaluate_guarded(reg, "PermissionRequest", "ls");
+        assert!(v.get("hookSpecificOutput").is_none(), "{name}: {v}");
+        assert!(
+            v["systemMessage"]
+                .as_str()
+                .unwrap()
+                .contains(&format!("f:{name}")),
+            "{name}: {v}"
+        );
+
+        // The same hook made mandatory denies the call.
+        let mut reg = Registry::new();
+        reg.add("f", approve("everything")).unwrap();
+        reg.add("f", def.mandatory(true)).unwrap();
+        let (v, _) = evaluate_guarded(reg, "PreToolUse", "ls");
+        assert_eq!(
+            v["hookSpecificOutput"]["permissionDecision"], "deny",
+            "{name}: {v}"
+        );
+    }
+    // Still serving after all of that: a plain block still blocks.
+    let mut reg = Registry::new();
+    reg.add("f", deny("no")).unwrap();
+    let (v, _) = evaluate_guarded(reg, "PreToolUse", "ls");
+    assert_eq!(v["hookSpecificOutput"]["permissionDecision"], "deny");
+}
+
+/// Off the guarded events, failing user code loses only its own verdict, and a hang there is
+/// abandoned at the deadline too (a workflow step, a gate's `when`).
+#[test]
+fn hangs_off_the_guarded_events_are_abandoned_at_the_deadline() {
+    use captain_hook::session::{Step, Workflow, gate, workflow};
+    let slow = |_: &Event| {
+        std::thread::sleep(Duration::from_secs(2));
+        true
+    };
+    let mut reg = Registry::new();
+    reg.add("h", gate("stuck gate").when(slow)).unwrap();
+    reg.add(
+        "h",
+        workflow(Workflow {
+            label: "SLOW".into(),
+            marker: "DONE".into(),
+            steps: vec![Step::new("stuck", slow, "never")],
+            artifacts: Vec::new(),
+            post_complete: None,
+        })
+        .unwrap(),
+    )
+    .unwrap();
+    reg.add("h", hook(&[EventKind::SubagentStop], "on time").block(true))
+        .unwrap();
+    let d = Dispatcher::new(Arc::new(reg), None);
+    let evt = Arc::new(
+        Event::new(
+            EventKind::SubagentStop,
+            json!({"agent_id": "a1", "agent_type": "worker"}),
+            EventContext::default(),
+        )
+        .unwrap()
+        .with_transcript(captain_hook::transcript::Transcript::empty()),
+    );
+    let started = Instant::now();
+    let opts = DispatchOptions {
+        deadline: Some(Instant::now() + Duration::from_millis(150)),
+        run_async: false,
+    };
+    let outcome = d.outcome(&evt, opts);
+    assert!(
+        started.elapsed() < Duration::from_secs(1),
+        "{:?}",
+        started.elapsed()
+    );
+    let failed: Vec<&str> = outcome.failures.iter().map(|f| f.hook.as_str()).collect();
+    assert_eq!(failed.len(), 2, "{failed:?}");
+    assert_eq!(outcome.result.unwrap().message.as_deref(), Some("on time"));
+}
+
+/// `when` vetoes a declarative hook and a handler alike, and runs only once the conditions hold.
+#[test]
+fn when_vetoes_declarative_and_handler_hooks() {
+    let calls = Arc::new(AtomicUsize::new(0));
+    let counted = Arc::clone(&calls);
+    let mut reg = Registry::new();
+    reg.add(
+        "w",
+        hook(&[EventKind::PreToolUse], "careful with rm")
+            .only_if(Condition::tool(&["Bash"]))
+            .when(move |evt| {
+                counted.fetch_add(1, Ordering::SeqCst);
+                evt.command().is_some_and(|c| c.contains("rm "))
+            }),
+    )
+    .unwrap();
+    reg.add(
+        "w",
+        on(&[EventKind::PreToolUse], |_| {
+            Ok(Some(captain_hook::HookResult::warn("handler spoke")))
+        })
+        .when(|evt| evt.command() == Some("make")),
+    )
+    .unwrap();
+    let out = verdict(reg.clone(), &bash("rm -rf build")).unwrap();
+    assert_eq!(
+        out["hookSpecificOutput"]["additionalContext"],
+        "careful with rm"
+    );
+    let out = verdict(reg.clone(), &bash("make")).unwrap();
+    assert_eq!(
+        out["hookSpecificOutput"]["additionalContext"],
+        "handler spoke"
+    );
+    assert_eq!(verdict(reg.clone(), &bash("ls")), None);
+    let before = calls.load(Ordering::SeqCst);
+    let write = Arc::new(
+        Event::new(
+            EventKind::PreToolUse,
+            json!({"tool_name": "Write", "tool_input": {"file_path": "a", "content": "rm "}}),
+            EventContext::default(),
+        )
+        .unwrap(),
+    );
+    assert_eq!(verdict(reg, &write), None);
+    assert_eq!(
+        calls.load(Ordering::SeqCst),
+        before,
+        "when ran before only_if held"
+    );
+}
+
+/// An inline test of a hook whose handler fails is an error, even when it expects no verdict:
+/// silence from a broken hook is not a pass.
+#[test]
+fn inline_tests_of_failing_hooks_are_errors() {
+    let mut reg = Registry::new();
+    reg.add(
+        "t",
+        on(&[EventKind::PreToolUse], |_| Err(HandlerError::new("boom")))
+            .test(Input::command("ls"), Expect::allow())
+            .test(Input::command("ls"), Expect::ask()),
+    )
+    .unwrap();
+    reg.add(
+        "t",
+        hook(&[EventKind::PreToolUse], "never")
+            .only_if(captain_hook::cond::custom("explodes", |_| panic!("bad")))
+            .test(Input::command("ls"), Expect::allow()),
+    )
+    .unwrap();
+    let outcomes = captain_hook::testing::run_registry(&reg, None);
+    assert_eq!(outcomes.len(), 3);
+    for o in &outcomes {
+        assert_eq!(o.status, Status::Error, "{o:?}");
+    }
+    assert!(
+        outcomes[0].reason.contains("failed: boom"),
+        "{:?}",
+        outcomes[0]
+    );
+    assert!(
+        outcomes[2].reason.contains("in a condition"),
+        "{:?}",
+        outcomes[2]
+    );
+}

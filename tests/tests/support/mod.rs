@@ -57,6 +57,7 @@ impl Env {
                 env!("CARGO_BIN_EXE_e2e-capt-hook-worker"),
                 "capt-hook-worker",
             ),
+            (env!("CARGO_BIN_EXE_e2e-capt-hook"), "capt-hook"),
         ] {
             std::fs::copy(from, bin.join(to)).expect("install binary");
         }

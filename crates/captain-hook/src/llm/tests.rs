@@ -402,10 +402,16 @@ fn inline_tests_stub_the_judge() {
         .iter()
         .map(|t| run_test(&h, t, None).status)
         .collect();
-    // The last stub does not fit the verdict: the judge "fails", nothing blocks.
+    // A failing judge (and a stub that does not fit the verdict) is the hook failing: the test
+    // reports it rather than passing on the silence.
     assert_eq!(
         status,
-        [Status::Pass, Status::Pass, Status::Pass, Status::Fail]
+        [Status::Pass, Status::Pass, Status::Error, Status::Error]
+    );
+    let failed = run_test(&h, &h.tests[3], None);
+    assert!(
+        failed.reason.contains("does not fit the verdict"),
+        "{failed:?}"
     );
 
     let mut o = LlmOptions::gate("q", "m");

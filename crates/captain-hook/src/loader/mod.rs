@@ -50,8 +50,11 @@ impl fmt::Display for LoadError {
     }
 }
 
+/// `*.toml` files of a hooks directory that are not hook files: a Rust hook project's manifest.
+pub const NOT_HOOK_FILES: &[&str] = &["Cargo.toml"];
+
 /// The hook files of a directory, in load order: `*.toml` directly inside, names starting with
-/// `_` skipped, sorted by the bytes of the file name.
+/// `_` and the [`NOT_HOOK_FILES`] skipped, sorted by the bytes of the file name.
 pub fn hook_files(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(dir)?
         .filter_map(Result::ok)
@@ -61,7 +64,7 @@ pub fn hook_files(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
                 && p.extension().is_some_and(|e| e == "toml")
                 && p.file_name()
                     .and_then(|n| n.to_str())
-                    .is_some_and(|n| !n.starts_with('_'))
+                    .is_some_and(|n| !n.starts_with('_') && !NOT_HOOK_FILES.contains(&n))
         })
         .collect();
     files.sort_by(|a, b| {

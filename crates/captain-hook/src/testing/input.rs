@@ -73,6 +73,106 @@ impl Input {
         }
     }
 
+    /// An empty input: the hook's first event, its first tool.
+    pub fn new() -> Input {
+        Input::default()
+    }
+
+    /// The event to simulate.
+    pub fn event(mut self, event: EventKind) -> Input {
+        self.event = Some(event);
+        self
+    }
+
+    /// The tool to simulate.
+    pub fn tool(mut self, tool: impl Into<String>) -> Input {
+        self.tool = Some(tool.into());
+        self
+    }
+
+    /// The target file.
+    pub fn file(mut self, file: impl Into<String>) -> Input {
+        self.file = Some(file.into());
+        self
+    }
+
+    /// The new text (Edit `new_string`, Write `content`).
+    pub fn content(mut self, content: impl Into<String>) -> Input {
+        self.content = Some(content.into());
+        self
+    }
+
+    /// The replaced text (Edit `old_string`).
+    pub fn old(mut self, old: impl Into<String>) -> Input {
+        self.old = Some(old.into());
+        self
+    }
+
+    /// The user prompt (or an Agent call's prompt).
+    pub fn prompt(mut self, prompt: impl Into<String>) -> Input {
+        self.prompt = Some(prompt.into());
+        self
+    }
+
+    /// The subagent's id.
+    pub fn agent_id(mut self, id: impl Into<String>) -> Input {
+        self.agent_id = Some(id.into());
+        self
+    }
+
+    /// The subagent's type.
+    pub fn agent_type(mut self, agent_type: impl Into<String>) -> Input {
+        self.agent_type = Some(agent_type.into());
+        self
+    }
+
+    /// The working directory.
+    pub fn cwd(mut self, cwd: impl Into<String>) -> Input {
+        self.cwd = Some(cwd.into());
+        self
+    }
+
+    /// The raw tool input, used verbatim.
+    pub fn tool_input(mut self, input: Value) -> Input {
+        self.tool_input = input.as_object().cloned();
+        self
+    }
+
+    /// Whether Claude Code runs with permission prompts skipped.
+    pub fn skip_permissions(mut self, skip: bool) -> Input {
+        self.skip_permissions = Some(skip);
+        self
+    }
+
+    /// The session so far, as transcript lines (missing `uuid`, `timestamp` and `sessionId`
+    /// are filled in).
+    pub fn transcript(mut self, lines: Vec<Value>) -> Input {
+        self.transcript = Some(TranscriptInput::Lines(lines));
+        self
+    }
+
+    /// The session so far, from a `.jsonl` file relative to the file that defines the hook.
+    pub fn transcript_file(mut self, path: impl Into<String>) -> Input {
+        self.transcript = Some(TranscriptInput::File(path.into()));
+        self
+    }
+
+    /// Pre-seeds the session slot `key` with `value`.
+    pub fn state(mut self, key: impl Into<String>, value: Value) -> Input {
+        self.state
+            .get_or_insert_with(Map::new)
+            .insert(key.into(), value);
+        self
+    }
+
+    /// Pre-seeds a workflow state record, under the key its `load` reads.
+    pub fn workflow_state<T: capt_hook_state::WorkflowState>(self, value: &T) -> Input {
+        // A serde struct always serialises; a failure would leave the slot unseeded, which the
+        // test then shows as a wrong verdict.
+        let json = serde_json::to_value(value).unwrap_or(Value::Null);
+        self.state(T::model_key(), json)
+    }
+
     /// Python-style repr listing the fields that are set, used in test ids.
     pub fn repr(&self) -> String {
         let mut parts: Vec<String> = Vec::new();

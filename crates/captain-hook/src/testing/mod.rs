@@ -8,7 +8,7 @@ mod run;
 
 pub use input::{Input, TranscriptInput, build_payload, load_transcript};
 pub use report::{Status, TestOutcome, all_passed, human_report, json_report};
-pub use run::{evaluate_alone, run_test};
+pub use run::{evaluate_alone, run_registry, run_test};
 
 /// The verdict a test expects.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -70,9 +70,25 @@ impl Expect {
     pub fn rewrite() -> Expect {
         Self::of(Verdict::Rewrite)
     }
+    /// Expect an actual allow, not just the absence of a verdict.
+    pub fn allow_explicit() -> Expect {
+        Self::of(Verdict::Allow { explicit: true })
+    }
     /// Adds a pattern the message must contain.
     pub fn matching(mut self, pattern: impl Into<String>) -> Expect {
         self.pattern = Some(pattern.into());
+        self
+    }
+
+    /// Rewrite only: the new input's `field` must contain `needle`.
+    pub fn field(mut self, field: impl Into<String>, needle: impl Into<String>) -> Expect {
+        self.fields.push((field.into(), needle.into()));
+        self
+    }
+
+    /// A regex the user-visible notice must contain.
+    pub fn system_message(mut self, pattern: impl Into<String>) -> Expect {
+        self.system_message = Some(pattern.into());
         self
     }
 

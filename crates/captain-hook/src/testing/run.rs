@@ -11,7 +11,7 @@ use serde_json::Value;
 use super::input::{build_payload, load_transcript, py_str};
 use super::report::{Status, TestOutcome};
 use super::{Expect, InlineTest, Verdict};
-use crate::dispatch::{DispatchOptions, Dispatcher};
+use crate::dispatch::{DispatchOptions, Dispatcher, Trace};
 use crate::hook::Hook;
 use crate::registry::Registry;
 
@@ -43,6 +43,18 @@ pub fn evaluate_alone(
     evt: &Arc<Event>,
     root: Option<&Path>,
 ) -> (Option<HookResult>, Option<String>) {
+    let (result, trace) = evaluate_traced(hook, evt, root);
+    let why = trace.and_then(|t| t.skip_reason(hook));
+    (result, why)
+}
+
+/// [`evaluate_alone`] with the hook's trace itself, so a caller can tell a hook that failed
+/// from one that gave no verdict.
+fn evaluate_traced(
+    hook: &Hook,
+    evt: &Arc<Event>,
+    root: Option<&Path>,
+) -> (Option<HookResult>, Option<Trace>) {
     let mut registry = Registry::new();
     registry.push(hook.clone());
     let dispatcher = Dispatcher::new(Arc::new(registry), root);
@@ -51,8 +63,17 @@ pub fn evaluate_alone(
         run_async: hook.is_async,
     };
     let (result, traces) = dispatcher.explain(evt, opts);
-    let why = traces.first().and_then(|t| t.skip_reason(hook));
-    (result, why)
+    (result, traces.into_iter().next())
+}
+
+/// Runs every inline test of every hook in `registry`, in registration order, with `root` as
+/// the project root.
+pub fn run_registry(registry: &Registry, root: Option<&Path>) -> Vec<TestOutcome> {
+    registry
+        .hooks()
+        .iter()
+        .flat_map(|h| h.tests.iter().map(move |t| run_test(h, t, root)))
+        .collect()
 }
 
 /// How long a Rust handler under test may run before it counts as hung.
@@ -123,7 +144,13 @@ pub fn run_test(hook: &Hook, test: &InlineTest, root: Option<&Path>) -> TestOutc
         active: true,
         values: test.input.llm.clone().unwrap_or_default(),
     });
-    let (result, why_not) = evaluate_alone(hook, &Arc::new(evt), root);
+    let (result, trace) = evaluate_traced(hook, &Arc::new(evt), root);
+    // A hook that failed gave no verdict of its own: an expectation of "allow" or "ask" must
+    // not pass on that silence.
+    if let Some(t @ (Trace::Failed(_) | Trace::Abandoned)) = &trace {
+        return outcome(Status::Error, t.describe(hook));
+    }
+    let why_not = trace.and_then(|t| t.skip_reason(hook));
     match check(&hook.name, &test.expect, result.as_ref()) {
         Ok(()) => outcome(Status::Pass, String::new()),
         Err(CheckError::Fail(m)) => match why_not {

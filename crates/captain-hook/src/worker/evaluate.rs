@@ -44,13 +44,73 @@ pub fn run(base: Arc<Registry>) -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    let warm = Warm::load(req.root.as_ref(), base, None);
+    let root: &std::path::Path = req.root.as_ref();
+    let mut note = None;
+    if base.is_empty() && capt_hook_build::is_rust_project(root) {
+        // The stock worker stands in for a Rust hook project: its own build answers when it is
+        // current, else the TOML hooks do and the session is told why (as the host would).
+        let env = |name: &str| {
+            req.env
+                .get(name)
+                .cloned()
+                .or_else(|| std::env::var(name).ok())
+        };
+        match capt_hook_build::select(root, capt_hook_build::sdk_dir(env).as_deref(), env) {
+            capt_hook_build::Selection::Project { exe, .. } => return delegate(&exe, &input),
+            capt_hook_build::Selection::NotLive { note: n, .. } => note = Some(n),
+            capt_hook_build::Selection::Stock => {}
+        }
+    }
+    let warm = Warm::load(root, base, note);
     let response = respond(&warm.project().0, &req, deadline);
     let mut out = std::io::stdout().lock();
     match out.write_all(&encode(&response)).and_then(|()| out.flush()) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("capt-hook-worker: writing the response: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// Hands the request to the project's own build and relays its answer.
+fn delegate(exe: &std::path::Path, input: &[u8]) -> ExitCode {
+    use std::process::{Command, Stdio};
+    let child = Command::new(exe)
+        .arg("evaluate")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn();
+    let mut child = match child {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("capt-hook-worker: cannot run {}: {e}", exe.display());
+            return ExitCode::from(1);
+        }
+    };
+    if let Some(mut stdin) = child.stdin.take()
+        && let Err(e) = stdin.write_all(input)
+    {
+        eprintln!("capt-hook-worker: writing to {}: {e}", exe.display());
+    }
+    match child.wait_with_output() {
+        Ok(out) if out.status.success() => {
+            let mut stdout = std::io::stdout().lock();
+            match stdout.write_all(&out.stdout).and_then(|()| stdout.flush()) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(_) => ExitCode::from(1),
+            }
+        }
+        Ok(out) => {
+            eprintln!(
+                "capt-hook-worker: {} evaluate exited with {}",
+                exe.display(),
+                out.status
+            );
+            ExitCode::from(1)
+        }
+        Err(e) => {
+            eprintln!("capt-hook-worker: waiting for {}: {e}", exe.display());
             ExitCode::from(1)
         }
     }

@@ -6,6 +6,7 @@
 //! the files in byte order of name.
 
 pub mod evaluate;
+pub mod run;
 pub mod serve;
 pub mod test;
 pub mod warm;
@@ -16,8 +17,8 @@ use std::sync::Arc;
 
 use crate::registry::Registry;
 
-const USAGE: &str = "usage: <worker> serve --root ROOT [--note TEXT] | evaluate | test --root ROOT \
-                     [--json] | version";
+const USAGE: &str = "usage: <worker> serve --root ROOT [--note TEXT] | evaluate | run EVENT --root \
+                     ROOT [--async] | test --root ROOT [--json] | version";
 
 /// What the host tells a worker at start besides its root.
 #[derive(Debug, Clone, Default)]
@@ -48,6 +49,8 @@ pub fn main(args: &[String], base: Registry) -> ExitCode {
             serve::run(&opts, base)
         }
         ["evaluate"] => evaluate::run(base),
+        ["run", event, "--root", root] => run::run(event, root.as_ref(), &base, false),
+        ["run", event, "--root", root, "--async"] => run::run(event, root.as_ref(), &base, true),
         ["test", "--root", root] => test::run(root.as_ref(), &base, false),
         ["test", "--root", root, "--json"] => test::run(root.as_ref(), &base, true),
         ["version"] => {

@@ -1,0 +1,53 @@
+//! `<worker> run <Event> --root R [--async]`: one event evaluated in this process, as
+//! `capt-hook run` does it, for a Rust hook project's own build (`capt-hook run` hands the event
+//! here when the project's build is current, so its Rust hooks answer without a host).
+
+use std::io::{Read, Write};
+use std::path::Path;
+use std::process::ExitCode;
+
+use crate::dispatch::DispatchOptions;
+use crate::project::{Project, default_hooks_dir};
+use crate::registry::Registry;
+
+/// Reads the payload on stdin, prints the envelope; exit codes as `capt-hook run`'s.
+pub fn run(event: &str, root: &Path, base: &Registry, run_async: bool) -> ExitCode {
+    let mut stdin = Vec::new();
+    if let Err(e) = std::io::stdin().lock().read_to_end(&mut stdin) {
+        eprintln!("capt-hook: reading stdin: {e}");
+        return ExitCode::from(1);
+    }
+    let project = Project::load_with(root, &default_hooks_dir(root), base);
+    evaluate_and_print(&project, event, &stdin, run_async)
+}
+
+/// Evaluates one event with `project` and prints what `capt-hook run` prints: load errors and
+/// the evaluation's lines on stderr, the envelope on stdout; the evaluation's exit code.
+pub fn evaluate_and_print(
+    project: &Project,
+    event: &str,
+    stdin: &[u8],
+    run_async: bool,
+) -> ExitCode {
+    for e in project.errors() {
+        eprintln!("capt-hook: {e}");
+    }
+    let eval = project.evaluate(
+        event,
+        stdin,
+        DispatchOptions {
+            deadline: None,
+            run_async,
+        },
+    );
+    for line in &eval.stderr {
+        eprintln!("{line}");
+    }
+    if let Some(out) = &eval.stdout {
+        let mut stdout = std::io::stdout().lock();
+        if writeln!(stdout, "{out}").is_err() {
+            return ExitCode::from(1);
+        }
+    }
+    ExitCode::from(eval.exit_code)
+}

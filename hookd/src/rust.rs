@@ -1,0 +1,188 @@
+//! Rust hook projects, as the host sees them: which binary a root's worker runs (its own build
+//! when it is current, else the stock worker with a note saying why), and the background
+//! builds that bring a project's build up to date. A build is `capt-hook build` run as a child
+//! process beside the host, never on an event's path; at most one per root at a time (the
+//! host's set here, and the build's own lock across processes). When one ends, the root's
+//! workers are retired so the next event starts whichever binary is now current.
+
+use std::collections::{BTreeMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+
+use capt_hook_build::{Cache, Selection};
+
+/// What a root's next worker runs.
+#[derive(Debug, Clone)]
+pub struct Choice {
+    /// The project's build, or `None` for the stock worker.
+    pub exe: Option<PathBuf>,
+    /// The source hash of the project's build.
+    pub hash: Option<String>,
+    /// Told once to each session the stock worker serves in its place.
+    pub note: Option<String>,
+    /// A background build should start.
+    pub build: bool,
+}
+
+/// Looks a variable up in the request's semantic environment, then the host's own.
+fn lookup(semantic: &BTreeMap<String, String>) -> impl Fn(&str) -> Option<String> + '_ {
+    |name| {
+        semantic
+            .get(name)
+            .cloned()
+            .or_else(|| std::env::var(name).ok())
+    }
+}
+
+/// Picks the binary for `root` (reads and hashes the hook sources, off the runtime thread).
+pub async fn choose(root: &Path, semantic: &BTreeMap<String, String>) -> Choice {
+    let (root, semantic) = (root.to_path_buf(), semantic.clone());
+    let picked = tokio::task::spawn_blocking(move || {
+        let env = lookup(&semantic);
+        capt_hook_build::select(&root, capt_hook_build::sdk_dir(&env).as_deref(), &env)
+    })
+    .await;
+    match picked {
+        Ok(Selection::Stock) => Choice {
+            exe: None,
+            hash: None,
+            note: None,
+            build: false,
+        },
+        Ok(Selection::Project { exe, hash }) => Choice {
+            exe: Some(exe),
+            hash: Some(hash),
+            note: None,
+            build: false,
+        },
+        Ok(Selection::NotLive { note, hash, build }) => Choice {
+            exe: None,
+            hash,
+            note: Some(note),
+            build,
+        },
+        Err(e) => Choice {
+            exe: None,
+            hash: None,
+            note: Some(format!(
+                "captain-hook: could not check this project's Rust hooks ({e}); only the TOML \
+                 hooks run"
+            )),
+            build: false,
+        },
+    }
+}
+
+/// Records that a project's build cannot serve (it crashed at start or failed its hello), so
+/// the host stops starting it until the sources change.
+pub async fn retire_build(
+    root: &Path,
+    semantic: &BTreeMap<String, String>,
+    hash: &str,
+    why: String,
+) {
+    let (root, semantic, hash) = (root.to_path_buf(), semantic.clone(), hash.to_owned());
+    let saved = tokio::task::spawn_blocking(move || {
+        Cache::for_root(&root, lookup(&semantic)).record_failure(&hash, &why)
+    })
+    .await;
+    if !matches!(saved, Ok(Ok(()))) {
+        tracing::error!(?saved, "could not record a failed project worker");
+    }
+}
+
+/// The background builds this host runs.
+pub struct Builds {
+    /// `capt-hook`, which does the building.
+    cli: PathBuf,
+    /// Roots with a build running now.
+    running: Mutex<HashSet<PathBuf>>,
+}
+
+impl Builds {
+    /// No builds yet; `cli` is the `capt-hook` binary.
+    pub fn new(cli: PathBuf) -> Arc<Builds> {
+        Arc::new(Builds {
+            cli,
+            running: Mutex::new(HashSet::new()),
+        })
+    }
+
+    /// Starts `capt-hook build` for `root` unless one is running; `done` runs when it exits,
+    /// whatever the outcome (the build records its own failure for the next selection).
+    pub fn start(
+        self: &Arc<Self>,
+        root: &Path,
+        semantic: &BTreeMap<String, String>,
+        done: impl FnOnce() + Send + 'static,
+    ) {
+        if !self
+            .running
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(root.to_path_buf())
+        {
+            return;
+        }
+        let log = Cache::for_root(root, lookup(semantic)).log();
+        let mut cmd = tokio::process::Command::new(&self.cli);
+        cmd.arg("build")
+            .arg("--root")
+            .arg(root)
+            .current_dir(root)
+            .envs(semantic)
+            .stdin(Stdio::null())
+            .process_group(0)
+            .kill_on_drop(false);
+        let root_shown = root.to_path_buf();
+        let (this, root) = (Arc::clone(self), root.to_path_buf());
+        tokio::spawn(async move {
+            let outcome = match open_log(&log).await {
+                Ok(out) => {
+                    let err = out.try_clone().map(Stdio::from).unwrap_or(Stdio::null());
+                    match cmd.stdout(Stdio::from(out)).stderr(err).spawn() {
+                        Ok(mut child) => child.wait().await.map_err(|e| e.to_string()),
+                        Err(e) => Err(format!("cannot start {}: {e}", this.cli.display())),
+                    }
+                }
+                Err(e) => Err(format!("cannot open {}: {e}", log.display())),
+            };
+            match &outcome {
+                Ok(status) => {
+                    tracing::info!(root = %root.display(), %status, log = %log.display(), "background build ended")
+                }
+                Err(e) => {
+                    tracing::error!(root = %root.display(), error = %e, "background build did not run")
+                }
+            }
+            this.running
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .remove(&root);
+            done();
+        });
+        tracing::info!(root = %root_shown.display(), cli = %self.cli.display(), "background build started");
+    }
+}
+
+/// The build log, created (and its directory) off the runtime thread.
+async fn open_log(log: &Path) -> std::io::Result<std::fs::File> {
+    let log = log.to_path_buf();
+    tokio::task::spawn_blocking(move || {
+        if let Some(dir) = log.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
+        std::fs::File::create(&log)
+    })
+    .await
+    .map_err(std::io::Error::other)?
+}
+
+/// `capt-hook` beside the host binary.
+pub fn cli_exe() -> PathBuf {
+    std::env::current_exe()
+        .ok()
+        .and_then(|e| e.parent().map(|d| d.join("capt-hook")))
+        .unwrap_or_else(|| "capt-hook".into())
+}

@@ -1,0 +1,5 @@
+//! The `capt-hook` command line, for the end-to-end tests (the host runs it for builds).
+
+fn main() -> std::process::ExitCode {
+    capt_hook_cli::main()
+}
