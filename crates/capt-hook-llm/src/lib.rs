@@ -184,8 +184,10 @@ pub trait Backend: Send + Sync {
     fn judge(&self, call: &Call<'_>) -> Result<Answer, CallError>;
 }
 
-/// Asks `backend` and logs the call's latency and cost, or its failure record; with `log_dir`,
-/// a failure is also appended to `<log_dir>/llm-failures.jsonl` for `capt-hook logs`.
+/// Asks `backend` and logs the call's latency and cost, or its failure record. With `log_dir`,
+/// every call also leaves a line in `<log_dir>/llm-calls.jsonl` (hook, backend, model, latency,
+/// cost, outcome) and a failure its record in `<log_dir>/llm-failures.jsonl`, for `capt-hook
+/// logs`: a worker's `tracing` output is not kept by default, and a judge's cost must be.
 pub fn judge(
     backend: &dyn Backend,
     call: &Call<'_>,
@@ -194,6 +196,11 @@ pub fn judge(
 ) -> Result<Answer, CallError> {
     let started = Instant::now();
     let result = backend.judge(call);
+    if let Some(dir) = log_dir
+        && let Err(io) = append_call(dir, hook, backend.name(), &result, started.elapsed())
+    {
+        tracing::warn!(target: "capt_hook_llm", error = %io, "could not log the judge's call");
+    }
     match &result {
         Ok(a) => tracing::info!(
             target: "capt_hook_llm",
@@ -227,10 +234,64 @@ pub fn judge(
     result
 }
 
+/// The file every call is logged to, under the log directory.
+pub const CALL_LOG: &str = "llm-calls.jsonl";
+
+/// Appends one JSON line for a call, answered or not.
+pub fn append_call(
+    dir: &std::path::Path,
+    hook: &str,
+    backend: &str,
+    result: &Result<Answer, CallError>,
+    elapsed: Duration,
+) -> std::io::Result<()> {
+    let line = match result {
+        Ok(a) => serde_json::json!({
+            "unix_ms": unix_ms(),
+            "hook": hook,
+            "backend": a.backend,
+            "model": a.model,
+            "latency_ms": a.latency.as_millis() as u64,
+            "cost_usd": a.cost_usd,
+            "ok": true,
+        }),
+        Err(e) => serde_json::json!({
+            "unix_ms": unix_ms(),
+            "hook": hook,
+            "backend": backend,
+            "latency_ms": elapsed.as_millis() as u64,
+            "ok": false,
+            "error": e.kind.to_string(),
+        }),
+    };
+    append_line(dir, CALL_LOG, &line)
+}
+
+fn unix_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+/// Appends `line` to `dir/name`, rotating the file to `name.1` past [`LOG_MAX`].
+fn append_line(dir: &std::path::Path, name: &str, line: &Value) -> std::io::Result<()> {
+    use std::io::Write;
+    std::fs::create_dir_all(dir)?;
+    let path = dir.join(name);
+    if std::fs::metadata(&path).is_ok_and(|m| m.len() > LOG_MAX) {
+        std::fs::rename(&path, dir.join(format!("{name}.1")))?;
+    }
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)?;
+    writeln!(f, "{line}")
+}
+
 /// The file failure records go to, under the log directory.
 pub const FAILURE_LOG: &str = "llm-failures.jsonl";
-/// Past this size the failure log is rotated to `llm-failures.jsonl.1`.
-const FAILURE_LOG_MAX: u64 = 1 << 20;
+/// Past this size a log file is rotated to `<name>.1`.
+const LOG_MAX: u64 = 1 << 20;
 
 /// Appends one JSON line for a failed call.
 pub fn append_failure(
@@ -239,17 +300,8 @@ pub fn append_failure(
     e: &CallError,
     elapsed: Duration,
 ) -> std::io::Result<()> {
-    use std::io::Write;
-    std::fs::create_dir_all(dir)?;
-    let path = dir.join(FAILURE_LOG);
-    if std::fs::metadata(&path).is_ok_and(|m| m.len() > FAILURE_LOG_MAX) {
-        std::fs::rename(&path, dir.join(format!("{FAILURE_LOG}.1")))?;
-    }
-    let unix_ms = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64);
     let line = serde_json::json!({
-        "unix_ms": unix_ms,
+        "unix_ms": unix_ms(),
         "hook": hook,
         "backend": e.backend,
         "error": e.kind.to_string(),
@@ -259,11 +311,7 @@ pub fn append_failure(
         "stderr_tail": e.record.stderr_tail,
         "prompt_tail": e.record.prompt_tail,
     });
-    let mut f = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)?;
-    writeln!(f, "{line}")
+    append_line(dir, FAILURE_LOG, &line)
 }
 
 /// The time left before `deadline`, or `None` when less than `min` remains.
@@ -322,6 +370,12 @@ mod tests {
         assert_eq!(v["argv"], serde_json::json!(["claude", "-p"]));
         assert_eq!(v["stderr_tail"], "boom");
         assert_eq!(v["prompt_tail"], "why?");
+        let calls = std::fs::read_to_string(dir.path().join(CALL_LOG)).unwrap();
+        let c: Value = serde_json::from_str(calls.trim()).unwrap();
+        assert_eq!(
+            (c["ok"].clone(), c["backend"].clone()),
+            (Value::Bool(false), "broken".into())
+        );
     }
 }
 

@@ -6,6 +6,7 @@
 //! rewrites of `cat`, a warning and a block on `git stash`), as the seed pages show alternatives.
 
 pub mod lifecycle;
+pub mod llm;
 pub mod options;
 pub mod primitives;
 pub mod session_workflow;
@@ -18,13 +19,14 @@ use captain_hook::{DefError, Registry};
 pub type Register = fn(&mut Registry) -> Result<(), DefError>;
 
 /// Every page, by the name its hooks are registered under.
-pub const PAGES: [(&str, Register); 6] = [
+pub const PAGES: [(&str, Register); 7] = [
     ("primitives", primitives::register),
     ("options", options::register),
     ("state", state::register),
     ("session_workflow", session_workflow::register),
     ("under_the_hood", under_the_hood::register),
     ("lifecycle", lifecycle::register),
+    ("llm", llm::register),
 ];
 
 /// Every example hook in one registry, page after page.

@@ -87,6 +87,26 @@ pub enum Context {
 }
 
 impl Context {
+    /// `<introduced>` for an ast-grep `pattern` (any supported language) and/or tree-sitter
+    /// node `kinds`; required (no call when nothing was introduced).
+    pub fn introduced(pattern: Option<&str>, kinds: &[&str]) -> Result<Context, DefError> {
+        let pattern = pattern
+            .map(|p| capt_hook_code::AnyLangPattern::new(p).map(Arc::new))
+            .transpose()
+            .map_err(|e| DefError::new("contexts", e.to_string()))?;
+        if pattern.is_none() && kinds.is_empty() {
+            return Err(DefError::new(
+                "contexts",
+                "`introduced` needs a pattern or node kinds to look for",
+            ));
+        }
+        Ok(Context::Introduced {
+            pattern,
+            kinds: kinds.iter().map(|k| (*k).to_owned()).collect(),
+            required: true,
+        })
+    }
+
     fn tag(&self) -> &str {
         match self {
             Context::BeforeEdit { .. } => "before_edit",

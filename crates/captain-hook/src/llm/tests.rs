@@ -145,6 +145,13 @@ fn a_stop_gate_blocks_once_per_turn_and_the_second_stop_passes() {
     );
     assert_eq!(req["schema"], VerdictSchema::gate().to_json());
     assert_eq!(req["agent"], true);
+    let calls = std::fs::read_to_string(judge.dir.path().join("logs/llm-calls.jsonl")).unwrap();
+    let call: Value = serde_json::from_str(calls.trim()).unwrap();
+    assert_eq!(
+        (&call["ok"], &call["backend"]),
+        (&json!(true), &json!("command"))
+    );
+    assert!(call["latency_ms"].is_u64(), "{call}");
 
     let second = judge.event(EventKind::Stop, json!({"stop_hook_active": true}), None);
     assert_eq!(d.dispatch(&second, soon()), None, "the turn already fired");
@@ -495,6 +502,17 @@ fn hook_files_lower_to_the_same_hooks_and_report_bad_options() {
     assert_eq!(reg.hooks()[0].name, sdk_reg.hooks()[0].name);
     assert_eq!(reg.hooks()[0].name, "t:llm_gate_excuses");
     assert_eq!(reg.hooks()[1].kind, "llm_nudge");
+    let mut async_reg = Registry::new();
+    crate::loader::load_str(
+        "[[hook]]\nkind = \"llm_nudge\"\nprompt = \"q\"\nmessage = \"m\"\nasync = true\n",
+        "t",
+        &mut async_reg,
+    )
+    .unwrap();
+    assert!(
+        async_reg.hooks()[0].is_async,
+        "a nudge may judge after the reply"
+    );
 
     let error = |body: &str| {
         let text = format!("[[hook]]\n{body}\n");

@@ -151,6 +151,15 @@ impl Input {
         self
     }
 
+    /// The stubbed judge's answer for LLM hooks (a JSON object: verdict fields over the
+    /// defaults, or `{"error": "…"}` to make the judge fail); anything else is ignored.
+    pub fn llm(mut self, verdict: Value) -> Input {
+        if let Value::Object(fields) = verdict {
+            self.llm = Some(fields);
+        }
+        self
+    }
+
     /// The session so far, from a `.jsonl` file relative to the file that defines the hook.
     pub fn transcript_file(mut self, path: impl Into<String>) -> Input {
         self.transcript = Some(TranscriptInput::File(path.into()));
