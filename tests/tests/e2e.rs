@@ -2078,3 +2078,153 @@ fn packs_through_the_host() {
     );
     assert_eq!(decision(&json_out(&out)), Some("deny"));
 }
+
+/// Permission tickets through a real client, host and worker: the transcript the worker reads
+/// decides whether a chat post is allowed, the minted ticket lives in the project's store under
+/// the state root, covers later posts at its channel for its ttl, and a corrupted store denies
+/// naming itself and is moved aside.
+mod tickets {
+    use super::*;
+    use std::path::{Path, PathBuf};
+    use std::time::{Duration, Instant};
+
+    const HOOKS: &str = r#"
+[[hook]]
+kind = "tickets"
+only_if = [{ tool = "mcp__chat__post_message" }]
+ticket = "chat.post"
+place = { channel = "/channel" }
+reach = "place"
+ttl = 3
+deny = "Ask the user whether to post to this channel."
+rules = [{ name = "asked", user_said = { pattern = "\\bpost\\b", names = ["channel"] } }]
+"#;
+
+    fn post(root: &Path, transcript: &Path, channel: &str, text: &str) -> Vec<u8> {
+        capt_hook_proto::serde_json::json!({
+            "session_id": transcript.file_stem().unwrap().to_string_lossy(),
+            "transcript_path": transcript, "cwd": root,
+            "hook_event_name": "PreToolUse", "tool_name": "mcp__chat__post_message",
+            "tool_input": {"channel": channel, "text": text}, "tool_use_id": "toolu_1",
+        })
+        .to_string()
+        .into_bytes()
+    }
+
+    fn say(transcript: &Path, text: &str) {
+        use std::io::Write;
+        let line = capt_hook_proto::serde_json::json!(
+            {"type": "user", "message": {"role": "user", "content": text}}
+        );
+        let mut f = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(transcript)
+            .unwrap();
+        writeln!(f, "{line}").unwrap();
+    }
+
+    fn stores(state: &Path) -> Vec<PathBuf> {
+        std::fs::read_dir(state.join("hooks/tickets"))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.path())
+            .collect()
+    }
+
+    fn reason(v: &Value) -> String {
+        let h = &v["hookSpecificOutput"];
+        h["permissionDecisionReason"]
+            .as_str()
+            .or_else(|| h["additionalContext"].as_str())
+            .unwrap_or("")
+            .to_owned()
+    }
+
+    #[test]
+    fn asked_allowed_covered_expired_and_corrupt() {
+        let env = Env::new();
+        let root = env.project("p", HOOKS);
+        let state = env.dir.path().join("home/.claude/state");
+        let a = env.dir.path().join("session-a.jsonl");
+        let b = env.dir.path().join("session-b.jsonl");
+        say(&a, "hi, how is the deploy going?");
+        say(&b, "thanks");
+
+        // Nobody asked for a post: denied with the deny text, nothing minted.
+        let out = env.hook("PreToolUse", &post(&root, &a, "deploys", "done"), &[]);
+        let v = json_out(&out);
+        assert_eq!(decision(&v), Some("deny"), "{v} {}", stderr(&out));
+        assert_eq!(reason(&v), "Ask the user whether to post to this channel.");
+        let minted_files = |state: &Path| -> Vec<PathBuf> {
+            stores(state)
+                .into_iter()
+                .filter(|p| p.extension().is_some_and(|e| e == "json"))
+                .collect()
+        };
+        assert!(minted_files(&state).is_empty(), "{:?}", stores(&state));
+
+        // The user asks: allowed, and the ticket records their words.
+        say(&a, "please post the summary to #deploys");
+        let out = env.hook("PreToolUse", &post(&root, &a, "deploys", "done"), &[]);
+        let v = json_out(&out);
+        let minted = Instant::now();
+        assert_eq!(decision(&v), Some("allow"), "{v} {}", stderr(&out));
+        let files = minted_files(&state);
+        assert_eq!(files.len(), 1, "{files:?}");
+        let store: Value =
+            capt_hook_proto::serde_json::from_str(&std::fs::read_to_string(&files[0]).unwrap())
+                .unwrap();
+        let ticket = &store["tickets"][0];
+        assert_eq!(ticket["kind"], "chat.post");
+        assert_eq!(ticket["place"]["channel"], "deploys");
+        assert_eq!(ticket["reach"], "place");
+        assert_eq!(
+            ticket["evidence"][0]["text"],
+            "please post the summary to #deploys"
+        );
+        let id = ticket["id"].as_str().unwrap().to_owned();
+        assert!(reason(&v).contains(&id), "{v}");
+
+        // Another session that never asked: a second post at the same channel rides on it ...
+        let out = env.hook("PreToolUse", &post(&root, &b, "deploys", "rollback"), &[]);
+        let v = json_out(&out);
+        assert_eq!(decision(&v), Some("allow"), "{v}");
+        assert!(reason(&v).contains(&id), "{v}");
+        // ... another channel does not.
+        let out = env.hook("PreToolUse", &post(&root, &b, "general", "rollback"), &[]);
+        assert_eq!(decision(&json_out(&out)), Some("deny"));
+
+        // After the ttl the ticket covers nothing.
+        let left = Duration::from_millis(3200).saturating_sub(minted.elapsed());
+        std::thread::sleep(left);
+        let out = env.hook("PreToolUse", &post(&root, &b, "deploys", "rollback"), &[]);
+        let v = json_out(&out);
+        assert_eq!(decision(&v), Some("deny"), "{v}");
+
+        // A corrupted store denies, naming the file, and is moved aside.
+        std::fs::write(&files[0], "{\"tickets\": [oops").unwrap();
+        let out = env.hook("PreToolUse", &post(&root, &a, "deploys", "done"), &[]);
+        let v = json_out(&out);
+        assert_eq!(decision(&v), Some("deny"), "{v}");
+        let r = reason(&v);
+        assert!(
+            r.starts_with("Ask the user whether to post to this channel."),
+            "{r}"
+        );
+        assert!(r.contains(&files[0].display().to_string()), "{r}");
+        let baks: Vec<PathBuf> = stores(&state)
+            .into_iter()
+            .filter(|p| p.to_string_lossy().contains(".json.bak."))
+            .collect();
+        assert_eq!(baks.len(), 1, "{baks:?}");
+        assert_eq!(
+            std::fs::read_to_string(&baks[0]).unwrap(),
+            "{\"tickets\": [oops"
+        );
+        // The next post starts from a clean store and mints again from session A's words.
+        let out = env.hook("PreToolUse", &post(&root, &a, "deploys", "done"), &[]);
+        assert_eq!(decision(&json_out(&out)), Some("allow"));
+    }
+}

@@ -22,6 +22,7 @@ mod logging;
 mod packs;
 mod rust_project;
 mod scaffold;
+mod tickets;
 
 /// Claude Code hooks as typed, declarative data.
 #[derive(Debug, Parser)]
@@ -115,6 +116,11 @@ enum Command {
     },
     /// Query the decision ledger: one row per verdict a hook delivered.
     Decisions(journal::DecisionArgs),
+    /// The project's permission tickets: list or revoke them.
+    Tickets {
+        #[command(subcommand)]
+        command: tickets::TicketsCommand,
+    },
     /// Replay a recorded transcript through the hooks and show where they would have fired.
     Replay {
         /// The transcript (`.jsonl`) to replay.
@@ -208,6 +214,7 @@ fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
                 rust_project::Built::Failed => ExitCode::from(1),
             },
         ),
+        Command::Tickets { command } => tickets::run(&project_root(&cli.root, None), command),
         Command::Replay { transcript, all } => {
             let root = project_root(&cli.root, None);
             let (registry, errors) = load(&root, &cli.hooks);

@@ -1242,6 +1242,61 @@ fn pack_test_checks_builtin_packs_and_a_plugins_layout_dependency_and_tests() {
     );
 }
 
+#[test]
+fn tickets_minted_by_a_run_are_listed_and_revoked() {
+    let hook = r#"
+[[hook]]
+kind = "tickets"
+only_if = [{ tool = "mcp__chat__post_message" }]
+ticket = "chat.post"
+place = { channel = "/channel" }
+reach = "place"
+deny = "Ask the user first."
+rules = [{ name = "asked", user_said = { pattern = "post", names = ["channel"] } }]
+"#;
+    let p = Project::new(&[("t.toml", hook)]);
+    let state = p.root().join("state");
+    let env = [("CAPTAIN_HOOK_STATE_DIR", state.as_path())];
+    let transcript = p.root().join("t.jsonl");
+    std::fs::write(
+        &transcript,
+        "{\"type\":\"user\",\"message\":{\"role\":\"user\",\"content\":\"post it to #deploys\"}}\n",
+    )
+    .unwrap();
+    let payload = serde_json::json!({
+        "session_id": "s1", "hook_event_name": "PreToolUse",
+        "tool_name": "mcp__chat__post_message",
+        "tool_input": {"channel": "deploys", "text": "hi"},
+        "transcript_path": transcript, "cwd": p.root(),
+    })
+    .to_string();
+    let out = p.run_env(&["run", "PreToolUse"], payload.as_bytes(), &env);
+    assert!(
+        text(&out.stdout).contains("\"permissionDecision\":\"allow\""),
+        "{out:?}"
+    );
+    let out = p.run_env(&["tickets", "list", "--json"], b"", &env);
+    assert!(out.status.success(), "{out:?}");
+    let listed: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(listed["place"]["channel"], "deploys");
+    assert_eq!(listed["evidence"][0]["text"], "post it to #deploys");
+    let id = listed["id"].as_str().unwrap().to_owned();
+    let human = text(&p.run_env(&["tickets", "list"], b"", &env).stdout);
+    assert!(
+        human.contains(&id) && human.contains("reach=place"),
+        "{human}"
+    );
+    let out = p.run_env(&["tickets", "revoke", &id], b"", &env);
+    assert!(out.status.success(), "{out:?}");
+    let out = p.run_env(&["tickets", "revoke", &id], b"", &env);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains(&format!("no ticket {id}")),
+        "{out:?}"
+    );
+    assert!(text(&p.run_env(&["tickets", "list"], b"", &env).stdout).starts_with("no tickets in "));
+}
+
 /// A Rust hook project without a build for its sources: `run` serves the TOML hooks (its
 /// `Cargo.toml` is not a hook file), tells the session once that the Rust hooks are not live,
 /// and `build` on a directory without a manifest names what is missing.

@@ -71,6 +71,20 @@ pub enum StateError {
         /// How long we waited.
         waited: Duration,
     },
+    /// A file that must never be read as empty (the ticket store) did not parse; it was moved
+    /// aside so the next operation starts clean and nothing in it is lost.
+    #[error(
+        "ticket store {path} is corrupt ({reason}); moved it aside as {backup}; every ticket in \
+         it is void until you restore it"
+    )]
+    CorruptMovedAside {
+        /// The file.
+        path: PathBuf,
+        /// Where it went.
+        backup: PathBuf,
+        /// The parser's message.
+        reason: String,
+    },
     /// The file could not be removed.
     #[error("cannot delete state file {path}: {source}; check the directory's permissions")]
     Delete {

@@ -26,6 +26,7 @@ mod health;
 pub mod paths;
 mod slot;
 mod store;
+pub mod tickets;
 mod traits;
 
 pub use cleanup::{
@@ -44,6 +45,7 @@ pub use slot::Slot;
 pub use store::{
     ModelKind, SeenKeys, SessionStore, TrackedModel, track, track_as, tracked_models, untrack,
 };
+pub use tickets::{Evidence, Reach, Ticket, TicketStore};
 pub use traits::{
     DurableContext, DurableRoots, DurableState, DurableStore, Scope, SessionContext, WorkflowState,
 };

@@ -30,6 +30,7 @@ pub mod reply;
 pub mod session;
 pub mod spec;
 pub mod testing;
+pub mod tickets;
 pub mod typed;
 pub mod worker;
 

@@ -880,6 +880,117 @@ kind_spec!(
     }
 );
 
+/// How far a minted ticket reaches.
+#[derive(Debug, Clone, Copy, Deserialize, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum ReachSpec {
+    /// This one action (the same tool input).
+    Action,
+    /// Every later action at the same place.
+    Place,
+}
+
+/// A duration: seconds, or a number with a unit (`"90s"`, `"30m"`, `"8h"`, `"7d"`).
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum DurationSpec {
+    /// Seconds.
+    Seconds(u64),
+    /// A number with a unit: `s`, `m`, `h` or `d`.
+    Text(String),
+}
+
+/// `user_said` in a ticket rule: a regex template, or options.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum TicketSaidSpec {
+    /// A case-insensitive regex over the user's prompts; `{key}` is the place value, escaped.
+    Pattern(String),
+    /// A pattern and the place keys the prompt must name.
+    Options {
+        /// The regex template (optional when `names` is given).
+        pattern: Option<String>,
+        /// Place keys whose values the prompt must name as whole words.
+        #[serde(default)]
+        names: Vec<String>,
+    },
+}
+
+/// `user_answered` in a ticket rule.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TicketAnsweredSpec {
+    /// A regex template over the question and its options (`{key}` is the place value).
+    pub pattern: Option<String>,
+    /// Only an answer that does not hold back counts (default false: any answer).
+    #[serde(default)]
+    pub approved: bool,
+}
+
+/// `decide` in a ticket rule: a judge cites the user's words that permit the action.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DecideSpec {
+    /// The hook's rules for this kind of action, in prose.
+    pub rules: String,
+    /// `small` (default), `medium` or `large`.
+    pub model: Option<ModelSpec>,
+    /// Who judges (default: the project's `CAPT_HOOK_LLM_BACKEND`, else `auto`).
+    pub backend: Option<BackendSpec>,
+    /// Seconds each asking of the judge may take (default 20); past it the rule found nothing.
+    pub deadline: Option<f64>,
+    /// Ask a refusal again on the evidence alone; refuse only when both refuse (default true).
+    #[serde(default = "yes")]
+    pub second_opinion: bool,
+}
+
+/// One rule that mints a ticket: a name and exactly one evidence source.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TicketRuleSpec {
+    /// The rule's name, recorded on the ticket.
+    pub name: String,
+    /// The user said it in one of their own prompts in the window.
+    pub user_said: Option<TicketSaidSpec>,
+    /// The user answered an AskUserQuestion in the window.
+    pub user_answered: Option<TicketAnsweredSpec>,
+    /// A judge cites the user's words or answers.
+    pub decide: Option<DecideSpec>,
+    /// Any condition holds.
+    pub condition: Option<ConditionSpec>,
+}
+
+kind_spec!(
+    /// Permission tickets: allow an action a live ticket covers, else mint one from the first
+    /// rule whose evidence holds, else deny with `deny`.
+    TicketsSpec {
+        /// The ticket kind (`chat.post`).
+        ticket: String,
+        /// The place keys, each read from the tool input by JSON pointer (`/channel`) or a
+        /// `{field}` template.
+        place: BTreeMap<String, String>,
+        /// `action` (this one call) or `place` (every later call at the same place).
+        reach: ReachSpec,
+        /// The rules that mint a ticket, in order.
+        rules: Vec<TicketRuleSpec>,
+        /// What the agent can do to get permission, said on every deny.
+        deny: String,
+        /// One line naming the action (a `{key}` template over the place).
+        summary: Option<String>,
+        /// How long a minted ticket lives (default 7 days).
+        ttl: Option<DurationSpec>,
+        /// How many recent transcript entries the evidence is read from (default 60).
+        window: Option<usize>,
+        /// Markers of a prompt a tool wrote on the user's behalf.
+        #[serde(default)]
+        machine: Vec<String>,
+        /// A covered call is allowed outright (default true); false: the ticket only lifts the
+        /// deny and Claude Code's permission flow decides.
+        #[serde(default = "yes")]
+        grant: bool,
+    }
+);
+
 /// Declares [`HookEntry`] and the one table of kind names the loader reads it by.
 macro_rules! hook_entries {
     ($($(#[$meta:meta])* $name:literal => $variant:ident($spec:ty),)*) => {
@@ -944,6 +1055,8 @@ hook_entries! {
     "llm_nudge" => LlmNudge(LlmSpec),
     /// Answer permission dialogs a model finds safe.
     "llm_approve" => LlmApprove(LlmApproveSpec),
+    /// Permission tickets.
+    "tickets" => Tickets(TicketsSpec),
 }
 
 /// The JSON Schema of a hook file, pretty-printed.

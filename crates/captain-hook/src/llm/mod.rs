@@ -558,7 +558,7 @@ pub(crate) fn from_spec(
 }
 
 /// A seconds value from a hook file as a duration; `field` names it in the error.
-fn seconds(field: &str, value: f64) -> Result<Duration, DefError> {
+pub(crate) fn seconds(field: &str, value: f64) -> Result<Duration, DefError> {
     if value.is_finite() && value > 0.0 {
         Ok(Duration::from_secs_f64(value))
     } else {
@@ -566,7 +566,7 @@ fn seconds(field: &str, value: f64) -> Result<Duration, DefError> {
     }
 }
 
-fn model_of(m: Option<crate::spec::ModelSpec>) -> Size {
+pub(crate) fn model_of(m: Option<crate::spec::ModelSpec>) -> Size {
     use crate::spec::ModelSpec;
     match m {
         None | Some(ModelSpec::Small) => Size::Small,
@@ -575,7 +575,7 @@ fn model_of(m: Option<crate::spec::ModelSpec>) -> Size {
     }
 }
 
-fn backend_of(b: Option<crate::spec::BackendSpec>) -> Option<BackendChoice> {
+pub(crate) fn backend_of(b: Option<crate::spec::BackendSpec>) -> Option<BackendChoice> {
     use crate::spec::BackendSpec;
     b.map(|b| match b {
         BackendSpec::Auto => BackendChoice::Auto,

@@ -203,6 +203,7 @@ pub(super) fn lower(
                 text
             )
         }
+        HookEntry::Tickets(s) => common!(tickets_from_spec(s)?, s, item, source.clone(), text),
         HookEntry::Workflow(s) => {
             if s.events.is_some() {
                 return Err(err(
@@ -269,6 +270,153 @@ pub(super) fn lower(
         }
     };
     Ok(def)
+}
+
+/// Seconds, or a number with a unit.
+fn duration(field: &str, d: &DurationSpec) -> Result<std::time::Duration, DefError> {
+    let secs = match d {
+        DurationSpec::Seconds(n) => *n,
+        DurationSpec::Text(t) => {
+            let t = t.trim();
+            let (num, unit) = t.split_at(t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len()));
+            let n: u64 = num.parse().map_err(|_| {
+                err(
+                    field,
+                    format!(
+                        "`{t}` is not a duration; write seconds or e.g. \"30m\", \"8h\", \"7d\""
+                    ),
+                )
+            })?;
+            let scale = match unit.trim() {
+                "" | "s" => 1,
+                "m" => 60,
+                "h" => 3600,
+                "d" => 86_400,
+                u => return Err(err(field, format!("unknown unit `{u}`; use s, m, h or d"))),
+            };
+            n.saturating_mul(scale)
+        }
+    };
+    Ok(std::time::Duration::from_secs(secs))
+}
+
+fn tickets_from_spec(s: &TicketsSpec) -> Result<HookDef, DefError> {
+    use crate::tickets::{Decide, Extract, Reach, Rule, Source, Tickets, check_template};
+    if s.place.is_empty() {
+        return Err(err(
+            "place",
+            "name at least one place key (e.g. `{ channel = \"/channel\" }`)",
+        ));
+    }
+    let keys: Vec<String> = s.place.keys().cloned().collect();
+    let template = |field: String, t: &str| -> Result<(), DefError> {
+        check_template(t).map_err(|e| err(field.clone(), e))?;
+        let mut rest = t;
+        while let Some(i) = rest.find('{') {
+            let tail = &rest[i + 1..];
+            let Some(j) = tail.find('}') else { break };
+            let key = &tail[..j];
+            if !key.is_empty()
+                && key.chars().all(|c| c.is_alphanumeric() || c == '_')
+                && !key.chars().all(|c| c.is_ascii_digit())
+                && !keys.iter().any(|k| k == key)
+            {
+                return Err(err(
+                    field,
+                    format!("`{{{key}}}` is not a place key; the place keys are {keys:?}"),
+                ));
+            }
+            rest = &tail[j + 1..];
+        }
+        Ok(())
+    };
+    let mut rules = Vec::new();
+    for (i, r) in s.rules.iter().enumerate() {
+        let field = format!("rules[{i}]");
+        let one = "give exactly one of `user_said`, `user_answered`, `decide`, `condition`";
+        let when = match (&r.user_said, &r.user_answered, &r.decide, &r.condition) {
+            (Some(said), None, None, None) => {
+                let (pattern, names) = match said {
+                    TicketSaidSpec::Pattern(p) => (Some(p.clone()), Vec::new()),
+                    TicketSaidSpec::Options { pattern, names } => (pattern.clone(), names.clone()),
+                };
+                if pattern.is_none() && names.is_empty() {
+                    return Err(err(
+                        format!("{field}.user_said"),
+                        "give a `pattern` or `names`",
+                    ));
+                }
+                if let Some(p) = &pattern {
+                    template(format!("{field}.user_said"), p)?;
+                }
+                if let Some(n) = names.iter().find(|n| !keys.contains(n)) {
+                    return Err(err(
+                        format!("{field}.user_said.names"),
+                        format!("`{n}` is not a place key; the place keys are {keys:?}"),
+                    ));
+                }
+                Source::UserSaid { pattern, names }
+            }
+            (None, Some(a), None, None) => {
+                if let Some(p) = &a.pattern {
+                    template(format!("{field}.user_answered.pattern"), p)?;
+                }
+                Source::UserAnswered {
+                    pattern: a.pattern.clone(),
+                    approved: a.approved,
+                }
+            }
+            (None, None, Some(d), None) => {
+                if d.rules.trim().is_empty() {
+                    return Err(err(
+                        format!("{field}.decide.rules"),
+                        "say in prose what the user must have permitted",
+                    ));
+                }
+                let mut decide = Decide::new(d.rules.clone());
+                decide.model = crate::llm::model_of(d.model);
+                decide.backend = crate::llm::backend_of(d.backend);
+                decide.second_opinion = d.second_opinion;
+                if let Some(secs) = d.deadline {
+                    decide.deadline =
+                        crate::llm::seconds(&format!("{field}.decide.deadline"), secs)?;
+                }
+                Source::Decide(decide)
+            }
+            (None, None, None, Some(c)) => {
+                Source::Condition(compile_condition(c, &format!("{field}.condition"))?)
+            }
+            _ => return Err(err(field, one)),
+        };
+        rules.push(Rule {
+            name: r.name.clone(),
+            when,
+        });
+    }
+    let ttl = match &s.ttl {
+        Some(d) => Some(duration("ttl", d)?),
+        None => Some(crate::tickets::DEFAULT_TTL),
+    };
+    let place = s
+        .place
+        .iter()
+        .map(|(k, v)| (k.clone(), Extract::parse(v)))
+        .collect();
+    crate::tickets::tickets(Tickets {
+        kind: s.ticket.clone(),
+        place: keys,
+        reach: match s.reach {
+            ReachSpec::Action => Reach::Action,
+            ReachSpec::Place => Reach::Place,
+        },
+        rules,
+        deny: s.deny.clone(),
+        action: Some(crate::tickets::action_from_input(place, s.summary.clone())),
+        ttl,
+        window: s.window.unwrap_or(crate::tickets::DEFAULT_WINDOW),
+        machine: s.machine.clone(),
+        grant: s.grant,
+    })
 }
 
 pub(super) fn lower_test(
