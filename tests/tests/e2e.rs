@@ -1484,6 +1484,13 @@ message = "consider running the tests"
 fn logs_and_decisions_show_what_the_host_answered() {
     let env = Env::new();
     let root = env.project("journal", HOOKS);
+    // The rows counted below are the project's own hooks' (the builtin stash guard would add
+    // its own deny of `git stash pop`).
+    std::fs::write(
+        root.join(".claude/hooks/config.toml"),
+        "[packs]\ndisable = [\"general\"]\n",
+    )
+    .unwrap();
     let out = env.hook("PreToolUse", &bash(&root, "git stash pop"), &[]);
     assert_eq!(decision(&json_out(&out)), Some("deny"), "{}", stderr(&out));
     let out = env.hook("PreToolUse", &bash(&root, "ls -la"), &[]);
@@ -1591,6 +1598,11 @@ fn logs_and_decisions_show_what_the_host_answered() {
     // answer, and writes its journal before going.
     let scratch = env.host_tmp().join("scratch");
     write_hooks(&scratch, HOOKS);
+    std::fs::write(
+        scratch.join(".claude/hooks/config.toml"),
+        "[packs]\ndisable = [\"general\"]\n",
+    )
+    .unwrap();
     let payload = capt_hook_proto::serde_json::json!({
         "session_id": "scratch", "cwd": scratch, "hook_event_name": "PreToolUse",
         "tool_name": "Bash", "tool_input": {"command": "git stash"}, "tool_use_id": "toolu_s",
