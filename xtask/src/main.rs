@@ -245,6 +245,7 @@ const SDK_CRATES: &[&str] = &[
     "capt-hook-build",
     "capt-hook-code",
     "capt-hook-core",
+    "capt-hook-journal",
     "capt-hook-proto",
     "capt-hook-shell",
     "capt-hook-state",
