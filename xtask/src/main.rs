@@ -246,6 +246,7 @@ const SDK_CRATES: &[&str] = &[
     "capt-hook-code",
     "capt-hook-core",
     "capt-hook-journal",
+    "capt-hook-llm",
     "capt-hook-proto",
     "capt-hook-shell",
     "capt-hook-state",
