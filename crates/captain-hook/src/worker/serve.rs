@@ -147,9 +147,11 @@ fn serve_event(warm: &Warm, out: &Out, background: &Background, id: u64, request
     let (project, stale_build) = warm.project();
     let (mut response, entry) = respond_traced(&project, &request, deadline);
     response.stale_build = stale_build;
-    send(out, &WorkerFrame::Result { id, response });
-    // Logged and recorded once the reply is on its way, by the journal's own thread.
+    // Queued before the reply (a non-blocking channel send; the journal's own thread writes
+    // it): the host may retire this worker the moment the reply arrives, and the SIGTERM
+    // flush only writes what is already queued.
     capt_hook_journal::submit(entry);
+    send(out, &WorkerFrame::Result { id, response });
     if has_async_hooks(&project) {
         background.submit(project, request);
     }
