@@ -25,21 +25,11 @@ pub struct Choice {
     pub build: bool,
 }
 
-/// Looks a variable up in the request's semantic environment, then the host's own.
-fn lookup(semantic: &BTreeMap<String, String>) -> impl Fn(&str) -> Option<String> + '_ {
-    |name| {
-        semantic
-            .get(name)
-            .cloned()
-            .or_else(|| std::env::var(name).ok())
-    }
-}
-
 /// Picks the binary for `root` (reads and hashes the hook sources, off the runtime thread).
 pub async fn choose(root: &Path, semantic: &BTreeMap<String, String>) -> Choice {
     let (root, semantic) = (root.to_path_buf(), semantic.clone());
     let picked = tokio::task::spawn_blocking(move || {
-        let env = lookup(&semantic);
+        let env = capt_hook_build::request_env(&semantic);
         capt_hook_build::select(&root, capt_hook_build::sdk_dir(&env).as_deref(), &env)
     })
     .await;
@@ -84,7 +74,7 @@ pub async fn retire_build(
 ) {
     let (root, semantic, hash) = (root.to_path_buf(), semantic.clone(), hash.to_owned());
     let saved = tokio::task::spawn_blocking(move || {
-        Cache::for_root(&root, lookup(&semantic)).record_failure(&hash, &why)
+        Cache::for_root(&root, capt_hook_build::request_env(&semantic)).record_failure(&hash, &why)
     })
     .await;
     if !matches!(saved, Ok(Ok(()))) {
@@ -125,7 +115,7 @@ impl Builds {
         {
             return;
         }
-        let log = Cache::for_root(root, lookup(semantic)).log();
+        let log = Cache::for_root(root, capt_hook_build::request_env(semantic)).log();
         let mut cmd = tokio::process::Command::new(&self.cli);
         cmd.arg("build")
             .arg("--root")

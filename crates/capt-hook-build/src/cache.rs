@@ -8,6 +8,7 @@
 //! `build.lock` (held by the one build running for the root) and `build.log` (the last
 //! background build's output).
 
+use std::collections::BTreeMap;
 use std::fs::File;
 use std::path::{Path, PathBuf};
 
@@ -77,12 +78,7 @@ impl Cache {
     /// Waits for and takes the shared target directory: held while cargo runs and the binary
     /// is copied out of it.
     pub fn lock_target(&self) -> std::io::Result<File> {
-        std::fs::create_dir_all(&self.base)?;
-        let f = File::options()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(self.base.join("target.lock"))?;
+        let f = lock_file(&self.base, "target.lock")?;
         f.lock()?;
         Ok(f)
     }
@@ -94,17 +90,19 @@ impl Cache {
 
     /// Takes the root's build lock without waiting; `None` when another build holds it.
     pub fn try_lock(&self) -> std::io::Result<Option<File>> {
-        std::fs::create_dir_all(&self.dir)?;
-        let f = File::options()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(self.dir.join("build.lock"))?;
+        let f = lock_file(&self.dir, "build.lock")?;
         match f.try_lock() {
             Ok(()) => Ok(Some(f)),
             Err(std::fs::TryLockError::WouldBlock) => Ok(None),
             Err(std::fs::TryLockError::Error(e)) => Err(e),
         }
+    }
+
+    /// Waits for and takes the root's build lock.
+    pub fn lock(&self) -> std::io::Result<File> {
+        let f = lock_file(&self.dir, "build.lock")?;
+        f.lock()?;
+        Ok(f)
     }
 
     /// True when a build of this root is running now (someone holds its lock).
@@ -124,6 +122,22 @@ impl Cache {
         let _ = std::fs::remove_file(dir.join("failed"));
         Ok(exe)
     }
+}
+
+/// Opens (creating it and its directory) a lock file; taking the lock is the caller's.
+fn lock_file(dir: &Path, name: &str) -> std::io::Result<File> {
+    std::fs::create_dir_all(dir)?;
+    File::options()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(dir.join(name))
+}
+
+/// Looks a variable up in a request's environment, then this process's: how the host and the
+/// client's fallback resolve the cache and SDK for the session that sent an event.
+pub fn request_env(env: &BTreeMap<String, String>) -> impl Fn(&str) -> Option<String> + '_ {
+    |name| env.get(name).cloned().or_else(|| std::env::var(name).ok())
 }
 
 /// Which worker a root gets.

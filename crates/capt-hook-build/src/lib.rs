@@ -7,7 +7,7 @@
 mod cache;
 mod sources;
 
-pub use cache::{Cache, Selection, select, stale_note, unbuilt_note};
+pub use cache::{Cache, Selection, request_env, select, stale_note, unbuilt_note};
 pub use sources::{Fingerprint, fingerprint, source_hash, sources};
 
 use std::path::{Path, PathBuf};

@@ -147,11 +147,7 @@ pub fn build(root: &Path, quiet: bool) -> anyhow::Result<Built> {
         Some(lock) => lock,
         None => {
             eprintln!("capt-hook: waiting for the build already running for this project");
-            let f = std::fs::File::options()
-                .write(true)
-                .open(cache.dir.join("build.lock"))?;
-            f.lock()?;
-            f
+            cache.lock().context("waiting for the build lock")?
         }
     };
     // Another build may have finished these sources while this one waited.
