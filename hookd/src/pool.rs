@@ -14,8 +14,9 @@ use capt_hook_proto::{EventRequest, HostReply, Refusal, WorkerStatus};
 use tokio::sync::Mutex as AsyncMutex;
 
 use crate::records::Records;
-use crate::rust::{Builds, Choice};
+use crate::rust::Builds;
 use crate::worker::{CallError, Spawn, Worker};
+use capt_hook_build::Selection;
 
 /// Time kept back from the caller's deadline so the reply reaches it before it gives up.
 const REPLY_MARGIN: Duration = Duration::from_millis(50);
@@ -253,15 +254,15 @@ impl Pool {
         }
         let claim = self.claim_start(key)?;
         let choice = crate::rust::choose(root, semantic).await;
-        if choice.build {
+        if choice.wants_build() {
             self.build(root, semantic);
         }
         let worker = match self.start(key, root, semantic, &choice, reply_by).await {
-            Err(NoWorker::Failed(why)) if choice.exe.is_some() => {
+            Err(NoWorker::Failed(why)) if choice.exe().is_some() => {
                 // The project's build crashed at start or failed its hello: retire that build
                 // and serve the TOML hooks with the stock worker, telling sessions why.
                 tracing::error!(key, error = %why, "project worker failed to start; using the stock worker");
-                if let Some(hash) = &choice.hash {
+                if let Some(hash) = choice.project_hash() {
                     let why = format!("its built worker failed at start ({why})");
                     crate::rust::retire_build(root, semantic, hash, why).await;
                 }
@@ -290,23 +291,23 @@ impl Pool {
         key: &str,
         root: &Path,
         semantic: &BTreeMap<String, String>,
-        choice: &Choice,
+        choice: &Selection,
         reply_by: Instant,
     ) -> Result<Arc<Worker>, NoWorker> {
         let generation = self.generation.fetch_add(1, Ordering::SeqCst) + 1;
         let (live, records) = (Arc::clone(&self.live), Arc::clone(&self.records));
         // A project worker's key names its build, so status tells builds apart.
-        let shown = match (&choice.exe, &choice.hash) {
-            (Some(_), Some(hash)) => format!("{key}@{}", &hash[..hash.len().min(12)]),
-            _ => key.to_owned(),
+        let shown = match choice.project_hash() {
+            Some(hash) => format!("{key}@{}", &hash[..hash.len().min(12)]),
+            None => key.to_owned(),
         };
         let spec = Spawn {
             key: &shown,
             root,
             semantic_env: semantic,
             generation,
-            exe: choice.exe.as_deref().unwrap_or(&self.exe),
-            note: choice.note.as_deref(),
+            exe: choice.exe().unwrap_or(&self.exe),
+            note: choice.note(),
             log: &self.log,
         };
         let start = Worker::spawn(spec, move |w: &Worker| {

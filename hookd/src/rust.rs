@@ -12,56 +12,22 @@ use std::sync::{Arc, Mutex};
 
 use capt_hook_build::{Cache, Selection};
 
-/// What a root's next worker runs.
-#[derive(Debug, Clone)]
-pub struct Choice {
-    /// The project's build, or `None` for the stock worker.
-    pub exe: Option<PathBuf>,
-    /// The source hash of the project's build.
-    pub hash: Option<String>,
-    /// Told once to each session the stock worker serves in its place.
-    pub note: Option<String>,
-    /// A background build should start.
-    pub build: bool,
-}
-
 /// Picks the binary for `root` (reads and hashes the hook sources, off the runtime thread).
-pub async fn choose(root: &Path, semantic: &BTreeMap<String, String>) -> Choice {
+pub async fn choose(root: &Path, semantic: &BTreeMap<String, String>) -> Selection {
     let (root, semantic) = (root.to_path_buf(), semantic.clone());
     let picked = tokio::task::spawn_blocking(move || {
         let env = capt_hook_build::request_env(&semantic);
         capt_hook_build::select(&root, capt_hook_build::sdk_dir(&env).as_deref(), &env)
     })
     .await;
-    match picked {
-        Ok(Selection::Stock) => Choice {
-            exe: None,
-            hash: None,
-            note: None,
-            build: false,
-        },
-        Ok(Selection::Project { exe, hash }) => Choice {
-            exe: Some(exe),
-            hash: Some(hash),
-            note: None,
-            build: false,
-        },
-        Ok(Selection::NotLive { note, hash, build }) => Choice {
-            exe: None,
-            hash,
-            note: Some(note),
-            build,
-        },
-        Err(e) => Choice {
-            exe: None,
-            hash: None,
-            note: Some(format!(
-                "captain-hook: could not check this project's Rust hooks ({e}); only the TOML \
-                 hooks run"
-            )),
-            build: false,
-        },
-    }
+    picked.unwrap_or_else(|e| Selection::NotLive {
+        note: format!(
+            "captain-hook: could not check this project's Rust hooks ({e}); only the TOML hooks \
+             run"
+        ),
+        hash: None,
+        build: false,
+    })
 }
 
 /// Records that a project's build cannot serve (it crashed at start or failed its hello), so

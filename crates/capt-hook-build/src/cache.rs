@@ -164,6 +164,37 @@ pub enum Selection {
     },
 }
 
+impl Selection {
+    /// The project's build to run, `None` for the stock worker.
+    pub fn exe(&self) -> Option<&Path> {
+        match self {
+            Selection::Project { exe, .. } => Some(exe),
+            _ => None,
+        }
+    }
+
+    /// The source hash of the project's build that would run.
+    pub fn project_hash(&self) -> Option<&str> {
+        match self {
+            Selection::Project { hash, .. } => Some(hash),
+            _ => None,
+        }
+    }
+
+    /// What each session the stock worker serves in the project's place is told once.
+    pub fn note(&self) -> Option<&str> {
+        match self {
+            Selection::NotLive { note, .. } => Some(note),
+            _ => None,
+        }
+    }
+
+    /// A background build should start.
+    pub fn wants_build(&self) -> bool {
+        matches!(self, Selection::NotLive { build: true, .. })
+    }
+}
+
 /// Picks the worker for `root`: reads the sources and hashes them, so it runs when a worker
 /// starts, never per event.
 pub fn select(root: &Path, sdk: Option<&Path>, env: impl Fn(&str) -> Option<String>) -> Selection {
