@@ -248,8 +248,8 @@ impl Backend for Jev {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::VerdictSchema;
     use crate::test_support::call;
-    use crate::{Field, VerdictSchema};
     use std::io::{BufRead, BufReader, Read, Write};
     use std::net::TcpListener;
     use std::sync::{Arc, Mutex};
@@ -385,15 +385,7 @@ mod tests {
     fn only_categorical_verdicts_can_be_asked() {
         assert!(can_answer(&VerdictSchema::gate()));
         assert!(can_answer(&VerdictSchema::prompt_check()));
-        let open = VerdictSchema::new(vec![Field::new(
-            "n",
-            FieldType::Integer {
-                min: None,
-                max: None,
-            },
-            "",
-        )])
-        .unwrap();
+        let open = crate::test_support::open_number_schema();
         assert!(!can_answer(&open));
         let c = call("p", &open, Duration::from_secs(1));
         assert!(Jev::body(&c).is_err());

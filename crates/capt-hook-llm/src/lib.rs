@@ -396,6 +396,19 @@ pub(crate) mod test_support {
         }
     }
 
+    /// A verdict of one unbounded integer: a schema Jev cannot answer.
+    pub fn open_number_schema() -> VerdictSchema {
+        VerdictSchema::new(vec![Field::new(
+            "n",
+            FieldType::Integer {
+                min: None,
+                max: None,
+            },
+            "",
+        )])
+        .expect("a valid schema")
+    }
+
     /// Writes an executable `sh` script with `body` into `dir` under a fresh name and returns
     /// its path.
     pub fn fake_cli(dir: &std::path::Path, body: &str) -> String {

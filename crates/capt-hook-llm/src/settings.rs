@@ -144,7 +144,6 @@ impl Settings {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{Field, FieldType};
     use std::collections::HashMap;
 
     fn settings(vars: &[(&str, &str)]) -> Result<Settings, String> {
@@ -163,15 +162,7 @@ mod tests {
         let s = settings(&[(TYPESAFE_API_KEY, "k")]).unwrap();
         assert_eq!(s.backend(None, &gate).unwrap().name(), "jev");
         // Jev cannot score an open number: auto falls back to the CLI.
-        let open = VerdictSchema::new(vec![Field::new(
-            "n",
-            FieldType::Integer {
-                min: None,
-                max: None,
-            },
-            "",
-        )])
-        .unwrap();
+        let open = crate::test_support::open_number_schema();
         assert_eq!(s.backend(None, &open).unwrap().name(), "claude");
         assert_eq!(
             s.backend(Some(BackendChoice::Claude), &gate)
