@@ -132,10 +132,16 @@ pub fn build(root: &Path, quiet: bool) -> anyhow::Result<Built> {
             dir.display()
         );
     }
-    settle_lock(&dir)?;
     let sdk = sdk_id(sdk_dir(env).as_deref());
-    let hash = source_hash(&dir, &sdk).with_context(|| format!("reading {}", dir.display()))?;
     let cache = Cache::for_root(root, env);
+    if let Err(e) = settle_lock(&dir) {
+        // Recorded under the sources' hash as they stand (cargo changed nothing), so the host
+        // reports it and does not rebuild these sources on every worker start.
+        let hash = source_hash(&dir, &sdk).with_context(|| format!("reading {}", dir.display()))?;
+        cache.record_failure(&hash, &format!("its last build failed: {e}"))?;
+        return Err(e);
+    }
+    let hash = source_hash(&dir, &sdk).with_context(|| format!("reading {}", dir.display()))?;
     let exe = cache.exe(&hash);
     if exe.is_file() && cache.failure(&hash).is_none() {
         if !quiet {

@@ -1343,3 +1343,41 @@ fn an_unbuilt_rust_project_runs_its_toml_hooks_and_says_so_once() {
         text(&out.stderr)
     );
 }
+
+/// A manifest cargo cannot read fails the build visibly, and the failure is recorded, so `run`
+/// says why the Rust hooks are not live instead of asking for a build that cannot succeed.
+#[test]
+fn a_broken_manifest_fails_the_build_and_is_recorded() {
+    let p = Project::new(&[
+        ("guards.toml", STASH),
+        ("Cargo.toml", "[package\nname = 1\n"),
+    ]);
+    let builds = p.root().join("builds");
+    let home = PathBuf::from(std::env::var("HOME").unwrap());
+    let cargo_home =
+        std::env::var("CARGO_HOME").map_or_else(|_| home.join(".cargo"), PathBuf::from);
+    let rustup_home =
+        std::env::var("RUSTUP_HOME").map_or_else(|_| home.join(".rustup"), PathBuf::from);
+    let env: &[(&str, &Path)] = &[
+        ("CAPT_HOOK_BUILD_DIR", &builds),
+        ("CARGO_HOME", &cargo_home),
+        ("RUSTUP_HOME", &rustup_home),
+    ];
+    let out = p.run_env(&["build"], b"", env);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("Cargo.toml"),
+        "{}",
+        text(&out.stderr)
+    );
+    let payload = serde_json::json!({
+        "session_id": "bm1", "cwd": p.root(), "hook_event_name": "PreToolUse",
+        "tool_name": "Bash", "tool_input": {"command": "git stash"},
+    })
+    .to_string();
+    let out = p.run_env(&["run", "PreToolUse"], payload.as_bytes(), env);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["hookSpecificOutput"]["permissionDecision"], "deny", "{v}");
+    let note = v["systemMessage"].as_str().unwrap_or_default();
+    assert!(note.contains("its last build failed"), "{v}");
+}
