@@ -1597,11 +1597,6 @@ fn logs_and_decisions_show_what_the_host_answered() {
     // answer, and writes its journal before going.
     let scratch = env.host_tmp().join("scratch");
     write_hooks(&scratch, HOOKS);
-    std::fs::write(
-        scratch.join(".claude/hooks/config.toml"),
-        "[packs]\ndisable = [\"general\"]\n",
-    )
-    .unwrap();
     let payload = capt_hook_proto::serde_json::json!({
         "session_id": "scratch", "cwd": scratch, "hook_event_name": "PreToolUse",
         "tool_name": "Bash", "tool_input": {"command": "git stash"}, "tool_use_id": "toolu_s",
@@ -1613,7 +1608,47 @@ fn logs_and_decisions_show_what_the_host_answered() {
     });
     // Its own deny and the builtin stash guard's (packs are on in this project).
     env.wait_until("the retired worker's decisions", || {
-        json_lines(&["decisions", "--json", "--session", "scratch"]).len() == 1
+        json_lines(&["decisions", "--json", "--session", "scratch"]).len() == 2
+    });
+
+    // The ledger locked for longer than a retired worker has: its rows wait in its spool, and
+    // the next writer (here, the next temp-dir worker) commits them once the lock is gone.
+    let db = env.dir.path().join("home/.claude/state/hooks/decisions.db");
+    let blocker = rusqlite::Connection::open(&db).unwrap();
+    blocker.execute_batch("BEGIN IMMEDIATE").unwrap();
+    let stash_in = |session: &str| {
+        capt_hook_proto::serde_json::json!({
+            "session_id": session, "cwd": scratch, "hook_event_name": "PreToolUse",
+            "tool_name": "Bash", "tool_input": {"command": "git stash"}, "tool_use_id": "toolu_l",
+        })
+        .to_string()
+    };
+    let out = env.hook("PreToolUse", stash_in("locked").as_bytes(), &[]);
+    assert_eq!(decision(&json_out(&out)), Some("deny"));
+    let host = env.status().unwrap()["pid"].as_u64().unwrap();
+    let workers_of_host = || {
+        std::fs::read_dir("/proc")
+            .unwrap()
+            .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+            .filter(|pid| {
+                std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+                    stat.rfind(')').is_some_and(|close| {
+                        stat[..close].contains("capt-hook-worke")
+                            && stat[close + 2..].split(' ').nth(1) == Some(&host.to_string()[..])
+                    })
+                })
+            })
+            .count()
+    };
+    // Only the journal project's warm worker is left: the temp-dir one ended, lock or not.
+    env.wait_until("the retired worker's exit", || workers_of_host() == 1);
+    assert!(json_lines(&["decisions", "--json", "--session", "locked"]).is_empty());
+    blocker.execute_batch("COMMIT").unwrap();
+    drop(blocker);
+    let out = env.hook("PreToolUse", stash_in("after-lock").as_bytes(), &[]);
+    assert_eq!(decision(&json_out(&out)), Some("deny"));
+    env.wait_until("the spooled decisions", || {
+        json_lines(&["decisions", "--json", "--session", "locked"]).len() == 2
     });
 
     // --follow prints lines as the worker writes them.

@@ -206,10 +206,14 @@ impl Ledger {
         let mut added = 0;
         {
             let mut stmt = tx
+                // The unique key treats NULL digests (events without a tool) as distinct, so
+                // `NOT EXISTS … IS` keeps a replayed row (a spool imported twice) from doubling.
                 .prepare_cached(
                     "INSERT INTO decisions (ts_ms, session_id, source, kind, \
                      source_file, event, action, tool_name, tool_digest, event_uuid, message, \
-                     detail_json) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12) \
+                     detail_json) SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12 \
+                     WHERE NOT EXISTS (SELECT 1 FROM decisions WHERE session_id = ?2 \
+                     AND ts_ms = ?1 AND source = ?3 AND kind = ?4 AND tool_digest IS ?9) \
                      ON CONFLICT DO NOTHING",
                 )
                 .map_err(|e| LedgerError::Sqlite {
@@ -348,8 +352,12 @@ mod tests {
             row("s2", "stash", "block", 3000),
         ];
         assert_eq!(ledger.insert(&rows).unwrap(), 3);
-        // The unique key makes a repeated write a no-op.
+        // The unique key makes a repeated write a no-op, a row without a tool digest too.
         assert_eq!(ledger.insert(&rows[..1]).unwrap(), 0);
+        let mut stop = row("s1", "gate", "block", 2500);
+        stop.tool_digest = None;
+        assert_eq!(ledger.insert(&[stop.clone()]).unwrap(), 1);
+        assert_eq!(ledger.insert(&[stop]).unwrap(), 0);
         let mode: String = ledger
             .conn
             .pragma_query_value(None, "journal_mode", |r| r.get(0))
@@ -360,7 +368,7 @@ mod tests {
         let all = reader.query(&Query::default()).unwrap();
         assert_eq!(
             all.iter().map(|d| d.ts_ms).collect::<Vec<_>>(),
-            [1000, 2000, 3000]
+            [1000, 2000, 2500, 3000]
         );
         assert_eq!(all[0].detail["elapsed_ms"], 1.5);
         let q = |f: fn(&mut Query)| {
@@ -373,12 +381,12 @@ mod tests {
                 .map(|d| d.ts_ms)
                 .collect::<Vec<_>>()
         };
-        assert_eq!(q(|q| q.session = Some("s1".into())), [1000, 2000]);
+        assert_eq!(q(|q| q.session = Some("s1".into())), [1000, 2000, 2500]);
         assert_eq!(q(|q| q.hook = Some("stash".into())), [1000, 3000]);
         assert_eq!(q(|q| q.action = Some("note".into())), [2000]);
-        assert_eq!(q(|q| q.since_ms = Some(2000)), [2000, 3000]);
+        assert_eq!(q(|q| q.since_ms = Some(2000)), [2000, 2500, 3000]);
         assert_eq!(q(|q| q.until_ms = Some(2000)), [1000]);
-        assert_eq!(q(|q| q.limit = Some(2)), [2000, 3000]);
+        assert_eq!(q(|q| q.limit = Some(2)), [2500, 3000]);
         assert!(q(|q| q.event = Some("Stop".into())).is_empty());
     }
 

@@ -6,6 +6,7 @@
 pub mod entry;
 pub mod ledger;
 pub mod log;
+pub mod spool;
 pub mod time;
 pub mod writer;
 

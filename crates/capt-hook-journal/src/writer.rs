@@ -2,6 +2,8 @@
 //! queue and appends them to the session logs and the ledger, batching whatever has queued up
 //! into one write per session and one SQLite transaction. The event path only queues: it never
 //! waits for a disk or a lock, and when the queue is full the entry is dropped and counted.
+//! Ledger rows go to this process's spool ([`crate::spool`]) before SQLite, so a ledger that is
+//! locked, broken or cut off by the process's end loses none of them.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -10,8 +12,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, SyncSender, TrySendError};
 use std::time::{Duration, Instant};
 
-use crate::entry::Entry;
+use crate::entry::{Entry, NewDecision};
 use crate::ledger::Ledger;
+use crate::spool::Spool;
 
 /// Entries waiting for the writer.
 const QUEUE: usize = 4096;
@@ -19,6 +22,8 @@ const QUEUE: usize = 4096;
 const BATCH: usize = 512;
 /// After the ledger failed to open or write, wait this long before trying it again.
 const LEDGER_RETRY: Duration = Duration::from_secs(30);
+/// How often a writer looks for the spools of processes that ended before their rows were in.
+const ORPHAN_SCAN: Duration = Duration::from_secs(2);
 
 enum Msg {
     Entry(Box<Entry>),
@@ -153,6 +158,15 @@ struct Writer<'a> {
     settings: &'a Settings,
     ledger: Option<Ledger>,
     ledger_retry_at: Option<Instant>,
+    /// This process's spool; `None` when it could not be created (rows then live in memory
+    /// until committed, and are lost with the process).
+    spool: Option<Spool>,
+    /// Rows kept in memory when there is no spool, waiting for the ledger.
+    unspooled: Vec<NewDecision>,
+    /// A write to the ledger failed or was put off: the spool holds rows of earlier batches.
+    behind: bool,
+    /// When orphaned spools were last looked for.
+    scanned_at: Option<Instant>,
     /// The last failure reported, so a broken disk is one line a minute, not one per event.
     last_report: Option<(String, Instant)>,
 }
@@ -166,8 +180,22 @@ fn run(rx: &Receiver<Msg>, settings: &Settings) {
         settings,
         ledger: None,
         ledger_retry_at: None,
+        spool: None,
+        unspooled: Vec::new(),
+        behind: false,
+        scanned_at: None,
         last_report: None,
     };
+    match Spool::create(&settings.db) {
+        Ok(s) => w.spool = Some(s),
+        Err(e) => w.report(format!(
+            "cannot create a spool for decisions under {}; rows not yet in the ledger are lost \
+             if this process ends: {e}",
+            crate::spool::dir_of(&settings.db).display()
+        )),
+    }
+    // Rows a process that ended left behind.
+    w.record(Vec::new());
     while let Ok(first) = rx.recv() {
         let mut batch = vec![first];
         while batch.len() < BATCH {
@@ -197,6 +225,9 @@ impl Writer<'_> {
                 Msg::Flush(done) => flushes.push(done),
             }
         }
+        if !rows.is_empty() {
+            self.spool(&rows);
+        }
         for (session, lines) in lines {
             if let Err(e) = crate::log::append(
                 &self.settings.log_dir,
@@ -210,33 +241,116 @@ impl Writer<'_> {
                 ));
             }
         }
-        if !rows.is_empty() {
-            self.record(&rows);
-        }
+        self.record(rows);
         for done in flushes {
             let _ = done.send(());
         }
     }
 
-    fn record(&mut self, rows: &[crate::entry::NewDecision]) {
+    /// Puts a batch's rows in the spool before anything else can go wrong.
+    fn spool(&mut self, rows: &[NewDecision]) {
+        let Some(spool) = self.spool.as_mut() else {
+            self.unspooled.extend_from_slice(rows);
+            return;
+        };
+        if let Err(e) = spool.append(rows) {
+            self.unspooled.extend_from_slice(rows);
+            self.report(format!("cannot write the decision spool: {e}"));
+        }
+    }
+
+    /// Commits `batch` (and whatever earlier batches left in the spool) to the ledger, then
+    /// imports the spools of processes that are gone. Rows that do not make it stay spooled.
+    fn record(&mut self, batch: Vec<NewDecision>) {
+        let scan = self.scanned_at.is_none_or(|t| t.elapsed() >= ORPHAN_SCAN);
+        if batch.is_empty() && !self.behind && !scan {
+            return;
+        }
         if self.ledger.is_none() {
             if self.ledger_retry_at.is_some_and(|t| Instant::now() < t) {
+                self.behind |= !batch.is_empty();
                 return;
             }
             match Ledger::open(&self.settings.db) {
                 Ok(l) => self.ledger = Some(l),
                 Err(e) => {
+                    self.behind |= !batch.is_empty();
                     self.ledger_retry_at = Some(Instant::now() + LEDGER_RETRY);
-                    return self.report(format!("decisions are not recorded: {e}"));
+                    return self.report(format!(
+                        "decisions wait in {} until the ledger opens: {e}",
+                        crate::spool::dir_of(&self.settings.db).display()
+                    ));
                 }
             }
         }
-        if let Some(ledger) = self.ledger.as_mut()
-            && let Err(e) = ledger.insert(rows)
+        let in_memory = std::mem::take(&mut self.unspooled);
+        let mut rows = in_memory.clone();
+        match self.spool.as_mut() {
+            // Everything not yet committed, this batch included.
+            Some(spool) if self.behind => match spool.rows() {
+                Ok(spooled) => rows.extend(spooled),
+                Err(e) => {
+                    self.report(format!("cannot read the decision spool back: {e}"));
+                    rows.extend(batch);
+                }
+            },
+            _ => rows.extend(batch),
+        }
+        if !rows.is_empty() && !self.commit(&rows) {
+            self.unspooled = if self.spool.is_some() {
+                in_memory
+            } else {
+                rows
+            };
+            self.behind = true;
+            return;
+        }
+        self.behind = false;
+        if let Some(spool) = self.spool.as_mut()
+            && let Err(e) = spool.clear()
         {
-            self.ledger = None;
-            self.ledger_retry_at = Some(Instant::now() + LEDGER_RETRY);
-            self.report(format!("{} decisions were not recorded: {e}", rows.len()));
+            // Left in place the rows would only be inserted again, which the ledger ignores.
+            self.report(format!("cannot empty the decision spool: {e}"));
+        }
+        if scan {
+            self.scanned_at = Some(Instant::now());
+            self.import_orphans();
+        }
+    }
+
+    /// Inserts rows; false (the ledger closed, to be reopened later) when it failed.
+    fn commit(&mut self, rows: &[NewDecision]) -> bool {
+        let Some(ledger) = self.ledger.as_mut() else {
+            return false;
+        };
+        match ledger.insert(rows) {
+            Ok(_) => true,
+            Err(e) => {
+                self.ledger = None;
+                self.ledger_retry_at = Some(Instant::now() + LEDGER_RETRY);
+                self.report(format!(
+                    "{} decisions wait in {} until the ledger takes them: {e}",
+                    rows.len(),
+                    crate::spool::dir_of(&self.settings.db).display()
+                ));
+                false
+            }
+        }
+    }
+
+    /// Commits the rows of spools whose process is gone, then removes those spools.
+    fn import_orphans(&mut self) {
+        let Some(spool) = self.spool.as_ref() else {
+            return;
+        };
+        for orphan in spool.orphans() {
+            let rows = orphan.rows();
+            if !rows.is_empty() && !self.commit(&rows) {
+                return;
+            }
+            if let Err(e) = orphan.remove() {
+                self.report(format!("cannot remove an imported decision spool: {e}"));
+            }
         }
     }
 
@@ -249,5 +363,109 @@ impl Writer<'_> {
             eprintln!("capt-hook: {line}");
             self.last_report = Some((line, Instant::now()));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ledger::Query;
+
+    fn row(kind: &str) -> NewDecision {
+        NewDecision {
+            ts_ms: 1_000,
+            session_id: "s".into(),
+            kind: kind.into(),
+            source_file: String::new(),
+            event: "PreToolUse".into(),
+            action: "block",
+            tool_name: Some("Bash".into()),
+            tool_digest: Some("d".into()),
+            event_uuid: None,
+            message: None,
+            detail_json: "{}".into(),
+        }
+    }
+
+    fn writer(settings: &Settings) -> Writer<'_> {
+        let mut w = Writer {
+            settings,
+            ledger: None,
+            ledger_retry_at: None,
+            spool: Some(Spool::create(&settings.db).unwrap()),
+            unspooled: Vec::new(),
+            behind: false,
+            scanned_at: None,
+            last_report: None,
+        };
+        w.record(Vec::new());
+        w
+    }
+
+    fn kinds(db: &std::path::Path) -> Vec<String> {
+        let ledger = Ledger::open_read(db).unwrap();
+        let mut k: Vec<String> = ledger
+            .query(&Query::default())
+            .unwrap()
+            .into_iter()
+            .map(|d| d.hook)
+            .collect();
+        k.sort();
+        k
+    }
+
+    /// Rows that meet a locked ledger wait in the spool: the same writer commits them on its
+    /// next batch, and when the process ends first, the next writer of any process does.
+    #[test]
+    fn a_locked_ledger_loses_no_rows() {
+        let dir = tempfile::tempdir().unwrap();
+        let settings = Settings {
+            log_dir: dir.path().join("logs"),
+            db: dir.path().join("decisions.db"),
+            max_bytes: SESSION_LOG_MAX,
+        };
+        drop(Ledger::open(&settings.db).unwrap());
+        let blocker = rusqlite::Connection::open(&settings.db).unwrap();
+        blocker.execute_batch("BEGIN IMMEDIATE").unwrap();
+
+        let mut w = writer(&settings);
+        let batch = vec![row("a"), row("b")];
+        w.spool(&batch);
+        w.record(batch);
+        assert!(w.behind, "the insert cannot have gone through the lock");
+        let batch = vec![row("c")];
+        w.spool(&batch);
+        w.record(batch);
+        // The process ends before the ledger takes them.
+        drop(w);
+
+        blocker.execute_batch("COMMIT").unwrap();
+        let next = writer(&settings);
+        assert_eq!(kinds(&settings.db), ["a", "b", "c"]);
+        let left: Vec<_> = std::fs::read_dir(crate::spool::dir_of(&settings.db))
+            .unwrap()
+            .flatten()
+            .collect();
+        assert_eq!(
+            left.len(),
+            1,
+            "only the live writer's spool remains: {left:?}"
+        );
+
+        // Within one process: put off while locked, committed with the next batch.
+        let mut w = next;
+        blocker.execute_batch("BEGIN IMMEDIATE").unwrap();
+        let batch = vec![row("d")];
+        w.spool(&batch);
+        w.record(batch);
+        assert!(w.behind);
+        blocker.execute_batch("COMMIT").unwrap();
+        w.ledger_retry_at = None;
+        let batch = vec![row("e")];
+        w.spool(&batch);
+        w.record(batch);
+        assert!(!w.behind);
+        assert_eq!(kinds(&settings.db), ["a", "b", "c", "d", "e"]);
+        assert!(w.spool.as_mut().unwrap().rows().unwrap().is_empty());
     }
 }
