@@ -93,6 +93,15 @@ pub enum Condition {
     RanCommand(Tokens),
     /// An earlier edit of the main agent targeted a matching file.
     TouchedFile(Vec<String>),
+    /// An earlier, completed edit of the main agent targeted this event's own file, after the
+    /// last successful call of `since` when given.
+    TouchedThisFile {
+        /// Only edits after the last successful call of this tool (pipe spec) count.
+        since: Option<String>,
+    },
+    /// The main agent's native task list (TaskCreate/TaskUpdate/TodoWrite) has (or has not)
+    /// a task that is not completed.
+    OpenTasks(bool),
     /// An earlier Read (subagents' included) targeted a matching file.
     ReadFile(Vec<String>),
     /// The tool was called in scope.
@@ -118,8 +127,13 @@ pub enum Condition {
         /// The current turn or the whole session.
         scope: Scope,
     },
-    /// The session's prose (prompts and assistant text) matches.
-    TextMatches(Pattern),
+    /// The prose in scope (prompts and assistant text) matches.
+    TextMatches {
+        /// The regex (multi-line).
+        pattern: Pattern,
+        /// The current turn (with a Stop payload's `last_assistant_message`) or the session.
+        scope: Scope,
+    },
     /// The session is (or is not) waiting on background work.
     Waiting(bool),
     /// Plan mode is (or is not) on.
@@ -207,6 +221,13 @@ impl fmt::Display for Condition {
             Condition::ReadOnlyCommand(b) => write!(f, "{{ read_only_command = {b} }}"),
             Condition::RanCommand(t) => write!(f, "{{ ran_command = {t}{} }}", exact(t)),
             Condition::TouchedFile(g) => write!(f, "{{ touched_file = {} }}", list(g)),
+            Condition::TouchedThisFile { since: None } => {
+                write!(f, "{{ touched_this_file = true }}")
+            }
+            Condition::TouchedThisFile { since: Some(t) } => {
+                write!(f, "{{ touched_this_file = {{ since = {t:?} }} }}")
+            }
+            Condition::OpenTasks(b) => write!(f, "{{ open_tasks = {b} }}"),
             Condition::ReadFile(g) => write!(f, "{{ read_file = {} }}", list(g)),
             Condition::UsedTool { names, scope } => write!(
                 f,
@@ -230,7 +251,16 @@ impl fmt::Display for Condition {
                 pattern.as_str(),
                 scope_name(*scope)
             ),
-            Condition::TextMatches(p) => write!(f, "{{ text_matches = {:?} }}", p.as_str()),
+            Condition::TextMatches {
+                pattern,
+                scope: Scope::Session,
+            } => write!(f, "{{ text_matches = {:?} }}", pattern.as_str()),
+            Condition::TextMatches { pattern, scope } => write!(
+                f,
+                "{{ text_matches = {{ pattern = {:?}, scope = \"{}\" }} }}",
+                pattern.as_str(),
+                scope_name(*scope)
+            ),
             Condition::Waiting(b) => write!(f, "{{ waiting = {b} }}"),
             Condition::InPlanMode(b) => write!(f, "{{ in_plan_mode = {b} }}"),
             Condition::Not(c) => write!(f, "{{ not = {c} }}"),
@@ -315,6 +345,7 @@ impl Condition {
             | Condition::FilePath { .. }
             | Condition::SourceEdits { .. }
             | Condition::ReadOnlyCommand(true)
+            | Condition::TouchedThisFile { .. }
             | Condition::TestFile(true) => true,
             Condition::Custom { reads_tool, .. } => *reads_tool,
             Condition::All(cs) => cs.iter().any(Condition::reads_tool_call),
@@ -438,6 +469,10 @@ impl Condition {
                 .named("Bash")
                 .any(|call| crate::history::call_runs(call, tokens)),
             Condition::TouchedFile(globs) => evt.transcript().session().has_edit_to(globs),
+            Condition::TouchedThisFile { since } => touched_this_file(evt, since.as_deref()),
+            Condition::OpenTasks(want) => {
+                evt.transcript().session().open_tasks().is_empty() != *want
+            }
             Condition::ReadFile(globs) => {
                 evt.transcript().session().with_subagents().has_read(globs)
             }
@@ -468,8 +503,17 @@ impl Condition {
                 evt.prompt().is_some_and(|p| pattern.is_match(p))
                     || prompts.any(|p| pattern.is_match(p))
             }
-            Condition::TextMatches(pattern) => {
-                pattern.is_match(&evt.transcript().session().prose_text())
+            Condition::TextMatches { pattern, scope } => {
+                // A Stop payload's closing message may not be in the transcript yet.
+                let last = match scope {
+                    Scope::Turn => evt
+                        .payload()
+                        .get("last_assistant_message")
+                        .and_then(serde_json::Value::as_str),
+                    Scope::Session => None,
+                };
+                last.is_some_and(|m| pattern.is_match(m))
+                    || pattern.is_match(&evt.transcript().scope(*scope).prose_text())
             }
             Condition::Waiting(want) => is_waiting(evt) == *want,
             Condition::InPlanMode(want) => {
@@ -493,6 +537,35 @@ pub fn scope_name(scope: Scope) -> &'static str {
         Scope::Turn => "turn",
         Scope::Session => "session",
     }
+}
+
+/// `touched_this_file`: an earlier edit of the main agent, answered without an error, targeted
+/// the event's file (the call being decided, already in the transcript, never counts).
+fn touched_this_file(evt: &Event, since: Option<&str>) -> bool {
+    let Some(file) = evt.file() else {
+        return false;
+    };
+    let this_call = evt
+        .payload()
+        .get("tool_use_id")
+        .and_then(serde_json::Value::as_str);
+    let calls = evt.transcript().session().without_subagents().tool_calls();
+    // The cycle starts after the last call of `since` that succeeded (a rejected
+    // ExitPlanMode keeps the same plan open).
+    let start = since.and_then(|tool| {
+        calls
+            .clone()
+            .named(tool)
+            .filter(|c| c.result().is_some())
+            .last()
+            .map(|c| c.entry_index())
+    });
+    calls.edits().any(|c| {
+        start.is_none_or(|s| c.entry_index() > s)
+            && Some(c.id()) != this_call
+            && c.result().is_some()
+            && c.file_path() == Some(file)
+    })
 }
 
 /// Background work the session waits on: payload-reported tasks or crons, or what the

@@ -237,3 +237,48 @@ fn command_answers_as_if_every_joined_command_were_searched() {
         }
     }
 }
+
+#[test]
+fn text_matches_in_the_turn_reads_the_stop_payloads_closing_message() {
+    let pattern = Pattern::new("ACKNOWLEDGED", Mode::Multiline).unwrap();
+    let turn = Condition::TextMatches {
+        pattern: pattern.clone(),
+        scope: Scope::Turn,
+    };
+    let session = Condition::TextMatches {
+        pattern,
+        scope: Scope::Session,
+    };
+    let closing = evt(
+        EventKind::Stop,
+        json!({"last_assistant_message": "Leaving two open. ACKNOWLEDGED"}),
+    );
+    assert!(turn.check(&closing));
+    // The session scope reads the transcript alone, as it always has.
+    assert!(!session.check(&closing));
+    assert!(!turn.check(&evt(
+        EventKind::Stop,
+        json!({"last_assistant_message": "done"})
+    )));
+    assert_eq!(
+        turn.to_string(),
+        r#"{ text_matches = { pattern = "ACKNOWLEDGED", scope = "turn" } }"#
+    );
+    assert_eq!(session.to_string(), r#"{ text_matches = "ACKNOWLEDGED" }"#);
+}
+
+#[test]
+fn touched_this_file_and_open_tasks_without_a_history() {
+    let cond = Condition::TouchedThisFile {
+        since: Some("ExitPlanMode".into()),
+    };
+    assert!(cond.reads_tool_call());
+    assert!(!cond.check(&write("/home/u/.claude/plans/p.md", "x")));
+    assert!(!cond.check(&evt(EventKind::Stop, json!({}))));
+    assert_eq!(
+        cond.to_string(),
+        r#"{ touched_this_file = { since = "ExitPlanMode" } }"#
+    );
+    assert!(!Condition::OpenTasks(true).check(&evt(EventKind::Stop, json!({}))));
+    assert!(Condition::OpenTasks(false).check(&evt(EventKind::Stop, json!({}))));
+}

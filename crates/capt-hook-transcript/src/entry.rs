@@ -339,6 +339,7 @@ pub struct ToolResult {
     is_async: bool,
     agent_id: Option<Box<str>>,
     status: Option<Box<str>>,
+    task_id: Option<Box<str>>,
     pub(crate) entry: u32,
 }
 
@@ -383,6 +384,11 @@ impl ToolResult {
     /// `toolUseResult.status` (`completed`, `async_launched`, …).
     pub fn status(&self) -> Option<&str> {
         self.status.as_deref()
+    }
+
+    /// `toolUseResult.task.id`: the id a TaskCreate call's new task got.
+    pub fn task_id(&self) -> Option<&str> {
+        self.task_id.as_deref()
     }
 
     /// Index of the user entry carrying the result.
@@ -466,6 +472,7 @@ impl Data {
                                         is_async: u.is_async.0,
                                         agent_id: boxed(u.agent_id.0),
                                         status: boxed(u.status.0),
+                                        task_id: boxed(u.task.0.and_then(|t| t.id.0)),
                                         entry: index,
                                     })
                                 }

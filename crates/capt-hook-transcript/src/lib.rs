@@ -6,8 +6,8 @@
 //!   (a line can always be re-read in full through its byte span).
 //! * [`Window`] is a slice of the session (the whole session, the current turn, the last n
 //!   entries) with the queries conditions need: [`ToolCalls`] filters, prose, prompts,
-//!   `has_command`, `has_edit_to`, plan-mode counts. Turns start at real user prompts
-//!   ([`Entry::is_prompt`]).
+//!   `has_command`, `has_edit_to`, plan-mode counts, the native task list ([`Window::tasks`]).
+//!   Turns start at real user prompts ([`Entry::is_prompt`]).
 //! * [`Transcript::waiting`] is the transcript half of the `waiting` condition.
 //! * [`TranscriptCache`] keeps parsed transcripts across events and reads only appended lines;
 //!   [`LazyTranscript`] reads on first use only.
@@ -35,6 +35,7 @@ mod lenient;
 pub mod names;
 mod query;
 mod raw;
+mod tasks;
 mod transcript;
 mod waiting;
 mod window;
@@ -46,6 +47,7 @@ pub use error::TranscriptError;
 pub use glob::{Glob, IntoGlobs};
 pub use query::{CallRef, ToolCalls};
 pub use raw::{INPUT_STRING_CAP, RESULT_HEAD, RESULT_TAIL, RESULT_TEXT_CAP, SYSTEM_TEXT_CAP};
+pub use tasks::Task;
 pub use transcript::{Subagent, Transcript};
 pub use waiting::{DEFAULT_WAITING_TOOLS, Notifications, Pending, PendingKind, Waiting};
 pub use window::{Scope, Turn, Window};

@@ -325,6 +325,15 @@ pub(crate) struct UseResult {
     #[serde(rename = "agentId")]
     pub agent_id: LStr,
     pub status: LStr,
+    /// `{"task": {"id": "3", …}}` of a TaskCreate result: the id the new task got.
+    pub task: Lenient<TaskRef>,
+}
+
+/// The created task a TaskCreate result names.
+#[derive(Default, serde::Deserialize)]
+#[serde(default)]
+pub(crate) struct TaskRef {
+    pub id: LStr,
 }
 
 /// `attachment` of an attachment line (a queued command replayed to the model carries its text).

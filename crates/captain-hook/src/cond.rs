@@ -92,11 +92,32 @@ pub fn user_said(regex_source: &str) -> Result<Condition, DefError> {
 
 /// `text_matches`: the session's prose (prompts and assistant text, never tool calls) matches.
 pub fn text_matches(regex_source: &str) -> Result<Condition, DefError> {
-    Ok(Condition::TextMatches(regex(
-        "text_matches",
-        regex_source,
-        Mode::Multiline,
-    )?))
+    Ok(Condition::TextMatches {
+        pattern: regex("text_matches", regex_source, Mode::Multiline)?,
+        scope: Scope::Session,
+    })
+}
+
+/// `text_matches` over the current turn's prose (and a Stop payload's closing message).
+pub fn text_matches_in_turn(regex_source: &str) -> Result<Condition, DefError> {
+    Ok(Condition::TextMatches {
+        pattern: regex("text_matches", regex_source, Mode::Multiline)?,
+        scope: Scope::Turn,
+    })
+}
+
+/// `touched_this_file`: an earlier, completed edit of the main agent targeted this event's
+/// file; with `since`, only one after the last successful call of that tool.
+pub fn touched_this_file(since: Option<&str>) -> Condition {
+    Condition::TouchedThisFile {
+        since: since.map(str::to_owned),
+    }
+}
+
+/// `open_tasks`: the main agent's native task list has (or, with `false`, has not) a task that
+/// is not completed.
+pub fn open_tasks(is: bool) -> Condition {
+    Condition::OpenTasks(is)
 }
 
 /// `from_subagent`: the event comes (or, with `false`, does not come) from a subagent.

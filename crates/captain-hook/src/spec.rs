@@ -209,6 +209,35 @@ pub enum UserSaidSpec {
     },
 }
 
+/// A regex over the transcript's prose, optionally with a scope.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum TextMatchesSpec {
+    /// A regex over the whole session's prose.
+    Pattern(String),
+    /// A regex and scope.
+    Options {
+        /// The regex.
+        pattern: String,
+        /// `session` (default) or `turn` (the current turn, plus a Stop payload's
+        /// `last_assistant_message`).
+        scope: Option<ScopeSpec>,
+    },
+}
+
+/// `touched_this_file`: `true`/`false`, or the tool whose last successful call opens the window.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum TouchedThisFileSpec {
+    /// Any earlier edit in the session (`true`), or none (`false`).
+    Flag(bool),
+    /// Only edits after the last successful call of `since` (a tool name; `"A|B"` splits).
+    Since {
+        /// The tool.
+        since: String,
+    },
+}
+
 /// A signal pattern, optionally weighted.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(untagged)]
@@ -389,6 +418,11 @@ pub enum ConditionSpec {
     RanCommandExact(Vec<String>),
     /// An earlier edit of the main agent targeted a matching file.
     TouchedFile(OneOrMany<String>),
+    /// An earlier, completed edit of the main agent targeted this event's own file.
+    TouchedThisFile(TouchedThisFileSpec),
+    /// The main agent's native task list (TaskCreate/TaskUpdate/TodoWrite) has (or, with
+    /// `false`, has not) a task that is not completed.
+    OpenTasks(bool),
     /// An earlier Read (subagents' included) targeted a matching file.
     ReadFile(OneOrMany<String>),
     /// The tool was called in scope (default: the current turn).
@@ -397,8 +431,8 @@ pub enum ConditionSpec {
     UsedSkill(UsedSkillSpec),
     /// A user prompt in scope matches (case-insensitive; default: the current turn).
     UserSaid(UserSaidSpec),
-    /// The transcript's prose (user prompts and assistant text) matches.
-    TextMatches(String),
+    /// The transcript's prose (user prompts and assistant text) matches (default: the session).
+    TextMatches(TextMatchesSpec),
     /// The session is (or is not) waiting on background work.
     Waiting(bool),
     /// Plan mode is (or is not) on.

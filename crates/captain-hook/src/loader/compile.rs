@@ -134,6 +134,19 @@ pub fn compile_condition(spec: &ConditionSpec, field: &str) -> Result<Condition,
             globs(&sub("touched_file"), &list)?;
             Condition::TouchedFile(list)
         }
+        ConditionSpec::TouchedThisFile(t) => match t {
+            TouchedThisFileSpec::Flag(true) => Condition::TouchedThisFile { since: None },
+            TouchedThisFileSpec::Flag(false) => {
+                Condition::Not(Box::new(Condition::TouchedThisFile { since: None }))
+            }
+            TouchedThisFileSpec::Since { since } if since.trim().is_empty() => {
+                return Err(err(sub("touched_this_file.since"), "no tool name given"));
+            }
+            TouchedThisFileSpec::Since { since } => Condition::TouchedThisFile {
+                since: Some(since.clone()),
+            },
+        },
+        ConditionSpec::OpenTasks(b) => Condition::OpenTasks(*b),
         ConditionSpec::ReadFile(g) => {
             let list = g.to_vec();
             globs(&sub("read_file"), &list)?;
@@ -183,8 +196,18 @@ pub fn compile_condition(spec: &ConditionSpec, field: &str) -> Result<Condition,
                 scope: scope_of(scope),
             }
         }
-        ConditionSpec::TextMatches(p) => {
-            Condition::TextMatches(regex(&sub("text_matches"), p, Mode::Multiline)?)
+        ConditionSpec::TextMatches(t) => {
+            let (pattern, scope) = match t {
+                TextMatchesSpec::Pattern(p) => (p, capt_hook_core::condition::Scope::Session),
+                TextMatchesSpec::Options { pattern, scope } => (
+                    pattern,
+                    scope.map_or(capt_hook_core::condition::Scope::Session, scope_of),
+                ),
+            };
+            Condition::TextMatches {
+                pattern: regex(&sub("text_matches"), pattern, Mode::Multiline)?,
+                scope,
+            }
         }
         ConditionSpec::Waiting(b) => Condition::Waiting(*b),
         ConditionSpec::InPlanMode(b) => Condition::InPlanMode(*b),

@@ -28,7 +28,16 @@ macro_rules! pack {
 
 /// Every builtin pack, in load order: the always-on packs, then the language packs.
 pub const BUILTINS: &[Builtin] = &[
-    pack!("general", ["commands.toml", "models.toml", "stops.toml"]),
+    pack!(
+        "general",
+        [
+            "commands.toml",
+            "models.toml",
+            "plans.toml",
+            "stops.toml",
+            "tasks.toml"
+        ]
+    ),
     pack!("fixes", ["scratch.toml"]),
     pack!("performance", ["filesystem.toml"]),
     pack!("go", ["testing.toml"]),
