@@ -1811,7 +1811,24 @@ fn resource_pressure_fires_for_a_busy_child_and_not_for_a_burst() {
             .any(|e| e == "ResourcePressure")
     });
     signal(spinner, Signal::KILL);
+    // The worker that took the notice is retired before the session's next tool event: the
+    // notice waits in the session's state, and the fresh worker delivers it.
+    let pid_of_worker = || env.status().unwrap()["workers"][0]["pid"].as_u64();
+    let took_it = pid_of_worker().expect("the session's worker");
+    let restart = env
+        .cmd("capt-hookd")
+        .arg("restart-workers")
+        .output()
+        .unwrap();
+    assert!(restart.status.success(), "{}", stderr(&restart));
+    assert!(
+        env.status().unwrap()["workers"]
+            .as_array()
+            .unwrap()
+            .is_empty()
+    );
     let out = agent.hook(&payload("busy", "ls"));
+    assert_ne!(pid_of_worker(), Some(took_it), "a new worker answered");
     let v: Value =
         capt_hook_proto::serde_json::from_str(out.trim()).unwrap_or_else(|e| panic!("{e}: {out}"));
     let notice = v["systemMessage"].as_str().unwrap_or_default();
@@ -2001,7 +2018,11 @@ fn put(path: &std::path::Path, text: &str) {
 /// Installs a plugin `id` at `<env>/plugins/<name>` with `files`, enabled in the user's Claude
 /// Code settings and listed in the install roster, as `claude plugin install` leaves them.
 fn install_plugin(env: &Env, id: &str, files: &[(&str, &str)]) {
-    let home = env.dir.path().join("home");
+    install_plugin_in(env, &env.dir.path().join("home/.claude"), id, files);
+}
+
+/// [`install_plugin`] with Claude Code's configuration directory at `claude_dir`.
+fn install_plugin_in(env: &Env, claude_dir: &std::path::Path, id: &str, files: &[(&str, &str)]) {
     let name = id.split('@').next().unwrap();
     let dir = env.dir.path().join("plugins").join(name);
     put(
@@ -2011,8 +2032,8 @@ fn install_plugin(env: &Env, id: &str, files: &[(&str, &str)]) {
     for (path, text) in files {
         put(&dir.join(path), text);
     }
-    let settings = home.join(".claude/settings.json");
-    let roster = home.join(".claude/plugins/installed_plugins.json");
+    let settings = claude_dir.join("settings.json");
+    let roster = claude_dir.join("plugins/installed_plugins.json");
     let read = |p: &std::path::Path, empty: Value| -> Value {
         std::fs::read_to_string(p)
             .ok()
@@ -2112,6 +2133,35 @@ fn packs_through_the_host() {
         &[],
     );
     assert_eq!(decision(&json_out(&out)), Some("deny"));
+
+    // Claude Code run with CLAUDE_CONFIG_DIR: its settings and roster there decide which plugin
+    // packs load (and such a session gets a worker of its own).
+    let config = env.dir.path().join("claude-config");
+    install_plugin_in(
+        &env,
+        &config,
+        "ship@tools",
+        &[
+            ("capt-hook/pack.toml", "description = \"release rules\"\n"),
+            (
+                "capt-hook/hooks/release.toml",
+                "[[hook]]\nkind = \"block_command\"\nargv = [\"make\", \"release\"]\nreason = \"releases are tagged by CI\"\n",
+            ),
+        ],
+    );
+    let elsewhere = [("CLAUDE_CONFIG_DIR", config.to_str().unwrap())];
+    let out = env.hook("PreToolUse", &bash(&root, "make release"), &elsewhere);
+    let v = json_out(&out);
+    assert_eq!(decision(&v), Some("deny"), "{v} {}", stderr(&out));
+    assert!(v.to_string().contains("releases are tagged by CI"), "{v}");
+    // The default directory's plugins are not this session's.
+    let out = env.hook("PreToolUse", &bash(&root, "make deploy"), &elsewhere);
+    assert_eq!(json_out(&out), Value::Null, "{}", stderr(&out));
+    // Nor is the other directory's plugin a default session's (whose broken plugin pack still
+    // leaves the call to the user).
+    let v = json_out(&env.hook("PreToolUse", &bash(&root, "make release"), &[]));
+    assert_ne!(decision(&v), Some("deny"), "{v}");
+    assert!(!v.to_string().contains("releases are tagged"), "{v}");
 }
 
 /// Permission tickets through a real client, host and worker: the transcript the worker reads

@@ -351,6 +351,7 @@ pub fn is_semantic_env(name: &str) -> bool {
             | "CAPT_HOOK_DECISIONS_DB"
             | "CAPT_HOOK_BUILD_DIR"
             | "CAPT_HOOK_SDK"
+            | "CLAUDE_CONFIG_DIR"
     ) || name.starts_with("HOOKS_")
 }
 
@@ -434,6 +435,8 @@ pub(crate) mod tests {
         assert!(is_request_env("HOOKS_FOO"));
         assert!(!is_request_env("PATH"));
         assert!(is_semantic_env("HOOKS_FOO"));
+        // Where Claude Code's settings and plugin roster are: which plugin packs load.
+        assert!(is_semantic_env("CLAUDE_CONFIG_DIR"));
         assert!(!is_semantic_env("CLAUDE_CODE_SESSION_ID"));
     }
 }

@@ -28,15 +28,24 @@ pub struct CleanupReport {
     pub kept: usize,
 }
 
+fn env_dir(name: &str, fallback: &str) -> PathBuf {
+    match std::env::var_os(name) {
+        Some(v) if !v.is_empty() => PathBuf::from(v),
+        _ => paths::home().join(fallback),
+    }
+}
+
+/// Claude Code's configuration directory: `$CLAUDE_CONFIG_DIR` when set and non-empty, else
+/// `~/.claude` (user settings, the plugin roster, transcripts).
+pub fn claude_config_dir() -> PathBuf {
+    env_dir(CLAUDE_CONFIG_DIR, ".claude")
+}
+
 /// Where transcripts are searched: `$CLAUDE_CONFIG_DIR/projects` (else `~/.claude/projects`)
 /// and `$CODEX_HOME/sessions` (else `~/.codex/sessions`).
 pub fn default_transcript_roots() -> Vec<PathBuf> {
-    let env_dir = |name: &str, fallback: &str| match std::env::var_os(name) {
-        Some(v) if !v.is_empty() => PathBuf::from(v),
-        _ => paths::home().join(fallback),
-    };
     vec![
-        env_dir(CLAUDE_CONFIG_DIR, ".claude").join("projects"),
+        claude_config_dir().join("projects"),
         env_dir(CODEX_HOME, ".codex").join("sessions"),
     ]
 }

@@ -30,7 +30,7 @@ pub mod tickets;
 mod traits;
 
 pub use cleanup::{
-    CLAUDE_CONFIG_DIR, CODEX_HOME, CleanupReport, STALE_AFTER, cleanup_stale,
+    CLAUDE_CONFIG_DIR, CODEX_HOME, CleanupReport, STALE_AFTER, claude_config_dir, cleanup_stale,
     cleanup_stale_sessions, default_transcript_roots,
 };
 pub use deque::Deque;

@@ -158,7 +158,12 @@ fn packs_cost(command: &str) {
     std::fs::create_dir_all(root.join(".claude/hooks")).expect("mkdir");
     std::fs::create_dir_all(&home).expect("mkdir");
     let mut with = hundred();
-    let packs = captain_hook::packs::load(&root, &root.join(".claude/hooks"), &home, &mut with);
+    let packs = captain_hook::packs::load(
+        &root,
+        &root.join(".claude/hooks"),
+        &home.join(".claude"),
+        &mut with,
+    );
     assert!(packs.errors.is_empty(), "{:?}", packs.errors);
     let added = with.hooks().len() - 100;
     let payload = json!({

@@ -1,54 +1,56 @@
 //! Notices waiting for a session's next tool event. Events the host sends on its own
 //! (ResourcePressure) have no Claude Code waiting for their answer, so what their hooks say is
-//! kept here and added to the session's next tool event instead. In memory, per worker process:
-//! the host sends a session's events to one worker, and a notice lost with a retired worker
-//! was about a process that stayed quiet long enough for the worker to idle out.
+//! kept and added to the session's next tool event instead. They are kept in the session's
+//! state directory, not in the worker: the worker that answered the host's event may be retired
+//! (idle, cap, a new build) before the session's next tool event reaches a fresh one.
 
-use std::collections::HashMap;
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, Ordering};
+use capt_hook_state::SessionStore;
+use serde::{Deserialize, Serialize};
 
 /// Most notices kept per session; older ones give way.
 const PER_SESSION: usize = 8;
-/// Most sessions with notices waiting; a session past this gives way.
-const SESSIONS: usize = 256;
+/// The state file, `<session dir>/pending_notices.json`.
+const KEY: &str = "pending_notices";
 
-/// True while any notice waits: the tool-event path reads only this.
-static ANY: AtomicBool = AtomicBool::new(false);
-static PENDING: Mutex<Option<HashMap<String, Vec<String>>>> = Mutex::new(None);
-
-/// Keeps `text` for `session`'s next tool event.
-pub fn post(session: &str, text: String) {
-    let mut pending = PENDING.lock().unwrap_or_else(|p| p.into_inner());
-    let map = pending.get_or_insert_with(HashMap::new);
-    if !map.contains_key(session)
-        && map.len() >= SESSIONS
-        && let Some(k) = map.keys().next().cloned()
-    {
-        map.remove(&k);
-    }
-    let list = map.entry(session.to_owned()).or_default();
-    if list.len() >= PER_SESSION {
-        list.remove(0);
-    }
-    if !list.contains(&text) {
-        list.push(text);
-    }
-    ANY.store(true, Ordering::SeqCst);
+/// The notices a session has not been shown yet.
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct Pending {
+    notices: Vec<String>,
 }
 
-/// Takes `session`'s waiting notices, joined into one text.
-pub fn take(session: &str) -> Option<String> {
-    if !ANY.load(Ordering::Relaxed) {
+/// Keeps `text` for the next tool event of the store's session. A store that persists nothing
+/// (no state root) keeps nothing; a failed write is logged.
+pub fn post(store: &SessionStore, text: String) {
+    let kept = store.slot_named::<Pending>(KEY).mutate(|p| {
+        if p.notices.contains(&text) {
+            return;
+        }
+        if p.notices.len() >= PER_SESSION {
+            p.notices.remove(0);
+        }
+        p.notices.push(text);
+    });
+    if let Err(e) = kept {
+        tracing::warn!(error = %e, "cannot keep a notice for the session's next tool event");
+    }
+}
+
+/// Takes the session's waiting notices, joined into one text.
+pub fn take(store: &SessionStore) -> Option<String> {
+    let slot = store.slot_named::<Pending>(KEY);
+    // The tool-event path: one failed stat for a session that never had a notice.
+    if !slot.path().is_some_and(|p| p.exists()) || slot.get()?.notices.is_empty() {
         return None;
     }
-    let mut pending = PENDING.lock().unwrap_or_else(|p| p.into_inner());
-    let map = pending.as_mut()?;
-    let list = map.remove(session)?;
-    if map.is_empty() {
-        ANY.store(false, Ordering::SeqCst);
+    let taken = slot.mutate(|p| std::mem::take(&mut p.notices));
+    match taken {
+        Ok(list) if !list.is_empty() => Some(list.join("\n\n")),
+        Ok(_) => None,
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot take the session's waiting notices");
+            None
+        }
     }
-    Some(list.join("\n\n"))
 }
 
 #[cfg(test)]
@@ -56,13 +58,24 @@ mod tests {
     use super::*;
 
     #[test]
-    fn notices_wait_per_session_and_are_taken_once() {
-        post("notices-a", "one".into());
-        post("notices-a", "two".into());
-        post("notices-a", "two".into());
-        post("notices-b", "other".into());
-        assert_eq!(take("notices-a").as_deref(), Some("one\n\ntwo"));
-        assert_eq!(take("notices-a"), None);
-        assert_eq!(take("notices-b").as_deref(), Some("other"));
+    fn notices_wait_per_session_on_disk_and_are_taken_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = SessionStore::for_session(dir.path(), Some("notices-a"));
+        let b = SessionStore::for_session(dir.path(), Some("notices-b"));
+        assert_eq!(take(&a), None);
+        post(&a, "one".into());
+        post(&a, "two".into());
+        post(&a, "two".into());
+        post(&b, "other".into());
+        // Another process (a fresh worker) sees them: nothing lives in this one's memory.
+        let a_again = SessionStore::for_session(dir.path(), Some("notices-a"));
+        assert_eq!(take(&a_again).as_deref(), Some("one\n\ntwo"));
+        assert_eq!(take(&a), None);
+        assert_eq!(take(&b).as_deref(), Some("other"));
+        for i in 0..(PER_SESSION + 2) {
+            post(&a, format!("n{i}"));
+        }
+        let all = take(&a).unwrap();
+        assert!(!all.contains("n0\n") && all.starts_with("n2"), "{all}");
     }
 }

@@ -113,15 +113,12 @@ impl Project {
 
     /// [`Project::load_with`], then every active pack (builtin, language, enabled plugins) after
     /// the project's own hooks: what the host's workers run. Claude Code's files are read from
-    /// `$HOME`.
+    /// `$CLAUDE_CONFIG_DIR` (else `~/.claude`).
     pub fn load_with_packs(root: &Path, hooks_dir: &Path, base: &Registry) -> Project {
         let mut registry = base.clone();
         let mut errors = load_dir(hooks_dir, &mut registry);
-        let home = std::env::var_os(capt_hook_proto::env::HOME)
-            .filter(|h| !h.is_empty())
-            .map(PathBuf::from)
-            .unwrap_or_else(|| PathBuf::from("/"));
-        let packs = crate::packs::load(root, hooks_dir, &home, &mut registry);
+        let claude_dir = capt_hook_state::claude_config_dir();
+        let packs = crate::packs::load(root, hooks_dir, &claude_dir, &mut registry);
         errors.extend(packs.errors.iter().cloned());
         for e in &errors {
             tracing::error!(error = %e, "hook file did not load");
@@ -461,9 +458,9 @@ fn hold_pressure_notice(evt: &Event, verdict: &Verdict) {
             .join(" "),
         _ => return,
     };
-    let (Some(session), false) = (evt.session_id(), said.is_empty()) else {
+    if evt.session_id().is_none() || said.is_empty() {
         return;
-    };
+    }
     let p = evt.payload().get("process");
     let field = |k: &str| p.and_then(|p| p.get(k));
     let argv: Vec<&str> = field("argv")
@@ -491,7 +488,7 @@ fn hold_pressure_notice(evt: &Event, verdict: &Verdict) {
     if let Some(secs) = field("runtime_s").and_then(Value::as_f64) {
         facts.push_str(&format!(", running {secs:.0} s"));
     }
-    crate::notices::post(session, format!("capt-hook: {said} ({facts})"));
+    crate::notices::post(evt.store(), format!("capt-hook: {said} ({facts})"));
 }
 
 /// Adds the notices waiting for this session (see [`crate::notices`]) to a tool event's
@@ -500,7 +497,7 @@ fn with_pending_notice(evt: &Event, verdict: Verdict) -> Verdict {
     if !carries_notices(evt.kind()) {
         return verdict;
     }
-    let Some(notice) = evt.session_id().and_then(crate::notices::take) else {
+    let Some(notice) = crate::notices::take(evt.store()) else {
         return verdict;
     };
     let add = |r: Option<HookResult>| {

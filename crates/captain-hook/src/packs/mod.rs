@@ -173,8 +173,9 @@ impl Packs {
 }
 
 /// Loads every pack for the project at `root` (hooks directory `hooks_dir`) into `registry`,
-/// after whatever it holds. `home` is the user's home, where Claude Code's files are.
-pub fn load(root: &Path, hooks_dir: &Path, home: &Path, registry: &mut Registry) -> Packs {
+/// after whatever it holds. `claude_dir` is Claude Code's configuration directory (`~/.claude`,
+/// or `$CLAUDE_CONFIG_DIR`), where the user settings and the plugin roster are.
+pub fn load(root: &Path, hooks_dir: &Path, claude_dir: &Path, registry: &mut Registry) -> Packs {
     let mut out = Packs::default();
     out.watched.push(hooks_dir.join(CONFIG_FILE));
     let config = match read_config(hooks_dir) {
@@ -258,7 +259,7 @@ pub fn load(root: &Path, hooks_dir: &Path, home: &Path, registry: &mut Registry)
         out.infos.push(info);
     }
 
-    let discovery = plugins::discover(root, home);
+    let discovery = plugins::discover(root, claude_dir);
     out.notices.extend(discovery.notices);
     out.watched.extend(discovery.watched);
     for (id, why) in discovery.skipped {

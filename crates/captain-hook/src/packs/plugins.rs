@@ -2,7 +2,9 @@
 //!
 //! `enabledPlugins` is read from the user, project, local and managed settings files; a later
 //! file in that order overrides an earlier one for the same plugin. The local file of a git
-//! worktree is the main checkout's. Installs come from `~/.claude/plugins/installed_plugins.json`:
+//! worktree is the main checkout's; the user file and the roster live in Claude Code's
+//! configuration directory (`$CLAUDE_CONFIG_DIR`, else `~/.claude`). Installs come from
+//! `<config dir>/plugins/installed_plugins.json`:
 //! a project- or local-scope install counts only for its own project, and one whose directory is
 //! gone is skipped. Among a plugin's installs, local wins over project over user.
 
@@ -36,14 +38,14 @@ pub struct Discovery {
 }
 
 /// The settings files, lowest precedence first.
-fn settings_files(root: &Path, home: &Path) -> Vec<PathBuf> {
+fn settings_files(root: &Path, claude_dir: &Path) -> Vec<PathBuf> {
     let managed = if cfg!(target_os = "macos") {
         PathBuf::from("/Library/Application Support/ClaudeCode/managed-settings.json")
     } else {
         PathBuf::from("/etc/claude-code/managed-settings.json")
     };
     vec![
-        home.join(".claude").join("settings.json"),
+        claude_dir.join("settings.json"),
         root.join(".claude").join("settings.json"),
         main_checkout(root)
             .join(".claude")
@@ -70,11 +72,12 @@ fn main_checkout(root: &Path) -> PathBuf {
         .unwrap_or_else(|| root.to_path_buf())
 }
 
-/// The enabled plugins for the project at `root`, found through `home`'s Claude Code files.
-pub fn discover(root: &Path, home: &Path) -> Discovery {
+/// The enabled plugins for the project at `root`, found through the files in `claude_dir`
+/// (Claude Code's configuration directory) and the project's settings.
+pub fn discover(root: &Path, claude_dir: &Path) -> Discovery {
     let mut out = Discovery::default();
     let mut enabled: BTreeMap<String, (bool, PathBuf)> = BTreeMap::new();
-    for file in settings_files(root, home) {
+    for file in settings_files(root, claude_dir) {
         out.watched.push(file.clone());
         let Some(v) = read_json(&file, &mut out.notices) else {
             continue;
@@ -95,10 +98,7 @@ pub fn discover(root: &Path, home: &Path) -> Discovery {
     if !enabled.values().any(|(on, _)| *on) {
         return out;
     }
-    let roster = home
-        .join(".claude")
-        .join("plugins")
-        .join("installed_plugins.json");
+    let roster = claude_dir.join("plugins").join("installed_plugins.json");
     out.watched.push(roster.clone());
     let installs = match read_json(&roster, &mut out.notices).map(|v| installs_of(&v)) {
         Some(Ok(i)) => i,
@@ -279,7 +279,7 @@ mod tests {
             &home.join(".claude/plugins/installed_plugins.json"),
             &roster.to_string(),
         );
-        let found = discover(&root, &home);
+        let found = discover(&root, &home.join(".claude"));
         let ids: Vec<(&str, &Path)> = found
             .plugins
             .iter()
@@ -300,7 +300,7 @@ mod tests {
             r#"{"enabledPlugins": {"a@m": true}}"#,
         );
         write(&home.join(".claude/plugins/installed_plugins.json"), "[1]");
-        let found = discover(tmp.path(), home);
+        let found = discover(tmp.path(), &home.join(".claude"));
         assert!(found.plugins.is_empty());
         assert!(
             found.notices[0].contains("not a JSON object"),

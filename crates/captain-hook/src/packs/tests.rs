@@ -68,7 +68,7 @@ fn every_builtin_pack_loads_and_passes_its_inline_tests() {
 fn a_project_without_hooks_gets_the_always_on_packs_folded_together() {
     let (_tmp, root, hooks, home) = scratch();
     let mut reg = Registry::new();
-    let packs = load(&root, &hooks, &home, &mut reg);
+    let packs = load(&root, &hooks, &home.join(".claude"), &mut reg);
     assert!(packs.errors.is_empty(), "{:?}", packs.errors);
     assert!(packs.notices.is_empty(), "{:?}", packs.notices);
     let state = |id: &str| {
@@ -104,7 +104,7 @@ fn manifests_turn_language_packs_on_and_config_turns_packs_and_hooks_off() {
         "[packs]\ndisable = [\"performance\", \"builtin:fixes\"]\n\n[hooks]\ndisable = [\"general/commands:block_command_pkill\", \"nope\"]\n",
     );
     let mut reg = Registry::new();
-    let packs = load(&root, &hooks, &home, &mut reg);
+    let packs = load(&root, &hooks, &home.join(".claude"), &mut reg);
     let info = |id: &str| packs.infos.iter().find(|p| p.id == id).unwrap().clone();
     assert_eq!(info("builtin:go").state, State::Active);
     assert!(
@@ -138,7 +138,7 @@ fn a_config_that_does_not_parse_turns_nothing_off_and_says_where() {
     let (_tmp, root, hooks, home) = scratch();
     write(&hooks.join(CONFIG_FILE), "[packs]\ndisabled = [\"go\"]\n");
     let mut reg = Registry::new();
-    let packs = load(&root, &hooks, &home, &mut reg);
+    let packs = load(&root, &hooks, &home.join(".claude"), &mut reg);
     assert!(packs.errors.is_empty());
     assert!(
         packs.notices[0].contains("config.toml:2:"),
@@ -198,7 +198,7 @@ fn plugin_packs_load_after_the_builtins_and_broken_ones_are_load_errors() {
         &[("capt-hook/pack.toml", "description = 1\n")],
     );
     let mut reg = Registry::new();
-    let packs = load(&root, &hooks, &home, &mut reg);
+    let packs = load(&root, &hooks, &home.join(".claude"), &mut reg);
     let acme = packs
         .infos
         .iter()
