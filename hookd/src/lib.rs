@@ -20,15 +20,13 @@ mod worker;
 pub use capt_hook_proto::clock::{now_unix_ms, unix_ms_at};
 
 /// Sends `tracing` output to the host log.
-pub fn init_logging(log: &std::fs::File) {
+pub fn init_logging(log: &std::sync::Arc<logfile::HostLog>) {
     use tracing_subscriber::EnvFilter;
     let filter =
         EnvFilter::try_from_env(env::CAPT_HOOKD_LOG).unwrap_or_else(|_| EnvFilter::new("info"));
-    if let Ok(file) = log.try_clone() {
-        let _ = tracing_subscriber::fmt()
-            .with_env_filter(filter)
-            .with_ansi(false)
-            .with_writer(std::sync::Mutex::new(file))
-            .try_init();
-    }
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_ansi(false)
+        .with_writer(logfile::Writer(std::sync::Arc::clone(log)))
+        .try_init();
 }

@@ -1,16 +1,21 @@
-//! The host log kept to a size: past `CAPT_HOOK_LOG_MAX_BYTES` it is copied to
-//! `capt-hookd.log.1` (replacing the previous copy) and emptied in place. Emptying rather than
-//! renaming keeps every writer on the right file: the host's own lines and each worker's
-//! stderr go through descriptors opened in append mode on the one file, which renaming would
-//! leave pointing at the old copy. A line written during the copy can be lost.
+//! The host log, kept to a size without losing a line. Every line reaches the file through one
+//! [`HostLog`]: the host's own (tracing writes each event in one call) and its workers' stderr,
+//! which the host reads from a pipe and writes line by line. So rotation is a rename and a
+//! reopen under the same lock every write takes: a line lands whole in the old file (now
+//! `capt-hookd.log.1`, replacing the previous one) or whole in the new one, never in between.
 
 use std::fs::File;
-use std::io;
+use std::io::{self, Write};
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
+
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, BufReader};
 
 /// How often the size is looked at.
 const CHECK: Duration = Duration::from_secs(30);
+/// Longest piece of a worker's stderr written as one line; a longer line is split.
+const MAX_LINE: usize = 64 * 1024;
 
 /// The rotated copy's path: `<log>.1`.
 pub fn rotated(path: &Path) -> PathBuf {
@@ -19,30 +24,119 @@ pub fn rotated(path: &Path) -> PathBuf {
     PathBuf::from(name)
 }
 
-/// Rotates `log` (open on `path`) when it is larger than `max` bytes; true when it did.
-pub fn rotate_if_large(log: &File, path: &Path, max: u64) -> io::Result<bool> {
-    if log.metadata()?.len() <= max {
-        return Ok(false);
+/// The open host log.
+#[derive(Debug)]
+pub struct HostLog {
+    path: PathBuf,
+    /// Rotate past this size.
+    max: u64,
+    /// The current file; every write and the rotation take this lock.
+    file: Mutex<File>,
+}
+
+impl HostLog {
+    /// Wraps the log `file` open (appending) at `path`.
+    pub fn new(file: File, path: PathBuf, max: u64) -> Arc<HostLog> {
+        Arc::new(HostLog {
+            path,
+            max,
+            file: Mutex::new(file),
+        })
     }
-    let copy = rotated(path);
-    let tmp = copy.with_extension("1.tmp");
-    std::fs::copy(path, &tmp)?;
-    std::fs::rename(&tmp, &copy)?;
-    log.set_len(0)?;
-    Ok(true)
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, File> {
+        self.file.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Appends `bytes` in one write.
+    pub fn append(&self, bytes: &[u8]) -> io::Result<()> {
+        self.lock().write_all(bytes)
+    }
+
+    /// A descriptor for the current file, for a child that must write to it directly.
+    pub fn try_clone_file(&self) -> io::Result<File> {
+        self.lock().try_clone()
+    }
+
+    /// When the log is larger than its limit: renames it to `<log>.1` and continues in a
+    /// fresh file. True when it rotated.
+    pub fn rotate_if_large(&self) -> io::Result<bool> {
+        let mut file = self.lock();
+        if file.metadata()?.len() <= self.max {
+            return Ok(false);
+        }
+        std::fs::rename(&self.path, rotated(&self.path))?;
+        let (fresh, _) = crate::files::open_append(&self.path)?;
+        *file = fresh;
+        Ok(true)
+    }
+
+    /// Writes what `stream` (a worker's stderr) says, line by line, until it closes.
+    pub async fn pump(self: Arc<Self>, stream: impl AsyncRead + Unpin) {
+        let mut reader = BufReader::new(stream);
+        let mut line = Vec::new();
+        loop {
+            line.clear();
+            let read = (&mut reader)
+                .take(MAX_LINE as u64)
+                .read_until(b'\n', &mut line)
+                .await;
+            match read {
+                Ok(0) | Err(_) => return,
+                Ok(_) => {
+                    if line.last() != Some(&b'\n') {
+                        line.push(b'\n');
+                    }
+                    let log = Arc::clone(&self);
+                    let bytes = std::mem::take(&mut line);
+                    // A slow disk must not stall the runtime thread.
+                    let written =
+                        tokio::task::spawn_blocking(move || log.append(&bytes).map(|()| bytes))
+                            .await;
+                    match written {
+                        Ok(Ok(bytes)) => line = bytes,
+                        Ok(Err(e)) => tracing::warn!(error = %e, "cannot write a worker's line"),
+                        Err(_) => return,
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// `HostLog` as tracing's writer: each event is formatted whole and written in one call.
+#[derive(Debug, Clone)]
+pub struct Writer(pub Arc<HostLog>);
+
+impl Write for Writer {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.0.append(buf)?;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Writer {
+    type Writer = Writer;
+
+    fn make_writer(&'a self) -> Writer {
+        self.clone()
+    }
 }
 
 /// Checks the log's size now and then for the host's life, off the runtime thread.
-pub async fn keep_rotated(log: File, path: PathBuf, max: u64) {
-    let log = std::sync::Arc::new(log);
+pub async fn keep_rotated(log: Arc<HostLog>) {
     let mut tick = tokio::time::interval(CHECK);
     loop {
         tick.tick().await;
-        let (l, p) = (std::sync::Arc::clone(&log), path.clone());
-        match tokio::task::spawn_blocking(move || rotate_if_large(&l, &p, max)).await {
+        let l = Arc::clone(&log);
+        match tokio::task::spawn_blocking(move || l.rotate_if_large()).await {
             Ok(Ok(true)) => tracing::info!(
-                copy = %rotated(&path).display(),
-                max,
+                copy = %rotated(&log.path).display(),
+                max = log.max,
                 "the log passed its size limit; rotated"
             ),
             Ok(Ok(false)) => {}
@@ -55,23 +149,83 @@ pub async fn keep_rotated(log: File, path: PathBuf, max: u64) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::io::Write;
 
+    /// Writers on several threads and a worker's stream, rotating all the while: every line
+    /// is in the log or its copy, whole, exactly once.
     #[test]
-    fn a_large_log_is_copied_aside_and_emptied_for_every_writer() {
+    fn rotation_under_load_loses_no_line() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("capt-hookd.log");
-        let (mut log, _) = crate::files::open_append(&path).unwrap();
-        let mut other = log.try_clone().unwrap();
-        log.write_all(&[b'x'; 100]).unwrap();
-        assert!(!rotate_if_large(&log, &path, 100).unwrap());
-        log.write_all(b"\nlast line before\n").unwrap();
-        assert!(rotate_if_large(&log, &path, 100).unwrap());
-        let copy = std::fs::read_to_string(rotated(&path)).unwrap();
-        assert!(copy.ends_with("last line before\n"), "{copy}");
-        // Both descriptors append at the new start, not at their old offsets.
-        other.write_all(b"after\n").unwrap();
-        log.write_all(b"again\n").unwrap();
-        assert_eq!(std::fs::read_to_string(&path).unwrap(), "after\nagain\n");
+        let (file, _) = crate::files::open_append(&path).unwrap();
+        let log = HostLog::new(file, path.clone(), 4096);
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let (mut tx, rx) = tokio::io::duplex(1024);
+        let pump = runtime.spawn(Arc::clone(&log).pump(rx));
+        let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let rotations = {
+            let (log, done) = (Arc::clone(&log), Arc::clone(&done));
+            std::thread::spawn(move || {
+                let mut n = 0;
+                // Also reads both files between rotations, so every rotation is checked.
+                let mut seen = Vec::new();
+                while !done.load(std::sync::atomic::Ordering::SeqCst) {
+                    if log.rotate_if_large().unwrap() {
+                        n += 1;
+                        seen.push(std::fs::read_to_string(rotated(&log.path)).unwrap());
+                    }
+                }
+                (n, seen)
+            })
+        };
+        let writers: Vec<_> = (0..3)
+            .map(|t| {
+                let mut w = Writer(Arc::clone(&log));
+                std::thread::spawn(move || {
+                    for i in 0..400 {
+                        w.write_all(format!("host {t} line {i}\n").as_bytes())
+                            .unwrap();
+                    }
+                })
+            })
+            .collect();
+        runtime.block_on(async {
+            use tokio::io::AsyncWriteExt;
+            for i in 0..400 {
+                // Lines arrive in pieces, as a pipe gives them.
+                tx.write_all(b"worker li").await.unwrap();
+                tx.write_all(format!("ne {i}\n").as_bytes()).await.unwrap();
+            }
+            tx.write_all(b"unterminated").await.unwrap();
+            drop(tx);
+            pump.await.unwrap();
+        });
+        for w in writers {
+            w.join().unwrap();
+        }
+        done.store(true, std::sync::atomic::Ordering::SeqCst);
+        let (n, copies) = rotations.join().unwrap();
+        assert!(n >= 2, "rotated {n} times");
+        let mut lines: Vec<String> = copies
+            .iter()
+            .flat_map(|c| c.lines().map(str::to_owned).collect::<Vec<_>>())
+            .chain(
+                std::fs::read_to_string(&path)
+                    .unwrap()
+                    .lines()
+                    .map(str::to_owned),
+            )
+            .collect();
+        lines.sort();
+        let mut want: Vec<String> = (0..3)
+            .flat_map(|t| (0..400).map(move |i| format!("host {t} line {i}")))
+            .chain((0..400).map(|i| format!("worker line {i}")))
+            .chain(["unterminated".to_owned()])
+            .collect();
+        want.sort();
+        assert_eq!(lines.len(), want.len());
+        assert_eq!(lines, want);
     }
 }

@@ -4,7 +4,6 @@
 //! and when every worker is busy the event is refused as busy (the client evaluates it itself).
 
 use std::collections::{BTreeMap, HashMap};
-use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -40,7 +39,7 @@ pub struct Pool {
     /// The worker binary.
     exe: PathBuf,
     /// The host log, which also receives every worker's stderr.
-    log: File,
+    log: Arc<crate::logfile::HostLog>,
     /// Workers idle this long are retired.
     pub idle: Duration,
     /// The temp directory: roots inside it are ephemeral.
@@ -78,7 +77,7 @@ impl Pool {
     /// An empty pool.
     pub fn new(
         exe: PathBuf,
-        log: File,
+        log: Arc<crate::logfile::HostLog>,
         idle: Duration,
         max_workers: usize,
         records: Records,

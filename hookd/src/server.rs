@@ -100,15 +100,14 @@ pub fn serve() -> anyhow::Result<()> {
     paths::ensure_private_dir(&sock_dir)
         .with_context(|| format!("socket dir {}", sock_dir.display()))?;
     let (log, log_path, trouble) = open_log(&state_dir)?;
+    let log = crate::logfile::HostLog::new(log, log_path.clone(), paths::log_max_bytes());
     crate::init_logging(&log);
     for line in trouble {
         tracing::warn!(log = %log_path.display(), "{line}");
     }
-    let max_log = paths::log_max_bytes();
-    if let Err(e) = crate::logfile::rotate_if_large(&log, &log_path, max_log) {
+    if let Err(e) = log.rotate_if_large() {
         tracing::warn!(error = %e, "cannot rotate the log");
     }
-    let rotation = log.try_clone().ok();
     let max_connections = raise_fd_limit();
 
     let lock = crate::files::open_own(
@@ -140,13 +139,7 @@ pub fn serve() -> anyhow::Result<()> {
         .build()?;
     runtime.block_on(async move {
         let listener = UnixListener::from_std(std_listener)?;
-        if let Some(file) = rotation {
-            tokio::spawn(crate::logfile::keep_rotated(
-                file,
-                log_path.clone(),
-                max_log,
-            ));
-        }
+        tokio::spawn(crate::logfile::keep_rotated(std::sync::Arc::clone(&log)));
         let records = Records::new(state_dir.join(paths::WORKER_RECORDS));
         let pool = Pool::new(
             crate::env::worker_exe(),

@@ -2,7 +2,6 @@
 //! stdin/stdout, and retirement (TERM, grace, KILL, reap).
 
 use std::collections::{BTreeMap, HashMap};
-use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -107,8 +106,8 @@ pub struct Spawn<'a> {
     pub exe: &'a Path,
     /// Told to each session once: why the project's Rust hooks are not live.
     pub note: Option<&'a str>,
-    /// Where the worker's stderr goes (the host log).
-    pub log: &'a File,
+    /// Where the worker's stderr goes (the host log, line by line through the host).
+    pub log: &'a Arc<crate::logfile::HostLog>,
 }
 
 /// Why a worker could not be started.
@@ -161,12 +160,8 @@ impl Worker {
             .envs(spec.semantic_env)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(
-                spec.log
-                    .try_clone()
-                    .map(Stdio::from)
-                    .unwrap_or_else(|_| Stdio::null()),
-            )
+            // Through the host, so the log can rotate under it without losing a line.
+            .stderr(Stdio::piped())
             // Its own process group, so retirement reaches the hooks' subprocesses too.
             .process_group(0);
         let mut child = cmd.spawn().map_err(|source| SpawnError::Start {
@@ -177,6 +172,10 @@ impl Worker {
         let (Some(mut stdin), Some(mut stdout)) = (child.stdin.take(), child.stdout.take()) else {
             return Err(SpawnError::Pipes);
         };
+        // Until the worker and every process that inherited its stderr have closed it.
+        if let Some(stderr) = child.stderr.take() {
+            tokio::spawn(Arc::clone(spec.log).pump(stderr));
+        }
         let hello = async {
             let ours = WorkerFrame::Hello {
                 protocol: PROTOCOL,

@@ -1983,8 +1983,8 @@ fn update_check_after_session_start_tells_of_a_newer_release_once() {
     assert_eq!(quiet.hits(), 1, "HOOKS_UPDATE_ENABLED=false made a request");
 }
 
-/// The host log is kept to `CAPT_HOOK_LOG_MAX_BYTES`: a host starting on a larger one copies
-/// it to `capt-hookd.log.1` and starts it afresh.
+/// The host log is kept to `CAPT_HOOK_LOG_MAX_BYTES`: a host starting on a larger one moves it
+/// to `capt-hookd.log.1` and starts it afresh; workers' stderr lands in the fresh one.
 #[test]
 fn a_large_host_log_is_rotated() {
     let env = Env::with(&[("CAPT_HOOK_LOG_MAX_BYTES", "65536")]);
@@ -1996,15 +1996,32 @@ fn a_large_host_log_is_rotated() {
     std::fs::write(&log, &old).unwrap();
     std::fs::set_permissions(&log, std::fs::Permissions::from_mode(0o600)).unwrap();
     let root = env.project("rotate", HOOKS);
-    let out = env.hook("PreToolUse", &bash(&root, "ls"), &[]);
+    // A ledger path that cannot exist (under a regular file): the worker says so on stderr,
+    // which reaches the log through the host.
+    let blocked = env.dir.path().join("not-a-dir");
+    std::fs::write(&blocked, "").unwrap();
+    let db = blocked.join("decisions.db");
+    let vars = [("CAPT_HOOK_DECISIONS_DB", db.to_str().unwrap())];
+    let out = env.hook("PreToolUse", &bash(&root, "ls"), &vars);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert_eq!(
         std::fs::read_to_string(dir.join("capt-hookd.log.1")).unwrap(),
         old
     );
+    env.wait_until("the worker's stderr in the host log", || {
+        std::fs::read_to_string(&log).is_ok_and(|t| t.contains("decisions wait in"))
+    });
     let fresh = std::fs::read_to_string(&log).unwrap();
     assert!(
         fresh.len() < 65536 && fresh.contains("host ready"),
+        "{fresh}"
+    );
+    // Whole lines: the worker's arrive between the host's, never inside one.
+    assert!(
+        fresh.lines().all(|l| l.starts_with("capt-hook")
+            || [" INFO ", " WARN ", " ERROR "]
+                .iter()
+                .any(|level| l.contains(level))),
         "{fresh}"
     );
 }
