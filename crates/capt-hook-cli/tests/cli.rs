@@ -96,6 +96,57 @@ fn run_blocks_and_prints_one_line_of_json() {
     );
 }
 
+/// `run` journals its answer as a worker does: a session log line and a ledger row per
+/// delivered verdict, read back by `logs` and `decisions`. The async twin writes nothing, and a
+/// spawned process keeps no ledger rows.
+#[test]
+fn run_writes_the_session_log_and_the_ledger() {
+    let p = Project::new(&[("stash.toml", STASH)]);
+    let payload = |session: &str| {
+        format!(
+            r#"{{"session_id":"{session}","tool_name":"Bash","tool_input":{{"command":"git stash"}},"tool_use_id":"toolu_r"}}"#
+        )
+    };
+    let out = p.run(&["run", "PreToolUse"], payload("run-1").as_bytes());
+    assert!(text(&out.stdout).contains("No stashing"));
+    let logs = p.run(&["logs", "--session", "run-1", "--json"], b"");
+    let lines: Vec<serde_json::Value> = text(&logs.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 1, "{}", text(&logs.stderr));
+    assert_eq!(lines[0]["verdict"], "block");
+    let rows = |session: &str| -> Vec<serde_json::Value> {
+        let out = p.run(&["decisions", "--json", "--session", session], b"");
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        text(&out.stdout)
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    };
+    let got = rows("run-1");
+    assert_eq!(got.len(), 1);
+    assert_eq!(got[0]["event_uuid"], "toolu_r");
+    assert_eq!(got[0]["action"], "block");
+
+    p.run(
+        &["run", "PreToolUse", "--async"],
+        payload("run-async").as_bytes(),
+    );
+    let none = p.run(&["logs", "--session", "run-async", "--json"], b"");
+    assert!(text(&none.stdout).is_empty(), "{}", text(&none.stdout));
+
+    let spawned = p.run_env(
+        &["run", "PreToolUse"],
+        payload("run-spawned").as_bytes(),
+        &[("CAPT_HOOK_SPAWNED", Path::new("1"))],
+    );
+    assert!(text(&spawned.stdout).contains("No stashing"));
+    let logged = p.run(&["logs", "--session", "run-spawned", "--json"], b"");
+    assert_eq!(text(&logged.stdout).lines().count(), 1);
+    assert!(rows("run-spawned").is_empty());
+}
+
 #[test]
 fn run_edges_unknown_event_blank_and_malformed_stdin() {
     let p = Project::new(&[("stash.toml", STASH)]);

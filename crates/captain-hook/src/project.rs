@@ -246,10 +246,14 @@ impl Project {
         origin: Origin,
     ) -> (Evaluation, Entry) {
         let started = Instant::now();
-        let spawned = origin.env.as_ref().is_some_and(|env| {
-            env.get(capt_hook_proto::env::CAPT_HOOK_SPAWNED)
-                .is_some_and(|v| !v.is_empty())
-        });
+        // A request's own environment when it came from another process, else this one's.
+        let spawned = match origin.env.as_ref() {
+            Some(env) => env
+                .get(capt_hook_proto::env::CAPT_HOOK_SPAWNED)
+                .is_some_and(|v| !v.is_empty()),
+            None => std::env::var_os(capt_hook_proto::env::CAPT_HOOK_SPAWNED)
+                .is_some_and(|v| !v.is_empty()),
+        };
         let mut entry = Entry {
             ts_ms: capt_hook_proto::clock::now_unix_ms(),
             event_name: event.to_owned(),

@@ -32,22 +32,36 @@ pub fn evaluate_and_print(
     for e in project.errors() {
         eprintln!("capt-hook: {e}");
     }
-    let eval = project.evaluate(
+    let (eval, entry) = project.evaluate_traced(
         event,
         stdin,
         DispatchOptions {
             deadline: None,
             run_async,
         },
+        crate::project::Origin::default(),
     );
     for line in &eval.stderr {
         eprintln!("{line}");
     }
     if let Some(out) = &eval.stdout {
         let mut stdout = std::io::stdout().lock();
-        if writeln!(stdout, "{out}").is_err() {
+        if writeln!(stdout, "{out}")
+            .and_then(|()| stdout.flush())
+            .is_err()
+        {
             return ExitCode::from(1);
         }
     }
+    // The session log and ledger, as a worker writes them; an async twin's run is not an
+    // answer, and the host's workers do not journal theirs either.
+    if !run_async {
+        capt_hook_journal::submit(entry);
+        capt_hook_journal::flush(JOURNAL_FLUSH);
+    }
     ExitCode::from(eval.exit_code)
 }
+
+/// Longest wait for the journal before exiting. Ledger rows are in the spool within the first
+/// milliseconds, so a ledger slower than this only delays their commit to the next writer.
+const JOURNAL_FLUSH: std::time::Duration = std::time::Duration::from_secs(1);
