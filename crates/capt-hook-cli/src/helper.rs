@@ -57,10 +57,10 @@ impl Manager {
     }
 
     /// The definition that runs `host serve`.
-    pub fn definition(self, host: &Path) -> String {
+    pub fn definition(self, host: &Path) -> anyhow::Result<String> {
         match self {
             Manager::Systemd => systemd_unit(host),
-            Manager::Launchd => launchd_agent(host, &paths::state_dir().join("launchd.log")),
+            Manager::Launchd => Ok(launchd_agent(host, &paths::state_dir().join("launchd.log"))),
         }
     }
 }
@@ -72,9 +72,24 @@ impl Manager {
 /// crashed host comes back, while `capt-hookd shutdown` (exit 0) stays down until the next
 /// event starts one. No socket activation: see `docs/service.md` for why it would make the first
 /// event slower, not faster.
-pub fn systemd_unit(host: &Path) -> String {
-    let exec = systemd_quote(&host.to_string_lossy());
-    format!(
+///
+/// systemd refuses to run a program whose path holds a quote, a backslash or a control
+/// character ("Executable name contains special characters"), so such a path is an error here
+/// rather than a unit that never starts.
+pub fn systemd_unit(host: &Path) -> anyhow::Result<String> {
+    let path = host.to_string_lossy();
+    if let Some(c) = path
+        .chars()
+        .find(|c| matches!(c, '"' | '\'' | '\\') || c.is_control())
+    {
+        bail!(
+            "systemd cannot run a program whose path contains {c:?}: {}; put capt-hookd in \
+             another directory and pass it with --host",
+            host.display()
+        );
+    }
+    let exec = systemd_quote(&path);
+    Ok(format!(
         "[Unit]\n\
          Description=captain-hook host: answers Claude Code hook events\n\
          Documentation=https://github.com/captain-hook-rs/captain-hook/blob/main/docs/service.md\n\
@@ -89,24 +104,13 @@ pub fn systemd_unit(host: &Path) -> String {
          \n\
          [Install]\n\
          WantedBy=default.target\n"
-    )
+    ))
 }
 
-/// A word for `ExecStart=`: double-quoted, with `\`, `"` escaped and `%` (a specifier) doubled.
+/// A path for `ExecStart=`: double-quoted (spaces stay in the word), `%` (a specifier) doubled.
+/// Quotes and backslashes never get here (see [`systemd_unit`]).
 fn systemd_quote(word: &str) -> String {
-    let mut out = String::from("\"");
-    for c in word.chars() {
-        match c {
-            '\\' | '"' => {
-                out.push('\\');
-                out.push(c);
-            }
-            '%' => out.push_str("%%"),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
+    format!("\"{}\"", word.replace('%', "%%"))
 }
 
 /// A launchd agent that runs `host serve` at login and again if it crashes.
@@ -264,7 +268,7 @@ fn service_state(manager: Manager) -> String {
 pub fn install(host: Option<&Path>, print: bool, start: bool) -> anyhow::Result<ExitCode> {
     let manager = Manager::native();
     let host = find_host(host)?;
-    let text = manager.definition(&host);
+    let text = manager.definition(&host)?;
     if print {
         print!("{text}");
         return Ok(ExitCode::SUCCESS);
@@ -407,7 +411,8 @@ mod tests {
     fn the_systemd_unit_runs_the_host_in_the_foreground_and_drains_on_stop() {
         let unit = systemd_unit(Path::new(
             "/home/u/.local/share/captain-hook/bin/capt-hookd",
-        ));
+        ))
+        .unwrap();
         let service = section(&unit, "Service");
         let get = |k: &str| service.iter().find(|(key, _)| *key == k).map(|(_, v)| *v);
         assert_eq!(
@@ -427,11 +432,19 @@ mod tests {
 
     #[test]
     fn odd_host_paths_are_quoted_for_systemd_and_escaped_for_launchd() {
-        let unit = systemd_unit(Path::new("/opt/my \"hooks\"/100%/capt-hookd"));
+        let unit = systemd_unit(Path::new("/opt/my hooks/100%/capt-hookd")).unwrap();
         assert!(
-            unit.contains(r#"ExecStart="/opt/my \"hooks\"/100%%/capt-hookd" serve"#),
+            unit.contains(r#"ExecStart="/opt/my hooks/100%%/capt-hookd" serve"#),
             "{unit}"
         );
+        for bad in [
+            "/opt/my \"hooks\"/capt-hookd",
+            "/opt/a\\b/capt-hookd",
+            "/opt/it's/capt-hookd",
+        ] {
+            let err = systemd_unit(Path::new(bad)).unwrap_err().to_string();
+            assert!(err.contains("--host") && err.contains(bad), "{err}");
+        }
         let agent = launchd_agent(
             Path::new("/Users/a&b/Applications/Captain Hook.app/Contents/Helpers/capt-hookd"),
             Path::new("/tmp/<log>"),

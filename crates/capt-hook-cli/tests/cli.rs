@@ -1072,6 +1072,68 @@ fn an_unreadable_line_is_never_silent() {
     );
 }
 
+/// The unit `helper install` writes is one systemd accepts as it is: `systemd-analyze verify`
+/// (from Debian's `systemd` package) reports nothing, for a host path with a space and a `%`.
+/// A path systemd would refuse to run is an error at install time instead.
+#[cfg(target_os = "linux")]
+#[test]
+fn the_installed_unit_passes_systemd_analyze_verify() {
+    use std::os::unix::fs::PermissionsExt;
+    let p = Project::new(&[]);
+    let host = p.root().join("my hooks/100%/capt-hookd");
+    std::fs::create_dir_all(host.parent().unwrap()).unwrap();
+    std::fs::write(&host, "#!/bin/sh\n").unwrap();
+    std::fs::set_permissions(&host, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let config = p.root().join("config");
+    let env: &[(&str, &Path)] = &[("XDG_CONFIG_HOME", &config)];
+    let out = p.run_env(
+        &[
+            "helper",
+            "install",
+            "--no-start",
+            "--host",
+            host.to_str().unwrap(),
+        ],
+        b"",
+        env,
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let unit = config.join("systemd/user/capt-hookd.service");
+    let verify = Command::new("systemd-analyze")
+        .arg("verify")
+        .arg(&unit)
+        .output()
+        .expect("systemd-analyze runs (Debian: apt-get install systemd)");
+    assert!(
+        verify.status.success() && verify.stderr.is_empty() && verify.stdout.is_empty(),
+        "systemd-analyze verify {}: {}{}",
+        unit.display(),
+        text(&verify.stdout),
+        text(&verify.stderr)
+    );
+
+    let quoted = p.root().join("it's/capt-hookd");
+    std::fs::create_dir_all(quoted.parent().unwrap()).unwrap();
+    std::fs::write(&quoted, "#!/bin/sh\n").unwrap();
+    let out = p.run_env(
+        &[
+            "helper",
+            "install",
+            "--print",
+            "--host",
+            quoted.to_str().unwrap(),
+        ],
+        b"",
+        env,
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains("systemd cannot run"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
 #[test]
 fn helper_install_writes_the_unit_for_the_named_host_and_status_says_no_host_answers() {
     let p = Project::new(&[]);
