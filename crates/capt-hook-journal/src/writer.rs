@@ -260,10 +260,17 @@ impl Writer<'_> {
     }
 
     /// Commits `batch` (and whatever earlier batches left in the spool) to the ledger, then
-    /// imports the spools of processes that are gone. Rows that do not make it stay spooled.
+    /// the spools of processes that are gone. Rows that do not make it stay spooled. The ledger
+    /// is opened only when there is something to commit.
     fn record(&mut self, batch: Vec<NewDecision>) {
-        let scan = self.scanned_at.is_none_or(|t| t.elapsed() >= ORPHAN_SCAN);
-        if batch.is_empty() && !self.behind && !scan {
+        let orphans = match self.spool.as_ref() {
+            Some(spool) if self.scanned_at.is_none_or(|t| t.elapsed() >= ORPHAN_SCAN) => {
+                self.scanned_at = Some(Instant::now());
+                spool.orphans()
+            }
+            _ => Vec::new(),
+        };
+        if batch.is_empty() && !self.behind && self.unspooled.is_empty() && orphans.is_empty() {
             return;
         }
         if self.ledger.is_none() {
@@ -296,25 +303,33 @@ impl Writer<'_> {
             },
             _ => rows.extend(batch),
         }
-        if !rows.is_empty() && !self.commit(&rows) {
-            self.unspooled = if self.spool.is_some() {
-                in_memory
-            } else {
-                rows
-            };
-            self.behind = true;
-            return;
+        if !rows.is_empty() {
+            if !self.commit(&rows) {
+                self.unspooled = if self.spool.is_some() {
+                    in_memory
+                } else {
+                    rows
+                };
+                self.behind = true;
+                return;
+            }
+            self.behind = false;
+            if let Some(spool) = self.spool.as_mut()
+                && let Err(e) = spool.clear()
+            {
+                // Left in place the rows would only be inserted again, which the ledger
+                // ignores.
+                self.report(format!("cannot empty the decision spool: {e}"));
+            }
         }
-        self.behind = false;
-        if let Some(spool) = self.spool.as_mut()
-            && let Err(e) = spool.clear()
-        {
-            // Left in place the rows would only be inserted again, which the ledger ignores.
-            self.report(format!("cannot empty the decision spool: {e}"));
-        }
-        if scan {
-            self.scanned_at = Some(Instant::now());
-            self.import_orphans();
+        for orphan in orphans {
+            let rows = orphan.rows();
+            if !rows.is_empty() && !self.commit(&rows) {
+                return;
+            }
+            if let Err(e) = orphan.remove() {
+                self.report(format!("cannot remove an imported decision spool: {e}"));
+            }
         }
     }
 
@@ -334,22 +349,6 @@ impl Writer<'_> {
                     crate::spool::dir_of(&self.settings.db).display()
                 ));
                 false
-            }
-        }
-    }
-
-    /// Commits the rows of spools whose process is gone, then removes those spools.
-    fn import_orphans(&mut self) {
-        let Some(spool) = self.spool.as_ref() else {
-            return;
-        };
-        for orphan in spool.orphans() {
-            let rows = orphan.rows();
-            if !rows.is_empty() && !self.commit(&rows) {
-                return;
-            }
-            if let Err(e) = orphan.remove() {
-                self.report(format!("cannot remove an imported decision spool: {e}"));
             }
         }
     }
