@@ -152,28 +152,39 @@ impl Spool {
 
     /// Spool files of processes that are gone, each locked while the caller holds it.
     pub fn orphans(&self) -> Vec<Orphan> {
-        let Ok(entries) = std::fs::read_dir(&self.dir) else {
-            return Vec::new();
-        };
-        let mut out = Vec::new();
-        for e in entries.flatten() {
-            let path = e.path();
-            if path == self.path || path.extension().is_none_or(|x| x != "jsonl") {
-                continue;
-            }
-            let Ok(file) = OpenOptions::new()
-                .read(true)
-                .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
-                .open(&path)
-            else {
-                continue;
-            };
-            if file.try_lock().is_ok() {
-                out.push(Orphan { path, file });
-            }
-        }
-        out
+        orphans(&self.dir, Some(&self.path))
     }
+
+    /// This spool's file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+/// The spool files in `dir` (see [`dir_of`]) whose process is gone, `own` excepted, each
+/// locked while the caller holds it.
+pub fn orphans(dir: &Path, own: Option<&Path>) -> Vec<Orphan> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for e in entries.flatten() {
+        let path = e.path();
+        if Some(path.as_path()) == own || path.extension().is_none_or(|x| x != "jsonl") {
+            continue;
+        }
+        let Ok(file) = OpenOptions::new()
+            .read(true)
+            .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
+            .open(&path)
+        else {
+            continue;
+        };
+        if file.try_lock().is_ok() {
+            out.push(Orphan { path, file });
+        }
+    }
+    out
 }
 
 /// A dead process's spool, locked by us.

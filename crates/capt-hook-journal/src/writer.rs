@@ -158,9 +158,12 @@ struct Writer<'a> {
     settings: &'a Settings,
     ledger: Option<Ledger>,
     ledger_retry_at: Option<Instant>,
-    /// This process's spool; `None` when it could not be created (rows then live in memory
-    /// until committed, and are lost with the process).
+    /// This process's spool, created with the first rows; `None` before that, or when it
+    /// could not be created (rows then live in memory until committed, and are lost with the
+    /// process).
     spool: Option<Spool>,
+    /// Creating the spool failed (said once; not tried again).
+    spool_failed: bool,
     /// Rows kept in memory when there is no spool, waiting for the ledger.
     unspooled: Vec<NewDecision>,
     /// A write to the ledger failed or was put off: the spool holds rows of earlier batches.
@@ -181,19 +184,12 @@ fn run(rx: &Receiver<Msg>, settings: &Settings) {
         ledger: None,
         ledger_retry_at: None,
         spool: None,
+        spool_failed: false,
         unspooled: Vec::new(),
         behind: false,
         scanned_at: None,
         last_report: None,
     };
-    match Spool::create(&settings.db) {
-        Ok(s) => w.spool = Some(s),
-        Err(e) => w.report(format!(
-            "cannot create a spool for decisions under {}; rows not yet in the ledger are lost \
-             if this process ends: {e}",
-            crate::spool::dir_of(&settings.db).display()
-        )),
-    }
     // Rows a process that ended left behind.
     w.record(Vec::new());
     while let Ok(first) = rx.recv() {
@@ -249,6 +245,19 @@ impl Writer<'_> {
 
     /// Puts a batch's rows in the spool before anything else can go wrong.
     fn spool(&mut self, rows: &[NewDecision]) {
+        if self.spool.is_none() && !self.spool_failed {
+            match Spool::create(&self.settings.db) {
+                Ok(s) => self.spool = Some(s),
+                Err(e) => {
+                    self.spool_failed = true;
+                    self.report(format!(
+                        "cannot create a spool for decisions under {}; rows not yet in the \
+                         ledger are lost if this process ends: {e}",
+                        crate::spool::dir_of(&self.settings.db).display()
+                    ));
+                }
+            }
+        }
         let Some(spool) = self.spool.as_mut() else {
             self.unspooled.extend_from_slice(rows);
             return;
@@ -263,12 +272,14 @@ impl Writer<'_> {
     /// the spools of processes that are gone. Rows that do not make it stay spooled. The ledger
     /// is opened only when there is something to commit.
     fn record(&mut self, batch: Vec<NewDecision>) {
-        let orphans = match self.spool.as_ref() {
-            Some(spool) if self.scanned_at.is_none_or(|t| t.elapsed() >= ORPHAN_SCAN) => {
-                self.scanned_at = Some(Instant::now());
-                spool.orphans()
-            }
-            _ => Vec::new(),
+        let orphans = if self.scanned_at.is_none_or(|t| t.elapsed() >= ORPHAN_SCAN) {
+            self.scanned_at = Some(Instant::now());
+            crate::spool::orphans(
+                &crate::spool::dir_of(&self.settings.db),
+                self.spool.as_ref().map(Spool::path),
+            )
+        } else {
+            Vec::new()
         };
         if batch.is_empty() && !self.behind && self.unspooled.is_empty() && orphans.is_empty() {
             return;
@@ -392,6 +403,7 @@ mod tests {
             ledger: None,
             ledger_retry_at: None,
             spool: Some(Spool::create(&settings.db).unwrap()),
+            spool_failed: false,
             unspooled: Vec::new(),
             behind: false,
             scanned_at: None,
