@@ -2002,8 +2002,9 @@ fn a_large_host_log_is_rotated() {
     std::fs::write(&blocked, "").unwrap();
     let db = blocked.join("decisions.db");
     let vars = [("CAPT_HOOK_DECISIONS_DB", db.to_str().unwrap())];
-    let out = env.hook("PreToolUse", &bash(&root, "ls"), &vars);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    // A deny, so there is a row to record.
+    let out = env.hook("PreToolUse", &bash(&root, "git stash"), &vars);
+    assert_eq!(decision(&json_out(&out)), Some("deny"), "{}", stderr(&out));
     assert_eq!(
         std::fs::read_to_string(dir.join("capt-hookd.log.1")).unwrap(),
         old
