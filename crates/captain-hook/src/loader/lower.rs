@@ -72,7 +72,7 @@ macro_rules! common {
         if let Some(c) = &spec.confirm {
             d = d.confirm(crate::llm::confirm_from_spec(c)?);
         }
-        let located = Located::new($text);
+        let located: &Located = $text;
         d = d.source($source, located.line_col($item.span().start).0);
         for (i, t) in spec.test.iter().enumerate() {
             let field = format!("test[{i}]");
@@ -87,7 +87,7 @@ pub(super) fn lower(
     entry: HookEntry,
     item: &Spanned<DeValue<'_>>,
     source: &str,
-    text: &str,
+    text: &Located,
 ) -> Result<HookDef, DefError> {
     let source = source.to_owned();
     let def = match &entry {
