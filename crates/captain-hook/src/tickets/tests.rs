@@ -818,7 +818,9 @@ fn decide_reads_only_the_evidence_it_is_given() {
     // A judge over a condition is no judge: the declaration is refused.
     let mut d = Decide::new("r");
     d.over = vec![Source::Condition(capt_hook_core::Condition::McpTool(true))];
-    let err = tickets(judged(d)).err().expect("over a condition");
+    let Err(err) = tickets(judged(d)) else {
+        panic!("a judge over a condition must be refused")
+    };
     assert!(
         err.to_string()
             .contains("only `user_said` and `user_answered`"),
