@@ -416,9 +416,11 @@ impl Sessions {
         let own = if acting.path().is_some() && acting.path() != root.path() {
             Some(acting.clone())
         } else {
+            // Only this subagent's file: a session may have spawned many.
             evt.agent_id()
-                .and_then(|id| root.subagent(id))
-                .map(|s| s.transcript().clone())
+                .and_then(|id| Some(root.subagent_dir()?.join(format!("agent-{id}.jsonl"))))
+                .filter(|p| p.is_file())
+                .and_then(|p| capt_hook_core::history::transcripts().load(&p).ok())
         };
         Ok(Sessions { root, own })
     }

@@ -880,6 +880,26 @@ fn decide_shows_transcripts_and_contexts_first_and_the_evidence_alone_second() {
         "{first}"
     );
 
+    // Tool results show in the transcript block only with `tool_results`.
+    let lines = vec![
+        user("post the summary to #deploys"),
+        json!({"type": "assistant", "message": {"role": "assistant", "content": [
+            {"type": "tool_use", "id": "t9", "name": "Read", "input": {"file_path": "/notes.md"}}]}}),
+        json!({"type": "user", "message": {"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": "t9", "content": "RESULT-MARKER release notes"}]}}),
+    ];
+    for with in [false, true] {
+        let s = Scratch::new();
+        let env = s.judge_recording(REFUSE);
+        let mut r = d.clone();
+        r.contexts.clear();
+        r.tool_results = with;
+        judged(r).check(&s.event("deploys", &lines, Some(env)), None);
+        let first = &s.prompts()[0];
+        assert!(first.contains("<transcript>"), "{first}");
+        assert_eq!(first.contains("RESULT-MARKER"), with, "{first}");
+    }
+
     // A required context that renders nothing: the rule found nothing, and the deny says why.
     let s = Scratch::new();
     let env = s.judge_recording(REFUSE);
