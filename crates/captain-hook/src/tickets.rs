@@ -652,10 +652,9 @@ impl Tickets {
             Ok(None) => {}
             Err(e) => return deny(e.to_string()),
         }
-        let sessions = match Sessions::of(evt) {
-            Ok(s) => s,
-            Err(e) => return deny(e),
-        };
+        // Read once, and only by the rules that read the user's words: a condition rule does
+        // not fail on a transcript it never needed.
+        let sessions = Sessions::of(evt);
         let mut notes = Vec::new();
         for rule in &self.rules {
             match self.evidence(evt, &sessions, &p, rule) {
@@ -731,7 +730,7 @@ impl Tickets {
     fn evidence(
         &self,
         evt: &Event,
-        sessions: &Sessions,
+        sessions: &Result<Sessions, String>,
         p: &Proposal,
         rule: &Rule,
     ) -> Result<Option<Vec<Evidence>>, String> {
@@ -744,6 +743,7 @@ impl Tickets {
         match &rule.when {
             s @ (Source::UserSaid { .. } | Source::UserAnswered { .. }) => {
                 // The most recent item is kept as the evidence.
+                let sessions = sessions.as_ref().map_err(Clone::clone)?;
                 Ok(self.matching(sessions, p, s)?.last().map(found))
             }
             Source::Condition(c) => Ok(c.check(evt).then(|| {
@@ -752,7 +752,10 @@ impl Tickets {
                     text: format!("the condition of rule `{}` held", rule.name),
                 }]
             })),
-            Source::Decide(d) => self.decide(evt, sessions, p, d, &rule.name),
+            Source::Decide(d) => {
+                let sessions = sessions.as_ref().map_err(Clone::clone)?;
+                self.decide(evt, sessions, p, d, &rule.name)
+            }
         }
     }
 

@@ -691,7 +691,18 @@ fn a_subagents_call_is_judged_on_the_words_of_the_session_that_spawned_it() {
     let Outcome::Denied(m) = d.check(&e, None) else {
         panic!("an unreadable root transcript must deny")
     };
+    assert!(
+        m.contains("rule `asked`: cannot read the session's transcript"),
+        "{m}"
+    );
     assert!(m.contains(&gone.display().to_string()), "{m}");
+    // A rule that needs no words still decides.
+    let mut by_condition = d.clone();
+    by_condition.rules.push(Rule {
+        name: "mcp".into(),
+        when: Source::Condition(capt_hook_core::Condition::McpTool(true)),
+    });
+    assert!(matches!(by_condition.check(&e, None), Outcome::Minted(t) if t.rule == "mcp"));
 }
 
 impl Scratch {
