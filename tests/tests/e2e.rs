@@ -2081,8 +2081,9 @@ fn packs_through_the_host() {
 
 /// Permission tickets through a real client, host and worker: the transcript the worker reads
 /// decides whether a chat post is allowed, the minted ticket lives in the project's store under
-/// the state root, covers later posts at its channel for its ttl, and a corrupted store denies
-/// naming itself and is moved aside.
+/// the state root, covers later posts at its channel in its session tree (a subagent of the
+/// session included, another session not) for its ttl, and a corrupted store denies naming
+/// itself and is moved aside.
 mod tickets {
     use super::*;
     use std::path::{Path, PathBuf};
@@ -2096,19 +2097,35 @@ ticket = "chat.post"
 place = { channel = "/channel" }
 reach = "place"
 ttl = 3
+window = 3
 deny = "Ask the user whether to post to this channel."
 rules = [{ name = "asked", user_said = { pattern = "\\bpost\\b", names = ["channel"] } }]
 "#;
 
     fn post(root: &Path, transcript: &Path, channel: &str, text: &str) -> Vec<u8> {
-        capt_hook_proto::serde_json::json!({
+        post_as(root, transcript, None, channel, text)
+    }
+
+    /// A post by the session's subagent `agent` when given: Claude Code sends the session's
+    /// id and transcript with the subagent's `agent_id`.
+    fn post_as(
+        root: &Path,
+        transcript: &Path,
+        agent: Option<&str>,
+        channel: &str,
+        text: &str,
+    ) -> Vec<u8> {
+        let mut v = capt_hook_proto::serde_json::json!({
             "session_id": transcript.file_stem().unwrap().to_string_lossy(),
             "transcript_path": transcript, "cwd": root,
             "hook_event_name": "PreToolUse", "tool_name": "mcp__chat__post_message",
             "tool_input": {"channel": channel, "text": text}, "tool_use_id": "toolu_1",
-        })
-        .to_string()
-        .into_bytes()
+        });
+        if let Some(agent) = agent {
+            v["agent_id"] = agent.into();
+            v["agent_type"] = "general-purpose".into();
+        }
+        v.to_string().into_bytes()
     }
 
     fn say(transcript: &Path, text: &str) {
@@ -2187,19 +2204,30 @@ rules = [{ name = "asked", user_said = { pattern = "\\bpost\\b", names = ["chann
         let id = ticket["id"].as_str().unwrap().to_owned();
         assert!(reason(&v).contains(&id), "{v}");
 
-        // Another session that never asked: a second post at the same channel rides on it ...
-        let out = env.hook("PreToolUse", &post(&root, &b, "deploys", "rollback"), &[]);
+        // The words leave the window (3 messages); the ticket still covers the channel, for
+        // a subagent of the session too ...
+        for line in ["thanks", "looks good", "what next?"] {
+            say(&a, line);
+        }
+        let out = env.hook(
+            "PreToolUse",
+            &post_as(&root, &a, Some("agent-1"), "deploys", "rollback"),
+            &[],
+        );
         let v = json_out(&out);
         assert_eq!(decision(&v), Some("allow"), "{v}");
         assert!(reason(&v).contains(&id), "{v}");
-        // ... another channel does not.
-        let out = env.hook("PreToolUse", &post(&root, &b, "general", "rollback"), &[]);
+        // ... but not another channel ...
+        let out = env.hook("PreToolUse", &post(&root, &a, "general", "rollback"), &[]);
+        assert_eq!(decision(&json_out(&out)), Some("deny"));
+        // ... nor another session of the project: tickets belong to the tree that minted them.
+        let out = env.hook("PreToolUse", &post(&root, &b, "deploys", "rollback"), &[]);
         assert_eq!(decision(&json_out(&out)), Some("deny"));
 
         // After the ttl the ticket covers nothing.
         let left = Duration::from_millis(3200).saturating_sub(minted.elapsed());
         std::thread::sleep(left);
-        let out = env.hook("PreToolUse", &post(&root, &b, "deploys", "rollback"), &[]);
+        let out = env.hook("PreToolUse", &post(&root, &a, "deploys", "rollback"), &[]);
         let v = json_out(&out);
         assert_eq!(decision(&v), Some("deny"), "{v}");
 
@@ -2223,7 +2251,8 @@ rules = [{ name = "asked", user_said = { pattern = "\\bpost\\b", names = ["chann
             std::fs::read_to_string(&baks[0]).unwrap(),
             "{\"tickets\": [oops"
         );
-        // The next post starts from a clean store and mints again from session A's words.
+        // The next post starts from a clean store and mints again from the user's words.
+        say(&a, "post the rollback note to #deploys");
         let out = env.hook("PreToolUse", &post(&root, &a, "deploys", "done"), &[]);
         assert_eq!(decision(&json_out(&out)), Some("allow"));
     }

@@ -107,7 +107,8 @@ impl Context {
         })
     }
 
-    fn tag(&self) -> &str {
+    /// The block's tag.
+    pub(crate) fn tag(&self) -> &str {
         match self {
             Context::BeforeEdit { .. } => "before_edit",
             Context::AfterEdit { .. } => "after_edit",
@@ -116,14 +117,16 @@ impl Context {
         }
     }
 
-    fn required(&self) -> bool {
+    /// No judge without this block.
+    pub(crate) fn required(&self) -> bool {
         match self {
             Context::BeforeEdit { required } | Context::AfterEdit { required } => *required,
             Context::Introduced { required, .. } | Context::Custom { required, .. } => *required,
         }
     }
 
-    fn render(&self, evt: &Event) -> Option<String> {
+    /// The block's text for `evt`, when there is any.
+    pub(crate) fn render(&self, evt: &Event) -> Option<String> {
         let excerpts = || {
             let images = evt.edit_images()?;
             Some(evidence::edit_excerpts(

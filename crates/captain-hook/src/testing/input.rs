@@ -62,6 +62,34 @@ pub struct Input {
     /// The stubbed judge's verdict for LLM hooks: these fields over the defaults (`block` and
     /// `fire` true, text `"inline test stub"`); `error = "…"` makes the judge fail.
     pub llm: Option<Map<String, Value>>,
+    /// Permission tickets in the project's store before the event (`tickets` hooks).
+    pub tickets: Option<Vec<TicketInput>>,
+}
+
+/// A permission ticket an inline test puts in the store before its event: minted `age` ago,
+/// living `ttl` from then (expired when `age >= ttl`), in the test's session tree unless `tree`
+/// says otherwise.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TicketInput {
+    /// The ticket kind (`chat.post`).
+    pub kind: String,
+    /// The place keys and their values.
+    pub place: std::collections::BTreeMap<String, String>,
+    /// `place` (default): every call at the place; `action`: the test's own tool call only.
+    pub reach: Option<crate::spec::ReachSpec>,
+    /// How long ago it was minted (default 0).
+    pub age: Option<crate::spec::DurationSpec>,
+    /// Its lifetime from minting (default: until revoked).
+    pub ttl: Option<crate::spec::DurationSpec>,
+    /// It was revoked (just before the event).
+    #[serde(default)]
+    pub revoked: bool,
+    /// The root session of the tree it was minted in (default: the test's session,
+    /// `inline-test`).
+    pub tree: Option<String>,
+    /// The rule recorded on it (default `preloaded`).
+    pub rule: Option<String>,
 }
 
 impl Input {
@@ -174,6 +202,12 @@ impl Input {
         self
     }
 
+    /// Puts a permission ticket in the store before the event.
+    pub fn ticket(mut self, ticket: TicketInput) -> Input {
+        self.tickets.get_or_insert_with(Vec::new).push(ticket);
+        self
+    }
+
     /// Pre-seeds a workflow state record, under the key its `load` reads.
     pub fn workflow_state<T: capt_hook_state::WorkflowState>(self, value: &T) -> Input {
         // A serde struct always serialises; a failure would leave the slot unseeded, which the
@@ -236,6 +270,10 @@ impl Input {
         if let Some(s) = &self.state {
             let keys: Vec<&str> = s.keys().map(String::as_str).collect();
             parts.push(format!("state=[{}]", keys.join(", ")));
+        }
+        if let Some(t) = &self.tickets {
+            let kinds: Vec<&str> = t.iter().map(|t| t.kind.as_str()).collect();
+            parts.push(format!("tickets=[{}]", kinds.join(", ")));
         }
         format!("Input({})", parts.join(", "))
     }
