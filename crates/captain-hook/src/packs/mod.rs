@@ -253,7 +253,10 @@ pub fn load(root: &Path, hooks_dir: &Path, home: &Path, registry: &mut Registry)
                     source.join("hooks").join(name),
                 )
             });
-            register(&mut info, files, &config, &mut unused, &mut out, registry);
+            // Builtin patterns compile when first searched: the test below proves they compile.
+            capt_hook_core::pattern::deferred(|| {
+                register(&mut info, files, &config, &mut unused, &mut out, registry)
+            });
         }
         out.infos.push(info);
     }
