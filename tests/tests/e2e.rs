@@ -1550,10 +1550,16 @@ on_incomplete = "The push check could not run; try again."
     assert!(judged["latency_ms"].as_u64().is_some());
     let failed = &lines[1]["judge"][0];
     assert_eq!(failed["ok"], false, "{}", lines[1]);
-    assert!(failed["error"].as_str().unwrap().contains("exit"), "{failed}");
-    let text = String::from_utf8_lossy(&env.capt_hook(&["logs", "--session", "e2e"]).stdout)
-        .into_owned();
-    assert!(text.contains("claude/haiku") && text.contains("$0.0042"), "{text}");
+    assert!(
+        failed["error"].as_str().unwrap().contains("exit"),
+        "{failed}"
+    );
+    let text =
+        String::from_utf8_lossy(&env.capt_hook(&["logs", "--session", "e2e"]).stdout).into_owned();
+    assert!(
+        text.contains("claude/haiku") && text.contains("$0.0042"),
+        "{text}"
+    );
     assert!(text.contains("FAILED after"), "{text}");
 
     // Every call and the failure's record, across sessions.
@@ -1562,14 +1568,27 @@ on_incomplete = "The push check could not run; try again."
     let failure = records.iter().find(|r| r["record"] == "failure").unwrap();
     assert_eq!(failure["exit_code"], 3);
     assert_eq!(failure["session"], "e2e");
-    assert!(failure["stderr_tail"].as_str().unwrap().contains("auth expired"));
-    assert!(failure["argv"].to_string().contains("broken-judge"), "{failure}");
+    assert!(
+        failure["stderr_tail"]
+            .as_str()
+            .unwrap()
+            .contains("auth expired")
+    );
+    assert!(
+        failure["argv"].to_string().contains("broken-judge"),
+        "{failure}"
+    );
     let text = String::from_utf8_lossy(&env.capt_hook(&["logs", "--judge"]).stdout).into_owned();
-    assert!(text.contains("judge FAILURE") && text.contains("auth expired"), "{text}");
+    assert!(
+        text.contains("judge FAILURE") && text.contains("auth expired"),
+        "{text}"
+    );
     assert!(json_lines(&["logs", "--judge", "--json", "--session", "other"]).is_empty());
 
     // The ledger: each decision row carries the calls behind it; all calls list on their own.
-    env.wait_until("two decisions", || json_lines(&["decisions", "--json"]).len() == 2);
+    env.wait_until("two decisions", || {
+        json_lines(&["decisions", "--json"]).len() == 2
+    });
     let rows = json_lines(&["decisions", "--json"]);
     assert_eq!(rows[0]["event"], "Stop");
     assert_eq!(rows[0]["judge"][0]["cost_usd"], 0.0042, "{}", rows[0]);

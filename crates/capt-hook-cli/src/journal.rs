@@ -62,7 +62,11 @@ pub fn logs(
 
 /// `capt-hook logs --judge`: every judge call and failure record in the log directory (the
 /// rotated `.1` files first), oldest first, of one session when given.
-pub fn judge_logs(session: Option<&str>, json: bool, tail: Option<usize>) -> anyhow::Result<ExitCode> {
+pub fn judge_logs(
+    session: Option<&str>,
+    json: bool,
+    tail: Option<usize>,
+) -> anyhow::Result<ExitCode> {
     let dir = capt_hook_proto::paths::log_dir();
     let mut records: Vec<serde_json::Value> = Vec::new();
     for name in [capt_hook_llm::CALL_LOG, capt_hook_llm::FAILURE_LOG] {
@@ -72,7 +76,11 @@ pub fn judge_logs(session: Option<&str>, json: bool, tail: Option<usize>) -> any
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
                 Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
             };
-            for (i, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
+            for (i, line) in text
+                .lines()
+                .enumerate()
+                .filter(|(_, l)| !l.trim().is_empty())
+            {
                 let mut v: serde_json::Value = match serde_json::from_str(line) {
                     Ok(v) => v,
                     Err(e) => {
@@ -137,13 +145,21 @@ fn render_judge(v: &serde_json::Value) -> String {
             v["elapsed_ms"].as_u64().unwrap_or(0),
             str_of("error"),
             argv.join(" "),
-            v["exit_code"].as_i64().map_or("-".to_owned(), |c| c.to_string()),
+            v["exit_code"]
+                .as_i64()
+                .map_or("-".to_owned(), |c| c.to_string()),
             indent(v["stderr_tail"].as_str().unwrap_or("")),
             indent(v["prompt_tail"].as_str().unwrap_or("")),
         )
     } else {
-        let model = v["model"].as_str().map(|m| format!("/{m}")).unwrap_or_default();
-        let cost = v["cost_usd"].as_f64().map(|c| format!(" ${c:.4}")).unwrap_or_default();
+        let model = v["model"]
+            .as_str()
+            .map(|m| format!("/{m}"))
+            .unwrap_or_default();
+        let cost = v["cost_usd"]
+            .as_f64()
+            .map(|c| format!(" ${c:.4}"))
+            .unwrap_or_default();
         let outcome = if v["ok"] == true {
             "ok".to_owned()
         } else {
@@ -353,7 +369,11 @@ pub fn decisions(args: &DecisionArgs) -> anyhow::Result<ExitCode> {
                 .as_deref()
                 .map(|m| format!(" {:?}", m.lines().next().unwrap_or("")))
                 .unwrap_or_default();
-            let judged: String = d.judge.iter().map(|c| format!(" (judge {})", judge_text(c))).collect();
+            let judged: String = d
+                .judge
+                .iter()
+                .map(|c| format!(" (judge {})", judge_text(c)))
+                .collect();
             writeln!(
                 out,
                 "{}  {}  {:<18} {:<8} {:<6} {}{message}{judged}",
@@ -366,7 +386,11 @@ pub fn decisions(args: &DecisionArgs) -> anyhow::Result<ExitCode> {
 
 /// A judge call in a few words: backend and model, latency, cost or why it failed.
 fn judge_text(c: &capt_hook_journal::JudgeCallRow) -> String {
-    let model = c.model.as_deref().map(|m| format!("/{m}")).unwrap_or_default();
+    let model = c
+        .model
+        .as_deref()
+        .map(|m| format!("/{m}"))
+        .unwrap_or_default();
     let cost = c.cost_usd.map(|x| format!(" ${x:.4}")).unwrap_or_default();
     match (&c.error, c.ok) {
         (_, true) => format!("{}{model} {} ms{cost}", c.backend, c.latency_ms),

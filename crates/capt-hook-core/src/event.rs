@@ -203,7 +203,10 @@ impl Event {
     }
 
     /// The value memoised under `key`, if some hook computed one (never computes it).
-    pub fn memo_peek<T: std::any::Any + Send + Sync>(&self, key: &str) -> Option<std::sync::Arc<T>> {
+    pub fn memo_peek<T: std::any::Any + Send + Sync>(
+        &self,
+        key: &str,
+    ) -> Option<std::sync::Arc<T>> {
         self.memo_map().get(key).cloned()?.downcast::<T>().ok()
     }
 

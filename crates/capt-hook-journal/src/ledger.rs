@@ -495,7 +495,9 @@ impl Ledger {
                 })
             })
             .map_err(|e| self.err(e))?;
-        let mut decisions = rows.collect::<Result<Vec<_>, _>>().map_err(|e| self.err(e))?;
+        let mut decisions = rows
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| self.err(e))?;
         if self.has_judge_calls()? {
             for d in &mut decisions {
                 d.judge = self.judge_rows(
@@ -588,7 +590,13 @@ mod tests {
         assert!(q(|q| q.event = Some("Stop".into())).is_empty());
     }
 
-    fn judge_row(session: &str, hook: &str, ts_ms: u64, seq: u32, ok: bool) -> crate::judge::NewJudgeCall {
+    fn judge_row(
+        session: &str,
+        hook: &str,
+        ts_ms: u64,
+        seq: u32,
+        ok: bool,
+    ) -> crate::judge::NewJudgeCall {
         crate::judge::NewJudgeCall {
             ts_ms,
             session_id: session.into(),
@@ -628,7 +636,13 @@ mod tests {
         assert_eq!(d[0].judge[0].cost_usd, Some(0.0021));
         assert_eq!(d[0].judge[0].latency_ms, 1200);
         assert!(!d[0].judge[1].ok);
-        assert!(d[0].judge[1].error.as_deref().unwrap().contains("exit status: 3"));
+        assert!(
+            d[0].judge[1]
+                .error
+                .as_deref()
+                .unwrap()
+                .contains("exit status: 3")
+        );
         let all = reader.judge_calls(&Query::default()).unwrap();
         assert_eq!(all.len(), 3);
         let q = Query {

@@ -183,7 +183,11 @@ pub fn render(l: &LogLine) -> String {
         s.push_str(&format!(" ERROR {e}"));
     }
     for j in &l.judge {
-        let model = j.model.as_deref().map(|m| format!("/{m}")).unwrap_or_default();
+        let model = j
+            .model
+            .as_deref()
+            .map(|m| format!("/{m}"))
+            .unwrap_or_default();
         let cost = j.cost_usd.map(|c| format!(" ${c:.4}")).unwrap_or_default();
         match &j.error {
             None => s.push_str(&format!(

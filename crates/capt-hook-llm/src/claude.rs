@@ -169,7 +169,13 @@ impl Claude {
             return Err(process::exit_error("claude", &argv, "", &done));
         }
         let rules: AutoModeRules = serde_json::from_str(done.stdout.trim()).map_err(|e| {
-            process::bad_output("claude", &argv, "", &done, format!("not auto-mode rules: {e}"))
+            process::bad_output(
+                "claude",
+                &argv,
+                "",
+                &done,
+                format!("not auto-mode rules: {e}"),
+            )
         })?;
         if rules.soft_deny.is_empty() && rules.hard_deny.is_empty() {
             return Err(process::bad_output(
@@ -325,11 +331,16 @@ printf '{"type":"result","is_error":false,"structured_output":{"block":true,"rea
 echo '{"environment":["acme org"],"allow":["a"],"soft_deny":["s"],"hard_deny":["h"],"extra":1}'"#);
         let rules = ok.auto_mode_rules(Some(dir.path()), soon()).unwrap();
         assert_eq!(rules.environment, ["acme org"]);
-        assert_eq!((rules.soft_deny[0].as_str(), rules.hard_deny[0].as_str()), ("s", "h"));
+        assert_eq!(
+            (rules.soft_deny[0].as_str(), rules.hard_deny[0].as_str()),
+            ("s", "h")
+        );
         let e = c("exit 4").auto_mode_rules(None, soon()).unwrap_err();
         assert_eq!(e.record.exit_code, Some(4));
         assert_eq!(e.record.argv[1..], ["auto-mode", "config"]);
-        let e = c("echo 'Unknown command'").auto_mode_rules(None, soon()).unwrap_err();
+        let e = c("echo 'Unknown command'")
+            .auto_mode_rules(None, soon())
+            .unwrap_err();
         assert!(matches!(e.kind, CallErrorKind::BadOutput(_)), "{e}");
         let e = c(r#"echo '{"allow":["a"]}'"#)
             .auto_mode_rules(None, soon())

@@ -115,7 +115,8 @@ const RULES_TTL: Duration = Duration::from_secs(600);
 /// The most time asking the CLI for them may take.
 const RULES_TIMEOUT: Duration = Duration::from_secs(5);
 
-type RulesCache = BTreeMap<(String, Option<std::path::PathBuf>), (std::time::Instant, Arc<AutoModeRules>)>;
+type RulesCache =
+    BTreeMap<(String, Option<std::path::PathBuf>), (std::time::Instant, Arc<AutoModeRules>)>;
 
 /// The auto-mode rules in force for the event's project, asked of the `claude` CLI at most once
 /// per [`RULES_TTL`] (a failure too: a missing CLI is not asked on every dialog), else ours.

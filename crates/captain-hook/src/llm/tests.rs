@@ -687,7 +687,8 @@ fn a_confirmed_block_stands_only_when_the_judge_agrees_and_is_judged_once_per_in
         crate::deny("pushes need review").confirm(Confirm::new("A push nobody reviewed.")),
     ]);
     assert_eq!(
-        d.dispatch(&push(&after, "git push"), soon()).map(|r| r.action),
+        d.dispatch(&push(&after, "git push"), soon())
+            .map(|r| r.action),
         Some(Action::Block)
     );
     assert_eq!(after.calls(), 1);
@@ -913,11 +914,7 @@ fn a_specialty_picks_the_judge_and_its_models_from_the_project_config() {
         ),
     )
     .unwrap();
-    std::fs::set_permissions(
-        &claude,
-        std::os::unix::fs::PermissionsExt::from_mode(0o755),
-    )
-    .unwrap();
+    std::fs::set_permissions(&claude, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
     let errors = load_project(
         project.path(),
         "[llm.specialties.security]\nbackend = \"command\"\n\n\
@@ -968,7 +965,10 @@ fn a_specialty_picks_the_judge_and_its_models_from_the_project_config() {
     // A specialty the project does not know fails the judge visibly, naming the known ones.
     let r = gate("secruity", Size::Small).outcome(&stop(), soon());
     let why = r.failures[0].cause.to_string();
-    assert!(why.contains("secruity") && why.contains("security"), "{why}");
+    assert!(
+        why.contains("secruity") && why.contains("security"),
+        "{why}"
+    );
 }
 
 #[test]
@@ -1093,7 +1093,10 @@ fn llm_approve_judges_by_claude_codes_auto_mode_rules_or_its_own() {
         None,
         &[("CAPT_HOOK_CLAUDE_BIN", &broken)],
     );
-    assert_eq!(approve(RubricDefaults::Claude, None).dispatch(&evt, soon()), None);
+    assert_eq!(
+        approve(RubricDefaults::Claude, None).dispatch(&evt, soon()),
+        None
+    );
     let p = judge2.requests()[0]["prompt"].as_str().unwrap().to_owned();
     assert!(p.contains(&builtin_rules().hard_deny[0]), "{p}");
 
@@ -1113,7 +1116,10 @@ fn llm_approve_judges_by_claude_codes_auto_mode_rules_or_its_own() {
     let judge4 = Judge::new(r#"{"safe": false, "reasoning": "no"}"#, 0.0);
     approve(RubricDefaults::None, Some("Only `ls` is safe.")).dispatch(&evt(&judge4), soon());
     let p = judge4.requests()[0]["prompt"].as_str().unwrap().to_owned();
-    assert!(p.contains("Only `ls` is safe.") && !p.contains("Soft blocks"), "{p}");
+    assert!(
+        p.contains("Only `ls` is safe.") && !p.contains("Soft blocks"),
+        "{p}"
+    );
     let mut bare = ApproveOptions::new("bare");
     bare.defaults = RubricDefaults::None;
     assert_eq!(llm_approve(bare).err().unwrap().field, "rubric");
@@ -1132,7 +1138,11 @@ fn llm_approve_judges_by_claude_codes_auto_mode_rules_or_its_own() {
         &mut Registry::new(),
     )
     .unwrap_err();
-    assert_eq!(errors[0].field.as_deref(), Some("hook[0].rubric"), "{errors:?}");
+    assert_eq!(
+        errors[0].field.as_deref(),
+        Some("hook[0].rubric"),
+        "{errors:?}"
+    );
 }
 
 #[test]
@@ -1179,5 +1189,9 @@ fn an_inline_tests_before_text_must_fit_the_edit() {
     assert_eq!(run_test(&hook, &t, None).status, Status::Pass);
     let out = run_test(&hook, &edit("y = 0\n"), None);
     assert_eq!(out.status, Status::Error, "{}", out.reason);
-    assert!(out.reason.contains("before:") && out.reason.contains("old_string"), "{}", out.reason);
+    assert!(
+        out.reason.contains("before:") && out.reason.contains("old_string"),
+        "{}",
+        out.reason
+    );
 }
