@@ -1186,8 +1186,8 @@ fn an_inline_tests_before_text_must_fit_the_edit() {
         line: None,
     };
     let t = edit("x = 1\n");
-    assert_eq!(run_test(&hook, &t, None).status, Status::Pass);
-    let out = run_test(&hook, &edit("y = 0\n"), None);
+    assert_eq!(run_test(hook, &t, None).status, Status::Pass);
+    let out = run_test(hook, &edit("y = 0\n"), None);
     assert_eq!(out.status, Status::Error, "{}", out.reason);
     assert!(
         out.reason.contains("before:") && out.reason.contains("old_string"),
