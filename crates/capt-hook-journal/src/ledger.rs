@@ -265,12 +265,32 @@ impl Ledger {
 
     /// Inserts rows in one transaction; returns how many were new.
     pub fn insert(&mut self, rows: &[NewDecision]) -> Result<usize, LedgerError> {
-        let tx = self.conn.transaction().map_err(|e| LedgerError::Sqlite {
-            path: self.path.clone(),
-            source: e,
-        })?;
-        let mut added = 0;
-        {
+        self.insert_all(rows, &[]).map(|(d, _)| d)
+    }
+
+    /// Inserts judge-call rows in one transaction; returns how many were new.
+    pub fn insert_judge_calls(
+        &mut self,
+        rows: &[crate::judge::NewJudgeCall],
+    ) -> Result<usize, LedgerError> {
+        self.insert_all(&[], rows).map(|(_, j)| j)
+    }
+
+    /// Inserts decisions and the judge calls behind them in one transaction, so a reader never
+    /// sees a decision without its calls; returns how many of each were new.
+    pub fn insert_all(
+        &mut self,
+        decisions: &[NewDecision],
+        judge: &[crate::judge::NewJudgeCall],
+    ) -> Result<(usize, usize), LedgerError> {
+        let path = self.path.clone();
+        let sql = move |source| LedgerError::Sqlite {
+            path: path.clone(),
+            source,
+        };
+        let tx = self.conn.transaction().map_err(&sql)?;
+        let (mut added, mut judged) = (0, 0);
+        if !decisions.is_empty() {
             let mut stmt = tx
                 .prepare_cached(
                     "INSERT INTO decisions (ts_ms, session_id, source, kind, \
@@ -278,11 +298,8 @@ impl Ledger {
                      detail_json) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12) \
                      ON CONFLICT DO NOTHING",
                 )
-                .map_err(|e| LedgerError::Sqlite {
-                    path: self.path.clone(),
-                    source: e,
-                })?;
-            for r in rows {
+                .map_err(&sql)?;
+            for r in decisions {
                 added += stmt
                     .execute(rusqlite::params![
                         i64::try_from(r.ts_ms).unwrap_or(i64::MAX),
@@ -298,32 +315,10 @@ impl Ledger {
                         r.message,
                         r.detail_json,
                     ])
-                    .map_err(|e| LedgerError::Sqlite {
-                        path: self.path.clone(),
-                        source: e,
-                    })?;
+                    .map_err(&sql)?;
             }
         }
-        tx.commit().map_err(|e| LedgerError::Sqlite {
-            path: self.path.clone(),
-            source: e,
-        })?;
-        Ok(added)
-    }
-
-    /// Inserts judge-call rows in one transaction; returns how many were new.
-    pub fn insert_judge_calls(
-        &mut self,
-        rows: &[crate::judge::NewJudgeCall],
-    ) -> Result<usize, LedgerError> {
-        let path = self.path.clone();
-        let sql = move |source| LedgerError::Sqlite {
-            path: path.clone(),
-            source,
-        };
-        let tx = self.conn.transaction().map_err(&sql)?;
-        let mut added = 0;
-        {
+        if !judge.is_empty() {
             let mut stmt = tx
                 .prepare_cached(
                     "INSERT INTO judge_calls (ts_ms, session_id, event, hook, tool_digest, seq, \
@@ -331,8 +326,8 @@ impl Ledger {
                      ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12) ON CONFLICT DO NOTHING",
                 )
                 .map_err(&sql)?;
-            for r in rows {
-                added += stmt
+            for r in judge {
+                judged += stmt
                     .execute(rusqlite::params![
                         i64::try_from(r.ts_ms).unwrap_or(i64::MAX),
                         r.session_id,
@@ -351,7 +346,7 @@ impl Ledger {
             }
         }
         tx.commit().map_err(&sql)?;
-        Ok(added)
+        Ok((added, judged))
     }
 
     /// True when the ledger has the `judge_calls` table (a version-1 ledger no writer of this

@@ -234,9 +234,7 @@ impl Writer<'_> {
             }
         }
         if let Some(ledger) = self.ledger.as_mut()
-            && let Err(e) = ledger
-                .insert(rows)
-                .and_then(|_| ledger.insert_judge_calls(judge))
+            && let Err(e) = ledger.insert_all(rows, judge)
         {
             self.ledger = None;
             self.ledger_retry_at = Some(Instant::now() + LEDGER_RETRY);

@@ -933,6 +933,9 @@ fn judge_and_record(
     hook: &str,
     log: &std::path::Path,
 ) -> Result<capt_hook_llm::Answer, capt_hook_llm::CallError> {
+    // The registered name (`file:llm_gate_label`) when the dispatcher runs us, so the call
+    // joins the hook's decisions; the handler's own key otherwise.
+    let hook = &crate::dispatch::current_hook_name().unwrap_or_else(|| hook.to_owned());
     let started = Instant::now();
     let result = capt_hook_llm::judge(backend, call, hook, evt.session_id(), Some(log));
     let record = match &result {

@@ -1156,7 +1156,10 @@ fn judge_calls_are_recorded_on_the_event_for_the_journal() {
     let calls = capt_hook_journal::judge::recorded(&evt);
     assert_eq!(calls.len(), 1, "{calls:?}");
     assert!(calls[0].ok && calls[0].backend == "command", "{calls:?}");
-    assert!(calls[0].hook.contains("llm_gate"), "{calls:?}");
+    assert!(
+        calls[0].hook.starts_with("t:llm_gate_"),
+        "the registered name: {calls:?}"
+    );
     let failing = Judge::new("not json", 0.0);
     let evt = failing.event(EventKind::Stop, json!({}), None);
     d.dispatch(&evt, soon());
