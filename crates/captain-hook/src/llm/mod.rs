@@ -404,6 +404,73 @@ impl LlmOptions {
     }
 }
 
+/// The verdict schema of a Rust type deriving `JsonSchema`: `bool` fields, `String`s, integers
+/// (bounded by `#[schemars(range(min = …, max = …))]` or their type), and enums of unit variants
+/// (as choices). Every field is required, as a verdict's are; anything else is an error naming
+/// the field.
+pub fn verdict_schema_of<T: schemars::JsonSchema>() -> Result<VerdictSchema, DefError> {
+    let root = schemars::schema_for!(T);
+    let root = root.as_value();
+    let err = |m: String| DefError::new("response", m);
+    // A field's schema, with a `$ref` to the root's definitions followed.
+    let resolve = |v: &Value| -> Value {
+        match v.get("$ref").and_then(Value::as_str) {
+            Some(r) => r
+                .rsplit('/')
+                .next()
+                .and_then(|name| root.pointer(&format!("/$defs/{name}")))
+                .cloned()
+                .unwrap_or(Value::Null),
+            None => v.clone(),
+        }
+    };
+    let props = root
+        .get("properties")
+        .and_then(Value::as_object)
+        .ok_or_else(|| err("the verdict type must be a struct with named fields".into()))?;
+    let mut fields = Vec::new();
+    for (name, prop) in props {
+        let p = resolve(prop);
+        let description = prop
+            .get("description")
+            .or_else(|| p.get("description"))
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        let choices: Option<Vec<String>> = p
+            .get("enum")
+            .and_then(Value::as_array)
+            .map(|a| {
+                a.iter()
+                    .filter_map(|v| v.as_str().map(str::to_owned))
+                    .collect()
+            })
+            .or_else(|| {
+                p.get("oneOf").and_then(Value::as_array).map(|a| {
+                    a.iter()
+                        .filter_map(|v| v.get("const").and_then(Value::as_str).map(str::to_owned))
+                        .collect()
+                })
+            });
+        let ty = match (p.get("type").and_then(Value::as_str), choices) {
+            (_, Some(c)) if !c.is_empty() => FieldType::Choice(c),
+            (Some("boolean"), _) => FieldType::Bool,
+            (Some("string"), _) => FieldType::String,
+            (Some("integer"), _) => FieldType::Integer {
+                min: p.get("minimum").and_then(Value::as_f64).map(|m| m as i64),
+                max: p.get("maximum").and_then(Value::as_f64).map(|m| m as i64),
+            },
+            _ => {
+                return Err(err(format!(
+                    "field `{name}`: a verdict field is a bool, a String, an integer or an enum \
+                     of unit variants, and never optional (got {p})"
+                )));
+            }
+        };
+        fields.push(Field::new(name, ty, description));
+    }
+    VerdictSchema::new(fields).map_err(|e| err(e.0))
+}
+
 /// A gate judged by a model: blocks Stop and SubagentStop (by default) when the verdict says
 /// so, at most once per turn per agent, never while the session waits on background work.
 #[track_caller]

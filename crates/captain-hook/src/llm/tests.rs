@@ -1198,3 +1198,197 @@ fn an_inline_tests_before_text_must_fit_the_edit() {
         out.reason
     );
 }
+
+#[test]
+fn a_rust_verdict_type_gives_the_schema() {
+    #[derive(schemars::JsonSchema)]
+    #[allow(dead_code)]
+    enum Severity {
+        Low,
+        High,
+    }
+    #[derive(schemars::JsonSchema)]
+    #[allow(dead_code)]
+    struct Review {
+        /// true when the change needs a second look
+        risky: bool,
+        why: String,
+        #[schemars(range(min = 1, max = 5))]
+        score: i32,
+        severity: Severity,
+    }
+    let schema = verdict_schema_of::<Review>().unwrap();
+    assert_eq!(schema.field("risky").unwrap().ty, FieldType::Bool);
+    assert_eq!(
+        schema.field("risky").unwrap().description.as_deref(),
+        Some("true when the change needs a second look")
+    );
+    assert_eq!(schema.field("why").unwrap().ty, FieldType::String);
+    assert_eq!(
+        schema.field("score").unwrap().ty,
+        FieldType::Integer {
+            min: Some(1),
+            max: Some(5)
+        }
+    );
+    assert_eq!(
+        schema.field("severity").unwrap().ty,
+        FieldType::Choice(vec!["Low".into(), "High".into()])
+    );
+    // It drives a gate like a field list does: the stubbed judge fills it.
+    let mut o = LlmOptions::gate("Is it risky?", "Second look ({severity}, {score}/5): {why}");
+    o.response = schema;
+    o.verdict = "risky".into();
+    let mut reg = Registry::new();
+    let hook = reg.add("t", llm_gate(o).unwrap()).unwrap();
+    let t = crate::testing::InlineTest {
+        input: Input::new(),
+        expect: Expect::block().matching("Second look \\((Low|High), 1/5\\): inline test stub"),
+        line: None,
+    };
+    let out = run_test(hook, &t, None);
+    assert_eq!(out.status, Status::Pass, "{}", out.reason);
+
+    #[derive(schemars::JsonSchema)]
+    #[allow(dead_code)]
+    struct Loose {
+        maybe: Option<bool>,
+    }
+    let e = verdict_schema_of::<Loose>().err().unwrap();
+    assert!(e.message.contains("`maybe`"), "{e:?}");
+}
+
+#[test]
+fn the_remaining_options_shape_the_call_or_the_result() {
+    let judge = Judge::new(BLOCK, 0.0);
+    let gate = |f: &dyn Fn(&mut LlmOptions)| {
+        let mut o = LlmOptions::gate("Is the agent making excuses?", "Fix it.");
+        f(&mut o);
+        dispatcher(vec![llm_gate(o).unwrap()])
+    };
+    // `when` says no: no call.
+    let d = gate(&|o| o.when = Some(Arc::new(|_: &Event| false)));
+    assert_eq!(
+        d.dispatch(&judge.event(EventKind::Stop, json!({}), None), soon()),
+        None
+    );
+    assert_eq!(judge.calls(), 0);
+    // A gate skips while the session waits on background work, unless told not to.
+    let waiting = json!({"background_tasks": [{"id": "b1"}]});
+    assert_eq!(
+        gate(&|_| {}).dispatch(&judge.event(EventKind::Stop, waiting.clone(), None), soon()),
+        None
+    );
+    assert_eq!(judge.calls(), 0, "no judge while waiting");
+    let r = gate(&|o| o.guards_waiting = Some(false))
+        .dispatch(&judge.event(EventKind::Stop, waiting, None), soon());
+    assert_eq!(r.map(|r| r.action), Some(Action::Block));
+    assert_eq!(judge.calls(), 1);
+    // A message computed in Rust from the verdict.
+    let computed = Judge::new(BLOCK, 0.0);
+    let r = gate(&|o| {
+        o.message = Message::Fn(Arc::new(|v: &Map<String, Value>| {
+            format!("because {}", v["reasoning"].as_str().unwrap_or(""))
+        }));
+    })
+    .dispatch(&computed.event(EventKind::Stop, json!({}), None), soon());
+    assert_eq!(
+        r.and_then(|r| r.message).as_deref(),
+        Some("because blames an outage")
+    );
+    // The window: tool results only with `tool_results`, each piece clipped by `budget`, the
+    // whole within `max_context`.
+    let window = Judge::new(PASS, 0.0);
+    let with_tools = |j: &Judge| {
+        let evt = j.event(EventKind::Stop, json!({}), None);
+        let lines = [
+            json!({"type": "user", "message": {"role": "user", "content": "run the suite please"}}),
+            json!({"type": "assistant", "message": {"role": "assistant", "content": [
+                {"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "cargo test"}}
+            ]}}),
+            json!({"type": "user", "message": {"role": "user", "content": [
+                {"type": "tool_result", "tool_use_id": "t1", "content": "3 failed", "is_error": true}
+            ]}}),
+            json!({"type": "assistant", "message": {"role": "assistant", "content": [
+                {"type": "text", "text": "An external service outage broke three tests, not our code at all."}
+            ]}}),
+        ];
+        let payload = evt.payload().clone();
+        Arc::new(
+            Event::new(
+                EventKind::Stop,
+                Value::Object(payload),
+                evt.context().clone(),
+            )
+            .unwrap()
+            .with_transcript(capt_hook_transcript::Transcript::from_values(lines.iter())),
+        )
+    };
+    gate(&|o| o.once_per_turn = Some(false)).dispatch(&with_tools(&window), soon());
+    gate(&|o| {
+        o.once_per_turn = Some(false);
+        o.tool_results = true;
+        o.budget = Budget {
+            prose: 20,
+            ..Budget::default()
+        };
+    })
+    .dispatch(&with_tools(&window), soon());
+    gate(&|o| {
+        o.once_per_turn = Some(false);
+        o.max_context = 100;
+    })
+    .dispatch(&with_tools(&window), soon());
+    let contexts: Vec<String> = window
+        .requests()
+        .iter()
+        .map(|r| {
+            let p = r["prompt"].as_str().unwrap();
+            let start = p.find("<context>\n").unwrap() + "<context>\n".len();
+            p[start..p[start..].find("\n</context>").unwrap() + start].to_owned()
+        })
+        .collect();
+    assert_eq!(contexts.len(), 3);
+    let plain = contexts
+        .iter()
+        .find(|c| c.contains("not our code at all"))
+        .unwrap();
+    assert!(!plain.contains("failed: 3 failed"), "{plain}");
+    let tooled = contexts
+        .iter()
+        .find(|c| c.contains("failed: 3 failed"))
+        .unwrap();
+    assert!(
+        !tooled.contains("not our code at all"),
+        "clipped by the budget: {tooled}"
+    );
+    // Only the newest piece fits in 100 characters.
+    assert!(
+        contexts.iter().any(|c| c.len() <= 100
+            && c.contains("not our code at all")
+            && !c.contains("run the suite")),
+        "max_context bounds the window: {contexts:?}"
+    );
+
+    // advisory_on_deny: a nudge's warning rides on another hook's deny.
+    let nudge = Judge::new(r#"{"fire": true, "reasoning": "r"}"#, 0.0);
+    let mut n = LlmOptions::nudge("Anything to add?", "Also: check the docs.");
+    n.once_per_turn = Some(false);
+    let d = dispatcher(vec![
+        crate::deny("no pushes"),
+        llm_nudge(n.clone())
+            .unwrap()
+            .events(&[EventKind::PreToolUse])
+            .advisory_on_deny(true),
+    ]);
+    let push = nudge.event(
+        EventKind::PreToolUse,
+        json!({"tool_name": "Bash", "tool_input": {"command": "git push"}}),
+        None,
+    );
+    let m = d.dispatch(&push, soon()).unwrap().message.unwrap();
+    assert!(
+        m.contains("no pushes") && m.contains("Also: check the docs."),
+        "{m}"
+    );
+}
