@@ -278,7 +278,9 @@ fn hooks_dir(flag: &Option<PathBuf>, root: &Path) -> PathBuf {
 
 fn load(root: &Path, hooks: &Option<PathBuf>) -> (Registry, Vec<LoadError>) {
     let mut registry = Registry::new();
-    let errors = load_dir(&hooks_dir(hooks, root), &mut registry);
+    let dir = hooks_dir(hooks, root);
+    let mut errors = load_dir(&dir, &mut registry);
+    errors.extend(captain_hook::llm::check_specialties(root, &dir, &registry));
     (registry, errors)
 }
 

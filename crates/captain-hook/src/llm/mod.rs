@@ -225,7 +225,7 @@ fn specialties(evt: &Event) -> Arc<Specialties> {
 
 /// Reads the project's specialties from `hooks_dir`'s `config.toml`, records them for its
 /// judges, and returns a load error for each hook of `registry` naming one it does not have.
-pub(crate) fn check_specialties(
+pub fn check_specialties(
     root: &std::path::Path,
     hooks_dir: &std::path::Path,
     registry: &crate::registry::Registry,
