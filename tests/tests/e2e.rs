@@ -1477,6 +1477,128 @@ message = "consider running the tests"
     }
 }
 
+/// LLM hooks' judge calls reach the operator surface: each event's log line carries its judge
+/// calls (latency, cost, failure), `capt-hook logs --judge` shows every call and the failure
+/// record (argv, exit code, stderr tail), and each call is a row of the ledger tied to the
+/// decision it led to. The judges are fake CLIs run by the real worker.
+#[test]
+fn judge_calls_and_failures_reach_logs_and_decisions() {
+    let env = Env::new();
+    let root = env.project(
+        "judged",
+        r#"
+[[hook]]
+kind = "llm_gate"
+label = "closing"
+prompt = "Did the agent stop early?"
+message = "Keep going: {reasoning}"
+backend = "claude"
+agent = false
+
+[[hook]]
+kind = "llm_gate"
+label = "pushes"
+events = "PreToolUse"
+only_if = [{ runs = ["git", "push"] }]
+prompt = "Is this push risky?"
+message = "Risky push."
+backend = "command"
+on_incomplete = "The push check could not run; try again."
+"#,
+    );
+    std::fs::write(
+        root.join(".claude/hooks/config.toml"),
+        "[packs]\ndisable = [\"general\", \"fixes\", \"performance\"]\n",
+    )
+    .unwrap();
+    let fake = |name: &str, body: &str| {
+        let path = env.dir.path().join(name);
+        std::fs::write(&path, format!("#!/bin/sh\ncat > /dev/null\n{body}\n")).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        path.display().to_string()
+    };
+    let claude = fake(
+        "fake-claude",
+        r#"echo '{"type":"result","is_error":false,"structured_output":{"block":true,"reasoning":"tests not run"},"total_cost_usd":0.0042}'"#,
+    );
+    let broken = fake("broken-judge", "echo 'auth expired' >&2; exit 3");
+    let vars = [
+        ("CAPT_HOOK_CLAUDE_BIN", claude.as_str()),
+        ("CAPT_HOOK_LLM_COMMAND", broken.as_str()),
+    ];
+    let out = env.hook("Stop", &stop(&root), &vars);
+    assert_eq!(json_out(&out)["decision"], "block", "{}", stderr(&out));
+    let out = env.hook("PreToolUse", &bash(&root, "git push"), &vars);
+    assert_eq!(decision(&json_out(&out)), Some("deny"), "{}", stderr(&out));
+
+    let json_lines = |args: &[&str]| -> Vec<Value> {
+        let out = env.capt_hook(args);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(|l| capt_hook_proto::serde_json::from_str(l).unwrap())
+            .collect()
+    };
+    env.wait_until("two log lines", || {
+        json_lines(&["logs", "--session", "e2e", "--json"]).len() == 2
+    });
+    let lines = json_lines(&["logs", "--session", "e2e", "--json"]);
+    let judged = &lines[0]["judge"][0];
+    assert_eq!(judged["backend"], "claude", "{}", lines[0]);
+    assert_eq!(judged["model"], "haiku");
+    assert_eq!(judged["cost_usd"], 0.0042);
+    assert!(judged["latency_ms"].as_u64().is_some());
+    let failed = &lines[1]["judge"][0];
+    assert_eq!(failed["ok"], false, "{}", lines[1]);
+    assert!(
+        failed["error"].as_str().unwrap().contains("exit"),
+        "{failed}"
+    );
+    let text =
+        String::from_utf8_lossy(&env.capt_hook(&["logs", "--session", "e2e"]).stdout).into_owned();
+    assert!(
+        text.contains("claude/haiku") && text.contains("$0.0042"),
+        "{text}"
+    );
+    assert!(text.contains("FAILED after"), "{text}");
+
+    // Every call and the failure's record, across sessions.
+    let records = json_lines(&["logs", "--judge", "--json"]);
+    assert_eq!(records.len(), 3, "{records:?}");
+    let failure = records.iter().find(|r| r["record"] == "failure").unwrap();
+    assert_eq!(failure["exit_code"], 3);
+    assert_eq!(failure["session"], "e2e");
+    assert!(
+        failure["stderr_tail"]
+            .as_str()
+            .unwrap()
+            .contains("auth expired")
+    );
+    assert!(
+        failure["argv"].to_string().contains("broken-judge"),
+        "{failure}"
+    );
+    let text = String::from_utf8_lossy(&env.capt_hook(&["logs", "--judge"]).stdout).into_owned();
+    assert!(
+        text.contains("judge FAILURE") && text.contains("auth expired"),
+        "{text}"
+    );
+    assert!(json_lines(&["logs", "--judge", "--json", "--session", "other"]).is_empty());
+
+    // The ledger: each decision row carries the calls behind it; all calls list on their own.
+    env.wait_until("two decisions", || {
+        json_lines(&["decisions", "--json"]).len() == 2
+    });
+    let rows = json_lines(&["decisions", "--json"]);
+    assert_eq!(rows[0]["event"], "Stop");
+    assert_eq!(rows[0]["judge"][0]["cost_usd"], 0.0042, "{}", rows[0]);
+    assert_eq!(rows[1]["judge"][0]["ok"], false, "{}", rows[1]);
+    let calls = json_lines(&["decisions", "--judge", "--json"]);
+    assert_eq!(calls.len(), 2, "{calls:?}");
+    let table = String::from_utf8_lossy(&env.capt_hook(&["decisions"]).stdout).into_owned();
+    assert!(table.contains("(judge claude/haiku"), "{table}");
+}
+
 /// The journal: every event the host answers gets a line in its session's log, and every
 /// verdict a hook delivered a row in the decision ledger, both written after the reply;
 /// `capt-hook logs` and `capt-hook decisions` show them.

@@ -1400,3 +1400,29 @@ fn a_broken_manifest_fails_the_build_and_is_recorded() {
     let note = v["systemMessage"].as_str().unwrap_or_default();
     assert!(note.contains("its last build failed"), "{v}");
 }
+
+#[test]
+fn check_names_an_llm_specialty_the_project_does_not_have() {
+    let gate = "[[hook]]\nkind = \"llm_gate\"\nprompt = \"p\"\nmessage = \"m\"\nspecialty = \"security\"\n";
+    let p = Project::new(&[("gate.toml", gate)]);
+    let out = p.run(&["check"], b"");
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stdout));
+    let said = format!("{}{}", text(&out.stdout), text(&out.stderr));
+    assert!(
+        said.contains("gate.toml:1") && said.contains("no specialty `security`"),
+        "{said}"
+    );
+    std::fs::write(
+        p.root().join(".claude/hooks/config.toml"),
+        "[llm.specialties.security]\nbackend = \"claude\"\n",
+    )
+    .unwrap();
+    let out = p.run(&["check"], b"");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}{}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+}

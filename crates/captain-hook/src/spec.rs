@@ -725,6 +725,18 @@ pub enum BackendSpec {
     Jev,
 }
 
+/// Where `llm_approve`'s base rules come from.
+#[derive(Debug, Clone, Copy, Deserialize, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum RubricDefaultsSpec {
+    /// Claude Code's auto-mode rules for the project (`claude auto-mode config`), else ours.
+    Claude,
+    /// Our built-in rules.
+    Builtin,
+    /// None: `rubric` is the whole rubric.
+    None,
+}
+
 /// The type of a custom verdict field.
 #[derive(Debug, Clone, Copy, Deserialize, JsonSchema, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
@@ -829,7 +841,11 @@ kind_spec!(
         max_context: Option<usize>,
         /// `small` (default), `medium` or `large`.
         model: Option<ModelSpec>,
-        /// Who judges (default: the project's `CAPT_HOOK_LLM_BACKEND`, else `auto`).
+        /// The specialty (default `review`): `config.toml`'s `[llm.specialties]` or a
+        /// built-in one (`general`, `review`, `debugging`).
+        specialty: Option<String>,
+        /// Who judges (default: the specialty's, else the project's `CAPT_HOOK_LLM_BACKEND`,
+        /// else `auto`).
         backend: Option<BackendSpec>,
         /// Give the judge read-only tools over the project (default true).
         agent: Option<bool>,
@@ -869,11 +885,17 @@ kind_spec!(
     LlmApproveSpec {
         /// Short name for the hook.
         label: String,
-        /// Extra rubric text appended to the built-in one.
+        /// The project's own rules, read before the base rules.
         rubric: Option<String>,
+        /// Where the base rules come from (default `claude`).
+        defaults: Option<RubricDefaultsSpec>,
         /// `small` (default), `medium` or `large`.
         model: Option<ModelSpec>,
-        /// Who judges (default: the project's `CAPT_HOOK_LLM_BACKEND`, else `auto`).
+        /// The specialty (default `general`): `config.toml`'s `[llm.specialties]` or a
+        /// built-in one (`general`, `review`, `debugging`).
+        specialty: Option<String>,
+        /// Who judges (default: the specialty's, else the project's `CAPT_HOOK_LLM_BACKEND`,
+        /// else `auto`).
         backend: Option<BackendSpec>,
         /// Seconds the judge may take (default 90), always within the event's deadline.
         timeout_s: Option<f64>,

@@ -849,6 +849,8 @@ impl Tickets {
                     task,
                     schema: &schema,
                     size: d.model,
+                    // The seeds' `Decide` judges under `review`.
+                    specialty: crate::llm::DEFAULT_SPECIALTY,
                     agent: false,
                     backend: d.backend,
                     timeout: Some(d.deadline),

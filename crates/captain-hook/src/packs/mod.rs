@@ -49,6 +49,28 @@ pub struct Config {
     /// Single pack hooks turned off.
     #[serde(default)]
     pub hooks: Switches,
+    /// How LLM hooks' judges are chosen.
+    #[serde(default)]
+    pub llm: LlmConfig,
+}
+
+/// `[llm]` of `config.toml`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LlmConfig {
+    /// `[llm.specialties.<name>]`: what a hook's `specialty` asks for.
+    #[serde(default)]
+    pub specialties: std::collections::BTreeMap<String, SpecialtyConfig>,
+}
+
+/// One configured specialty.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SpecialtyConfig {
+    /// Its judge.
+    pub backend: Option<crate::spec::BackendSpec>,
+    /// Model names for small, medium and large (`claude` and `codex`).
+    pub models: Option<Vec<String>>,
 }
 
 /// A list of things turned off.

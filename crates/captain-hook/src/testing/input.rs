@@ -25,6 +25,9 @@ pub struct Input {
     pub file: Option<String>,
     /// New text (Edit `new_string`, Write `content`).
     pub content: Option<String>,
+    /// The whole file before the call, for an Edit/MultiEdit/Write whose file is not on disk
+    /// (the edit is applied to it): what `before_edit`, `after_edit` and `introduced` read.
+    pub before: Option<String>,
     /// Replaced text (Edit `old_string`).
     pub old: Option<String>,
     /// The raw tool input, used verbatim instead of a synthesised one.
@@ -136,6 +139,12 @@ impl Input {
         self
     }
 
+    /// The whole file before the call (see [`Input::before`]).
+    pub fn before(mut self, text: impl Into<String>) -> Input {
+        self.before = Some(text.into());
+        self
+    }
+
     /// The user prompt (or an Agent call's prompt).
     pub fn prompt(mut self, prompt: impl Into<String>) -> Input {
         self.prompt = Some(prompt.into());
@@ -229,6 +238,7 @@ impl Input {
         s("file", &self.file);
         s("content", &self.content);
         s("old", &self.old);
+        s("before", &self.before);
         s("tool", &self.tool);
         s("prompt", &self.prompt);
         s("agent_type", &self.agent_type);

@@ -122,6 +122,13 @@ pub fn run_test(hook: &Hook, test: &InlineTest, root: Option<&Path>) -> TestOutc
         Ok(e) => e,
         Err(e) => return outcome(Status::Error, format!("EventError: {e}")),
     };
+    let evt = match &test.input.before {
+        None => evt,
+        Some(text) => match evt.with_file_before(text.clone()) {
+            Ok(e) => e,
+            Err(why) => return outcome(Status::Error, format!("before: {why}")),
+        },
+    };
     let evt = match &test.input.transcript {
         Some(spec) => {
             // A fixture file sits beside the file that declares the test.
