@@ -446,6 +446,47 @@ fn foreign_uid_is_refused() {
     assert!(stderr(&out).contains("peer uid 65534"), "{}", stderr(&out));
 }
 
+/// A host started with `--prestart ROOT` (as a client that finds no host starts it) has that
+/// root's worker running before any event arrives, and the first event uses it.
+#[test]
+fn a_prestarted_host_runs_the_roots_worker_before_its_first_event() {
+    use std::io::BufRead;
+    let env = Env::new();
+    let root = env.project("p", HOOKS);
+    let mut host = env
+        .cmd("capt-hookd")
+        .args(["serve", "--prestart"])
+        .arg(&root)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut ready = String::new();
+    std::io::BufReader::new(host.stdout.take().unwrap())
+        .read_line(&mut ready)
+        .unwrap();
+    assert!(ready.starts_with("ready"), "{ready:?}");
+    let canonical = root.canonicalize().unwrap();
+    env.wait_until("the root's worker runs with no event sent", || {
+        env.status().is_some_and(|s| {
+            s["workers"][0]["root"] == canonical.to_str().unwrap() && s["workers"][0]["served"] == 0
+        })
+    });
+    let out = env.hook("PreToolUse", &bash(&root, "git stash"), &[]);
+    assert_eq!(decision(&json_out(&out)), Some("deny"), "{}", stderr(&out));
+    let status = env.status().unwrap();
+    let workers = status["workers"].as_array().unwrap();
+    assert_eq!(workers.len(), 1, "{status}");
+    assert_eq!(
+        workers[0]["generation"], 1,
+        "the event used the prestarted worker"
+    );
+    assert_eq!(workers[0]["served"], 1);
+    let _ = env.cmd("capt-hookd").arg("shutdown").output();
+    let _ = host.wait();
+}
+
 #[test]
 fn status_idle_and_under_load() {
     let env = Env::with(&[
