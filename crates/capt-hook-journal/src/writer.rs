@@ -13,6 +13,7 @@ use std::sync::mpsc::{self, Receiver, SyncSender, TrySendError};
 use std::time::{Duration, Instant};
 
 use crate::entry::{Entry, NewDecision};
+use crate::judge::NewJudgeCall;
 use crate::ledger::Ledger;
 use crate::spool::Spool;
 
@@ -22,6 +23,8 @@ const QUEUE: usize = 4096;
 const BATCH: usize = 512;
 /// After the ledger failed to open or write, wait this long before trying it again.
 const LEDGER_RETRY: Duration = Duration::from_secs(30);
+/// Most judge calls kept in memory while the ledger cannot take them.
+const JUDGE_PENDING: usize = 4096;
 /// How often a writer looks for the spools of processes that ended before their rows were in.
 const ORPHAN_SCAN: Duration = Duration::from_secs(2);
 
@@ -164,6 +167,8 @@ struct Writer<'a> {
     spool: Option<Spool>,
     /// Creating the spool failed (said once; not tried again).
     spool_failed: bool,
+    /// Judge calls the ledger has not taken yet.
+    judge_pending: Vec<NewJudgeCall>,
     /// Rows kept in memory when there is no spool, waiting for the ledger.
     unspooled: Vec<NewDecision>,
     /// A write to the ledger failed or was put off: the spool holds rows of earlier batches.
@@ -185,13 +190,14 @@ fn run(rx: &Receiver<Msg>, settings: &Settings) {
         ledger_retry_at: None,
         spool: None,
         spool_failed: false,
+        judge_pending: Vec::new(),
         unspooled: Vec::new(),
         behind: false,
         scanned_at: None,
         last_report: None,
     };
     // Rows a process that ended left behind.
-    w.record(Vec::new());
+    w.record(Vec::new(), Vec::new());
     while let Ok(first) = rx.recv() {
         let mut batch = vec![first];
         while batch.len() < BATCH {
@@ -208,6 +214,7 @@ impl Writer<'_> {
     fn write(&mut self, batch: Vec<Msg>) {
         let mut lines: BTreeMap<String, Vec<String>> = BTreeMap::new();
         let mut rows = Vec::new();
+        let mut judge_rows = Vec::new();
         let mut flushes = Vec::new();
         for msg in batch {
             match msg {
@@ -217,6 +224,7 @@ impl Writer<'_> {
                         lines.entry(line.session).or_default().push(text);
                     }
                     rows.extend(e.decisions());
+                    judge_rows.extend(e.judge_rows());
                 }
                 Msg::Flush(done) => flushes.push(done),
             }
@@ -237,7 +245,7 @@ impl Writer<'_> {
                 ));
             }
         }
-        self.record(rows);
+        self.record(rows, judge_rows);
         for done in flushes {
             let _ = done.send(());
         }
@@ -271,7 +279,18 @@ impl Writer<'_> {
     /// Commits `batch` (and whatever earlier batches left in the spool) to the ledger, then
     /// the spools of processes that are gone. Rows that do not make it stay spooled. The ledger
     /// is opened only when there is something to commit.
-    fn record(&mut self, batch: Vec<NewDecision>) {
+    ///
+    /// Judge calls (the LLM verdicts behind some decisions) are not spooled: they wait in memory
+    /// until the ledger takes them, at most [`JUDGE_PENDING`], and go with the process.
+    fn record(&mut self, batch: Vec<NewDecision>, judge: Vec<NewJudgeCall>) {
+        self.judge_pending.extend(judge);
+        let over = self.judge_pending.len().saturating_sub(JUDGE_PENDING);
+        if over > 0 {
+            self.judge_pending.drain(..over);
+            self.report(format!(
+                "{over} judge calls were not recorded: the ledger has not taken them"
+            ));
+        }
         let orphans = if self.scanned_at.is_none_or(|t| t.elapsed() >= ORPHAN_SCAN) {
             self.scanned_at = Some(Instant::now());
             crate::spool::orphans(
@@ -281,7 +300,12 @@ impl Writer<'_> {
         } else {
             Vec::new()
         };
-        if batch.is_empty() && !self.behind && self.unspooled.is_empty() && orphans.is_empty() {
+        if batch.is_empty()
+            && !self.behind
+            && self.unspooled.is_empty()
+            && self.judge_pending.is_empty()
+            && orphans.is_empty()
+        {
             return;
         }
         if self.ledger.is_none() {
@@ -314,8 +338,10 @@ impl Writer<'_> {
             },
             _ => rows.extend(batch),
         }
-        if !rows.is_empty() {
-            if !self.commit(&rows) {
+        if !rows.is_empty() || !self.judge_pending.is_empty() {
+            let judge = std::mem::take(&mut self.judge_pending);
+            if !self.commit(&rows, &judge) {
+                self.judge_pending = judge;
                 self.unspooled = if self.spool.is_some() {
                     in_memory
                 } else {
@@ -335,7 +361,7 @@ impl Writer<'_> {
         }
         for orphan in orphans {
             let rows = orphan.rows();
-            if !rows.is_empty() && !self.commit(&rows) {
+            if !rows.is_empty() && !self.commit(&rows, &[]) {
                 return;
             }
             if let Err(e) = orphan.remove() {
@@ -345,11 +371,11 @@ impl Writer<'_> {
     }
 
     /// Inserts rows; false (the ledger closed, to be reopened later) when it failed.
-    fn commit(&mut self, rows: &[NewDecision]) -> bool {
+    fn commit(&mut self, rows: &[NewDecision], judge: &[NewJudgeCall]) -> bool {
         let Some(ledger) = self.ledger.as_mut() else {
             return false;
         };
-        match ledger.insert(rows) {
+        match ledger.insert_all(rows, judge) {
             Ok(_) => true,
             Err(e) => {
                 self.ledger = None;
@@ -404,12 +430,13 @@ mod tests {
             ledger_retry_at: None,
             spool: Some(Spool::create(&settings.db).unwrap()),
             spool_failed: false,
+            judge_pending: Vec::new(),
             unspooled: Vec::new(),
             behind: false,
             scanned_at: None,
             last_report: None,
         };
-        w.record(Vec::new());
+        w.record(Vec::new(), Vec::new());
         w
     }
 
@@ -442,11 +469,11 @@ mod tests {
         let mut w = writer(&settings);
         let batch = vec![row("a"), row("b")];
         w.spool(&batch);
-        w.record(batch);
+        w.record(batch, Vec::new());
         assert!(w.behind, "the insert cannot have gone through the lock");
         let batch = vec![row("c")];
         w.spool(&batch);
-        w.record(batch);
+        w.record(batch, Vec::new());
         // The process ends before the ledger takes them.
         drop(w);
 
@@ -468,13 +495,13 @@ mod tests {
         blocker.execute_batch("BEGIN IMMEDIATE").unwrap();
         let batch = vec![row("d")];
         w.spool(&batch);
-        w.record(batch);
+        w.record(batch, Vec::new());
         assert!(w.behind);
         blocker.execute_batch("COMMIT").unwrap();
         w.ledger_retry_at = None;
         let batch = vec![row("e")];
         w.spool(&batch);
-        w.record(batch);
+        w.record(batch, Vec::new());
         assert!(!w.behind);
         assert_eq!(kinds(&settings.db), ["a", "b", "c", "d", "e"]);
         assert!(w.spool.as_mut().unwrap().rows().unwrap().is_empty());
