@@ -136,8 +136,10 @@ fn static_client(target: &Path) -> anyhow::Result<PathBuf> {
         bail!("crt-static is only used on linux-gnu hosts, not {host}");
     }
     let dir = target.join("static-client");
+    // Position-dependent as well as static: the client runs at every event, and a static PIE
+    // still relocates itself at each start (see hookd/build.rs).
     let flags = format!(
-        "{} -C target-feature=+crt-static",
+        "{} -C target-feature=+crt-static -C relocation-model=static",
         std::env::var("RUSTFLAGS").unwrap_or_default()
     );
     let status = Command::new(cargo())
