@@ -189,6 +189,32 @@ pub struct Query {
     pub limit: Option<u64>,
 }
 
+impl Query {
+    /// The `WHERE` clause (empty when nothing narrows) and its arguments: each set field of
+    /// `columns` must equal its column, and the time bounds apply to `ts_ms`.
+    fn filter(&self, columns: &[(&str, &Option<String>)]) -> (String, Vec<rusqlite::types::Value>) {
+        let mut clauses = Vec::new();
+        let mut args: Vec<rusqlite::types::Value> = Vec::new();
+        for (column, value) in columns {
+            if let Some(v) = value {
+                args.push(v.clone().into());
+                clauses.push(format!("{column} = ?{}", args.len()));
+            }
+        }
+        for (op, value) in [(">=", self.since_ms), ("<", self.until_ms)] {
+            if let Some(v) = value {
+                args.push(i64::try_from(v).unwrap_or(i64::MAX).into());
+                clauses.push(format!("ts_ms {op} ?{}", args.len()));
+            }
+        }
+        if clauses.is_empty() {
+            (String::new(), args)
+        } else {
+            (format!("WHERE {}", clauses.join(" AND ")), args)
+        }
+    }
+}
+
 /// An open ledger.
 #[derive(Debug)]
 pub struct Ledger {
@@ -372,29 +398,11 @@ impl Ledger {
         if !self.has_judge_calls()? {
             return Ok(Vec::new());
         }
-        let mut clauses = Vec::new();
-        let mut args: Vec<rusqlite::types::Value> = Vec::new();
-        for (column, value) in [
+        let (filter, args) = q.filter(&[
             ("session_id", &q.session),
             ("hook", &q.hook),
             ("event", &q.event),
-        ] {
-            if let Some(v) = value {
-                args.push(v.clone().into());
-                clauses.push(format!("{column} = ?{}", args.len()));
-            }
-        }
-        for (op, value) in [(">=", q.since_ms), ("<", q.until_ms)] {
-            if let Some(v) = value {
-                args.push(i64::try_from(v).unwrap_or(i64::MAX).into());
-                clauses.push(format!("ts_ms {op} ?{}", args.len()));
-            }
-        }
-        let filter = if clauses.is_empty() {
-            String::new()
-        } else {
-            format!("WHERE {}", clauses.join(" AND "))
-        };
+        ]);
         let limit = q.limit.map(|n| format!("LIMIT {n}")).unwrap_or_default();
         self.judge_rows(
             &format!(
@@ -436,30 +444,12 @@ impl Ledger {
     /// The decisions `q` selects, oldest first (the newest `limit` when limited), each with
     /// the judge calls its hook made for that event.
     pub fn query(&self, q: &Query) -> Result<Vec<Decision>, LedgerError> {
-        let mut clauses = Vec::new();
-        let mut args: Vec<rusqlite::types::Value> = Vec::new();
-        for (column, value) in [
+        let (filter, args) = q.filter(&[
             ("session_id", &q.session),
             ("kind", &q.hook),
             ("action", &q.action),
             ("event", &q.event),
-        ] {
-            if let Some(v) = value {
-                args.push(v.clone().into());
-                clauses.push(format!("{column} = ?{}", args.len()));
-            }
-        }
-        for (op, value) in [(">=", q.since_ms), ("<", q.until_ms)] {
-            if let Some(v) = value {
-                args.push(i64::try_from(v).unwrap_or(i64::MAX).into());
-                clauses.push(format!("ts_ms {op} ?{}", args.len()));
-            }
-        }
-        let filter = if clauses.is_empty() {
-            String::new()
-        } else {
-            format!("WHERE {}", clauses.join(" AND "))
-        };
+        ]);
         let limit = match q.limit {
             Some(n) => format!("LIMIT {n}"),
             None => String::new(),
