@@ -337,7 +337,9 @@ impl Condition {
             Condition::McpTool(want) => {
                 evt.tool_name().is_some_and(|n| n.starts_with("mcp__")) == *want
             }
-            Condition::Runs(tokens) => evt.command_line().is_some_and(|cl| tokens.matches_line(cl)),
+            Condition::Runs(tokens) => evt
+                .command_line()
+                .is_some_and(|cl| tokens.matches_line_with(cl, evt.line_words())),
             Condition::PrimaryRuns(tokens) => evt
                 .command_line()
                 .is_some_and(|cl| tokens.matches_primary(cl)),

@@ -52,6 +52,8 @@ pub struct Event {
     command_line: OnceLock<Option<CommandLine>>,
     /// Each command's words joined by spaces, built once for every regex that searches them.
     joined: OnceLock<Vec<JoinedCommand>>,
+    /// The command's words, gathered once for every token list that looks for some.
+    line_words: OnceLock<crate::tokens::LineWords>,
     annotations: OnceLock<BTreeMap<String, Option<String>>>,
     images: OnceLock<Option<crate::edit::EditImages>>,
     /// Read on first use, through the process-wide cache.
@@ -132,6 +134,7 @@ impl Event {
             context,
             command_line: OnceLock::new(),
             joined: OnceLock::new(),
+            line_words: OnceLock::new(),
             annotations: OnceLock::new(),
             images: OnceLock::new(),
             transcript: LazyTranscript::new(None),
@@ -352,6 +355,15 @@ impl Event {
                     }
                 })
                 .collect()
+        })
+    }
+
+    /// The parsed command's words (none without a command), gathered on first use.
+    pub fn line_words(&self) -> &crate::tokens::LineWords {
+        self.line_words.get_or_init(|| {
+            self.command_line()
+                .map(crate::tokens::LineWords::of)
+                .unwrap_or_default()
         })
     }
 
