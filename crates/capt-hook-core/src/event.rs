@@ -52,6 +52,8 @@ pub struct Event {
     command_line: OnceLock<Option<CommandLine>>,
     /// Each command's words joined by spaces, built once for every regex that searches them.
     joined: OnceLock<Vec<JoinedCommand>>,
+    /// The command and its joined commands in one text, for prefilters searching them all.
+    command_texts: OnceLock<Option<String>>,
     /// The command's words, gathered once for every token list that looks for some.
     line_words: OnceLock<crate::tokens::LineWords>,
     annotations: OnceLock<BTreeMap<String, Option<String>>>,
@@ -134,6 +136,7 @@ impl Event {
             context,
             command_line: OnceLock::new(),
             joined: OnceLock::new(),
+            command_texts: OnceLock::new(),
             line_words: OnceLock::new(),
             annotations: OnceLock::new(),
             images: OnceLock::new(),
@@ -365,6 +368,28 @@ impl Event {
                 .map(crate::tokens::LineWords::of)
                 .unwrap_or_default()
         })
+    }
+
+    /// The raw command followed by each joined command the raw line does not already hold,
+    /// newline-separated: a literal found in none of these texts is found here only where it
+    /// spans a newline, and one found in any of them is found here.
+    pub fn command_texts(&self) -> &str {
+        let raw = self.command().unwrap_or_default();
+        let joined = self.command_texts.get_or_init(|| {
+            let mut more = self
+                .joined_commands()
+                .iter()
+                .filter(|j| !j.in_raw && !raw.contains(j.text.as_str()))
+                .peekable();
+            more.peek()?;
+            let mut all = raw.to_owned();
+            for j in more {
+                all.push('\n');
+                all.push_str(&j.text);
+            }
+            Some(all)
+        });
+        joined.as_deref().unwrap_or(raw)
     }
 
     /// The file the call targets, or the file the event is about (FileChanged,
