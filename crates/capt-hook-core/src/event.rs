@@ -83,16 +83,25 @@ pub struct JoinedCommand {
 }
 
 /// True when `text` occurs in `raw` between two non-word characters (or the line's ends).
-fn stands_in(raw: &str, text: &str) -> bool {
+/// `hint` is where it probably stands (the command's own span): checked first, it spares the
+/// substring search for most commands of a plain line.
+fn stands_in(raw: &str, text: &str, hint: Option<usize>) -> bool {
     // Any non-ASCII neighbour counts as a word character: the cautious reading.
     let wordy = |b: Option<&u8>| {
         b.is_some_and(|b| !b.is_ascii() || b.is_ascii_alphanumeric() || *b == b'_')
     };
     let bytes = raw.as_bytes();
-    raw.match_indices(text).any(|(at, _)| {
+    let bounded = |at: usize| {
         let before = at.checked_sub(1).and_then(|i| bytes.get(i));
         !wordy(before) && !wordy(bytes.get(at + text.len()))
-    })
+    };
+    if let Some(at) = hint
+        && raw.get(at..at + text.len()) == Some(text)
+        && bounded(at)
+    {
+        return true;
+    }
+    raw.match_indices(text).any(|(at, _)| bounded(at))
 }
 
 impl Event {
@@ -353,7 +362,7 @@ impl Event {
                 .map(|c| {
                     let text = c.joined();
                     JoinedCommand {
-                        in_raw: stands_in(&cl.raw, &text),
+                        in_raw: stands_in(&cl.raw, &text, c.span.as_ref().map(|r| r.start)),
                         text,
                     }
                 })
@@ -621,6 +630,19 @@ impl capt_hook_state::DurableContext for Event {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The span hint only finds a witness sooner: a hint at a bounded occurrence says yes, a
+    /// wrong or unbounded one falls back to the search, which decides.
+    #[test]
+    fn stands_in_with_and_without_a_hint() {
+        let raw = "xgit push && git push";
+        for hint in [None, Some(0), Some(1), Some(13), Some(99)] {
+            assert!(stands_in(raw, "git push", hint), "{hint:?}");
+            assert!(!stands_in("xgit push", "git push", hint), "{hint:?}");
+            assert!(!stands_in("git pushy", "git push", hint), "{hint:?}");
+            assert!(stands_in("a; git push", "git push", hint), "{hint:?}");
+        }
+    }
     use serde_json::json;
 
     fn ev(kind: EventKind, v: Value) -> Event {
