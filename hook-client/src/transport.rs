@@ -93,9 +93,9 @@ pub fn dispatch(req: &EventRequest, answer_by: Instant) -> Result<EventResponse,
     let budget = answer_by.saturating_duration_since(Instant::now());
     let grace = REPLY_GRACE.min(budget / 10);
     let deadline = answer_by.checked_sub(grace).unwrap_or(answer_by);
-    let mut req = req.clone();
-    req.deadline_unix_ms = unix_ms_in(budget - grace);
-    let body = encode(&HostRequest::event(std::process::id(), req));
+    let mut sent = req.clone();
+    sent.deadline_unix_ms = unix_ms_in(budget - grace);
+    let body = encode(&HostRequest::event(std::process::id(), sent));
     let mut started = false;
     loop {
         match attempt(&body, answer_by) {
@@ -140,7 +140,7 @@ pub fn dispatch(req: &EventRequest, answer_by: Instant) -> Result<EventResponse,
             }
             Attempt::NotListening(e) => {
                 if !started {
-                    start_host(deadline)?;
+                    start_host(deadline, &req.root)?;
                     started = true;
                     continue;
                 }
@@ -224,8 +224,9 @@ fn connect(answer_by: Instant) -> io::Result<UnixStream> {
 /// Starts the host unless another client is already doing so. The spawn lock makes one client
 /// the starter; the others wait for the lock and find the host listening. The starter waits
 /// for the host's `ready` line, which it prints only once the socket accepts connections, so no
-/// client ever races a half-started host.
-fn start_host(deadline: Instant) -> Result<(), Failure> {
+/// client ever races a half-started host. The host is told `root`, so it starts the worker for
+/// this event while we wait for `ready` and connect.
+fn start_host(deadline: Instant, root: &str) -> Result<(), Failure> {
     let dir = paths::socket_dir();
     paths::ensure_private_dir(&dir)
         .map_err(|e| fail(Kind::HostUnavailable, format!("{}: {e}", dir.display())))?;
@@ -255,7 +256,7 @@ fn start_host(deadline: Instant) -> Result<(), Failure> {
     }
     let exe = sibling("capt-hookd");
     let mut child = Command::new(&exe)
-        .arg("serve")
+        .args(["serve", "--prestart", root])
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         // Never our stderr: the host outlives us, and Claude Code waits for the pipe to close.

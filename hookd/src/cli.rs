@@ -8,19 +8,15 @@ use capt_hook_proto::{BUILD, HostReply, Op};
 
 use crate::ctl;
 
-const USAGE: &str = "usage: capt-hookd serve | version | status | restart-workers | shutdown";
+const USAGE: &str =
+    "usage: capt-hookd serve [--prestart ROOT] | version | status | restart-workers | shutdown";
 
 /// Runs `capt-hookd` with its arguments (without the program name).
 pub fn main(args: &[String]) -> ExitCode {
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     match args.as_slice() {
-        ["serve"] => match crate::server::serve() {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(e) => {
-                eprintln!("capt-hookd: {e:#}");
-                ExitCode::from(1)
-            }
-        },
+        ["serve"] => serve(None),
+        ["serve", "--prestart", root] => serve(Some(root)),
         ["version" | "--version"] => {
             println!("{}", version());
             ExitCode::SUCCESS
@@ -35,6 +31,16 @@ pub fn main(args: &[String]) -> ExitCode {
         [cmd, ..] => {
             eprintln!("capt-hookd: unknown command {cmd:?}\n{USAGE}");
             ExitCode::from(2)
+        }
+    }
+}
+
+fn serve(prestart: Option<&str>) -> ExitCode {
+    match crate::server::serve(prestart) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("capt-hookd: {e:#}");
+            ExitCode::from(1)
         }
     }
 }

@@ -147,6 +147,22 @@ impl Pool {
             })
     }
 
+    /// Starts the worker an event from `root` with request environment `env` would use, with
+    /// no event to send it: the host a client started for its first event gets that worker
+    /// going while the client connects. A failure is only logged; the event retries the start.
+    pub async fn prestart(&self, root: &str, env: &BTreeMap<String, String>) {
+        let root = canonical_root(root).await;
+        let semantic = semantic_env(env);
+        let key = worker_key(&root, &semantic);
+        let by = Instant::now() + crate::worker::STARTUP;
+        match self.worker(&key, &root, &semantic, by).await {
+            Ok(_) => {}
+            Err(NoWorker::Busy(why) | NoWorker::Failed(why) | NoWorker::Late(why)) => {
+                tracing::warn!(key, error = %why, "could not start the first event's worker early");
+            }
+        }
+    }
+
     /// One attempt; the event comes back when its worker was retired before it was sent.
     async fn dispatch_to(
         &self,
@@ -154,12 +170,7 @@ impl Pool {
         mut req: EventRequest,
         deadline: Instant,
     ) -> Result<HostReply, EventRequest> {
-        let semantic: BTreeMap<String, String> = req
-            .env
-            .iter()
-            .filter(|(k, _)| capt_hook_proto::is_semantic_env(k))
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect();
+        let semantic = semantic_env(&req.env);
         let key = worker_key(root, &semantic);
         let reply_by = deadline.checked_sub(REPLY_MARGIN).unwrap_or(deadline);
         let worker_deadline = reply_by
@@ -447,6 +458,14 @@ pub async fn canonical_root(root: &str) -> PathBuf {
             .unwrap_or_else(|_| p.to_path_buf())
     };
     tokio::fs::canonicalize(&abs).await.unwrap_or(abs)
+}
+
+/// The part of a request's environment that selects a worker (see the key below).
+fn semantic_env(env: &BTreeMap<String, String>) -> BTreeMap<String, String> {
+    env.iter()
+        .filter(|(k, _)| capt_hook_proto::is_semantic_env(k))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect()
 }
 
 /// 16 hex characters of blake3 over the root and each semantic `NAME=value`, NUL-separated.

@@ -88,7 +88,11 @@ struct Host {
 /// Runs the host in the foreground until shutdown. Prints `ready` on stdout once the socket
 /// accepts connections (the client that started us waits for that line), then points stdout at
 /// /dev/null.
-pub fn serve() -> anyhow::Result<()> {
+///
+/// `prestart` is the project root of the event that made a client start us: its worker starts
+/// at once, while that client is still waiting for `ready` and connecting, instead of after
+/// its event arrives. The worker's key comes from our own environment, which is the client's.
+pub fn serve(prestart: Option<&str>) -> anyhow::Result<()> {
     // Leave the starting client's session, so its terminal's signals do not reach us. When run
     // by hand from a shell we lead a process group already and this fails harmlessly.
     let _ = rustix::process::setsid();
@@ -165,7 +169,13 @@ pub fn serve() -> anyhow::Result<()> {
             "host ready"
         );
         let update = Arc::new(crate::update::Updater::new(&state_dir));
-        run(listener, pool, &socket, max_connections, update).await;
+        let prestart = prestart.map(|root| {
+            (
+                root.to_owned(),
+                capt_hook_proto::request_env(std::env::vars()),
+            )
+        });
+        run(listener, pool, &socket, max_connections, update, prestart).await;
         anyhow::Ok(())
     })?;
     drop(lock);
@@ -261,6 +271,7 @@ async fn run(
     socket: &PathBuf,
     max_connections: usize,
     update: Arc<crate::update::Updater>,
+    prestart: Option<(String, std::collections::BTreeMap<String, String>)>,
 ) {
     let (shutdown, mut shutdown_rx) = watch::channel(false);
     let (fire, fired) = mpsc::unbounded_channel();
@@ -281,6 +292,10 @@ async fn run(
         update,
     });
     tokio::spawn(send_pressure_events(Arc::clone(&host), fired));
+    if let Some((root, env)) = prestart {
+        let host = Arc::clone(&host);
+        tokio::spawn(async move { host.pool.prestart(&root, &env).await });
+    }
     let (drained_tx, mut drained_rx) = mpsc::channel::<()>(1);
     let mut sweep = tokio::time::interval(
         (host.pool.idle / 4).clamp(Duration::from_millis(100), Duration::from_secs(60)),

@@ -22,7 +22,7 @@ use crate::framing::{read_frame, write_frame};
 /// Events one worker may have outstanding; a further event waits for a slot.
 pub const MAX_OUTSTANDING: usize = 64;
 /// How long a new worker has to answer the hello.
-const STARTUP: Duration = Duration::from_secs(10);
+pub(crate) const STARTUP: Duration = Duration::from_secs(10);
 /// How long a retiring worker has between TERM and KILL.
 const GRACE: Duration = Duration::from_secs(2);
 

@@ -446,6 +446,47 @@ fn foreign_uid_is_refused() {
     assert!(stderr(&out).contains("peer uid 65534"), "{}", stderr(&out));
 }
 
+/// A host started with `--prestart ROOT` (as a client that finds no host starts it) has that
+/// root's worker running before any event arrives, and the first event uses it.
+#[test]
+fn a_prestarted_host_runs_the_roots_worker_before_its_first_event() {
+    use std::io::BufRead;
+    let env = Env::new();
+    let root = env.project("p", HOOKS);
+    let mut host = env
+        .cmd("capt-hookd")
+        .args(["serve", "--prestart"])
+        .arg(&root)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut ready = String::new();
+    std::io::BufReader::new(host.stdout.take().unwrap())
+        .read_line(&mut ready)
+        .unwrap();
+    assert!(ready.starts_with("ready"), "{ready:?}");
+    let canonical = root.canonicalize().unwrap();
+    env.wait_until("the root's worker runs with no event sent", || {
+        env.status().is_some_and(|s| {
+            s["workers"][0]["root"] == canonical.to_str().unwrap() && s["workers"][0]["served"] == 0
+        })
+    });
+    let out = env.hook("PreToolUse", &bash(&root, "git stash"), &[]);
+    assert_eq!(decision(&json_out(&out)), Some("deny"), "{}", stderr(&out));
+    let status = env.status().unwrap();
+    let workers = status["workers"].as_array().unwrap();
+    assert_eq!(workers.len(), 1, "{status}");
+    assert_eq!(
+        workers[0]["generation"], 1,
+        "the event used the prestarted worker"
+    );
+    assert_eq!(workers[0]["served"], 1);
+    let _ = env.cmd("capt-hookd").arg("shutdown").output();
+    let _ = host.wait();
+}
+
 #[test]
 fn status_idle_and_under_load() {
     let env = Env::with(&[
@@ -1477,6 +1518,128 @@ message = "consider running the tests"
     }
 }
 
+/// LLM hooks' judge calls reach the operator surface: each event's log line carries its judge
+/// calls (latency, cost, failure), `capt-hook logs --judge` shows every call and the failure
+/// record (argv, exit code, stderr tail), and each call is a row of the ledger tied to the
+/// decision it led to. The judges are fake CLIs run by the real worker.
+#[test]
+fn judge_calls_and_failures_reach_logs_and_decisions() {
+    let env = Env::new();
+    let root = env.project(
+        "judged",
+        r#"
+[[hook]]
+kind = "llm_gate"
+label = "closing"
+prompt = "Did the agent stop early?"
+message = "Keep going: {reasoning}"
+backend = "claude"
+agent = false
+
+[[hook]]
+kind = "llm_gate"
+label = "pushes"
+events = "PreToolUse"
+only_if = [{ runs = ["git", "push"] }]
+prompt = "Is this push risky?"
+message = "Risky push."
+backend = "command"
+on_incomplete = "The push check could not run; try again."
+"#,
+    );
+    std::fs::write(
+        root.join(".claude/hooks/config.toml"),
+        "[packs]\ndisable = [\"general\", \"fixes\", \"performance\"]\n",
+    )
+    .unwrap();
+    let fake = |name: &str, body: &str| {
+        let path = env.dir.path().join(name);
+        std::fs::write(&path, format!("#!/bin/sh\ncat > /dev/null\n{body}\n")).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        path.display().to_string()
+    };
+    let claude = fake(
+        "fake-claude",
+        r#"echo '{"type":"result","is_error":false,"structured_output":{"block":true,"reasoning":"tests not run"},"total_cost_usd":0.0042}'"#,
+    );
+    let broken = fake("broken-judge", "echo 'auth expired' >&2; exit 3");
+    let vars = [
+        ("CAPT_HOOK_CLAUDE_BIN", claude.as_str()),
+        ("CAPT_HOOK_LLM_COMMAND", broken.as_str()),
+    ];
+    let out = env.hook("Stop", &stop(&root), &vars);
+    assert_eq!(json_out(&out)["decision"], "block", "{}", stderr(&out));
+    let out = env.hook("PreToolUse", &bash(&root, "git push"), &vars);
+    assert_eq!(decision(&json_out(&out)), Some("deny"), "{}", stderr(&out));
+
+    let json_lines = |args: &[&str]| -> Vec<Value> {
+        let out = env.capt_hook(args);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(|l| capt_hook_proto::serde_json::from_str(l).unwrap())
+            .collect()
+    };
+    env.wait_until("two log lines", || {
+        json_lines(&["logs", "--session", "e2e", "--json"]).len() == 2
+    });
+    let lines = json_lines(&["logs", "--session", "e2e", "--json"]);
+    let judged = &lines[0]["judge"][0];
+    assert_eq!(judged["backend"], "claude", "{}", lines[0]);
+    assert_eq!(judged["model"], "haiku");
+    assert_eq!(judged["cost_usd"], 0.0042);
+    assert!(judged["latency_ms"].as_u64().is_some());
+    let failed = &lines[1]["judge"][0];
+    assert_eq!(failed["ok"], false, "{}", lines[1]);
+    assert!(
+        failed["error"].as_str().unwrap().contains("exit"),
+        "{failed}"
+    );
+    let text =
+        String::from_utf8_lossy(&env.capt_hook(&["logs", "--session", "e2e"]).stdout).into_owned();
+    assert!(
+        text.contains("claude/haiku") && text.contains("$0.0042"),
+        "{text}"
+    );
+    assert!(text.contains("FAILED after"), "{text}");
+
+    // Every call and the failure's record, across sessions.
+    let records = json_lines(&["logs", "--judge", "--json"]);
+    assert_eq!(records.len(), 3, "{records:?}");
+    let failure = records.iter().find(|r| r["record"] == "failure").unwrap();
+    assert_eq!(failure["exit_code"], 3);
+    assert_eq!(failure["session"], "e2e");
+    assert!(
+        failure["stderr_tail"]
+            .as_str()
+            .unwrap()
+            .contains("auth expired")
+    );
+    assert!(
+        failure["argv"].to_string().contains("broken-judge"),
+        "{failure}"
+    );
+    let text = String::from_utf8_lossy(&env.capt_hook(&["logs", "--judge"]).stdout).into_owned();
+    assert!(
+        text.contains("judge FAILURE") && text.contains("auth expired"),
+        "{text}"
+    );
+    assert!(json_lines(&["logs", "--judge", "--json", "--session", "other"]).is_empty());
+
+    // The ledger: each decision row carries the calls behind it; all calls list on their own.
+    env.wait_until("two decisions", || {
+        json_lines(&["decisions", "--json"]).len() == 2
+    });
+    let rows = json_lines(&["decisions", "--json"]);
+    assert_eq!(rows[0]["event"], "Stop");
+    assert_eq!(rows[0]["judge"][0]["cost_usd"], 0.0042, "{}", rows[0]);
+    assert_eq!(rows[1]["judge"][0]["ok"], false, "{}", rows[1]);
+    let calls = json_lines(&["decisions", "--judge", "--json"]);
+    assert_eq!(calls.len(), 2, "{calls:?}");
+    let table = String::from_utf8_lossy(&env.capt_hook(&["decisions"]).stdout).into_owned();
+    assert!(table.contains("(judge claude/haiku"), "{table}");
+}
+
 /// The journal: every event the host answers gets a line in its session's log, and every
 /// verdict a hook delivered a row in the decision ledger, both written after the reply;
 /// `capt-hook logs` and `capt-hook decisions` show them.
@@ -2081,8 +2244,9 @@ fn packs_through_the_host() {
 
 /// Permission tickets through a real client, host and worker: the transcript the worker reads
 /// decides whether a chat post is allowed, the minted ticket lives in the project's store under
-/// the state root, covers later posts at its channel for its ttl, and a corrupted store denies
-/// naming itself and is moved aside.
+/// the state root, covers later posts at its channel in its session tree (a subagent of the
+/// session included, another session not) for its ttl, and a corrupted store denies naming
+/// itself and is moved aside.
 mod tickets {
     use super::*;
     use std::path::{Path, PathBuf};
@@ -2096,19 +2260,35 @@ ticket = "chat.post"
 place = { channel = "/channel" }
 reach = "place"
 ttl = 3
+window = 3
 deny = "Ask the user whether to post to this channel."
 rules = [{ name = "asked", user_said = { pattern = "\\bpost\\b", names = ["channel"] } }]
 "#;
 
     fn post(root: &Path, transcript: &Path, channel: &str, text: &str) -> Vec<u8> {
-        capt_hook_proto::serde_json::json!({
+        post_as(root, transcript, None, channel, text)
+    }
+
+    /// A post by the session's subagent `agent` when given: Claude Code sends the session's
+    /// id and transcript with the subagent's `agent_id`.
+    fn post_as(
+        root: &Path,
+        transcript: &Path,
+        agent: Option<&str>,
+        channel: &str,
+        text: &str,
+    ) -> Vec<u8> {
+        let mut v = capt_hook_proto::serde_json::json!({
             "session_id": transcript.file_stem().unwrap().to_string_lossy(),
             "transcript_path": transcript, "cwd": root,
             "hook_event_name": "PreToolUse", "tool_name": "mcp__chat__post_message",
             "tool_input": {"channel": channel, "text": text}, "tool_use_id": "toolu_1",
-        })
-        .to_string()
-        .into_bytes()
+        });
+        if let Some(agent) = agent {
+            v["agent_id"] = agent.into();
+            v["agent_type"] = "general-purpose".into();
+        }
+        v.to_string().into_bytes()
     }
 
     fn say(transcript: &Path, text: &str) {
@@ -2187,19 +2367,30 @@ rules = [{ name = "asked", user_said = { pattern = "\\bpost\\b", names = ["chann
         let id = ticket["id"].as_str().unwrap().to_owned();
         assert!(reason(&v).contains(&id), "{v}");
 
-        // Another session that never asked: a second post at the same channel rides on it ...
-        let out = env.hook("PreToolUse", &post(&root, &b, "deploys", "rollback"), &[]);
+        // The words leave the window (3 messages); the ticket still covers the channel, for
+        // a subagent of the session too ...
+        for line in ["thanks", "looks good", "what next?"] {
+            say(&a, line);
+        }
+        let out = env.hook(
+            "PreToolUse",
+            &post_as(&root, &a, Some("agent-1"), "deploys", "rollback"),
+            &[],
+        );
         let v = json_out(&out);
         assert_eq!(decision(&v), Some("allow"), "{v}");
         assert!(reason(&v).contains(&id), "{v}");
-        // ... another channel does not.
-        let out = env.hook("PreToolUse", &post(&root, &b, "general", "rollback"), &[]);
+        // ... but not another channel ...
+        let out = env.hook("PreToolUse", &post(&root, &a, "general", "rollback"), &[]);
+        assert_eq!(decision(&json_out(&out)), Some("deny"));
+        // ... nor another session of the project: tickets belong to the tree that minted them.
+        let out = env.hook("PreToolUse", &post(&root, &b, "deploys", "rollback"), &[]);
         assert_eq!(decision(&json_out(&out)), Some("deny"));
 
         // After the ttl the ticket covers nothing.
         let left = Duration::from_millis(3200).saturating_sub(minted.elapsed());
         std::thread::sleep(left);
-        let out = env.hook("PreToolUse", &post(&root, &b, "deploys", "rollback"), &[]);
+        let out = env.hook("PreToolUse", &post(&root, &a, "deploys", "rollback"), &[]);
         let v = json_out(&out);
         assert_eq!(decision(&v), Some("deny"), "{v}");
 
@@ -2223,7 +2414,8 @@ rules = [{ name = "asked", user_said = { pattern = "\\bpost\\b", names = ["chann
             std::fs::read_to_string(&baks[0]).unwrap(),
             "{\"tickets\": [oops"
         );
-        // The next post starts from a clean store and mints again from session A's words.
+        // The next post starts from a clean store and mints again from the user's words.
+        say(&a, "post the rollback note to #deploys");
         let out = env.hook("PreToolUse", &post(&root, &a, "deploys", "done"), &[]);
         assert_eq!(decision(&json_out(&out)), Some("allow"));
     }

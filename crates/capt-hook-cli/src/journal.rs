@@ -60,6 +60,133 @@ pub fn logs(
     Ok(ExitCode::SUCCESS)
 }
 
+/// `capt-hook logs --judge`: every judge call and failure record in the log directory (the
+/// rotated `.1` files first), oldest first, of one session when given.
+pub fn judge_logs(
+    session: Option<&str>,
+    json: bool,
+    tail: Option<usize>,
+) -> anyhow::Result<ExitCode> {
+    let dir = capt_hook_proto::paths::log_dir();
+    let mut records: Vec<serde_json::Value> = Vec::new();
+    for name in [capt_hook_llm::CALL_LOG, capt_hook_llm::FAILURE_LOG] {
+        for path in [dir.join(format!("{name}.1")), dir.join(name)] {
+            let text = match std::fs::read_to_string(&path) {
+                Ok(t) => t,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
+            };
+            for (i, line) in text
+                .lines()
+                .enumerate()
+                .filter(|(_, l)| !l.trim().is_empty())
+            {
+                let mut v: serde_json::Value = match serde_json::from_str(line) {
+                    Ok(v) => v,
+                    Err(e) => {
+                        eprintln!("{}:{}: not a JSON record ({e})", path.display(), i + 1);
+                        continue;
+                    }
+                };
+                v["record"] = if name == capt_hook_llm::FAILURE_LOG {
+                    "failure".into()
+                } else {
+                    "call".into()
+                };
+                records.push(v);
+            }
+        }
+    }
+    let session = session.map(session_stem);
+    records.retain(|v| session.as_deref().is_none_or(|s| v["session"] == s));
+    // Stable: a call's line stays before the failure record it wrote at the same moment.
+    records.sort_by_key(|v| v["unix_ms"].as_u64().unwrap_or(0));
+    if records.is_empty() {
+        eprintln!("No judge calls logged in {}", dir.display());
+        return Ok(ExitCode::SUCCESS);
+    }
+    let skip = tail.map_or(0, |n| records.len().saturating_sub(n));
+    let mut out = std::io::stdout().lock();
+    for v in &records[skip..] {
+        if json {
+            writeln!(out, "{v}")?;
+        } else {
+            writeln!(out, "{}", render_judge(v))?;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// One judge record as text: a call on one line; a failure with its argv, exit code and the
+/// tails of stderr and the prompt on indented lines, so it can be rerun by hand.
+fn render_judge(v: &serde_json::Value) -> String {
+    let str_of = |k: &str| v[k].as_str().unwrap_or("-").to_owned();
+    let ts = capt_hook_journal::time::utc(v["unix_ms"].as_u64().unwrap_or(0));
+    let session = v["session"].as_str().unwrap_or("-");
+    if v["record"] == "failure" {
+        let argv: Vec<String> = v["argv"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .map(|x| shell_quote(x.as_str().unwrap_or("")))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let indent = |text: &str| {
+            text.trim_end()
+                .lines()
+                .map(|l| format!("\n      {l}"))
+                .collect::<String>()
+        };
+        format!(
+            "{ts}  {session}  judge FAILURE {} {} after {} ms: {}\n    argv: {}\n    exit: {}\n    stderr tail:{}\n    prompt tail:{}",
+            str_of("hook"),
+            str_of("backend"),
+            v["elapsed_ms"].as_u64().unwrap_or(0),
+            str_of("error"),
+            argv.join(" "),
+            v["exit_code"]
+                .as_i64()
+                .map_or("-".to_owned(), |c| c.to_string()),
+            indent(v["stderr_tail"].as_str().unwrap_or("")),
+            indent(v["prompt_tail"].as_str().unwrap_or("")),
+        )
+    } else {
+        let model = v["model"]
+            .as_str()
+            .map(|m| format!("/{m}"))
+            .unwrap_or_default();
+        let cost = v["cost_usd"]
+            .as_f64()
+            .map(|c| format!(" ${c:.4}"))
+            .unwrap_or_default();
+        let outcome = if v["ok"] == true {
+            "ok".to_owned()
+        } else {
+            format!("FAILED: {}", str_of("error"))
+        };
+        format!(
+            "{ts}  {session}  judge {} {}{model} {} ms{cost} {outcome}",
+            str_of("hook"),
+            str_of("backend"),
+            v["latency_ms"].as_u64().unwrap_or(0),
+        )
+    }
+}
+
+/// `arg` as one shell word.
+fn shell_quote(arg: &str) -> String {
+    if !arg.is_empty()
+        && arg
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./=:,@%+".contains(c))
+    {
+        arg.to_owned()
+    } else {
+        format!("'{}'", arg.replace('\'', "'\\''"))
+    }
+}
+
 /// A session id, or a path to a transcript or log named after one, as the id.
 fn session_stem(given: &str) -> String {
     if given.contains('/') || given.ends_with(".jsonl") {
@@ -161,6 +288,10 @@ pub struct DecisionArgs {
     /// One JSON object per line.
     #[arg(long)]
     pub json: bool,
+    /// List the judge calls LLM hooks made (latency, cost, failures), verdict or not, instead
+    /// of the decisions.
+    #[arg(long, conflicts_with = "action")]
+    pub judge: bool,
     /// The ledger (default: $CAPT_HOOK_DECISIONS_DB, else <state dir>/hooks/decisions.db).
     #[arg(long)]
     pub db: Option<PathBuf>,
@@ -200,6 +331,29 @@ pub fn decisions(args: &DecisionArgs) -> anyhow::Result<ExitCode> {
         }
         Err(e) => return Err(e.into()),
     };
+    if args.judge {
+        let calls = ledger.judge_calls(&query)?;
+        let mut out = std::io::stdout().lock();
+        if calls.is_empty() && !args.json {
+            eprintln!("No judge calls match in {}", path.display());
+        }
+        for c in &calls {
+            if args.json {
+                writeln!(out, "{}", serde_json::to_string(c)?)?;
+            } else {
+                writeln!(
+                    out,
+                    "{}  {}  {:<18} {}  {}",
+                    c.ts,
+                    c.session_id,
+                    c.event,
+                    c.hook,
+                    judge_text(c)
+                )?;
+            }
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
     let rows = ledger.query(&query)?;
     let mut out = std::io::stdout().lock();
     if rows.is_empty() && !args.json {
@@ -215,12 +369,36 @@ pub fn decisions(args: &DecisionArgs) -> anyhow::Result<ExitCode> {
                 .as_deref()
                 .map(|m| format!(" {:?}", m.lines().next().unwrap_or("")))
                 .unwrap_or_default();
+            let judged: String = d
+                .judge
+                .iter()
+                .map(|c| format!(" (judge {})", judge_text(c)))
+                .collect();
             writeln!(
                 out,
-                "{}  {}  {:<18} {:<8} {:<6} {}{message}",
+                "{}  {}  {:<18} {:<8} {:<6} {}{message}{judged}",
                 d.ts, d.session_id, d.event, tool, d.action, d.hook
             )?;
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// A judge call in a few words: backend and model, latency, cost or why it failed.
+fn judge_text(c: &capt_hook_journal::JudgeCallRow) -> String {
+    let model = c
+        .model
+        .as_deref()
+        .map(|m| format!("/{m}"))
+        .unwrap_or_default();
+    let cost = c.cost_usd.map(|x| format!(" ${x:.4}")).unwrap_or_default();
+    match (&c.error, c.ok) {
+        (_, true) => format!("{}{model} {} ms{cost}", c.backend, c.latency_ms),
+        (e, false) => format!(
+            "{}{model} FAILED after {} ms: {}",
+            c.backend,
+            c.latency_ms,
+            e.as_deref().unwrap_or("no verdict")
+        ),
+    }
 }

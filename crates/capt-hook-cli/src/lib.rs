@@ -113,6 +113,10 @@ enum Command {
         /// Only the last N lines.
         #[arg(long)]
         tail: Option<usize>,
+        /// Show LLM hooks' judge calls (latency, cost) and failure records (argv, exit code,
+        /// stderr and prompt tails) instead, of every session or of --session.
+        #[arg(long, conflicts_with = "follow")]
+        judge: bool,
     },
     /// Query the decision ledger: one row per verdict a hook delivered.
     Decisions(journal::DecisionArgs),
@@ -230,9 +234,17 @@ fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Command::Logs {
             session,
+            json,
+            tail,
+            judge: true,
+            ..
+        } => journal::judge_logs(session.as_deref(), json, tail),
+        Command::Logs {
+            session,
             follow,
             json,
             tail,
+            judge: false,
         } => journal::logs(session.as_deref(), follow, json, tail),
         Command::Decisions(args) => journal::decisions(&args),
         Command::Helper { command } => match command {
@@ -266,7 +278,9 @@ fn hooks_dir(flag: &Option<PathBuf>, root: &Path) -> PathBuf {
 
 fn load(root: &Path, hooks: &Option<PathBuf>) -> (Registry, Vec<LoadError>) {
     let mut registry = Registry::new();
-    let errors = load_dir(&hooks_dir(hooks, root), &mut registry);
+    let dir = hooks_dir(hooks, root);
+    let mut errors = load_dir(&dir, &mut registry);
+    errors.extend(captain_hook::llm::check_specialties(root, &dir, &registry));
     (registry, errors)
 }
 

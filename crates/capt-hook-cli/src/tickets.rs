@@ -3,22 +3,23 @@
 use std::path::Path;
 use std::process::ExitCode;
 
-use captain_hook::state::tickets::{Ticket, TicketStore, utc_time};
+use captain_hook::state::tickets::{Revoked, Ticket, TicketStore, utc_time};
 use clap::Subcommand;
 
 /// What to do with the ticket store.
 #[derive(Debug, Subcommand)]
 pub enum TicketsCommand {
-    /// List the project's live tickets (with --all, expired ones too).
+    /// List the project's live tickets (with --all, expired and revoked ones too).
     List {
-        /// Include expired tickets.
+        /// Include expired and revoked tickets.
         #[arg(long)]
         all: bool,
         /// Print one JSON object per ticket.
         #[arg(long)]
         json: bool,
     },
-    /// Revoke a ticket by its id: later actions it covered are checked again.
+    /// Revoke a ticket by its id: later actions it covered are checked again. The ticket stays
+    /// listed (`--all`) as revoked.
     Revoke {
         /// The ticket's twelve-hex id (from `capt-hook tickets list`).
         id: String,
@@ -27,18 +28,21 @@ pub enum TicketsCommand {
 
 fn describe(t: &Ticket, now: u64) -> String {
     let place: Vec<String> = t.place.iter().map(|(k, v)| format!("{k}={v}")).collect();
-    let expires = match t.expires_at {
-        Some(e) if e <= now => format!("expired {}", utc_time(e)),
-        Some(e) => format!("until {}", utc_time(e)),
-        None => "until revoked".to_owned(),
+    let expires = match (t.revoked_at, t.expires_at) {
+        (Some(r), _) => format!("revoked {}", utc_time(r)),
+        (None, Some(e)) if e <= now => format!("expired {}", utc_time(e)),
+        (None, Some(e)) => format!("until {}", utc_time(e)),
+        (None, None) => "until revoked".to_owned(),
     };
     let mut out = format!(
-        "{}  {}  {}  reach={}  rule={}  minted {}  {expires}\n",
+        "{}  {}  {}  reach={}  rule={}  tree={}  by={}  minted {}  {expires}\n",
         t.id,
         t.kind,
         place.join(","),
         t.reach.name(),
         t.rule,
+        t.tree.as_deref().unwrap_or("-"),
+        t.author.as_deref().unwrap_or("-"),
         utc_time(t.minted_at),
     );
     for e in &t.evidence {
@@ -72,14 +76,22 @@ pub fn run(root: &Path, cmd: TicketsCommand) -> anyhow::Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
-        TicketsCommand::Revoke { id } => {
-            if store.revoke(&id)? {
+        TicketsCommand::Revoke { id } => match store.revoke(&id, now)? {
+            Revoked::Now => {
                 println!("revoked {id}");
                 Ok(ExitCode::SUCCESS)
-            } else {
+            }
+            Revoked::Already(at) => {
+                eprintln!(
+                    "capt-hook: ticket {id} was already revoked {}",
+                    utc_time(at)
+                );
+                Ok(ExitCode::from(1))
+            }
+            Revoked::Unknown => {
                 eprintln!("capt-hook: no ticket {id} in {}", store.path().display());
                 Ok(ExitCode::from(1))
             }
-        }
+        },
     }
 }

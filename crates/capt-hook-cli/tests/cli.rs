@@ -1280,10 +1280,13 @@ rules = [{ name = "asked", user_said = { pattern = "post", names = ["channel"] }
     let listed: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(listed["place"]["channel"], "deploys");
     assert_eq!(listed["evidence"][0]["text"], "post it to #deploys");
+    assert_eq!(listed["tree"], "s1");
+    assert_eq!(listed["author"], "main");
+    assert_eq!(listed["revoked_at"], serde_json::Value::Null);
     let id = listed["id"].as_str().unwrap().to_owned();
     let human = text(&p.run_env(&["tickets", "list"], b"", &env).stdout);
     assert!(
-        human.contains(&id) && human.contains("reach=place"),
+        human.contains(&id) && human.contains("reach=place") && human.contains("tree=s1"),
         "{human}"
     );
     let out = p.run_env(&["tickets", "revoke", &id], b"", &env);
@@ -1291,10 +1294,26 @@ rules = [{ name = "asked", user_said = { pattern = "post", names = ["channel"] }
     let out = p.run_env(&["tickets", "revoke", &id], b"", &env);
     assert_eq!(out.status.code(), Some(1));
     assert!(
-        text(&out.stderr).contains(&format!("no ticket {id}")),
+        text(&out.stderr).contains(&format!("ticket {id} was already revoked")),
         "{out:?}"
     );
+    let out = p.run_env(&["tickets", "revoke", "000000000000"], b"", &env);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains("no ticket 000000000000"),
+        "{out:?}"
+    );
+    // Revoked: gone from the live listing, kept (marked) in --all, and the post is checked
+    // again, minting a fresh ticket from the same words.
     assert!(text(&p.run_env(&["tickets", "list"], b"", &env).stdout).starts_with("no tickets in "));
+    let all = text(&p.run_env(&["tickets", "list", "--all"], b"", &env).stdout);
+    assert!(all.contains(&id) && all.contains("revoked 20"), "{all}");
+    let out = p.run_env(&["run", "PreToolUse"], payload.as_bytes(), &env);
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.contains("\"permissionDecision\":\"allow\"") && !stdout.contains(&id),
+        "{stdout}"
+    );
 }
 
 /// A Rust hook project without a build for its sources: `run` serves the TOML hooks (its
@@ -1380,4 +1399,30 @@ fn a_broken_manifest_fails_the_build_and_is_recorded() {
     assert_eq!(v["hookSpecificOutput"]["permissionDecision"], "deny", "{v}");
     let note = v["systemMessage"].as_str().unwrap_or_default();
     assert!(note.contains("its last build failed"), "{v}");
+}
+
+#[test]
+fn check_names_an_llm_specialty_the_project_does_not_have() {
+    let gate = "[[hook]]\nkind = \"llm_gate\"\nprompt = \"p\"\nmessage = \"m\"\nspecialty = \"security\"\n";
+    let p = Project::new(&[("gate.toml", gate)]);
+    let out = p.run(&["check"], b"");
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stdout));
+    let said = format!("{}{}", text(&out.stdout), text(&out.stderr));
+    assert!(
+        said.contains("gate.toml:1") && said.contains("no specialty `security`"),
+        "{said}"
+    );
+    std::fs::write(
+        p.root().join(".claude/hooks/config.toml"),
+        "[llm.specialties.security]\nbackend = \"claude\"\n",
+    )
+    .unwrap();
+    let out = p.run(&["check"], b"");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}{}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
 }

@@ -43,6 +43,37 @@ fn undo(post: &str, edits: &[EditOp]) -> Option<String> {
     Some(text)
 }
 
+/// The images of `evt`'s edit applied to `pre`, the file's text as the caller knows it.
+pub(crate) fn from_before(evt: &Event, pre: String) -> Result<EditImages, String> {
+    let post = match evt.tool() {
+        ToolCall::Write { content, .. } => content.clone(),
+        ToolCall::Edit {
+            old_string,
+            new_string,
+            replace_all,
+            ..
+        } => apply_edit(
+            &pre,
+            &EditOp {
+                old_string: old_string.clone(),
+                new_string: new_string.clone(),
+                replace_all: *replace_all,
+            },
+        )
+        .ok_or("the edit's `old_string` is not in the given text")?,
+        ToolCall::MultiEdit { edits, .. } => edits
+            .iter()
+            .try_fold(pre.clone(), |text, op| apply_edit(&text, op))
+            .ok_or("an edit's `old_string` is not in the given text")?,
+        _ => return Err("only an Edit, MultiEdit or Write has a file before it".into()),
+    };
+    Ok(EditImages {
+        pre,
+        post,
+        whole_file: true,
+    })
+}
+
 /// Computes the images of `evt`'s edit; `None` for other calls and files that are not text.
 pub(crate) fn compute(evt: &Event) -> Option<EditImages> {
     let (file, edits, write) = match evt.tool() {

@@ -217,6 +217,14 @@ impl Event {
         value
     }
 
+    /// The value memoised under `key`, if some hook computed one (never computes it).
+    pub fn memo_peek<T: std::any::Any + Send + Sync>(
+        &self,
+        key: &str,
+    ) -> Option<std::sync::Arc<T>> {
+        self.memo_map().get(key).cloned()?.downcast::<T>().ok()
+    }
+
     fn memo_map(&self) -> std::sync::MutexGuard<'_, std::collections::HashMap<String, Memo>> {
         // A hook that panicked mid-insert leaves a usable map: entries are whole values.
         self.memo
@@ -491,6 +499,16 @@ impl Event {
         self.images
             .get_or_init(|| crate::edit::compute(self))
             .as_ref()
+    }
+
+    /// The event with the edited file's text before the call given instead of read from disk
+    /// (an inline test's file does not exist): the images are `before` and the call applied to
+    /// it. `Err` says why the call cannot apply (not an edit, or `old_string` not in `before`).
+    pub fn with_file_before(self, before: String) -> Result<Event, String> {
+        let images = crate::edit::from_before(&self, before)?;
+        // A fresh event has computed nothing yet; set it before anyone reads.
+        let _ = self.images.set(Some(images));
+        Ok(self)
     }
 
     /// The whole file before the call.

@@ -10,6 +10,7 @@
 //! every match starts with. A line without them is answered by a substring search, and a worker
 //! starts without compiling patterns its first events never reach.
 
+use std::cell::Cell;
 use std::fmt;
 use std::sync::{Arc, OnceLock};
 
@@ -24,6 +25,28 @@ const BACKTRACK_LIMIT: usize = 1_000_000;
 const LAZY_WEIGHT: usize = 20_000;
 /// More prefix literals than this make the prefilter no cheaper than the regex itself.
 const MAX_LITERALS: usize = 8;
+
+thread_local! {
+    /// Set while [`deferred`] runs on this thread.
+    static DEFER: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Runs `load` with every pattern it creates compiled on first use, those needing the
+/// backtracking engine included. Compiling look-around patterns is most of the cost of loading
+/// the builtin packs (a millisecond of every worker's start), and their patterns are known to
+/// compile: their tests load them the ordinary way. Only for such sources: a pattern deferred
+/// here that then failed to compile would search as "no match" instead of failing its load.
+pub fn deferred<R>(load: impl FnOnce() -> R) -> R {
+    /// Restores the flag even if `load` panics.
+    struct Restore(bool);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            DEFER.set(self.0);
+        }
+    }
+    let _restore = Restore(DEFER.replace(true));
+    load()
+}
 
 /// A compiled search pattern.
 #[derive(Clone)]
@@ -97,6 +120,7 @@ impl Pattern {
                 pattern.prefixes = prefixes(&hir);
                 pattern.edge_neutral = hir.properties().look_set().iter().all(is_word_look);
             }
+            _ if DEFER.get() => {}
             _ => {
                 let engine = compile(source, &pattern.flagged)?;
                 let _ = pattern.engine.set(engine);
@@ -472,6 +496,23 @@ mod lazy_tests {
                 .get()
                 .is_some()
         );
+    }
+
+    /// Under `deferred`, even a look-around pattern waits for its first search, and answers
+    /// as the eager one does; outside it, one that cannot compile still fails at load.
+    #[test]
+    fn deferred_loads_compile_backtracking_patterns_on_first_search() {
+        let source = r"\bfind\s+/(?!\S*\s+-maxdepth)";
+        let eager = Pattern::new(source, Mode::Plain).unwrap();
+        let lazy = deferred(|| Pattern::new(source, Mode::Plain)).unwrap();
+        assert!(eager.engine.get().is_some());
+        assert!(lazy.engine.get().is_none(), "compiled at load");
+        for line in ["find / -name x", "find /x -maxdepth 2", "ls"] {
+            assert_eq!(lazy.is_match(line), eager.is_match(line), "{line}");
+        }
+        assert!(lazy.engine.get().is_some());
+        assert!(!DEFER.get(), "the flag is restored");
+        assert!(Pattern::new(r"(?<=a)b(", Mode::Plain).is_err());
     }
 
     /// A pattern too big to compile lazily with confidence is compiled (and judged) at load,

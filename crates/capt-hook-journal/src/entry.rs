@@ -85,6 +85,9 @@ pub struct LogLine {
     /// Failures.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub errors: Vec<String>,
+    /// Calls LLM hooks made to their judges.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub judge: Vec<crate::judge::JudgeCall>,
     /// Time spent evaluating.
     pub elapsed_ms: f64,
     /// The client's exit code.
@@ -148,6 +151,7 @@ impl Entry {
                 })
                 .collect(),
             errors: self.errors.clone(),
+            judge: evt.map(crate::judge::recorded).unwrap_or_default(),
             elapsed_ms: (self.elapsed_ms * 1000.0).round() / 1000.0,
             exit: self.exit,
         }
@@ -189,6 +193,36 @@ impl Entry {
                 event_uuid: event_uuid.clone(),
                 message: said(&f.result).map(str::to_owned),
                 detail_json: detail.clone(),
+            })
+            .collect()
+    }
+}
+
+impl Entry {
+    /// The ledger rows for the judge calls the event's hooks made; none for an event without a
+    /// session or one sent by a spawned process (as for [`Entry::decisions`]).
+    pub fn judge_rows(&self) -> Vec<crate::judge::NewJudgeCall> {
+        let (Some(session), Some(evt)) = (self.session_id(), self.event.as_deref()) else {
+            return Vec::new();
+        };
+        if self.spawned {
+            return Vec::new();
+        }
+        let calls = crate::judge::recorded(evt);
+        if calls.is_empty() {
+            return Vec::new();
+        }
+        let digest = tool_digest(evt);
+        calls
+            .into_iter()
+            .zip(0u32..)
+            .map(|(call, seq)| crate::judge::NewJudgeCall {
+                ts_ms: self.ts_ms,
+                session_id: session.to_owned(),
+                event: self.event_name.clone(),
+                tool_digest: digest.clone(),
+                seq,
+                call,
             })
             .collect()
     }

@@ -43,6 +43,34 @@ CREATE INDEX IF NOT EXISTS decisions_source_file ON decisions (source_file);
 CREATE INDEX IF NOT EXISTS decisions_ts ON decisions (ts_ms);
 ";
 
+/// Schema version 2 adds `judge_calls`: one row per call an LLM hook made to its judge, tied to
+/// the event's decision rows by `session_id`, `ts_ms` and `hook` (= `decisions.kind`). Added
+/// with `IF NOT EXISTS`, so a version-1 ledger gains the table and keeps every row.
+const JUDGE_SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS judge_calls (
+    id INTEGER PRIMARY KEY,
+    ts_ms INTEGER NOT NULL,
+    session_id TEXT NOT NULL,
+    event TEXT NOT NULL,
+    hook TEXT NOT NULL,
+    tool_digest TEXT,
+    seq INTEGER NOT NULL,
+    backend TEXT NOT NULL,
+    model TEXT,
+    latency_ms INTEGER NOT NULL,
+    cost_usd REAL,
+    ok INTEGER NOT NULL CHECK (ok IN (0, 1)),
+    error TEXT,
+    UNIQUE (session_id, ts_ms, hook, seq)
+);
+CREATE INDEX IF NOT EXISTS judge_calls_event ON judge_calls (session_id, ts_ms, hook);
+CREATE INDEX IF NOT EXISTS judge_calls_ts ON judge_calls (ts_ms);
+";
+
+/// The schema version this build writes (`PRAGMA user_version`; ledgers before judge calls
+/// were 0).
+pub const SCHEMA_VERSION: i64 = 2;
+
 /// A ledger that cannot be used.
 #[derive(Debug, thiserror::Error)]
 pub enum LedgerError {
@@ -110,6 +138,36 @@ pub struct Decision {
     pub message: Option<String>,
     /// Further facts.
     pub detail: serde_json::Value,
+    /// The calls the hook made to its judge for this event (LLM hooks).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub judge: Vec<JudgeCallRow>,
+}
+
+/// One recorded judge call.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct JudgeCallRow {
+    /// The event's arrival (Unix milliseconds).
+    pub ts_ms: i64,
+    /// UTC time.
+    pub ts: String,
+    /// The session.
+    pub session_id: String,
+    /// The event.
+    pub event: String,
+    /// The hook that asked.
+    pub hook: String,
+    /// The backend.
+    pub backend: String,
+    /// The model, when known.
+    pub model: Option<String>,
+    /// Wall-clock time of the call.
+    pub latency_ms: i64,
+    /// What it cost, when the backend says.
+    pub cost_usd: Option<f64>,
+    /// A verdict came back.
+    pub ok: bool,
+    /// Why none came.
+    pub error: Option<String>,
 }
 
 /// Which decisions to list; every field narrows.
@@ -163,6 +221,14 @@ impl Ledger {
         conn.pragma_update(None, "synchronous", "NORMAL")
             .map_err(sql)?;
         conn.execute_batch(SCHEMA).map_err(sql)?;
+        let version: i64 = conn
+            .pragma_query_value(None, "user_version", |r| r.get(0))
+            .map_err(sql)?;
+        if version < SCHEMA_VERSION {
+            conn.execute_batch(JUDGE_SCHEMA).map_err(sql)?;
+            conn.pragma_update(None, "user_version", SCHEMA_VERSION)
+                .map_err(sql)?;
+        }
         Ok(Ledger {
             conn,
             path: path.to_path_buf(),
@@ -199,12 +265,32 @@ impl Ledger {
 
     /// Inserts rows in one transaction; returns how many were new.
     pub fn insert(&mut self, rows: &[NewDecision]) -> Result<usize, LedgerError> {
-        let tx = self.conn.transaction().map_err(|e| LedgerError::Sqlite {
-            path: self.path.clone(),
-            source: e,
-        })?;
-        let mut added = 0;
-        {
+        self.insert_all(rows, &[]).map(|(d, _)| d)
+    }
+
+    /// Inserts judge-call rows in one transaction; returns how many were new.
+    pub fn insert_judge_calls(
+        &mut self,
+        rows: &[crate::judge::NewJudgeCall],
+    ) -> Result<usize, LedgerError> {
+        self.insert_all(&[], rows).map(|(_, j)| j)
+    }
+
+    /// Inserts decisions and the judge calls behind them in one transaction, so a reader never
+    /// sees a decision without its calls; returns how many of each were new.
+    pub fn insert_all(
+        &mut self,
+        decisions: &[NewDecision],
+        judge: &[crate::judge::NewJudgeCall],
+    ) -> Result<(usize, usize), LedgerError> {
+        let path = self.path.clone();
+        let sql = move |source| LedgerError::Sqlite {
+            path: path.clone(),
+            source,
+        };
+        let tx = self.conn.transaction().map_err(&sql)?;
+        let (mut added, mut judged) = (0, 0);
+        if !decisions.is_empty() {
             let mut stmt = tx
                 .prepare_cached(
                     "INSERT INTO decisions (ts_ms, session_id, source, kind, \
@@ -212,11 +298,8 @@ impl Ledger {
                      detail_json) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12) \
                      ON CONFLICT DO NOTHING",
                 )
-                .map_err(|e| LedgerError::Sqlite {
-                    path: self.path.clone(),
-                    source: e,
-                })?;
-            for r in rows {
+                .map_err(&sql)?;
+            for r in decisions {
                 added += stmt
                     .execute(rusqlite::params![
                         i64::try_from(r.ts_ms).unwrap_or(i64::MAX),
@@ -232,20 +315,122 @@ impl Ledger {
                         r.message,
                         r.detail_json,
                     ])
-                    .map_err(|e| LedgerError::Sqlite {
-                        path: self.path.clone(),
-                        source: e,
-                    })?;
+                    .map_err(&sql)?;
             }
         }
-        tx.commit().map_err(|e| LedgerError::Sqlite {
-            path: self.path.clone(),
-            source: e,
-        })?;
-        Ok(added)
+        if !judge.is_empty() {
+            let mut stmt = tx
+                .prepare_cached(
+                    "INSERT INTO judge_calls (ts_ms, session_id, event, hook, tool_digest, seq, \
+                     backend, model, latency_ms, cost_usd, ok, error) VALUES (?1, ?2, ?3, ?4, \
+                     ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12) ON CONFLICT DO NOTHING",
+                )
+                .map_err(&sql)?;
+            for r in judge {
+                judged += stmt
+                    .execute(rusqlite::params![
+                        i64::try_from(r.ts_ms).unwrap_or(i64::MAX),
+                        r.session_id,
+                        r.event,
+                        r.call.hook,
+                        r.tool_digest,
+                        r.seq,
+                        r.call.backend,
+                        r.call.model,
+                        i64::try_from(r.call.latency_ms).unwrap_or(i64::MAX),
+                        r.call.cost_usd,
+                        r.call.ok,
+                        r.call.error,
+                    ])
+                    .map_err(&sql)?;
+            }
+        }
+        tx.commit().map_err(&sql)?;
+        Ok((added, judged))
     }
 
-    /// The decisions `q` selects, oldest first (the newest `limit` when limited).
+    /// True when the ledger has the `judge_calls` table (a version-1 ledger no writer of this
+    /// build has opened yet does not).
+    fn has_judge_calls(&self) -> Result<bool, LedgerError> {
+        self.conn
+            .query_row(
+                "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'judge_calls'",
+                [],
+                |r| r.get::<_, i64>(0),
+            )
+            .map(|n| n > 0)
+            .map_err(|e| self.err(e))
+    }
+
+    /// The judge calls `q` selects (its `hook`, `session`, `event` and time bounds; `action`
+    /// does not apply), oldest first (the newest `limit` when limited).
+    pub fn judge_calls(&self, q: &Query) -> Result<Vec<JudgeCallRow>, LedgerError> {
+        if !self.has_judge_calls()? {
+            return Ok(Vec::new());
+        }
+        let mut clauses = Vec::new();
+        let mut args: Vec<rusqlite::types::Value> = Vec::new();
+        for (column, value) in [
+            ("session_id", &q.session),
+            ("hook", &q.hook),
+            ("event", &q.event),
+        ] {
+            if let Some(v) = value {
+                args.push(v.clone().into());
+                clauses.push(format!("{column} = ?{}", args.len()));
+            }
+        }
+        for (op, value) in [(">=", q.since_ms), ("<", q.until_ms)] {
+            if let Some(v) = value {
+                args.push(i64::try_from(v).unwrap_or(i64::MAX).into());
+                clauses.push(format!("ts_ms {op} ?{}", args.len()));
+            }
+        }
+        let filter = if clauses.is_empty() {
+            String::new()
+        } else {
+            format!("WHERE {}", clauses.join(" AND "))
+        };
+        let limit = q.limit.map(|n| format!("LIMIT {n}")).unwrap_or_default();
+        self.judge_rows(
+            &format!(
+                "SELECT * FROM (SELECT ts_ms, session_id, event, hook, backend, model, \
+                 latency_ms, cost_usd, ok, error, id, seq FROM judge_calls {filter} \
+                 ORDER BY ts_ms DESC, id DESC {limit}) ORDER BY ts_ms, id"
+            ),
+            args,
+        )
+    }
+
+    fn judge_rows(
+        &self,
+        sql: &str,
+        args: Vec<rusqlite::types::Value>,
+    ) -> Result<Vec<JudgeCallRow>, LedgerError> {
+        let mut stmt = self.conn.prepare_cached(sql).map_err(|e| self.err(e))?;
+        let rows = stmt
+            .query_map(params_from_iter(args), |row| {
+                let ts_ms: i64 = row.get(0)?;
+                Ok(JudgeCallRow {
+                    ts_ms,
+                    ts: crate::time::utc(u64::try_from(ts_ms).unwrap_or(0)),
+                    session_id: row.get(1)?,
+                    event: row.get(2)?,
+                    hook: row.get(3)?,
+                    backend: row.get(4)?,
+                    model: row.get(5)?,
+                    latency_ms: row.get(6)?,
+                    cost_usd: row.get(7)?,
+                    ok: row.get(8)?,
+                    error: row.get(9)?,
+                })
+            })
+            .map_err(|e| self.err(e))?;
+        rows.collect::<Result<Vec<_>, _>>().map_err(|e| self.err(e))
+    }
+
+    /// The decisions `q` selects, oldest first (the newest `limit` when limited), each with
+    /// the judge calls its hook made for that event.
     pub fn query(&self, q: &Query) -> Result<Vec<Decision>, LedgerError> {
         let mut clauses = Vec::new();
         let mut args: Vec<rusqlite::types::Value> = Vec::new();
@@ -301,10 +486,28 @@ impl Ledger {
                     message: row.get(11)?,
                     detail: serde_json::from_str(&detail)
                         .unwrap_or(serde_json::Value::String(detail)),
+                    judge: Vec::new(),
                 })
             })
             .map_err(|e| self.err(e))?;
-        rows.collect::<Result<Vec<_>, _>>().map_err(|e| self.err(e))
+        let mut decisions = rows
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| self.err(e))?;
+        if self.has_judge_calls()? {
+            for d in &mut decisions {
+                d.judge = self.judge_rows(
+                    "SELECT ts_ms, session_id, event, hook, backend, model, latency_ms, \
+                     cost_usd, ok, error FROM judge_calls WHERE session_id = ?1 AND ts_ms = ?2 \
+                     AND hook = ?3 ORDER BY seq",
+                    vec![
+                        d.session_id.clone().into(),
+                        d.ts_ms.into(),
+                        d.hook.clone().into(),
+                    ],
+                )?;
+            }
+        }
+        Ok(decisions)
     }
 
     /// The ledger's path.
@@ -380,6 +583,104 @@ mod tests {
         assert_eq!(q(|q| q.until_ms = Some(2000)), [1000]);
         assert_eq!(q(|q| q.limit = Some(2)), [2000, 3000]);
         assert!(q(|q| q.event = Some("Stop".into())).is_empty());
+    }
+
+    fn judge_row(
+        session: &str,
+        hook: &str,
+        ts_ms: u64,
+        seq: u32,
+        ok: bool,
+    ) -> crate::judge::NewJudgeCall {
+        crate::judge::NewJudgeCall {
+            ts_ms,
+            session_id: session.into(),
+            event: "PreToolUse".into(),
+            tool_digest: Some("abc".into()),
+            seq,
+            call: crate::judge::JudgeCall {
+                hook: hook.into(),
+                backend: "claude".into(),
+                model: Some("haiku".into()),
+                latency_ms: 1200,
+                cost_usd: ok.then_some(0.0021),
+                ok,
+                error: (!ok).then(|| "claude judge: exited with exit status: 3".into()),
+            },
+        }
+    }
+
+    #[test]
+    fn judge_calls_join_their_decision_and_list_on_their_own() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("d.db");
+        let mut ledger = Ledger::open(&path).unwrap();
+        ledger.insert(&[row("s1", "gate", "block", 1000)]).unwrap();
+        let calls = [
+            judge_row("s1", "gate", 1000, 0, true),
+            judge_row("s1", "gate", 1000, 1, false),
+            // A call whose verdict fired nothing has no decision row, but is kept.
+            judge_row("s1", "nudge", 2000, 0, true),
+        ];
+        assert_eq!(ledger.insert_judge_calls(&calls).unwrap(), 3);
+        assert_eq!(ledger.insert_judge_calls(&calls).unwrap(), 0, "no doubles");
+        let reader = Ledger::open_read(&path).unwrap();
+        let d = reader.query(&Query::default()).unwrap();
+        assert_eq!(d.len(), 1);
+        assert_eq!(d[0].judge.len(), 2);
+        assert_eq!(d[0].judge[0].cost_usd, Some(0.0021));
+        assert_eq!(d[0].judge[0].latency_ms, 1200);
+        assert!(!d[0].judge[1].ok);
+        assert!(
+            d[0].judge[1]
+                .error
+                .as_deref()
+                .unwrap()
+                .contains("exit status: 3")
+        );
+        let all = reader.judge_calls(&Query::default()).unwrap();
+        assert_eq!(all.len(), 3);
+        let q = Query {
+            hook: Some("nudge".into()),
+            ..Query::default()
+        };
+        assert_eq!(reader.judge_calls(&q).unwrap()[0].ts_ms, 2000);
+    }
+
+    #[test]
+    fn a_ledger_from_before_judge_calls_keeps_its_rows_and_gains_the_table() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("old.db");
+        {
+            // A version-0 ledger, as builds before judge calls left it.
+            let conn = Connection::open(&path).unwrap();
+            conn.execute_batch(SCHEMA).unwrap();
+            conn.execute(
+                "INSERT INTO decisions (ts_ms, session_id, source, kind, event, action) \
+                 VALUES (5, 's0', 'captain-hook', 'old', 'Stop', 'block')",
+                [],
+            )
+            .unwrap();
+        }
+        // Readers of an old ledger see its decisions and no judge calls.
+        let reader = Ledger::open_read(&path).unwrap();
+        assert_eq!(reader.query(&Query::default()).unwrap().len(), 1);
+        assert!(reader.judge_calls(&Query::default()).unwrap().is_empty());
+        drop(reader);
+        let mut ledger = Ledger::open(&path).unwrap();
+        let version: i64 = ledger
+            .conn
+            .pragma_query_value(None, "user_version", |r| r.get(0))
+            .unwrap();
+        assert_eq!(version, SCHEMA_VERSION);
+        ledger
+            .insert_judge_calls(&[judge_row("s0", "old", 5, 0, true)])
+            .unwrap();
+        let d = ledger.query(&Query::default()).unwrap();
+        assert_eq!((d[0].hook.as_str(), d[0].judge.len()), ("old", 1));
+        // Opening again migrates nothing twice.
+        drop(ledger);
+        assert!(Ledger::open(&path).is_ok());
     }
 
     #[test]

@@ -182,6 +182,24 @@ pub fn render(l: &LogLine) -> String {
     for e in &l.errors {
         s.push_str(&format!(" ERROR {e}"));
     }
+    for j in &l.judge {
+        let model = j
+            .model
+            .as_deref()
+            .map(|m| format!("/{m}"))
+            .unwrap_or_default();
+        let cost = j.cost_usd.map(|c| format!(" ${c:.4}")).unwrap_or_default();
+        match &j.error {
+            None => s.push_str(&format!(
+                " (judge {} {}{model} {} ms{cost})",
+                j.hook, j.backend, j.latency_ms
+            )),
+            Some(e) => s.push_str(&format!(
+                " (judge {} {}{model} FAILED after {} ms: {e})",
+                j.hook, j.backend, j.latency_ms
+            )),
+        }
+    }
     s.push_str(&format!(" ({:.2} ms", l.elapsed_ms));
     if l.exit != 0 {
         s.push_str(&format!(", exit {}", l.exit));

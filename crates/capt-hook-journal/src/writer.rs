@@ -184,6 +184,7 @@ impl Writer<'_> {
     fn write(&mut self, batch: Vec<Msg>) {
         let mut lines: BTreeMap<String, Vec<String>> = BTreeMap::new();
         let mut rows = Vec::new();
+        let mut judge_rows = Vec::new();
         let mut flushes = Vec::new();
         for msg in batch {
             match msg {
@@ -193,6 +194,7 @@ impl Writer<'_> {
                         lines.entry(line.session).or_default().push(text);
                     }
                     rows.extend(e.decisions());
+                    judge_rows.extend(e.judge_rows());
                 }
                 Msg::Flush(done) => flushes.push(done),
             }
@@ -210,15 +212,15 @@ impl Writer<'_> {
                 ));
             }
         }
-        if !rows.is_empty() {
-            self.record(&rows);
+        if !rows.is_empty() || !judge_rows.is_empty() {
+            self.record(&rows, &judge_rows);
         }
         for done in flushes {
             let _ = done.send(());
         }
     }
 
-    fn record(&mut self, rows: &[crate::entry::NewDecision]) {
+    fn record(&mut self, rows: &[crate::entry::NewDecision], judge: &[crate::judge::NewJudgeCall]) {
         if self.ledger.is_none() {
             if self.ledger_retry_at.is_some_and(|t| Instant::now() < t) {
                 return;
@@ -232,7 +234,7 @@ impl Writer<'_> {
             }
         }
         if let Some(ledger) = self.ledger.as_mut()
-            && let Err(e) = ledger.insert(rows)
+            && let Err(e) = ledger.insert_all(rows, judge)
         {
             self.ledger = None;
             self.ledger_retry_at = Some(Instant::now() + LEDGER_RETRY);

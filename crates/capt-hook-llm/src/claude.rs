@@ -137,6 +137,59 @@ impl Backend for Claude {
     }
 }
 
+/// The rules Claude Code's auto mode judges a tool call by, as `claude auto-mode config` prints
+/// them: the user's `autoMode` settings where set, Claude Code's defaults otherwise.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Deserialize)]
+pub struct AutoModeRules {
+    /// What the classifier may treat as the user's own (repositories, buckets, domains).
+    #[serde(default)]
+    pub environment: Vec<String>,
+    /// Exceptions to the soft blocks.
+    #[serde(default)]
+    pub allow: Vec<String>,
+    /// Blocks the user's explicit request (or an allow exception) lifts.
+    #[serde(default)]
+    pub soft_deny: Vec<String>,
+    /// Blocks nothing lifts.
+    #[serde(default)]
+    pub hard_deny: Vec<String>,
+}
+
+impl Claude {
+    /// Asks the CLI for the auto-mode rules in force in `cwd` (`claude auto-mode config`). An
+    /// answer with no block rules at all is refused as not a rule set.
+    pub fn auto_mode_rules(
+        &self,
+        cwd: Option<&std::path::Path>,
+        deadline: Instant,
+    ) -> Result<AutoModeRules, CallError> {
+        let argv: Vec<String> = vec![self.program.clone(), "auto-mode".into(), "config".into()];
+        let done = process::run("claude", &argv, "", cwd, &[JUDGE_MARK], deadline, "")?;
+        if !done.status.success() {
+            return Err(process::exit_error("claude", &argv, "", &done));
+        }
+        let rules: AutoModeRules = serde_json::from_str(done.stdout.trim()).map_err(|e| {
+            process::bad_output(
+                "claude",
+                &argv,
+                "",
+                &done,
+                format!("not auto-mode rules: {e}"),
+            )
+        })?;
+        if rules.soft_deny.is_empty() && rules.hard_deny.is_empty() {
+            return Err(process::bad_output(
+                "claude",
+                &argv,
+                "",
+                &done,
+                "auto-mode rules without a single block rule".into(),
+            ));
+        }
+        Ok(rules)
+    }
+}
+
 fn bad(argv: &[String], call: &Call<'_>, done: &Finished, why: String) -> CallError {
     process::bad_output("claude", argv, call.prompt, done, why)
 }
@@ -264,6 +317,35 @@ printf '{"type":"result","is_error":false,"structured_output":{"block":true,"rea
         assert_eq!(a.model.as_deref(), Some("haiku"));
         let args = std::fs::read_to_string(dir.path().join("args")).unwrap();
         assert!(args.contains("--json-schema"), "{args}");
+    }
+
+    #[test]
+    fn auto_mode_rules_come_from_the_cli_or_fail_with_a_record() {
+        let dir = tempfile::tempdir().unwrap();
+        let c = |body: &str| Claude {
+            program: fake_cli(dir.path(), body),
+            ..Claude::default()
+        };
+        let soon = || Instant::now() + Duration::from_secs(10);
+        let ok = c(r#"[ "$1 $2" = "auto-mode config" ] || exit 9
+echo '{"environment":["acme org"],"allow":["a"],"soft_deny":["s"],"hard_deny":["h"],"extra":1}'"#);
+        let rules = ok.auto_mode_rules(Some(dir.path()), soon()).unwrap();
+        assert_eq!(rules.environment, ["acme org"]);
+        assert_eq!(
+            (rules.soft_deny[0].as_str(), rules.hard_deny[0].as_str()),
+            ("s", "h")
+        );
+        let e = c("exit 4").auto_mode_rules(None, soon()).unwrap_err();
+        assert_eq!(e.record.exit_code, Some(4));
+        assert_eq!(e.record.argv[1..], ["auto-mode", "config"]);
+        let e = c("echo 'Unknown command'")
+            .auto_mode_rules(None, soon())
+            .unwrap_err();
+        assert!(matches!(e.kind, CallErrorKind::BadOutput(_)), "{e}");
+        let e = c(r#"echo '{"allow":["a"]}'"#)
+            .auto_mode_rules(None, soon())
+            .unwrap_err();
+        assert!(e.to_string().contains("without a single block rule"), "{e}");
     }
 
     #[test]

@@ -28,7 +28,7 @@ use serde_json::{Map, Value};
 
 pub use prompt::{Block, Template, render};
 pub use schema::{Field, FieldType, VerdictSchema};
-pub use settings::{BackendChoice, Settings};
+pub use settings::{BackendChoice, Settings, Specialties, Specialty};
 
 /// How capable (and costly) a model the judge gets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -192,12 +192,14 @@ pub fn judge(
     backend: &dyn Backend,
     call: &Call<'_>,
     hook: &str,
+    session: Option<&str>,
     log_dir: Option<&std::path::Path>,
 ) -> Result<Answer, CallError> {
     let started = Instant::now();
     let result = backend.judge(call);
+    let at = CallLog { hook, session };
     if let Some(dir) = log_dir
-        && let Err(io) = append_call(dir, hook, backend.name(), &result, started.elapsed())
+        && let Err(io) = append_call(dir, &at, backend.name(), &result, started.elapsed())
     {
         tracing::warn!(target: "capt_hook_llm", error = %io, "could not log the judge's call");
     }
@@ -225,7 +227,7 @@ pub fn judge(
                 "judge failed"
             );
             if let Some(dir) = log_dir
-                && let Err(io) = append_failure(dir, hook, e, started.elapsed())
+                && let Err(io) = append_failure(dir, &at, e, started.elapsed())
             {
                 tracing::warn!(target: "capt_hook_llm", error = %io, "could not keep the failure record");
             }
@@ -237,17 +239,28 @@ pub fn judge(
 /// The file every call is logged to, under the log directory.
 pub const CALL_LOG: &str = "llm-calls.jsonl";
 
+/// Who made a call, for its log lines.
+#[derive(Debug, Clone, Copy)]
+pub struct CallLog<'a> {
+    /// The hook.
+    pub hook: &'a str,
+    /// The session, when the event named one (`capt-hook logs --judge --session` filters on it).
+    pub session: Option<&'a str>,
+}
+
 /// Appends one JSON line for a call, answered or not.
 pub fn append_call(
     dir: &std::path::Path,
-    hook: &str,
+    at: &CallLog<'_>,
     backend: &str,
     result: &Result<Answer, CallError>,
     elapsed: Duration,
 ) -> std::io::Result<()> {
+    let (hook, session) = (at.hook, at.session);
     let line = match result {
         Ok(a) => serde_json::json!({
             "unix_ms": unix_ms(),
+            "session": session,
             "hook": hook,
             "backend": a.backend,
             "model": a.model,
@@ -257,6 +270,7 @@ pub fn append_call(
         }),
         Err(e) => serde_json::json!({
             "unix_ms": unix_ms(),
+            "session": session,
             "hook": hook,
             "backend": backend,
             "latency_ms": elapsed.as_millis() as u64,
@@ -296,13 +310,14 @@ const LOG_MAX: u64 = 1 << 20;
 /// Appends one JSON line for a failed call.
 pub fn append_failure(
     dir: &std::path::Path,
-    hook: &str,
+    at: &CallLog<'_>,
     e: &CallError,
     elapsed: Duration,
 ) -> std::io::Result<()> {
     let line = serde_json::json!({
         "unix_ms": unix_ms(),
-        "hook": hook,
+        "session": at.session,
+        "hook": at.hook,
         "backend": e.backend,
         "error": e.kind.to_string(),
         "elapsed_ms": elapsed.as_millis() as u64,
@@ -362,10 +377,11 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let schema = VerdictSchema::gate();
         let c = test_support::call("why?", &schema, Duration::from_secs(1));
-        assert!(judge(&Broken, &c, "t:llm_gate_x", Some(dir.path())).is_err());
+        assert!(judge(&Broken, &c, "t:llm_gate_x", Some("s9"), Some(dir.path())).is_err());
         let text = std::fs::read_to_string(dir.path().join(FAILURE_LOG)).unwrap();
         let v: Value = serde_json::from_str(text.trim()).unwrap();
         assert_eq!(v["hook"], "t:llm_gate_x");
+        assert_eq!(v["session"], "s9");
         assert_eq!(v["exit_code"], 3);
         assert_eq!(v["argv"], serde_json::json!(["claude", "-p"]));
         assert_eq!(v["stderr_tail"], "boom");

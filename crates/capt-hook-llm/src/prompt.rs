@@ -89,13 +89,21 @@ pub fn transcript_window(
     let mut pieces: Vec<String> = Vec::new();
     let mut used = 0usize;
     let entries = t.entries();
+    // A subagent's own file (SubagentStop's `agent_transcript_path`) holds only sidechain
+    // lines: they are its conversation and are shown, the parent's task as its `user:` line.
+    // In a main transcript, sidechain lines belong to other agents and are left out.
+    let own_sidechain = entries
+        .iter()
+        .filter(|e| e.is_message())
+        .all(|e| e.is_sidechain());
     'walk: for (i, e) in entries.iter().enumerate().rev() {
-        if e.is_meta() || e.is_compact_summary() || e.is_sidechain() {
+        if e.is_meta() || e.is_compact_summary() || (e.is_sidechain() && !own_sidechain) {
             continue;
         }
+        let task = own_sidechain && e.is_sidechain() && !e.text().trim().is_empty();
         let mut here: Vec<String> = Vec::new();
         match e.kind() {
-            EntryKind::User if e.is_prompt() => {
+            EntryKind::User if e.is_prompt() || task => {
                 here.push(format!("user: {}", clip(e.text(), budget.prose)));
             }
             EntryKind::Assistant => {
@@ -253,6 +261,36 @@ mod tests {
         assert_eq!(
             transcript_window(&Transcript::empty(), 100, true, Budget::default()),
             ""
+        );
+    }
+
+    /// A subagent's own transcript is all sidechain lines: shown, with the parent's task as
+    /// the user line. The same lines inside a main transcript are another agent's: left out.
+    #[test]
+    fn a_subagents_own_transcript_is_shown_and_a_main_ones_sidechains_are_not() {
+        let side = |v: serde_json::Value| {
+            let mut v = v;
+            v["isSidechain"] = true.into();
+            v
+        };
+        let task = side(
+            json!({"type": "user", "message": {"role": "user", "content": "Review the parser"}}),
+        );
+        let reply = side(
+            json!({"type": "assistant", "message": {"role": "assistant", "content": [
+                {"type": "text", "text": "The parser drops trailing comments."}
+            ]}}),
+        );
+        let own = Transcript::from_values([&task, &reply]);
+        assert_eq!(
+            transcript_window(&own, 10_000, true, Budget::default()),
+            "user: Review the parser\nassistant: The parser drops trailing comments."
+        );
+        let prompt = json!({"type": "user", "message": {"role": "user", "content": "ship it"}});
+        let main = Transcript::from_values([&prompt, &task, &reply]);
+        assert_eq!(
+            transcript_window(&main, 10_000, true, Budget::default()),
+            "user: ship it"
         );
     }
 }

@@ -46,6 +46,60 @@ impl BackendChoice {
     pub const NAMES: &'static str = "auto, claude, codex, command, jev";
 }
 
+/// What a specialty asks for: a judge and, optionally, its own model names per tier.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Specialty {
+    /// The judge (`None`: the hook's or the project's default).
+    pub backend: Option<BackendChoice>,
+    /// Model names for small, medium and large, for the `claude` and `codex` CLIs.
+    pub models: Option<[String; 3]>,
+}
+
+/// The specialties a project can name: the built-in ones (which change nothing unless the
+/// project configures them) and the project's own.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Specialties {
+    table: std::collections::BTreeMap<String, Specialty>,
+}
+
+impl Specialties {
+    /// Specialties every project has; the seeds' hooks name them.
+    pub const BUILTIN: [&'static str; 3] = ["general", "review", "debugging"];
+
+    /// The built-in specialties, each asking for nothing of its own.
+    pub fn builtin() -> Specialties {
+        Specialties {
+            table: Self::BUILTIN
+                .iter()
+                .map(|n| ((*n).to_owned(), Specialty::default()))
+                .collect(),
+        }
+    }
+
+    /// The built-ins with the project's `configured` ones over them.
+    pub fn with(configured: impl IntoIterator<Item = (String, Specialty)>) -> Specialties {
+        let mut s = Specialties::builtin();
+        s.table.extend(configured);
+        s
+    }
+
+    /// The specialty called `name`, if the project has it.
+    pub fn get(&self, name: &str) -> Option<&Specialty> {
+        self.table.get(name)
+    }
+
+    /// Every name, sorted, for error messages.
+    pub fn names(&self) -> String {
+        self.table.keys().cloned().collect::<Vec<_>>().join(", ")
+    }
+}
+
+impl Default for Specialties {
+    fn default() -> Specialties {
+        Specialties::builtin()
+    }
+}
+
 /// Every backend, configured from the environment.
 #[derive(Debug, Clone)]
 pub struct Settings {
@@ -107,6 +161,20 @@ impl Settings {
                 api_key: get(TYPESAFE_API_KEY),
             },
         })
+    }
+
+    /// These settings under `specialty`: its judge becomes the default, its model names
+    /// replace the CLIs'.
+    pub fn for_specialty(&self, specialty: &Specialty) -> Settings {
+        let mut out = self.clone();
+        if let Some(b) = specialty.backend {
+            out.default = b;
+        }
+        if let Some(m) = &specialty.models {
+            out.claude.models = m.clone();
+            out.codex.models = m.clone();
+        }
+        out
     }
 
     /// The backend for a hook that chose `choice` (`None`: the project default) and asks for
@@ -196,6 +264,30 @@ mod tests {
                 .name(),
             "command"
         );
+        // A specialty's judge replaces the project default, not a hook's own choice; its
+        // model names replace the CLIs' tiers.
+        let review = Specialty {
+            backend: Some(BackendChoice::Claude),
+            models: Some(["m1".into(), "m2".into(), "m3".into()]),
+        };
+        let under = s.for_specialty(&review);
+        assert_eq!(under.backend(None, &gate).unwrap().name(), "claude");
+        assert_eq!(
+            under
+                .backend(Some(BackendChoice::Command), &gate)
+                .unwrap()
+                .name(),
+            "command"
+        );
+        assert_eq!(under.claude.models, ["m1", "m2", "m3"]);
+        assert_eq!(under.codex.models, ["m1", "m2", "m3"]);
+        let plain = s.for_specialty(&Specialty::default());
+        assert_eq!(plain.default, s.default);
+        let table = Specialties::with([("security".to_owned(), review.clone())]);
+        assert_eq!(table.get("security"), Some(&review));
+        assert_eq!(table.get("review"), Some(&Specialty::default()));
+        assert!(table.get("secruity").is_none());
+        assert_eq!(table.names(), "debugging, general, review, security");
         let e = settings(&[(CAPT_HOOK_LLM_BACKEND, "gpt")]).unwrap_err();
         assert!(e.contains("auto, claude"), "{e}");
         assert!(settings(&[(CAPT_HOOK_CLAUDE_MODELS, "a,b")]).is_err());

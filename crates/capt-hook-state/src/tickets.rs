@@ -2,6 +2,12 @@
 //! (`<state root>/hooks/tickets/<project key>.json`), read and written under its `.lock` sibling
 //! like every other state file, so concurrent sessions of one project never lose a ticket.
 //!
+//! A ticket belongs to the session tree it was minted in (`tree`: the root session id; a
+//! subagent's calls carry their parent's session id, so they read and spend the same tickets).
+//! Revoking marks a ticket `revoked_at` instead of deleting it, so the store still shows what
+//! was granted and when it was taken back. Files written before trees existed stay readable:
+//! such a ticket's tree is the session that minted it.
+//!
 //! Unlike session slots, a ticket store that does not parse is never read as empty: an empty
 //! store would silently deny everything the user already granted, and writing over it would lose
 //! those grants. It is moved aside as `<file>.bak.<timestamp>` and the operation fails naming
@@ -70,34 +76,66 @@ pub struct Ticket {
     /// The session it was minted in, when known.
     #[serde(default)]
     pub session: Option<String>,
+    /// The root session id of the tree it was minted in; only actions of that tree spend it
+    /// (`None`: minted where no session was known; it covers only such actions).
+    #[serde(default)]
+    pub tree: Option<String>,
+    /// Who minted it: `main`, a subagent's id, or the tool that wrote it.
+    #[serde(default)]
+    pub author: Option<String>,
     /// Unix milliseconds when it was minted.
     pub minted_at: u64,
     /// Unix milliseconds when it stops covering anything (`None`: never).
     #[serde(default)]
     pub expires_at: Option<u64>,
+    /// Unix milliseconds when the user revoked it (`None`: not revoked).
+    #[serde(default)]
+    pub revoked_at: Option<u64>,
+}
+
+/// What [`TicketStore::revoke`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Revoked {
+    /// The ticket is now revoked.
+    Now,
+    /// It already was, at this time (Unix ms).
+    Already(u64),
+    /// No ticket has that id.
+    Unknown,
 }
 
 impl Ticket {
-    /// True when the ticket covers an action of `kind` at `place` with `fingerprint` at `now`.
+    /// True when the ticket covers an action of `kind` at `place` with `fingerprint`, acting in
+    /// one of `trees`, at `now`.
     pub fn covers(
         &self,
         kind: &str,
         place: &BTreeMap<String, String>,
         fingerprint: &str,
+        trees: &[String],
         now: u64,
     ) -> bool {
         self.kind == kind
             && &self.place == place
             && self.is_live(now)
+            && match &self.tree {
+                Some(tree) => trees.contains(tree),
+                None => trees.is_empty(),
+            }
             && match self.reach {
                 Reach::Place => true,
                 Reach::Action => self.fingerprint.as_deref() == Some(fingerprint),
             }
     }
 
-    /// True until `expires_at` (exclusive).
+    /// True until `expires_at` (exclusive), unless revoked.
     pub fn is_live(&self, now: u64) -> bool {
-        self.expires_at.is_none_or(|e| now < e)
+        self.revoked_at.is_none() && !self.is_expired(now)
+    }
+
+    /// True from `expires_at` on.
+    pub fn is_expired(&self, now: u64) -> bool {
+        self.expires_at.is_some_and(|e| now >= e)
     }
 }
 
@@ -189,6 +227,12 @@ impl TicketStore {
                 });
             }
         };
+        for t in &mut data.tickets {
+            // Written before trees existed: the minting session stands for its tree.
+            if t.tree.is_none() {
+                t.tree = t.session.clone();
+            }
+        }
         let (out, write) = f(&mut data.tickets);
         if write {
             file::write_model(&self.path, &data, Prior::Fine)?;
@@ -201,40 +245,47 @@ impl TicketStore {
         self.with_tickets(|t| (t.clone(), false))
     }
 
-    /// The live ticket covering the action, if any (the newest when several do).
+    /// The live ticket covering the action taken in one of `trees`, if any (the newest when
+    /// several do).
     pub fn find(
         &self,
         kind: &str,
         place: &BTreeMap<String, String>,
         fingerprint: &str,
+        trees: &[String],
         now: u64,
     ) -> Result<Option<Ticket>, StateError> {
         self.with_tickets(|t| {
             let found = t
                 .iter()
                 .rev()
-                .find(|x| x.covers(kind, place, fingerprint, now))
+                .find(|x| x.covers(kind, place, fingerprint, trees, now))
                 .cloned();
             (found, false)
         })
     }
 
-    /// Adds `ticket`, dropping tickets that expired before `now` so the file stays small.
+    /// Adds `ticket`, dropping tickets that expired before `now` so the file stays small
+    /// (revoked ones stay until they expire, so the store shows what was taken back).
     pub fn mint(&self, ticket: Ticket, now: u64) -> Result<(), StateError> {
         self.with_tickets(|t| {
-            t.retain(|x| x.is_live(now));
+            t.retain(|x| !x.is_expired(now));
             t.push(ticket);
             ((), true)
         })
     }
 
-    /// Removes the ticket `id`; false when there is none.
-    pub fn revoke(&self, id: &str) -> Result<bool, StateError> {
-        self.with_tickets(|t| {
-            let before = t.len();
-            t.retain(|x| x.id != id);
-            let removed = t.len() != before;
-            (removed, removed)
+    /// Marks the ticket `id` revoked at `now`: it covers nothing from then on.
+    pub fn revoke(&self, id: &str, now: u64) -> Result<Revoked, StateError> {
+        self.with_tickets(|t| match t.iter_mut().find(|x| x.id == id) {
+            None => (Revoked::Unknown, false),
+            Some(x) => match x.revoked_at {
+                Some(at) => (Revoked::Already(at), false),
+                None => {
+                    x.revoked_at = Some(now);
+                    (Revoked::Now, true)
+                }
+            },
         })
     }
 }
@@ -247,6 +298,10 @@ mod tests {
         [("channel".to_owned(), channel.to_owned())]
             .into_iter()
             .collect()
+    }
+
+    fn s1() -> Vec<String> {
+        vec!["s1".to_owned()]
     }
 
     fn ticket(reach: Reach, expires_at: Option<u64>) -> Ticket {
@@ -262,8 +317,11 @@ mod tests {
                 text: "post it to #dev".into(),
             }],
             session: Some("s1".into()),
+            tree: Some("s1".into()),
+            author: Some("main".into()),
             minted_at: 1000,
             expires_at,
+            revoked_at: None,
         }
     }
 
@@ -274,32 +332,32 @@ mod tests {
         store.mint(ticket(Reach::Action, None), 1000).unwrap();
         assert!(
             store
-                .find("chat.post", &place("dev"), "fp1", 2000)
+                .find("chat.post", &place("dev"), "fp1", &s1(), 2000)
                 .unwrap()
                 .is_some()
         );
         assert!(
             store
-                .find("chat.post", &place("dev"), "fp2", 2000)
+                .find("chat.post", &place("dev"), "fp2", &s1(), 2000)
                 .unwrap()
                 .is_none()
         );
         assert!(
             store
-                .find("chat.post", &place("ops"), "fp1", 2000)
+                .find("chat.post", &place("ops"), "fp1", &s1(), 2000)
                 .unwrap()
                 .is_none()
         );
         assert!(
             store
-                .find("mail.send", &place("dev"), "fp1", 2000)
+                .find("mail.send", &place("dev"), "fp1", &s1(), 2000)
                 .unwrap()
                 .is_none()
         );
         store.mint(ticket(Reach::Place, None), 1000).unwrap();
         assert!(
             store
-                .find("chat.post", &place("dev"), "fp2", 2000)
+                .find("chat.post", &place("dev"), "fp2", &s1(), 2000)
                 .unwrap()
                 .is_some()
         );
@@ -312,13 +370,13 @@ mod tests {
         store.mint(ticket(Reach::Place, Some(5000)), 1000).unwrap();
         assert!(
             store
-                .find("chat.post", &place("dev"), "x", 4999)
+                .find("chat.post", &place("dev"), "x", &s1(), 4999)
                 .unwrap()
                 .is_some()
         );
         assert!(
             store
-                .find("chat.post", &place("dev"), "x", 5000)
+                .find("chat.post", &place("dev"), "x", &s1(), 5000)
                 .unwrap()
                 .is_none()
         );
@@ -331,16 +389,99 @@ mod tests {
     }
 
     #[test]
-    fn revoke_removes_by_id() {
+    fn revoke_marks_the_ticket_and_keeps_it_listed() {
         let dir = tempfile::tempdir().unwrap();
         let store = TicketStore::for_project(dir.path(), dir.path());
         let t = ticket(Reach::Place, None);
         let id = t.id.clone();
         assert_eq!(id.len(), 12);
         store.mint(t, 1000).unwrap();
-        assert!(!store.revoke("000000000000").unwrap());
-        assert!(store.revoke(&id).unwrap());
-        assert!(store.list().unwrap().is_empty());
+        assert_eq!(
+            store.revoke("000000000000", 2000).unwrap(),
+            Revoked::Unknown
+        );
+        assert_eq!(store.revoke(&id, 2000).unwrap(), Revoked::Now);
+        assert_eq!(store.revoke(&id, 3000).unwrap(), Revoked::Already(2000));
+        let all = store.list().unwrap();
+        assert_eq!(all.len(), 1);
+        assert_eq!(all[0].revoked_at, Some(2000));
+        assert!(!all[0].is_live(2500));
+        assert!(
+            store
+                .find("chat.post", &place("dev"), "fp1", &s1(), 2500)
+                .unwrap()
+                .is_none()
+        );
+        // A later mint keeps the revoked ticket (it never expires) in the listing.
+        let mut other = ticket(Reach::Place, None);
+        other.id = "0123456789ab".into();
+        store.mint(other, 4000).unwrap();
+        assert_eq!(store.list().unwrap().len(), 2);
+    }
+
+    #[test]
+    fn a_ticket_covers_only_its_own_tree() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = TicketStore::for_project(dir.path(), dir.path());
+        store.mint(ticket(Reach::Place, None), 1000).unwrap();
+        let found = |trees: &[&str]| {
+            let trees: Vec<String> = trees.iter().map(|t| (*t).to_owned()).collect();
+            store
+                .find("chat.post", &place("dev"), "x", &trees, 2000)
+                .unwrap()
+                .is_some()
+        };
+        assert!(found(&["s1"]));
+        assert!(found(&["other", "s1"]));
+        assert!(!found(&["s2"]));
+        assert!(!found(&[]));
+        // A ticket minted where no session was known covers only actions without one.
+        let mut loose = ticket(Reach::Place, None);
+        loose.kind = "mail.send".into();
+        loose.session = None;
+        loose.tree = None;
+        store.mint(loose, 1000).unwrap();
+        let trees: Vec<String> = Vec::new();
+        assert!(
+            store
+                .find("mail.send", &place("dev"), "x", &trees, 2000)
+                .unwrap()
+                .is_some()
+        );
+        assert!(
+            store
+                .find("mail.send", &place("dev"), "x", &s1(), 2000)
+                .unwrap()
+                .is_none()
+        );
+    }
+
+    #[test]
+    fn a_store_written_before_trees_is_read_with_the_session_as_tree() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = TicketStore::for_project(dir.path(), dir.path());
+        std::fs::create_dir_all(store.path().parent().unwrap()).unwrap();
+        let old = r#"{"tickets":[{"id":"59019de3352f","kind":"chat.post","place":{"channel":"dev"},
+            "reach":"place","fingerprint":null,"rule":"asked",
+            "evidence":[{"source":"user_said","text":"post to #dev"}],
+            "session":"s1","minted_at":1000,"expires_at":null}]}"#;
+        std::fs::write(store.path(), old).unwrap();
+        let all = store.list().unwrap();
+        assert_eq!(all.len(), 1);
+        assert_eq!(all[0].tree.as_deref(), Some("s1"));
+        assert_eq!(all[0].revoked_at, None);
+        assert!(
+            store
+                .find("chat.post", &place("dev"), "x", &s1(), 2000)
+                .unwrap()
+                .is_some()
+        );
+        assert_eq!(store.revoke("59019de3352f", 3000).unwrap(), Revoked::Now);
+        let text = std::fs::read_to_string(store.path()).unwrap();
+        assert!(
+            text.contains("\"revoked_at\": 3000") || text.contains("\"revoked_at\":3000"),
+            "{text}"
+        );
     }
 
     #[test]
@@ -350,7 +491,7 @@ mod tests {
         std::fs::create_dir_all(store.path().parent().unwrap()).unwrap();
         std::fs::write(store.path(), "{not json").unwrap();
         let err = store
-            .find("chat.post", &place("dev"), "x", 1)
+            .find("chat.post", &place("dev"), "x", &s1(), 1)
             .unwrap_err()
             .to_string();
         assert!(err.contains(&store.path().display().to_string()), "{err}");

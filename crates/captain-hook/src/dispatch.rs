@@ -680,7 +680,7 @@ fn job(
         if deadline.is_some_and(|d| Instant::now() >= d) {
             return;
         }
-        let result = with_deadline(deadline, || run_body(&hook, &evt));
+        let result = with_deadline(deadline, &hook, || run_body(&hook, &evt));
         settle(reservation, &result);
         // The dispatcher may have given up on us; that is fine.
         let _ = tx.send(result);
@@ -691,12 +691,16 @@ fn job(
 thread_local! {
     /// The deadline of the event whose handler runs on this thread.
     static DEADLINE: std::cell::Cell<Option<Instant>> = const { std::cell::Cell::new(None) };
+    /// The hook whose handler runs on this thread.
+    static HOOK: std::cell::RefCell<Option<Arc<Hook>>> = const { std::cell::RefCell::new(None) };
 }
 
-/// Runs `f` with `deadline` as the current handler's deadline.
-fn with_deadline<T>(deadline: Option<Instant>, f: impl FnOnce() -> T) -> T {
+/// Runs `f` as `hook`'s handler, with `deadline` as its deadline.
+fn with_deadline<T>(deadline: Option<Instant>, hook: &Arc<Hook>, f: impl FnOnce() -> T) -> T {
     let before = DEADLINE.with(|d| d.replace(deadline));
+    let outer = HOOK.with(|h| h.replace(Some(Arc::clone(hook))));
     let out = f();
+    HOOK.with(|h| *h.borrow_mut() = outer);
     DEADLINE.with(|d| d.set(before));
     out
 }
@@ -705,6 +709,12 @@ fn with_deadline<T>(deadline: Option<Instant>, f: impl FnOnce() -> T) -> T {
 /// a handler that waits on something slow (a model) stops in time instead of being abandoned.
 pub fn current_deadline() -> Option<Instant> {
     DEADLINE.with(std::cell::Cell::get)
+}
+
+/// The name of the hook whose handler runs on this pool thread, so what it records (a judge
+/// call) carries the name the journal and `capt-hook list` use.
+pub fn current_hook_name() -> Option<String> {
+    HOOK.with(|h| h.borrow().as_ref().map(|h| h.name.clone()))
 }
 
 /// Queues a job. A job that cannot be queued is dropped with its sender, which the dispatcher

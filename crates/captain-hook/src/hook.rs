@@ -134,6 +134,9 @@ pub struct Hook {
     pub tests: Vec<InlineTest>,
     /// Where it was defined.
     pub source: Option<Source>,
+    /// The judge specialty it asks for (LLM hooks), checked against the project's config when
+    /// the project loads.
+    pub specialty: Option<String>,
 }
 
 impl Hook {

@@ -232,6 +232,7 @@ pub struct HookDef {
     approve: bool,
     repeat: Option<bool>,
     confirm: Option<crate::llm::Confirm>,
+    specialty: Option<String>,
     when: Vec<WhenFn>,
     tests: Vec<InlineTest>,
     source: Option<Source>,
@@ -267,6 +268,7 @@ fn def(kind: Kind) -> HookDef {
         approve: false,
         repeat: None,
         confirm: None,
+        specialty: None,
         when: Vec::new(),
         tests: Vec::new(),
         source: Some(Source {
@@ -623,13 +625,16 @@ impl HookDef {
             guards,
             skip_guards,
             mut body,
-            declarative,
+            mut declarative,
             skip_planning_agents: default_skip_planning,
             default_max_fires,
             manages_repetition,
         } = self.kind.clone().lower()?;
         if let Some(c) = self.confirm {
             body = crate::llm::confirmed(body, c, name.clone())?;
+            // Its block now waits on a judge: after another hook's block it would only add a
+            // paid call to a call that is refused anyway.
+            declarative = false;
         }
 
         if self.is_async && events.intersects(DECISION_EVENTS) {
@@ -705,7 +710,15 @@ impl HookDef {
             self_limiting: manages_repetition,
             tests: self.tests,
             source: self.source,
+            specialty: self.specialty,
         })
+    }
+
+    /// Marks the definition as asking a judge of `specialty`, so loading the project can check
+    /// that its `config.toml` knows it.
+    pub(crate) fn with_specialty(mut self, specialty: String) -> HookDef {
+        self.specialty = Some(specialty);
+        self
     }
 }
 

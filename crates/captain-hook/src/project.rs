@@ -94,7 +94,8 @@ impl Project {
     /// first, the files after them.
     pub fn load_with(root: &Path, hooks_dir: &Path, base: &Registry) -> Project {
         let mut registry = base.clone();
-        let errors = load_dir(hooks_dir, &mut registry);
+        let mut errors = load_dir(hooks_dir, &mut registry);
+        errors.extend(crate::llm::check_specialties(root, hooks_dir, &registry));
         for e in &errors {
             tracing::error!(error = %e, "hook file did not load");
         }
@@ -123,6 +124,7 @@ impl Project {
             .unwrap_or_else(|| PathBuf::from("/"));
         let packs = crate::packs::load(root, hooks_dir, &home, &mut registry);
         errors.extend(packs.errors.iter().cloned());
+        errors.extend(crate::llm::check_specialties(root, hooks_dir, &registry));
         for e in &errors {
             tracing::error!(error = %e, "hook file did not load");
         }

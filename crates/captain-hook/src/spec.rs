@@ -725,6 +725,18 @@ pub enum BackendSpec {
     Jev,
 }
 
+/// Where `llm_approve`'s base rules come from.
+#[derive(Debug, Clone, Copy, Deserialize, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum RubricDefaultsSpec {
+    /// Claude Code's auto-mode rules for the project (`claude auto-mode config`), else ours.
+    Claude,
+    /// Our built-in rules.
+    Builtin,
+    /// None: `rubric` is the whole rubric.
+    None,
+}
+
 /// The type of a custom verdict field.
 #[derive(Debug, Clone, Copy, Deserialize, JsonSchema, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
@@ -829,7 +841,11 @@ kind_spec!(
         max_context: Option<usize>,
         /// `small` (default), `medium` or `large`.
         model: Option<ModelSpec>,
-        /// Who judges (default: the project's `CAPT_HOOK_LLM_BACKEND`, else `auto`).
+        /// The specialty (default `review`): `config.toml`'s `[llm.specialties]` or a
+        /// built-in one (`general`, `review`, `debugging`).
+        specialty: Option<String>,
+        /// Who judges (default: the specialty's, else the project's `CAPT_HOOK_LLM_BACKEND`,
+        /// else `auto`).
         backend: Option<BackendSpec>,
         /// Give the judge read-only tools over the project (default true).
         agent: Option<bool>,
@@ -869,11 +885,17 @@ kind_spec!(
     LlmApproveSpec {
         /// Short name for the hook.
         label: String,
-        /// Extra rubric text appended to the built-in one.
+        /// The project's own rules, read before the base rules.
         rubric: Option<String>,
+        /// Where the base rules come from (default `claude`).
+        defaults: Option<RubricDefaultsSpec>,
         /// `small` (default), `medium` or `large`.
         model: Option<ModelSpec>,
-        /// Who judges (default: the project's `CAPT_HOOK_LLM_BACKEND`, else `auto`).
+        /// The specialty (default `general`): `config.toml`'s `[llm.specialties]` or a
+        /// built-in one (`general`, `review`, `debugging`).
+        specialty: Option<String>,
+        /// Who judges (default: the specialty's, else the project's `CAPT_HOOK_LLM_BACKEND`,
+        /// else `auto`).
         backend: Option<BackendSpec>,
         /// Seconds the judge may take (default 90), always within the event's deadline.
         timeout_s: Option<f64>,
@@ -891,13 +913,41 @@ pub enum ReachSpec {
 }
 
 /// A duration: seconds, or a number with a unit (`"90s"`, `"30m"`, `"8h"`, `"7d"`).
-#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(untagged)]
 pub enum DurationSpec {
     /// Seconds.
     Seconds(u64),
     /// A number with a unit: `s`, `m`, `h` or `d`.
     Text(String),
+}
+
+impl DurationSpec {
+    /// The duration, or why the text is not one.
+    pub fn to_duration(&self) -> Result<std::time::Duration, String> {
+        let secs = match self {
+            DurationSpec::Seconds(n) => *n,
+            DurationSpec::Text(t) => {
+                let t = t.trim();
+                let (num, unit) =
+                    t.split_at(t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len()));
+                let n: u64 = num.parse().map_err(|_| {
+                    format!(
+                        "`{t}` is not a duration; write seconds or e.g. \"30m\", \"8h\", \"7d\""
+                    )
+                })?;
+                let scale = match unit.trim() {
+                    "" | "s" => 1,
+                    "m" => 60,
+                    "h" => 3600,
+                    "d" => 86_400,
+                    u => return Err(format!("unknown unit `{u}`; use s, m, h or d")),
+                };
+                n.saturating_mul(scale)
+            }
+        };
+        Ok(std::time::Duration::from_secs(secs))
+    }
 }
 
 /// `user_said` in a ticket rule: a regex template, or options.
@@ -922,9 +972,34 @@ pub enum TicketSaidSpec {
 pub struct TicketAnsweredSpec {
     /// A regex template over the question and its options (`{key}` is the place value).
     pub pattern: Option<String>,
-    /// Only an answer that does not hold back counts (default false: any answer).
-    #[serde(default)]
-    pub approved: bool,
+    /// Only an approving answer counts: an option other than the last, a last option that
+    /// reads as a go, or typed words that hold nothing back (default true in a rule, false in a
+    /// judge's `over`).
+    pub approved: Option<bool>,
+}
+
+/// How much transcript a judge reads: `true`/`"recent"` (the last 2000 characters), a number
+/// of characters, `"full"`, or `false` (none).
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum ReadingSpec {
+    /// `true`: the recent window; `false`: none.
+    Flag(bool),
+    /// The last this many characters.
+    Chars(usize),
+    /// `"recent"` or `"full"`.
+    Word(String),
+}
+
+/// One evidence source a judge reads: exactly one of `user_said`, `user_answered`.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DecideOverSpec {
+    /// The user's prompts (optionally only those matching).
+    pub user_said: Option<TicketSaidSpec>,
+    /// The user's answers (optionally only those to matching questions; default: approving
+    /// or not).
+    pub user_answered: Option<TicketAnsweredSpec>,
 }
 
 /// `decide` in a ticket rule: a judge cites the user's words that permit the action.
@@ -942,6 +1017,19 @@ pub struct DecideSpec {
     /// Ask a refusal again on the evidence alone; refuse only when both refuse (default true).
     #[serde(default = "yes")]
     pub second_opinion: bool,
+    /// The evidence the judge reads (default: every prompt and every answer in the window).
+    pub over: Option<Vec<DecideOverSpec>>,
+    /// The acting session's transcript the judge also reads (default false).
+    pub transcript: Option<ReadingSpec>,
+    /// For a subagent's call: the spawning session's transcript (default false).
+    pub root_transcript: Option<ReadingSpec>,
+    /// The transcript windows show tool results (default false).
+    #[serde(default)]
+    pub tool_results: bool,
+    /// An answer Jev does not settle goes to the LLM (default true); false: Jev alone judges
+    /// and an unsettled answer refuses.
+    #[serde(default = "yes")]
+    pub llm: bool,
 }
 
 /// One rule that mints a ticket: a name and exactly one evidence source.
@@ -979,7 +1067,8 @@ kind_spec!(
         summary: Option<String>,
         /// How long a minted ticket lives (default 7 days).
         ttl: Option<DurationSpec>,
-        /// How many recent transcript entries the evidence is read from (default 60).
+        /// How many recent messages (user and assistant lines) of each session the evidence is
+        /// read from (default 60).
         window: Option<usize>,
         /// Markers of a prompt a tool wrote on the user's behalf.
         #[serde(default)]

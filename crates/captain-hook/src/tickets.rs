@@ -2,19 +2,28 @@
 //! a live ticket covering the action, else mints one from the first rule whose evidence holds
 //! (the user's own words, an answer to a question, a judge's citation), else denies with the
 //! declaration's `deny` text. It fails closed: a store, source or judge error denies, naming it.
+//!
+//! Tickets belong to a session tree: the root session and the subagents it spawned (a
+//! subagent's hook payload carries its parent's `session_id`). The user's words of a tree are
+//! read from the root session's transcript, whichever agent acts, so a subagent's call is judged
+//! on what the user told the session that spawned it.
 
 use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
 use capt_hook_core::{Condition, Event, EventKind, EventSet, HookResult, Mode, Pattern};
-use capt_hook_llm::prompt::Block;
+use capt_hook_llm::prompt::{Block, Budget, transcript_window};
+use capt_hook_transcript::{Transcript, Window};
 use serde_json::{Map, Value, json};
 
-pub use capt_hook_state::tickets::{Evidence, Reach, Ticket, TicketStore, new_ticket_id};
+pub use capt_hook_state::tickets::{Evidence, Reach, Revoked, Ticket, TicketStore, new_ticket_id};
 
 use crate::hook::{HandlerFn, HandlerResult};
-use crate::llm::{BackendChoice, EscalateFn, Field, FieldType, Question, Size, VerdictSchema, ask};
+use crate::llm::{
+    BackendChoice, Context, EscalateFn, Field, FieldType, Question, Size, VerdictSchema, ask,
+};
 use crate::primitives::{CustomKind, DefError, HookDef, custom};
 
 /// How long an [`Tickets::unchecked`] ticket lives: long enough for the one action it covers.
@@ -23,8 +32,11 @@ pub const UNCHECKED_TTL: Duration = Duration::from_secs(10 * 60);
 /// The default ticket lifetime.
 pub const DEFAULT_TTL: Duration = Duration::from_secs(7 * 24 * 3600);
 
-/// The default number of recent transcript entries the evidence is read from.
+/// The default number of recent messages of each session the evidence is read from.
 pub const DEFAULT_WINDOW: usize = 60;
+
+/// Characters of transcript a `Decide` judge reads for `transcript = true` / `"recent"`.
+pub const RECENT_CHARS: usize = 2000;
 
 /// What a hook asks a ticket to cover.
 #[derive(Debug, Clone, PartialEq)]
@@ -44,32 +56,93 @@ impl Proposal {
     }
 }
 
+/// The payload of a tool call as a TOML declaration covers it: the tool name and its whole
+/// input (an action ticket records its fingerprint).
+pub fn tool_payload(tool: &str, input: &Value) -> Value {
+    json!({"tool": tool, "input": input})
+}
+
 /// Maps an event to the action to cover, or says why it cannot.
 pub type ActionFn = Arc<dyn Fn(&Event) -> Result<Proposal, String> + Send + Sync>;
 
+/// How much of a session's transcript a `Decide` judge reads besides the evidence items.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Reading {
+    /// Nothing: the evidence items alone (the default).
+    #[default]
+    Off,
+    /// The most recent this many characters (`true` / `"recent"`: [`RECENT_CHARS`]).
+    Chars(usize),
+    /// The whole session.
+    Full,
+}
+
+impl Reading {
+    fn render(self, t: &Transcript, tool_results: bool) -> Option<String> {
+        let chars = match self {
+            Reading::Off => return None,
+            Reading::Chars(n) => n,
+            Reading::Full => usize::MAX,
+        };
+        Some(transcript_window(t, chars, tool_results, Budget::default())).filter(|w| !w.is_empty())
+    }
+}
+
 /// `Decide`: a judge reads the user's words and cites the one item that permits the action.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Decide {
     /// The hook's rules for this kind of action, in prose.
     pub rules: String,
+    /// The evidence the judge reads: [`Source::UserSaid`] and [`Source::UserAnswered`] items,
+    /// each filtered by its own pattern (default: every prompt and every answer, approving or
+    /// not).
+    pub over: Vec<Source>,
+    /// Extra evidence blocks (the destination, a thread) rendered before the evidence.
+    pub contexts: Vec<Context>,
     /// The model tier.
     pub model: Size,
     /// The judge (`None`: the project default).
     pub backend: Option<BackendChoice>,
     /// How long each asking of the judge may take; past it the rule found nothing.
     pub deadline: Duration,
+    /// The acting session's recent transcript, as `<transcript>`.
+    pub transcript: Reading,
+    /// For a subagent's action: the spawning (root) session's transcript, as
+    /// `<root_transcript>`.
+    pub root_transcript: Reading,
+    /// The transcript windows show each tool call's result.
+    pub tool_results: bool,
+    /// A first answer that does not settle it (a refusal, or a Jev failure) goes on to the LLM;
+    /// off, the first judge (Jev) alone decides, and an unsettled answer refuses.
+    pub llm: bool,
     /// A refusal is asked again on the evidence alone; refused only when both refuse.
     pub second_opinion: bool,
 }
 
 impl Decide {
-    /// A judge over `rules` with the defaults (small model, 20 s).
+    /// A judge over `rules` with the defaults (every prompt and answer, small model, 20 s, the
+    /// LLM after Jev, a second opinion, no transcript).
     pub fn new(rules: impl Into<String>) -> Decide {
         Decide {
             rules: rules.into(),
+            over: vec![
+                Source::UserSaid {
+                    pattern: None,
+                    names: Vec::new(),
+                },
+                Source::UserAnswered {
+                    pattern: None,
+                    approved: false,
+                },
+            ],
+            contexts: Vec::new(),
             model: Size::Small,
             backend: None,
             deadline: Duration::from_secs(20),
+            transcript: Reading::Off,
+            root_transcript: Reading::Off,
+            tool_results: false,
+            llm: true,
             second_opinion: true,
         }
     }
@@ -88,7 +161,7 @@ pub enum Source {
         names: Vec<String>,
     },
     /// An answer to an AskUserQuestion in the window whose question (with its options) matches
-    /// `pattern`; with `approved`, only an answer that does not hold back.
+    /// `pattern`; with `approved`, only an approving answer (see [`approving`]).
     UserAnswered {
         /// The regex template over the question and its options.
         pattern: Option<String>,
@@ -127,7 +200,8 @@ pub struct Tickets {
     pub action: Option<ActionFn>,
     /// How long a minted ticket lives (`None`: until revoked).
     pub ttl: Option<Duration>,
-    /// How many recent transcript entries the evidence is read from.
+    /// How many recent messages (user and assistant lines) of each session of the tree the
+    /// evidence is read from.
     pub window: usize,
     /// Markers of a prompt a tool wrote on the user's behalf; such a prompt is never theirs.
     pub machine: Vec<String>,
@@ -283,14 +357,14 @@ pub fn action_from_input(place: Vec<(String, Extract)>, summary: Option<String>)
         };
         Ok(Proposal {
             place: values,
-            payload: json!({"tool": tool, "input": input}),
+            payload: tool_payload(&tool, &input),
             summary,
         })
     })
 }
 
 /// One item of the user's words.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 struct Item {
     source: &'static str,
     text: String,
@@ -299,81 +373,230 @@ struct Item {
     approving: bool,
 }
 
-/// Words of a negative answer: an answer starting with one holds something back.
-const HOLDING_BACK: &[&str] = &[
-    "no", "don't", "do not", "dont", "cancel", "stop", "deny", "reject", "never", "not ", "skip",
-    "wait",
-];
+/// The transcripts of the acting session tree.
+pub struct Sessions {
+    /// The root session's: where the user's own words are.
+    pub root: Transcript,
+    /// For a subagent's action, its own transcript, when it can be found.
+    pub own: Option<Transcript>,
+}
 
-impl Tickets {
-    fn user_prompts(&self, evt: &Event) -> Vec<Item> {
-        evt.transcript()
-            .recent(self.window)
-            .prompts()
-            .filter(|p| {
-                !self
-                    .machine
-                    .iter()
-                    .any(|m| !m.is_empty() && p.contains(m.as_str()))
-            })
-            .map(|p| Item {
-                source: "user_said",
-                text: p.trim().to_owned(),
-                question: String::new(),
-                approving: true,
-            })
-            .collect()
+impl Sessions {
+    /// The tree of `evt`: the session's transcript, and for a subagent (an `agent_id`, or an
+    /// `agent_transcript_path`) the root session's transcript (`transcript_path`) beside the
+    /// subagent's own. A root transcript that cannot be read is an error, never "no words".
+    pub fn of(evt: &Event) -> Result<Sessions, String> {
+        let acting = evt.transcript();
+        let agent_path = evt
+            .payload()
+            .get("agent_transcript_path")
+            .and_then(Value::as_str)
+            .filter(|p| !p.is_empty());
+        if !evt.is_subagent() && agent_path.is_none() {
+            return Ok(Sessions {
+                root: acting.clone(),
+                own: None,
+            });
+        }
+        let root_path = evt
+            .payload()
+            .get("transcript_path")
+            .and_then(Value::as_str)
+            .filter(|p| !p.is_empty())
+            .map(|p| root_of_subagent_file(Path::new(p)).unwrap_or_else(|| PathBuf::from(p)));
+        let root = match &root_path {
+            Some(p) if acting.path() != Some(p.as_path()) => capt_hook_core::history::transcripts()
+                .load(p)
+                .map_err(|e| {
+                    format!("cannot read the session's transcript {}: {e}", p.display())
+                })?,
+            // An in-memory transcript (inline tests, replay) stands for the whole tree.
+            _ => acting.clone(),
+        };
+        let own = if acting.path().is_some() && acting.path() != root.path() {
+            Some(acting.clone())
+        } else {
+            // Only this subagent's file: a session may have spawned many.
+            evt.agent_id()
+                .and_then(|id| Some(root.subagent_dir()?.join(format!("agent-{id}.jsonl"))))
+                .filter(|p| p.is_file())
+                .and_then(|p| capt_hook_core::history::transcripts().load(&p).ok())
+        };
+        Ok(Sessions { root, own })
     }
 
-    fn user_answers(&self, evt: &Event) -> Vec<Item> {
-        let window = evt.transcript().recent(self.window);
-        let mut items = Vec::new();
-        for call in window.tool_calls().named("AskUserQuestion").iter() {
-            let Some(result) = call.result() else {
-                continue;
-            };
-            if result.is_error() {
-                continue;
-            }
-            let content = result.content();
-            let pairs = answer_pairs(content);
-            let questions = call
-                .call()
-                .input()
-                .get("questions")
-                .and_then(Value::as_array)
-                .cloned()
-                .unwrap_or_default();
-            for (i, q) in questions.iter().enumerate() {
-                let text = q.get("question").and_then(Value::as_str).unwrap_or("");
-                let options: Vec<String> = q
-                    .get("options")
-                    .and_then(Value::as_array)
-                    .map(|o| {
-                        o.iter()
-                            .filter_map(|x| x.get("label").and_then(Value::as_str))
-                            .map(str::to_owned)
-                            .collect()
+    /// Root first, then the acting subagent's.
+    fn all(&self) -> impl Iterator<Item = &Transcript> {
+        std::iter::once(&self.root).chain(self.own.as_ref())
+    }
+
+    /// The transcript the acting agent wrote.
+    fn acting(&self) -> &Transcript {
+        self.own.as_ref().unwrap_or(&self.root)
+    }
+}
+
+/// `<dir>/<stem>/subagents/agent-<id>.jsonl` names a subagent's file; its root session's is
+/// `<dir>/<stem>.jsonl` (when that exists).
+fn root_of_subagent_file(path: &Path) -> Option<PathBuf> {
+    let name = path.file_name()?.to_str()?;
+    let dir = path.parent()?;
+    if !name.starts_with("agent-") || dir.file_name()? != "subagents" {
+        return None;
+    }
+    let session_dir = dir.parent()?;
+    let root = session_dir.with_extension("jsonl");
+    root.is_file().then_some(root)
+}
+
+/// The last `n` messages (user and assistant lines: prompts, replies, tool calls and their
+/// results) of `t`, with whatever other lines lie between them.
+pub fn recent_messages(t: &Transcript, n: usize) -> Window<'_> {
+    let entries = t.entries();
+    let mut seen = 0;
+    let mut start = entries.len();
+    for (i, e) in entries.iter().enumerate().rev() {
+        if seen == n {
+            break;
+        }
+        if e.is_message() {
+            seen += 1;
+            start = i;
+        }
+    }
+    t.recent(entries.len() - start)
+}
+
+/// Words that hold something back: a typed answer with any of them is not an approval.
+const HOLDING_BACK: &[&str] = &[
+    "no", "not", "don't", "dont", "never", "cancel", "stop", "wait", "hold", "deny", "reject",
+    "skip", "later", "but", "except", "unless", "instead", "rather", "without", "nope", "abort",
+];
+
+/// Words that make a last option read as a go.
+const GO: &[&str] = &[
+    "yes", "y", "ok", "okay", "sure", "go", "proceed", "continue", "approve", "approved", "allow",
+    "confirm", "do", "send", "post", "ship", "publish", "run", "push", "accept", "agree",
+];
+
+fn words(text: &str) -> Vec<String> {
+    text.to_lowercase()
+        .split(|c: char| !(c.is_alphanumeric() || c == '\'' || c == '’'))
+        .filter(|w| !w.is_empty())
+        .map(|w| w.replace('’', "'"))
+        .collect()
+}
+
+/// True when `text` holds nothing back: none of [`HOLDING_BACK`], and no `…n't`.
+fn holds_nothing_back(text: &str) -> bool {
+    let w = words(text);
+    !w.is_empty()
+        && !w
+            .iter()
+            .any(|w| HOLDING_BACK.contains(&w.as_str()) || w.ends_with("n't"))
+}
+
+/// The seeds' approving answer, for one question shown with `options` (labels, in order): it
+/// picks an option other than the last shown; or picks the last option and that reads as a go
+/// (its first word is one of [`GO`] and it holds nothing back); or, matching no option, types
+/// words that hold nothing back. A multi-select answer (`a, b`) approves when every pick does.
+pub fn approving(answer: &str, options: &[String]) -> bool {
+    let answer = answer.trim();
+    let index = |pick: &str| {
+        options
+            .iter()
+            .position(|o| o.trim().eq_ignore_ascii_case(pick.trim()))
+    };
+    let picked = |i: usize, label: &str| {
+        i + 1 < options.len()
+            || (holds_nothing_back(label)
+                && words(label)
+                    .first()
+                    .is_some_and(|w| GO.contains(&w.as_str())))
+    };
+    if let Some(i) = index(answer) {
+        return picked(i, answer);
+    }
+    let picks: Vec<&str> = answer.split(", ").collect();
+    if picks.len() > 1 && picks.iter().all(|p| index(p).is_some()) {
+        return picks.iter().all(|p| index(p).is_some_and(|i| picked(i, p)));
+    }
+    holds_nothing_back(answer)
+}
+
+impl Tickets {
+    /// The user's own prompts in the window of each session of the tree, oldest first; never
+    /// meta, sidechain or harness lines, nor prompts carrying a `machine` marker.
+    fn said(&self, sessions: &Sessions) -> Vec<Item> {
+        let mut out = Vec::new();
+        for t in sessions.all() {
+            out.extend(
+                recent_messages(t, self.window)
+                    .prompts()
+                    .filter(|p| {
+                        !self
+                            .machine
+                            .iter()
+                            .any(|m| !m.is_empty() && p.contains(m.as_str()))
                     })
-                    .unwrap_or_default();
-                let answer = pairs
-                    .iter()
-                    .find(|(qq, _)| qq == text)
-                    .or_else(|| pairs.get(i))
-                    .map(|(_, a)| a.clone());
-                let Some(answer) = answer else {
+                    .map(|p| Item {
+                        source: "user_said",
+                        text: p.trim().to_owned(),
+                        question: String::new(),
+                        approving: true,
+                    }),
+            );
+        }
+        out
+    }
+
+    /// The answers to AskUserQuestion calls in the window of each session, oldest first.
+    fn answers(&self, sessions: &Sessions) -> Vec<Item> {
+        let mut items = Vec::new();
+        for t in sessions.all() {
+            let window = recent_messages(t, self.window);
+            for call in window.tool_calls().named("AskUserQuestion").iter() {
+                let Some(result) = call.result() else {
                     continue;
                 };
-                let lowered = answer.trim().to_lowercase();
-                let last = options.last().map(|l| l.trim().to_lowercase());
-                let approving = !HOLDING_BACK.iter().any(|w| lowered.starts_with(w))
-                    && (options.len() < 2 || last.as_deref() != Some(lowered.as_str()));
-                items.push(Item {
-                    source: "user_answered",
-                    text: format!("Q: {text} A: {answer}"),
-                    question: format!("{text}\n{}", options.join("\n")),
-                    approving,
-                });
+                if result.is_error() {
+                    continue;
+                }
+                let pairs = answer_pairs(result.content());
+                let questions = call
+                    .call()
+                    .input()
+                    .get("questions")
+                    .and_then(Value::as_array)
+                    .cloned()
+                    .unwrap_or_default();
+                for (i, q) in questions.iter().enumerate() {
+                    let text = q.get("question").and_then(Value::as_str).unwrap_or("");
+                    let options: Vec<String> = q
+                        .get("options")
+                        .and_then(Value::as_array)
+                        .map(|o| {
+                            o.iter()
+                                .filter_map(|x| x.get("label").and_then(Value::as_str))
+                                .map(str::to_owned)
+                                .collect()
+                        })
+                        .unwrap_or_default();
+                    let answer = pairs
+                        .iter()
+                        .find(|(qq, _)| qq == text)
+                        .or_else(|| pairs.get(i))
+                        .map(|(_, a)| a.clone());
+                    let Some(answer) = answer else {
+                        continue;
+                    };
+                    items.push(Item {
+                        source: "user_answered",
+                        approving: approving(&answer, &options),
+                        text: format!("Q: {text} A: {answer}"),
+                        question: format!("{text}\n{}", options.join("\n")),
+                    });
+                }
             }
         }
         items
@@ -381,17 +604,7 @@ impl Tickets {
 
     /// The store of the event's project, or why there is none.
     pub fn store(&self, evt: &Event) -> Result<TicketStore, String> {
-        let state_root = evt
-            .context()
-            .state_root
-            .clone()
-            .unwrap_or_else(capt_hook_state::state_root);
-        let project = evt
-            .project_root()
-            .map(std::path::Path::to_path_buf)
-            .or_else(|| evt.cwd().map(std::path::PathBuf::from))
-            .ok_or("the event names no project to keep tickets for")?;
-        Ok(TicketStore::for_project(&state_root, &project))
+        store_for(evt)
     }
 
     /// The action of `evt`: `action` when given, else the declaration's own.
@@ -416,8 +629,8 @@ impl Tickets {
         Ok(p)
     }
 
-    /// Finds the live ticket covering the action, else mints from the first rule that holds,
-    /// else denies; any store, source or judge error denies, naming it.
+    /// Finds the live ticket of the acting tree covering the action, else mints from the first
+    /// rule that holds, else denies; any store, source or judge error denies, naming it.
     pub fn check(&self, evt: &Event, action: Option<Proposal>) -> Outcome {
         let deny = |why: String| Outcome::Denied(format!("{} ({why})", self.deny.trim_end()));
         let p = match self.context(evt, action) {
@@ -434,14 +647,17 @@ impl Tickets {
             Err(e) => return deny(e),
         };
         let now = capt_hook_proto::clock::now_unix_ms();
-        match store.find(&self.kind, &p.place, &p.fingerprint(), now) {
+        match store.find(&self.kind, &p.place, &p.fingerprint(), &trees(evt), now) {
             Ok(Some(t)) => return Outcome::Covered(t),
             Ok(None) => {}
             Err(e) => return deny(e.to_string()),
         }
+        // Read once, and only by the rules that read the user's words: a condition rule does
+        // not fail on a transcript it never needed.
+        let sessions = Sessions::of(evt);
         let mut notes = Vec::new();
         for rule in &self.rules {
-            match self.evidence(evt, &p, rule) {
+            match self.evidence(evt, &sessions, &p, rule) {
                 Ok(Some(evidence)) => {
                     return match self.mint(evt, &p, &rule.name, evidence) {
                         Ok(t) => Outcome::Minted(t),
@@ -459,53 +675,76 @@ impl Tickets {
         }
     }
 
-    /// What `rule` found for the action, `None` when it found nothing.
-    fn evidence(
+    /// The items `source` (user_said or user_answered) finds for the action, oldest first.
+    fn matching(
         &self,
-        evt: &Event,
+        sessions: &Sessions,
         p: &Proposal,
-        rule: &Rule,
-    ) -> Result<Option<Vec<Evidence>>, String> {
+        source: &Source,
+    ) -> Result<Vec<Item>, String> {
         let value_of = |k: &str| p.place.get(k).cloned();
-        let found = |item: &Item| {
-            Some(vec![Evidence {
-                source: item.source.to_owned(),
-                text: item.text.clone(),
-            }])
+        let compile = |pattern: &Option<String>| -> Result<Option<Pattern>, String> {
+            pattern
+                .as_ref()
+                .map(|t| {
+                    Pattern::new(&fill(t, &value_of, true)?, Mode::IgnoreCase)
+                        .map_err(|e| e.to_string())
+                })
+                .transpose()
         };
-        match &rule.when {
+        match source {
             Source::UserSaid { pattern, names } => {
-                let re = match pattern {
-                    Some(t) => Some(
-                        Pattern::new(&fill(t, &value_of, true)?, Mode::IgnoreCase)
-                            .map_err(|e| e.to_string())?,
-                    ),
-                    None => None,
-                };
+                let re = compile(pattern)?;
                 let words: Vec<String> = names
                     .iter()
                     .filter_map(|k| value_of(k))
                     .filter(|v| !v.is_empty())
                     .collect();
-                let hit = self.user_prompts(evt).into_iter().rev().find(|item| {
-                    re.as_ref().is_none_or(|r| r.is_match(&item.text))
-                        && words.iter().all(|w| names_word(&item.text, w))
-                });
-                Ok(hit.as_ref().and_then(found))
+                Ok(self
+                    .said(sessions)
+                    .into_iter()
+                    .filter(|item| {
+                        re.as_ref().is_none_or(|r| r.is_match(&item.text))
+                            && words.iter().all(|w| names_word(&item.text, w))
+                    })
+                    .collect())
             }
             Source::UserAnswered { pattern, approved } => {
-                let re = match pattern {
-                    Some(t) => Some(
-                        Pattern::new(&fill(t, &value_of, true)?, Mode::IgnoreCase)
-                            .map_err(|e| e.to_string())?,
-                    ),
-                    None => None,
-                };
-                let hit = self.user_answers(evt).into_iter().rev().find(|item| {
-                    re.as_ref().is_none_or(|r| r.is_match(&item.question))
-                        && (!approved || item.approving)
-                });
-                Ok(hit.as_ref().and_then(found))
+                let re = compile(pattern)?;
+                Ok(self
+                    .answers(sessions)
+                    .into_iter()
+                    .filter(|item| {
+                        re.as_ref().is_none_or(|r| r.is_match(&item.question))
+                            && (!approved || item.approving)
+                    })
+                    .collect())
+            }
+            Source::Decide(_) | Source::Condition(_) => {
+                Err("a judge reads only `user_said` and `user_answered` evidence".to_owned())
+            }
+        }
+    }
+
+    /// What `rule` found for the action, `None` when it found nothing.
+    fn evidence(
+        &self,
+        evt: &Event,
+        sessions: &Result<Sessions, String>,
+        p: &Proposal,
+        rule: &Rule,
+    ) -> Result<Option<Vec<Evidence>>, String> {
+        let found = |item: &Item| {
+            vec![Evidence {
+                source: item.source.to_owned(),
+                text: item.text.clone(),
+            }]
+        };
+        match &rule.when {
+            s @ (Source::UserSaid { .. } | Source::UserAnswered { .. }) => {
+                // The most recent item is kept as the evidence.
+                let sessions = sessions.as_ref().map_err(Clone::clone)?;
+                Ok(self.matching(sessions, p, s)?.last().map(found))
             }
             Source::Condition(c) => Ok(c.check(evt).then(|| {
                 vec![Evidence {
@@ -513,7 +752,10 @@ impl Tickets {
                     text: format!("the condition of rule `{}` held", rule.name),
                 }]
             })),
-            Source::Decide(d) => self.decide(evt, p, d, &rule.name),
+            Source::Decide(d) => {
+                let sessions = sessions.as_ref().map_err(Clone::clone)?;
+                self.decide(evt, sessions, p, d, &rule.name)
+            }
         }
     }
 
@@ -521,12 +763,19 @@ impl Tickets {
     fn decide(
         &self,
         evt: &Event,
+        sessions: &Sessions,
         p: &Proposal,
         d: &Decide,
         rule: &str,
     ) -> Result<Option<Vec<Evidence>>, String> {
-        let mut items = self.user_prompts(evt);
-        items.extend(self.user_answers(evt));
+        let mut items: Vec<Item> = Vec::new();
+        for source in &d.over {
+            for item in self.matching(sessions, p, source)? {
+                if !items.contains(&item) {
+                    items.push(item);
+                }
+            }
+        }
         if items.is_empty() {
             return Ok(None);
         }
@@ -542,11 +791,43 @@ impl Tickets {
             Field::new("reasoning", FieldType::String, "one sentence why"),
         ])
         .map_err(|e| e.to_string())?;
+        if !d.llm {
+            jev_alone(evt, d, &schema)?;
+        }
         let evidence: String = items
             .iter()
             .zip(&ids)
             .map(|(it, id)| format!("[{id}] ({}) {}\n", it.source, it.text))
             .collect();
+        // The first asking reads everything the declaration shows; the second opinion reads
+        // the evidence alone.
+        let mut first_blocks = vec![
+            Block::new("rules", d.rules.trim()),
+            Block::new("action", format!("{}\n{}", p.summary, p.payload)),
+        ];
+        for c in &d.contexts {
+            match c.render(evt) {
+                Some(text) => first_blocks.push(Block::new(c.tag(), text)),
+                None if c.required() => {
+                    return Err(format!("the `{}` context is empty", c.tag()));
+                }
+                None => {}
+            }
+        }
+        if let Some(w) = d.transcript.render(sessions.acting(), d.tool_results) {
+            first_blocks.push(Block::new("transcript", w));
+        }
+        if sessions.own.is_some()
+            && let Some(w) = d.root_transcript.render(&sessions.root, d.tool_results)
+        {
+            first_blocks.push(Block::new("root_transcript", w));
+        }
+        first_blocks.push(Block::new("evidence", evidence.clone()));
+        let second_blocks = [
+            Block::new("rules", d.rules.trim()),
+            Block::new("action", format!("{}\n{}", p.summary, p.payload)),
+            Block::new("evidence", evidence),
+        ];
         let first = "Does one evidence item show the user permitting exactly this action? Cite \
                      its id, or answer none. Only the user's own words count; never infer \
                      permission.";
@@ -554,40 +835,39 @@ impl Tickets {
                       user's own words, permit exactly this action? Cite its id, or answer none.";
         let base: Map<String, Value> = [("cite".to_owned(), json!("none"))].into_iter().collect();
         // Under Jev, a refusal goes on to the claude judge (a Jev failure too): only a sure
-        // citation settles the question on the fast path.
+        // citation settles the question on the fast path. With the LLM off, Jev's word stands.
         let escalate: EscalateFn = Arc::new(|v| {
             v.get("cite")
                 .and_then(Value::as_str)
                 .is_none_or(|c| c == "none")
         });
-        let ask_once = |task: &str, suffix: &str| -> Result<Option<usize>, String> {
-            let blocks = [
-                Block::new("rules", d.rules.trim()),
-                Block::new("action", format!("{}\n{}", p.summary, p.payload)),
-                Block::new("evidence", evidence.clone()),
-            ];
-            let prompt = capt_hook_llm::render(&blocks, task);
-            let q = Question {
-                prompt: &prompt,
-                task,
-                schema: &schema,
-                size: d.model,
-                agent: false,
-                backend: d.backend,
-                timeout: Some(d.deadline),
-                stub_base: Some(&base),
-                escalate: Some(&escalate),
+        let ask_once =
+            |blocks: &[Block], task: &str, suffix: &str| -> Result<Option<usize>, String> {
+                let prompt = capt_hook_llm::render(blocks, task);
+                let q = Question {
+                    prompt: &prompt,
+                    task,
+                    schema: &schema,
+                    size: d.model,
+                    // The seeds' `Decide` judges under `review`.
+                    specialty: crate::llm::DEFAULT_SPECIALTY,
+                    agent: false,
+                    backend: d.backend,
+                    timeout: Some(d.deadline),
+                    stub_base: Some(&base),
+                    escalate: d.llm.then_some(&escalate),
+                };
+                let name = format!("tickets_{}_{rule}{suffix}", self.kind);
+                // A judge that cannot answer in time found nothing; the deny says so.
+                let v =
+                    ask(evt, &q, &name).map_err(|e| format!("the judge gave no verdict ({e})"))?;
+                let cite = v.get("cite").and_then(Value::as_str).unwrap_or("none");
+                Ok(ids.iter().position(|id| id == cite))
             };
-            let name = format!("tickets_{}_{rule}{suffix}", self.kind);
-            // A judge that cannot answer in time found nothing; the deny says so.
-            let v = ask(evt, &q, &name).map_err(|e| format!("the judge gave no verdict ({e})"))?;
-            let cite = v.get("cite").and_then(Value::as_str).unwrap_or("none");
-            Ok(ids.iter().position(|id| id == cite))
-        };
-        let mut cited = ask_once(first, "")?;
+        let mut cited = ask_once(&first_blocks, first, "")?;
         // One refusal is asked again; the action is refused only when both askings refuse.
-        if cited.is_none() && d.second_opinion {
-            cited = ask_once(second, "_second")?;
+        if cited.is_none() && d.second_opinion && d.llm {
+            cited = ask_once(&second_blocks, second, "_second")?;
         }
         Ok(cited.map(|i| {
             vec![Evidence {
@@ -645,12 +925,63 @@ impl Tickets {
             rule: rule.to_owned(),
             evidence,
             session: evt.session_id().map(str::to_owned),
+            tree: tree(evt),
+            author: Some(evt.agent_id().unwrap_or("main").to_owned()),
             minted_at: now,
             expires_at: ttl.map(|d| now + d.as_millis() as u64),
+            revoked_at: None,
         };
         store.mint(ticket.clone(), now).map_err(|e| e.to_string())?;
         Ok(ticket)
     }
+}
+
+/// The root session id of the acting tree: the payload's `session_id`, which a subagent's
+/// events carry from the session that spawned it.
+pub fn tree(evt: &Event) -> Option<String> {
+    evt.session_id().map(str::to_owned)
+}
+
+/// The trees whose tickets cover the action: its own.
+pub fn trees(evt: &Event) -> Vec<String> {
+    tree(evt).into_iter().collect()
+}
+
+/// The ticket store of the event's project (`<state root>/hooks/tickets/<project key>.json`),
+/// or why there is none.
+pub fn store_for(evt: &Event) -> Result<TicketStore, String> {
+    let state_root = evt
+        .context()
+        .state_root
+        .clone()
+        .unwrap_or_else(capt_hook_state::state_root);
+    let project = evt
+        .project_root()
+        .map(Path::to_path_buf)
+        .or_else(|| evt.cwd().map(PathBuf::from))
+        .ok_or("the event names no project to keep tickets for")?;
+    Ok(TicketStore::for_project(&state_root, &project))
+}
+
+/// With the LLM off, Jev alone may judge: a judge that resolves to an LLM CLI is refused (the
+/// `command` judge, a program the project names, stands in for Jev in tests).
+fn jev_alone(evt: &Event, d: &Decide, schema: &VerdictSchema) -> Result<(), String> {
+    if evt
+        .memo(crate::llm::STUB_KEY, crate::llm::LlmStub::default)
+        .active
+    {
+        return Ok(());
+    }
+    let settings = capt_hook_llm::Settings::from_lookup(|k| crate::llm::env_var(evt, k))?;
+    let name = settings.backend(d.backend, schema)?.name();
+    if matches!(name, "claude" | "codex") {
+        return Err(format!(
+            "`llm = false` leaves the verdict to Jev alone, but the judge resolved to `{name}` \
+             (set {} or pick backend = \"jev\")",
+            capt_hook_proto::env::TYPESAFE_API_KEY
+        ));
+    }
+    Ok(())
 }
 
 /// True when `text` names `word` as a whole name (not inside a longer word).
@@ -718,6 +1049,25 @@ pub fn tickets(decl: Tickets) -> Result<HookDef, DefError> {
             "place",
             "a tickets hook needs an action to check",
         ));
+    }
+    for (i, r) in decl.rules.iter().enumerate() {
+        if let Source::Decide(d) = &r.when {
+            if d.over.is_empty() {
+                return Err(DefError::new(
+                    format!("rules[{i}].decide.over"),
+                    "list the evidence the judge reads (`user_said`, `user_answered`)",
+                ));
+            }
+            if d.over
+                .iter()
+                .any(|o| matches!(o, Source::Decide(_) | Source::Condition(_)))
+            {
+                return Err(DefError::new(
+                    format!("rules[{i}].decide.over"),
+                    "a judge reads only `user_said` and `user_answered` evidence",
+                ));
+            }
+        }
     }
     let identity = decl.kind.clone();
     let handler: HandlerFn = Arc::new(move |evt: &Event| -> HandlerResult {

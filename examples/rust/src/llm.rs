@@ -4,8 +4,8 @@
 
 use captain_hook::core::{Mode, Pattern};
 use captain_hook::llm::{
-    ApproveOptions, Confirm, Context, LlmOptions, PromptCheck, llm_approve, llm_gate, llm_nudge,
-    prompt_check,
+    ApproveOptions, Confirm, Context, LlmOptions, PromptCheck, RubricDefaults, llm_approve,
+    llm_gate, llm_nudge, prompt_check,
 };
 use captain_hook::session::{SignalWindow, Signals};
 use captain_hook::{DefError, EventKind, Expect, Input, Registry, cond, hook, on};
@@ -38,6 +38,8 @@ pub fn register(reg: &mut Registry) -> Result<(), DefError> {
         "Fix the failure instead of blaming an external service. Rerun the failing step.",
     );
     excuses.signals = Some(signals(&[(r"external.*service", 2)], 2)?);
+    // The seeds' default; `[llm.specialties.review]` in config.toml picks its judge.
+    excuses.specialty = "review".into();
     reg.add(
         STEM,
         llm_gate(excuses)?
@@ -131,13 +133,36 @@ pub fn register(reg: &mut Registry) -> Result<(), DefError> {
             .test(
                 Input::new().file("src/app.py").content("x = 2"),
                 Expect::allow(),
+            )
+            // An Edit of a file not on disk: `before` is the file before the call.
+            .test(
+                Input::new()
+                    .tool("Edit")
+                    .file("src/app.py")
+                    .before("# the retry limit\nx = 1\n")
+                    .old("x = 1")
+                    .content("x = 2"),
+                Expect::allow(),
+            )
+            .test(
+                Input::new()
+                    .tool("Edit")
+                    .file("src/app.py")
+                    .before("x = 1\n")
+                    .old("x = 1")
+                    .content("x = 2  # now 2 instead of 1"),
+                Expect::warn(),
             ),
     )?;
 
-    // llm_approve("safe teammate commands", only_if=[Tool("Bash"), FromSubagent()])
+    // llm_approve("safe teammate commands", only_if=[Tool("Bash"), FromSubagent()]): Claude
+    // Code's auto-mode rules for the project, then this project's own.
+    let mut teammates = ApproveOptions::new("safe teammate commands");
+    teammates.defaults = RubricDefaults::Claude;
+    teammates.rubric = Some("The project's own test suite (cargo test) is safe.".into());
     reg.add(
         STEM,
-        llm_approve(ApproveOptions::new("safe teammate commands"))?
+        llm_approve(teammates)?
             .only_if(cond::tool(&["Bash"]))
             .only_if(cond::from_subagent(true))
             .test(Input::command("cargo test").agent_id("a1"), Expect::ask())

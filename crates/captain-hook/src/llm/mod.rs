@@ -8,6 +8,7 @@
 //! visibly (logged, and on a guarded event the call is left to the user), or blocks with its
 //! `on_incomplete` remediation. The models and backends live in `capt-hook-llm`.
 
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -18,7 +19,9 @@ use capt_hook_state::{PrimitiveState, TurnThrottle};
 use serde_json::{Map, Value};
 
 pub use capt_hook_llm::prompt::Budget;
-pub use capt_hook_llm::{BackendChoice, Field, FieldType, Size, Template, VerdictSchema};
+pub use capt_hook_llm::{
+    BackendChoice, Field, FieldType, Size, Specialties, Specialty, Template, VerdictSchema,
+};
 
 use crate::hook::{HandlerError, HandlerFn, HandlerResult, short_hash};
 use crate::primitives::{CustomKind, DefError, HookDef, custom};
@@ -107,7 +110,8 @@ impl Context {
         })
     }
 
-    fn tag(&self) -> &str {
+    /// The block's tag.
+    pub(crate) fn tag(&self) -> &str {
         match self {
             Context::BeforeEdit { .. } => "before_edit",
             Context::AfterEdit { .. } => "after_edit",
@@ -116,14 +120,16 @@ impl Context {
         }
     }
 
-    fn required(&self) -> bool {
+    /// No judge without this block.
+    pub(crate) fn required(&self) -> bool {
         match self {
             Context::BeforeEdit { required } | Context::AfterEdit { required } => *required,
             Context::Introduced { required, .. } | Context::Custom { required, .. } => *required,
         }
     }
 
-    fn render(&self, evt: &Event) -> Option<String> {
+    /// The block's text for `evt`, when there is any.
+    pub(crate) fn render(&self, evt: &Event) -> Option<String> {
         let excerpts = || {
             let images = evt.edit_images()?;
             Some(evidence::edit_excerpts(
@@ -189,6 +195,110 @@ fn introduced(
 const EDIT_EXCERPT_CHARS: usize = 4000;
 /// Characters of the working-tree diff.
 const DIFF_CHARS: usize = 8000;
+/// The specialty of `llm_gate` and `llm_nudge` when they name none (the seeds' default).
+pub const DEFAULT_SPECIALTY: &str = "review";
+/// The specialty of judges that name none of their own (`confirm`, `prompt_check`).
+pub const GENERAL_SPECIALTY: &str = "general";
+
+/// Each loaded project's specialties, by project root: set when the project loads, read by its
+/// judges (a worker serves one project; `capt-hook run` loads one).
+static SPECIALTIES: std::sync::Mutex<std::collections::BTreeMap<PathBuf, Arc<Specialties>>> =
+    std::sync::Mutex::new(std::collections::BTreeMap::new());
+
+/// Records the specialties of the project at `root`.
+pub(crate) fn set_specialties(root: &std::path::Path, specialties: Specialties) {
+    SPECIALTIES
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .insert(root.to_path_buf(), Arc::new(specialties));
+}
+
+/// The specialties of the event's project (the built-in ones for a project never loaded).
+fn specialties(evt: &Event) -> Arc<Specialties> {
+    evt.project_root()
+        .and_then(|root| {
+            SPECIALTIES
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .get(root)
+                .cloned()
+        })
+        .unwrap_or_default()
+}
+
+/// Reads the project's specialties from `hooks_dir`'s `config.toml`, records them for its
+/// judges, and returns a load error for each hook of `registry` naming one it does not have.
+pub fn check_specialties(
+    root: &std::path::Path,
+    hooks_dir: &std::path::Path,
+    registry: &crate::registry::Registry,
+) -> Vec<crate::loader::LoadError> {
+    use crate::loader::LoadError;
+    let config_file = hooks_dir.join(crate::loader::CONFIG_FILE);
+    let mut errors = Vec::new();
+    let (table, unread) = match crate::packs::read_config(hooks_dir) {
+        Ok(c) => {
+            let mut configured = Vec::new();
+            for (name, sp) in c.llm.specialties {
+                let models = match sp.models {
+                    None => None,
+                    Some(m) => match <[String; 3]>::try_from(m) {
+                        Ok(m) if m.iter().all(|n| !n.trim().is_empty()) => Some(m),
+                        _ => {
+                            errors.push(LoadError {
+                                file: config_file.clone(),
+                                line: 0,
+                                column: 0,
+                                field: Some(format!("llm.specialties.{name}.models")),
+                                message: "give three model names: small, medium, large".into(),
+                            });
+                            continue;
+                        }
+                    },
+                };
+                let specialty = Specialty {
+                    backend: backend_of(sp.backend),
+                    models,
+                };
+                configured.push((name, specialty));
+            }
+            (Specialties::with(configured), None)
+        }
+        Err(e) => (Specialties::builtin(), Some(e.to_string())),
+    };
+    for hook in registry.hooks() {
+        let Some(name) = hook.specialty.as_deref() else {
+            continue;
+        };
+        if table.get(name).is_some() {
+            continue;
+        }
+        let (file, line) = hook.source.as_ref().map_or_else(
+            || (std::path::PathBuf::from(&hook.name), 0),
+            |s| (std::path::PathBuf::from(&s.file), s.line),
+        );
+        let mut message = format!(
+            "{}: no specialty `{name}`; define it under [llm.specialties.{name}] in {} or use \
+             one of {}",
+            hook.name,
+            config_file.display(),
+            table.names()
+        );
+        if let Some(why) = &unread {
+            message.push_str(&format!(" ({why})"));
+        }
+        errors.push(LoadError {
+            file,
+            line,
+            column: 0,
+            field: Some("specialty".into()),
+            message,
+        });
+    }
+    set_specialties(root, table);
+    errors
+}
+
 /// How long a judge may take when the event has no deadline of its own.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(90);
 /// Time kept back from the event's deadline to turn a verdict into a reply.
@@ -223,7 +333,11 @@ pub struct LlmOptions {
     pub max_context: usize,
     /// The model tier.
     pub model: Size,
-    /// The judge (`None`: the project's `CAPT_HOOK_LLM_BACKEND`, else `auto`).
+    /// The specialty (default `review`): the project's `config.toml` maps it to a judge and
+    /// model names; an unknown one is a load error.
+    pub specialty: String,
+    /// The judge (`None`: the specialty's, else the project's `CAPT_HOOK_LLM_BACKEND`, else
+    /// `auto`).
     pub backend: Option<BackendChoice>,
     /// Give the judge read-only tools over the project.
     pub agent: bool,
@@ -259,6 +373,7 @@ impl LlmOptions {
             once_per_turn: None,
             max_context: 2000,
             model: Size::Small,
+            specialty: DEFAULT_SPECIALTY.to_owned(),
             backend: None,
             agent: true,
             transcript: true,
@@ -290,6 +405,73 @@ impl LlmOptions {
             "fire",
         )
     }
+}
+
+/// The verdict schema of a Rust type deriving `JsonSchema`: `bool` fields, `String`s, integers
+/// (bounded by `#[schemars(range(min = …, max = …))]` or their type), and enums of unit variants
+/// (as choices). Every field is required, as a verdict's are; anything else is an error naming
+/// the field.
+pub fn verdict_schema_of<T: schemars::JsonSchema>() -> Result<VerdictSchema, DefError> {
+    let root = schemars::schema_for!(T);
+    let root = root.as_value();
+    let err = |m: String| DefError::new("response", m);
+    // A field's schema, with a `$ref` to the root's definitions followed.
+    let resolve = |v: &Value| -> Value {
+        match v.get("$ref").and_then(Value::as_str) {
+            Some(r) => r
+                .rsplit('/')
+                .next()
+                .and_then(|name| root.pointer(&format!("/$defs/{name}")))
+                .cloned()
+                .unwrap_or(Value::Null),
+            None => v.clone(),
+        }
+    };
+    let props = root
+        .get("properties")
+        .and_then(Value::as_object)
+        .ok_or_else(|| err("the verdict type must be a struct with named fields".into()))?;
+    let mut fields = Vec::new();
+    for (name, prop) in props {
+        let p = resolve(prop);
+        let description = prop
+            .get("description")
+            .or_else(|| p.get("description"))
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        let choices: Option<Vec<String>> = p
+            .get("enum")
+            .and_then(Value::as_array)
+            .map(|a| {
+                a.iter()
+                    .filter_map(|v| v.as_str().map(str::to_owned))
+                    .collect()
+            })
+            .or_else(|| {
+                p.get("oneOf").and_then(Value::as_array).map(|a| {
+                    a.iter()
+                        .filter_map(|v| v.get("const").and_then(Value::as_str).map(str::to_owned))
+                        .collect()
+                })
+            });
+        let ty = match (p.get("type").and_then(Value::as_str), choices) {
+            (_, Some(c)) if !c.is_empty() => FieldType::Choice(c),
+            (Some("boolean"), _) => FieldType::Bool,
+            (Some("string"), _) => FieldType::String,
+            (Some("integer"), _) => FieldType::Integer {
+                min: p.get("minimum").and_then(Value::as_f64).map(|m| m as i64),
+                max: p.get("maximum").and_then(Value::as_f64).map(|m| m as i64),
+            },
+            _ => {
+                return Err(err(format!(
+                    "field `{name}`: a verdict field is a bool, a String, an integer or an enum \
+                     of unit variants, and never optional (got {p})"
+                )));
+            }
+        };
+        fields.push(Field::new(name, ty, description));
+    }
+    VerdictSchema::new(fields).map_err(|e| err(e.0))
 }
 
 /// A gate judged by a model: blocks Stop and SubagentStop (by default) when the verdict says
@@ -365,7 +547,11 @@ fn build(o: LlmOptions, block: bool) -> Result<HookDef, DefError> {
     {
         return Err(DefError::new("on_incomplete", "the remediation is empty"));
     }
+    if o.specialty.trim().is_empty() {
+        return Err(DefError::new("specialty", "the specialty is empty"));
+    }
     let kind = if block { "llm_gate" } else { "llm_nudge" };
+    let specialty = o.specialty.clone();
     let identity = o.label.clone().unwrap_or_else(|| o.prompt.clone());
     let label = o.label.clone();
     let guards_waiting = block && o.guards_waiting != Some(false);
@@ -389,7 +575,8 @@ fn build(o: LlmOptions, block: bool) -> Result<HookDef, DefError> {
         // A judge waits on a process or the network: never on the dispatching thread.
         inline: false,
         manages_repetition: block,
-    });
+    })
+    .with_specialty(specialty);
     Ok(match label {
         Some(l) => def.name(l),
         None => def,
@@ -530,6 +717,9 @@ pub(crate) fn from_spec(
         o.max_context = m;
     }
     o.model = model_of(s.model);
+    if let Some(sp) = &s.specialty {
+        o.specialty = sp.clone();
+    }
     o.backend = backend_of(s.backend);
     if let Some(a) = s.agent {
         o.agent = a;
@@ -600,7 +790,15 @@ pub(crate) fn confirm_from_spec(c: &crate::spec::ConfirmSpec) -> Result<Confirm,
 pub(crate) fn approve_from_spec(s: &crate::spec::LlmApproveSpec) -> Result<HookDef, DefError> {
     let mut o = ApproveOptions::new(s.label.clone());
     o.rubric = s.rubric.clone();
+    o.defaults = match s.defaults {
+        None | Some(crate::spec::RubricDefaultsSpec::Claude) => RubricDefaults::Claude,
+        Some(crate::spec::RubricDefaultsSpec::Builtin) => RubricDefaults::Builtin,
+        Some(crate::spec::RubricDefaultsSpec::None) => RubricDefaults::None,
+    };
     o.model = model_of(s.model);
+    if let Some(sp) = &s.specialty {
+        o.specialty = sp.clone();
+    }
     o.backend = backend_of(s.backend);
     o.timeout = s.timeout_s.map(|t| seconds("timeout_s", t)).transpose()?;
     if s.name.is_some() {
@@ -724,6 +922,8 @@ pub(crate) struct Question<'a> {
     pub schema: &'a VerdictSchema,
     /// The model tier.
     pub size: Size,
+    /// The specialty, resolved through the project's table.
+    pub specialty: &'a str,
     /// Tools for the judge.
     pub agent: bool,
     /// The hook's choice of judge.
@@ -747,7 +947,15 @@ pub(crate) fn ask(evt: &Event, q: &Question<'_>, name: &str) -> Result<Map<Strin
     if stub.active {
         return stub.answer(q.schema, q.stub_base);
     }
-    let settings = Settings::from_lookup(|k| env_var(evt, k))?;
+    let table = specialties(evt);
+    let specialty = table.get(q.specialty).ok_or_else(|| {
+        format!(
+            "the specialty `{}` is not configured (known: {})",
+            q.specialty,
+            table.names()
+        )
+    })?;
+    let settings = Settings::from_lookup(|k| env_var(evt, k))?.for_specialty(specialty);
     let backend = settings.backend(q.backend, q.schema)?;
     let call = Call {
         prompt: q.prompt,
@@ -762,7 +970,7 @@ pub(crate) fn ask(evt: &Event, q: &Question<'_>, name: &str) -> Result<Map<Strin
         .filter(|d| !d.is_empty())
         .map(std::path::PathBuf::from)
         .unwrap_or_else(capt_hook_proto::paths::log_dir);
-    let first = capt_hook_llm::judge(backend, &call, name, Some(&log));
+    let first = judge_and_record(evt, backend, &call, name, &log);
     let Some(escalate) = q.escalate.filter(|_| backend.name() == "jev") else {
         return first.map(|a| a.verdict).map_err(|e| e.to_string());
     };
@@ -781,9 +989,47 @@ pub(crate) fn ask(evt: &Event, q: &Question<'_>, name: &str) -> Result<Map<Strin
         prompt: &prompt,
         ..call
     };
-    capt_hook_llm::judge(&settings.claude, &call, name, Some(&log))
+    judge_and_record(evt, &settings.claude, &call, name, &log)
         .map(|a| a.verdict)
         .map_err(|e| e.to_string())
+}
+
+/// Asks `backend`, logging the call (and a failure's record) under `log`, and records it on
+/// the event for its session log line and the decision ledger.
+fn judge_and_record(
+    evt: &Event,
+    backend: &dyn capt_hook_llm::Backend,
+    call: &Call<'_>,
+    hook: &str,
+    log: &std::path::Path,
+) -> Result<capt_hook_llm::Answer, capt_hook_llm::CallError> {
+    // The registered name (`file:llm_gate_label`) when the dispatcher runs us, so the call
+    // joins the hook's decisions; the handler's own key otherwise.
+    let hook = &crate::dispatch::current_hook_name().unwrap_or_else(|| hook.to_owned());
+    let started = Instant::now();
+    let result = capt_hook_llm::judge(backend, call, hook, evt.session_id(), Some(log));
+    let record = match &result {
+        Ok(a) => capt_hook_journal::JudgeCall {
+            hook: hook.to_owned(),
+            backend: a.backend.to_owned(),
+            model: a.model.clone(),
+            latency_ms: a.latency.as_millis() as u64,
+            cost_usd: a.cost_usd,
+            ok: true,
+            error: None,
+        },
+        Err(e) => capt_hook_journal::JudgeCall {
+            hook: hook.to_owned(),
+            backend: backend.name().to_owned(),
+            model: None,
+            latency_ms: started.elapsed().as_millis() as u64,
+            cost_usd: None,
+            ok: false,
+            error: Some(e.to_string()),
+        },
+    };
+    capt_hook_journal::judge::record(evt, record);
+    result
 }
 
 fn handler(o: LlmOptions, block: bool, name: String) -> HandlerFn {
@@ -839,6 +1085,7 @@ fn handler(o: LlmOptions, block: bool, name: String) -> HandlerFn {
             task: &o.prompt,
             schema: &o.response,
             size: o.model,
+            specialty: &o.specialty,
             agent: o.agent,
             backend: o.backend,
             timeout: o.timeout,
@@ -894,7 +1141,10 @@ fn handler(o: LlmOptions, block: bool, name: String) -> HandlerFn {
 
 mod approve;
 pub(crate) use approve::confirmed;
-pub use approve::{ApproveOptions, Confirm, PromptCheck, llm_approve, prompt_check};
+pub use approve::{
+    ApproveOptions, AutoModeRules, Confirm, PromptCheck, RubricDefaults, builtin_rules,
+    llm_approve, prompt_check, render_rubric,
+};
 
 #[cfg(test)]
 mod tests;

@@ -667,6 +667,31 @@ fn a_confirmed_block_stands_only_when_the_judge_agrees_and_is_judged_once_per_in
     let warn = crate::hook(&[EventKind::PreToolUse], "just a warning").confirm(Confirm::new("r"));
     let e = Registry::new().add("t", warn).err().unwrap();
     assert_eq!(e.field, "confirm");
+
+    // A message-only block with `confirm` after another hook already blocked: the call is
+    // refused anyway, so its judge is not asked.
+    let after = Judge::new(r#"{"protected": true, "reasoning": "x"}"#, 0.0);
+    let d = dispatcher(vec![
+        crate::block_command(
+            crate::CommandMatch::argv(&["git", "push"]).unwrap(),
+            "no pushes today",
+        ),
+        crate::deny("pushes need review").confirm(Confirm::new("A push nobody reviewed.")),
+    ]);
+    let r = d.dispatch(&push(&after, "git push"), soon()).unwrap();
+    assert_eq!(r.action, Action::Block);
+    assert!(!r.message.unwrap_or_default().contains("need review"));
+    assert_eq!(after.calls(), 0, "no judge after another hook's block");
+    // Alone, the same hook asks its judge.
+    let d = dispatcher(vec![
+        crate::deny("pushes need review").confirm(Confirm::new("A push nobody reviewed.")),
+    ]);
+    assert_eq!(
+        d.dispatch(&push(&after, "git push"), soon())
+            .map(|r| r.action),
+        Some(Action::Block)
+    );
+    assert_eq!(after.calls(), 1);
 }
 
 #[test]
@@ -860,4 +885,510 @@ fn the_introduced_context_lists_only_what_the_edit_adds() {
     );
     assert_eq!(d.dispatch(&edit("x = 1", "x = 3"), soon()), None);
     assert_eq!(judge.calls(), 1, "nothing introduced: no call");
+}
+
+/// A project root with `config.toml` and `hooks.toml` written, loaded (which records its
+/// specialties); the load errors.
+fn load_project(dir: &Path, config: &str, hooks: &str) -> Vec<crate::loader::LoadError> {
+    let hooks_dir = dir.join(".claude/hooks");
+    std::fs::create_dir_all(&hooks_dir).unwrap();
+    std::fs::write(hooks_dir.join("config.toml"), config).unwrap();
+    std::fs::write(hooks_dir.join("hooks.toml"), hooks).unwrap();
+    crate::project::Project::load(dir, &hooks_dir)
+        .errors()
+        .to_vec()
+}
+
+#[test]
+fn a_specialty_picks_the_judge_and_its_models_from_the_project_config() {
+    let judge = Judge::new(BLOCK, 0.0);
+    let project = tempfile::tempdir().unwrap();
+    // A fake `claude` recording its arguments.
+    let claude = project.path().join("fake-claude");
+    std::fs::write(
+        &claude,
+        format!(
+            "#!/bin/sh\ncat > /dev/null\nprintf '%s\\n' \"$@\" > \"{}/claude-args\"\n\
+             echo '{{\"type\":\"result\",\"structured_output\":{{\"block\":true,\"reasoning\":\"r\"}}}}'\n",
+            project.path().display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&claude, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let errors = load_project(
+        project.path(),
+        "[llm.specialties.security]\nbackend = \"command\"\n\n\
+         [llm.specialties.deep]\nbackend = \"claude\"\nmodels = [\"m-small\", \"m-mid\", \"m-big\"]\n",
+        "[[hook]]\nkind = \"llm_gate\"\nprompt = \"p\"\nmessage = \"m\"\nspecialty = \"security\"\n",
+    );
+    assert!(errors.is_empty(), "{errors:?}");
+    let gate = |specialty: &str, model: Size| {
+        let mut o = LlmOptions::gate("Is it risky?", "Risky: {reasoning}");
+        o.specialty = specialty.into();
+        o.model = model;
+        o.agent = false;
+        // Every Stop of this test is judged.
+        o.once_per_turn = Some(false);
+        dispatcher(vec![llm_gate(o).unwrap()])
+    };
+    // The project default is a judge that cannot run: only the specialty's judge can answer.
+    let env = [
+        ("CAPT_HOOK_LLM_BACKEND", "codex"),
+        ("CAPT_HOOK_CODEX_BIN", "/nonexistent/codex"),
+        ("CAPT_HOOK_CLAUDE_BIN", claude.to_str().unwrap()),
+    ];
+    let stop = || judge.event_env(EventKind::Stop, json!({}), Some(project.path()), &env);
+    let r = gate("security", Size::Small).dispatch(&stop(), soon());
+    assert_eq!(r.map(|r| r.action), Some(Action::Block));
+    assert_eq!(judge.calls(), 1, "the specialty's `command` judge answered");
+    let r = gate("deep", Size::Medium).dispatch(&stop(), soon());
+    assert_eq!(r.map(|r| r.action), Some(Action::Block));
+    let args = std::fs::read_to_string(project.path().join("claude-args")).unwrap();
+    assert!(args.contains("--model\nm-mid\n"), "{args}");
+    // `general` (built in, not configured) keeps the project default, which cannot run here.
+    let r = gate("general", Size::Small).outcome(&stop(), soon());
+    assert!(
+        r.failures
+            .iter()
+            .any(|f| f.cause.to_string().contains("codex")),
+        "{:?}",
+        r.failures
+    );
+    // A hook's own backend wins over its specialty's.
+    let mut own = LlmOptions::gate("Is it risky?", "Risky");
+    own.specialty = "deep".into();
+    own.backend = Some(BackendChoice::Command);
+    own.once_per_turn = Some(false);
+    let before = judge.calls();
+    dispatcher(vec![llm_gate(own).unwrap()]).dispatch(&stop(), soon());
+    assert_eq!(judge.calls(), before + 1);
+    // A specialty the project does not know fails the judge visibly, naming the known ones.
+    let r = gate("secruity", Size::Small).outcome(&stop(), soon());
+    let why = r.failures[0].cause.to_string();
+    assert!(
+        why.contains("secruity") && why.contains("security"),
+        "{why}"
+    );
+}
+
+#[test]
+fn an_unknown_specialty_or_a_bad_mapping_is_a_load_error() {
+    let project = tempfile::tempdir().unwrap();
+    let errors = load_project(
+        project.path(),
+        "[llm.specialties.security]\nbackend = \"claude\"\n",
+        "[[hook]]\nkind = \"llm_nudge\"\nprompt = \"p\"\nmessage = \"m\"\nspecialty = \"secruity\"\n\n\
+         [[hook]]\nkind = \"llm_approve\"\nlabel = \"a\"\nspecialty = \"review\"\n",
+    );
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    let e = &errors[0];
+    assert_eq!(e.field.as_deref(), Some("specialty"));
+    assert!(e.file.ends_with("hooks.toml"), "{e}");
+    assert_eq!(e.line, 1, "{e}");
+    assert!(
+        e.message.contains("`secruity`")
+            && e.message.contains("[llm.specialties.secruity]")
+            && e.message.contains("debugging, general, review, security"),
+        "{e}"
+    );
+    let errors = load_project(
+        project.path(),
+        "[llm.specialties.deep]\nmodels = [\"only-one\"]\n",
+        "",
+    );
+    assert_eq!(
+        errors[0].field.as_deref(),
+        Some("llm.specialties.deep.models"),
+        "{errors:?}"
+    );
+    // A backend that is not a judge is refused by the config's own parse, with its line.
+    let errors = load_project(
+        project.path(),
+        "[llm.specialties.deep]\nbackend = \"gpt\"\n",
+        "[[hook]]\nkind = \"llm_gate\"\nprompt = \"p\"\nmessage = \"m\"\nspecialty = \"deep\"\n",
+    );
+    assert!(
+        errors[0].message.contains("config.toml") && errors[0].message.contains("gpt"),
+        "{errors:?}"
+    );
+    let empty = LlmOptions {
+        specialty: " ".into(),
+        ..LlmOptions::gate("p", "m")
+    };
+    assert_eq!(llm_gate(empty).err().unwrap().field, "specialty");
+}
+
+/// A fake `claude` that prints `rules` for `auto-mode config` (counting the asks in `dir`).
+fn fake_auto_mode(dir: &Path, rules: &str) -> String {
+    use std::os::unix::fs::PermissionsExt;
+    let path = dir.join(format!("claude-{}", short_hash(rules)));
+    std::fs::write(
+        &path,
+        format!(
+            "#!/bin/sh\n[ \"$1 $2\" = \"auto-mode config\" ] || exit 9\necho x >> \"{}/asks\"\n{rules}\n",
+            dir.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    path.display().to_string()
+}
+
+#[test]
+fn llm_approve_judges_by_claude_codes_auto_mode_rules_or_its_own() {
+    let judge = Judge::new(r#"{"safe": true, "reasoning": "reads"}"#, 0.0);
+    let bin = tempfile::tempdir().unwrap();
+    let cli = fake_auto_mode(
+        bin.path(),
+        r#"echo '{"environment":["ACME-ENV"],"allow":["ACME-ALLOW"],"soft_deny":["ACME-SOFT"],"hard_deny":["ACME-HARD"]}'"#,
+    );
+    let approve = |defaults: RubricDefaults, rubric: Option<&str>| {
+        let mut o = ApproveOptions::new(format!("a {defaults:?} {rubric:?}"));
+        o.defaults = defaults;
+        o.rubric = rubric.map(str::to_owned);
+        dispatcher(vec![llm_approve(o).unwrap()])
+    };
+    let dialog = |claude: &str| {
+        judge.event_env(
+            EventKind::PermissionRequest,
+            json!({"tool_name": "Bash", "tool_input": {"command": "make deploy"}}),
+            None,
+            &[("CAPT_HOOK_CLAUDE_BIN", claude)],
+        )
+    };
+    let prompt_of = |n: usize| -> String {
+        let reqs = judge.requests();
+        assert_eq!(reqs.len(), n);
+        reqs[0]["prompt"].as_str().unwrap().to_owned()
+    };
+    // Claude Code's rules (from the CLI), the way auto mode applies them, then the hook's own.
+    let r = approve(RubricDefaults::Claude, Some("Deploys to staging are fine."))
+        .dispatch(&dialog(&cli), soon());
+    assert_eq!(r.map(|r| r.action), Some(Action::Allow));
+    let p = prompt_of(1);
+    for part in [
+        "ACME-ENV",
+        "Hard blocks:\n- ACME-HARD",
+        "Soft blocks:\n- ACME-SOFT",
+        "Allow exceptions:\n- ACME-ALLOW",
+        "user asked for this specific action",
+        "This project's rules (they come first):\nDeploys to staging are fine.",
+        "<recent>",
+        "make deploy",
+    ] {
+        assert!(p.contains(part), "{part:?} missing from:\n{p}");
+    }
+    assert!(!p.contains(&builtin_rules().hard_deny[0]), "{p}");
+    // The CLI is asked once, not per dialog.
+    approve(RubricDefaults::Claude, Some("again")).dispatch(&dialog(&cli), soon());
+    let asks = std::fs::read_to_string(bin.path().join("asks")).unwrap();
+    assert_eq!(asks.lines().count(), 1);
+
+    // A CLI that cannot say: our built-in rules instead.
+    let broken = fake_auto_mode(bin.path(), "echo 'unknown command' >&2; exit 1");
+    let judge2 = Judge::new(r#"{"safe": false, "reasoning": "no"}"#, 0.0);
+    let evt = judge2.event_env(
+        EventKind::PermissionRequest,
+        json!({"tool_name": "Bash", "tool_input": {"command": "ls"}}),
+        None,
+        &[("CAPT_HOOK_CLAUDE_BIN", &broken)],
+    );
+    assert_eq!(
+        approve(RubricDefaults::Claude, None).dispatch(&evt, soon()),
+        None
+    );
+    let p = judge2.requests()[0]["prompt"].as_str().unwrap().to_owned();
+    assert!(p.contains(&builtin_rules().hard_deny[0]), "{p}");
+
+    // `builtin` never asks the CLI; `none` is the hook's rubric alone.
+    let judge3 = Judge::new(r#"{"safe": false, "reasoning": "no"}"#, 0.0);
+    let evt = |j: &Judge| {
+        j.event_env(
+            EventKind::PermissionRequest,
+            json!({"tool_name": "Bash", "tool_input": {"command": "ls"}}),
+            None,
+            &[("CAPT_HOOK_CLAUDE_BIN", "/nonexistent/claude")],
+        )
+    };
+    approve(RubricDefaults::Builtin, None).dispatch(&evt(&judge3), soon());
+    let p = judge3.requests()[0]["prompt"].as_str().unwrap().to_owned();
+    assert!(p.contains(&builtin_rules().soft_deny[0]), "{p}");
+    let judge4 = Judge::new(r#"{"safe": false, "reasoning": "no"}"#, 0.0);
+    approve(RubricDefaults::None, Some("Only `ls` is safe.")).dispatch(&evt(&judge4), soon());
+    let p = judge4.requests()[0]["prompt"].as_str().unwrap().to_owned();
+    assert!(
+        p.contains("Only `ls` is safe.") && !p.contains("Soft blocks"),
+        "{p}"
+    );
+    let mut bare = ApproveOptions::new("bare");
+    bare.defaults = RubricDefaults::None;
+    assert_eq!(llm_approve(bare).err().unwrap().field, "rubric");
+
+    // From a hook file.
+    let mut reg = Registry::new();
+    crate::loader::load_str(
+        "[[hook]]\nkind = \"llm_approve\"\nlabel = \"x\"\ndefaults = \"builtin\"\nspecialty = \"general\"\n",
+        "t",
+        &mut reg,
+    )
+    .unwrap();
+    let errors = crate::loader::load_str(
+        "[[hook]]\nkind = \"llm_approve\"\nlabel = \"x\"\ndefaults = \"none\"\n",
+        "t",
+        &mut Registry::new(),
+    )
+    .unwrap_err();
+    assert_eq!(
+        errors[0].field.as_deref(),
+        Some("hook[0].rubric"),
+        "{errors:?}"
+    );
+}
+
+#[test]
+fn judge_calls_are_recorded_on_the_event_for_the_journal() {
+    let judge = Judge::new(BLOCK, 0.0);
+    let d = dispatcher(vec![
+        llm_gate(LlmOptions::gate("Is the agent making excuses?", "Fix it.")).unwrap(),
+    ]);
+    let evt = judge.event(EventKind::Stop, json!({}), None);
+    assert!(d.dispatch(&evt, soon()).is_some());
+    let calls = capt_hook_journal::judge::recorded(&evt);
+    assert_eq!(calls.len(), 1, "{calls:?}");
+    assert!(calls[0].ok && calls[0].backend == "command", "{calls:?}");
+    assert!(
+        calls[0].hook.starts_with("t:llm_gate_"),
+        "the registered name: {calls:?}"
+    );
+    let failing = Judge::new("not json", 0.0);
+    let evt = failing.event(EventKind::Stop, json!({}), None);
+    d.dispatch(&evt, soon());
+    let calls = capt_hook_journal::judge::recorded(&evt);
+    assert!(!calls[0].ok && calls[0].error.is_some(), "{calls:?}");
+    // An event without an LLM hook records nothing.
+    let evt = judge.event(EventKind::Stop, json!({}), None);
+    assert!(capt_hook_journal::judge::recorded(&evt).is_empty());
+}
+
+#[test]
+fn an_inline_tests_before_text_must_fit_the_edit() {
+    let mut o = LlmOptions::nudge("Any new comment?", "Drop it.");
+    o.contexts = vec![Context::introduced(None, &["comment"]).unwrap()];
+    let mut reg = Registry::new();
+    let hook = reg
+        .add("t", llm_nudge(o).unwrap().events(&[EventKind::PreToolUse]))
+        .unwrap();
+    let edit = |before: &str| crate::testing::InlineTest {
+        input: Input::new()
+            .tool("Edit")
+            .file("src/a.py")
+            .before(before)
+            .old("x = 1")
+            .content("x = 2  # two"),
+        expect: Expect::warn(),
+        line: None,
+    };
+    let t = edit("x = 1\n");
+    assert_eq!(run_test(hook, &t, None).status, Status::Pass);
+    let out = run_test(hook, &edit("y = 0\n"), None);
+    assert_eq!(out.status, Status::Error, "{}", out.reason);
+    assert!(
+        out.reason.contains("before:") && out.reason.contains("old_string"),
+        "{}",
+        out.reason
+    );
+}
+
+#[test]
+fn a_rust_verdict_type_gives_the_schema() {
+    #[derive(schemars::JsonSchema)]
+    #[allow(dead_code)]
+    enum Severity {
+        Low,
+        High,
+    }
+    #[derive(schemars::JsonSchema)]
+    #[allow(dead_code)]
+    struct Review {
+        /// true when the change needs a second look
+        risky: bool,
+        why: String,
+        #[schemars(range(min = 1, max = 5))]
+        score: i32,
+        severity: Severity,
+    }
+    let schema = verdict_schema_of::<Review>().unwrap();
+    assert_eq!(schema.field("risky").unwrap().ty, FieldType::Bool);
+    assert_eq!(
+        schema.field("risky").unwrap().description.as_deref(),
+        Some("true when the change needs a second look")
+    );
+    assert_eq!(schema.field("why").unwrap().ty, FieldType::String);
+    assert_eq!(
+        schema.field("score").unwrap().ty,
+        FieldType::Integer {
+            min: Some(1),
+            max: Some(5)
+        }
+    );
+    assert_eq!(
+        schema.field("severity").unwrap().ty,
+        FieldType::Choice(vec!["Low".into(), "High".into()])
+    );
+    // It drives a gate like a field list does: the stubbed judge fills it.
+    let mut o = LlmOptions::gate("Is it risky?", "Second look ({severity}, {score}/5): {why}");
+    o.response = schema;
+    o.verdict = "risky".into();
+    let mut reg = Registry::new();
+    let hook = reg.add("t", llm_gate(o).unwrap()).unwrap();
+    let t = crate::testing::InlineTest {
+        input: Input::new(),
+        expect: Expect::block().matching("Second look \\((Low|High), 1/5\\): inline test stub"),
+        line: None,
+    };
+    let out = run_test(hook, &t, None);
+    assert_eq!(out.status, Status::Pass, "{}", out.reason);
+
+    #[derive(schemars::JsonSchema)]
+    #[allow(dead_code)]
+    struct Loose {
+        maybe: Option<bool>,
+    }
+    let e = verdict_schema_of::<Loose>().err().unwrap();
+    assert!(e.message.contains("`maybe`"), "{e:?}");
+}
+
+#[test]
+fn the_remaining_options_shape_the_call_or_the_result() {
+    let judge = Judge::new(BLOCK, 0.0);
+    let gate = |f: &dyn Fn(&mut LlmOptions)| {
+        let mut o = LlmOptions::gate("Is the agent making excuses?", "Fix it.");
+        f(&mut o);
+        dispatcher(vec![llm_gate(o).unwrap()])
+    };
+    // `when` says no: no call.
+    let d = gate(&|o| o.when = Some(Arc::new(|_: &Event| false)));
+    assert_eq!(
+        d.dispatch(&judge.event(EventKind::Stop, json!({}), None), soon()),
+        None
+    );
+    assert_eq!(judge.calls(), 0);
+    // A gate skips while the session waits on background work, unless told not to.
+    let waiting = json!({"background_tasks": [{"id": "b1"}]});
+    assert_eq!(
+        gate(&|_| {}).dispatch(&judge.event(EventKind::Stop, waiting.clone(), None), soon()),
+        None
+    );
+    assert_eq!(judge.calls(), 0, "no judge while waiting");
+    let r = gate(&|o| o.guards_waiting = Some(false))
+        .dispatch(&judge.event(EventKind::Stop, waiting, None), soon());
+    assert_eq!(r.map(|r| r.action), Some(Action::Block));
+    assert_eq!(judge.calls(), 1);
+    // A message computed in Rust from the verdict.
+    let computed = Judge::new(BLOCK, 0.0);
+    let r = gate(&|o| {
+        o.message = Message::Fn(Arc::new(|v: &Map<String, Value>| {
+            format!("because {}", v["reasoning"].as_str().unwrap_or(""))
+        }));
+    })
+    .dispatch(&computed.event(EventKind::Stop, json!({}), None), soon());
+    assert_eq!(
+        r.and_then(|r| r.message).as_deref(),
+        Some("because blames an outage")
+    );
+    // The window: tool results only with `tool_results`, each piece clipped by `budget`, the
+    // whole within `max_context`.
+    let window = Judge::new(PASS, 0.0);
+    let with_tools = |j: &Judge| {
+        let evt = j.event(EventKind::Stop, json!({}), None);
+        let lines = [
+            json!({"type": "user", "message": {"role": "user", "content": "run the suite please"}}),
+            json!({"type": "assistant", "message": {"role": "assistant", "content": [
+                {"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "cargo test"}}
+            ]}}),
+            json!({"type": "user", "message": {"role": "user", "content": [
+                {"type": "tool_result", "tool_use_id": "t1", "content": "3 failed", "is_error": true}
+            ]}}),
+            json!({"type": "assistant", "message": {"role": "assistant", "content": [
+                {"type": "text", "text": "An external service outage broke three tests, not our code at all."}
+            ]}}),
+        ];
+        let payload = evt.payload().clone();
+        Arc::new(
+            Event::new(
+                EventKind::Stop,
+                Value::Object(payload),
+                evt.context().clone(),
+            )
+            .unwrap()
+            .with_transcript(capt_hook_transcript::Transcript::from_values(lines.iter())),
+        )
+    };
+    gate(&|o| o.once_per_turn = Some(false)).dispatch(&with_tools(&window), soon());
+    gate(&|o| {
+        o.once_per_turn = Some(false);
+        o.tool_results = true;
+        o.budget = Budget {
+            prose: 20,
+            ..Budget::default()
+        };
+    })
+    .dispatch(&with_tools(&window), soon());
+    gate(&|o| {
+        o.once_per_turn = Some(false);
+        o.max_context = 100;
+    })
+    .dispatch(&with_tools(&window), soon());
+    let contexts: Vec<String> = window
+        .requests()
+        .iter()
+        .map(|r| {
+            let p = r["prompt"].as_str().unwrap();
+            let start = p.find("<context>\n").unwrap() + "<context>\n".len();
+            p[start..p[start..].find("\n</context>").unwrap() + start].to_owned()
+        })
+        .collect();
+    assert_eq!(contexts.len(), 3);
+    let plain = contexts
+        .iter()
+        .find(|c| c.contains("not our code at all"))
+        .unwrap();
+    assert!(!plain.contains("failed: 3 failed"), "{plain}");
+    let tooled = contexts
+        .iter()
+        .find(|c| c.contains("failed: 3 failed"))
+        .unwrap();
+    assert!(
+        !tooled.contains("not our code at all"),
+        "clipped by the budget: {tooled}"
+    );
+    // Only the newest piece fits in 100 characters.
+    assert!(
+        contexts.iter().any(|c| c.len() <= 100
+            && c.contains("not our code at all")
+            && !c.contains("run the suite")),
+        "max_context bounds the window: {contexts:?}"
+    );
+
+    // advisory_on_deny: a nudge's warning rides on another hook's deny.
+    let nudge = Judge::new(r#"{"fire": true, "reasoning": "r"}"#, 0.0);
+    let mut n = LlmOptions::nudge("Anything to add?", "Also: check the docs.");
+    n.once_per_turn = Some(false);
+    let d = dispatcher(vec![
+        crate::deny("no pushes"),
+        llm_nudge(n.clone())
+            .unwrap()
+            .events(&[EventKind::PreToolUse])
+            .advisory_on_deny(true),
+    ]);
+    let push = nudge.event(
+        EventKind::PreToolUse,
+        json!({"tool_name": "Bash", "tool_input": {"command": "git push"}}),
+        None,
+    );
+    let m = d.dispatch(&push, soon()).unwrap().message.unwrap();
+    assert!(
+        m.contains("no pushes") && m.contains("Also: check the docs."),
+        "{m}"
+    );
 }

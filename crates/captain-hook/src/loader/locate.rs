@@ -95,25 +95,28 @@ fn walk(
     Ok(cur.span())
 }
 
-/// Turns byte offsets into lines and columns.
+/// Turns byte offsets into lines and columns. Every hook and inline test asks for its line, so
+/// the line starts are found once per file: a lookup is a binary search, not a rescan.
 pub(super) struct Located<'t> {
     pub(super) text: &'t str,
+    /// Byte offset of each line's first byte.
+    line_starts: Vec<usize>,
 }
 
 impl<'t> Located<'t> {
     pub(super) fn new(text: &'t str) -> Self {
-        Located { text }
+        let line_starts = std::iter::once(0)
+            .chain(memchr::memchr_iter(b'\n', text.as_bytes()).map(|p| p + 1))
+            .collect();
+        Located { text, line_starts }
     }
 
     pub(super) fn line_col(&self, offset: usize) -> (usize, usize) {
         let offset = offset.min(self.text.len());
+        // The last line starting at or before the offset (a newline itself ends its line).
+        let line = self.line_starts.partition_point(|s| *s <= offset);
+        let line_start = self.line_starts[line - 1];
         let before = &self.text.as_bytes()[..offset];
-        let line = before.iter().filter(|b| **b == b'\n').count() + 1;
-        let line_start = before
-            .iter()
-            .rposition(|b| *b == b'\n')
-            .map(|p| p + 1)
-            .unwrap_or(0);
         let column = String::from_utf8_lossy(&before[line_start..])
             .chars()
             .count()

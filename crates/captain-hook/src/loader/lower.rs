@@ -72,7 +72,7 @@ macro_rules! common {
         if let Some(c) = &spec.confirm {
             d = d.confirm(crate::llm::confirm_from_spec(c)?);
         }
-        let located = Located::new($text);
+        let located: &Located = $text;
         d = d.source($source, located.line_col($item.span().start).0);
         for (i, t) in spec.test.iter().enumerate() {
             let field = format!("test[{i}]");
@@ -87,7 +87,7 @@ pub(super) fn lower(
     entry: HookEntry,
     item: &Spanned<DeValue<'_>>,
     source: &str,
-    text: &str,
+    text: &Located,
 ) -> Result<HookDef, DefError> {
     let source = source.to_owned();
     let def = match &entry {
@@ -272,36 +272,13 @@ pub(super) fn lower(
     Ok(def)
 }
 
-/// Seconds, or a number with a unit.
+/// Seconds, or a number with a unit; `field` names it in the error.
 fn duration(field: &str, d: &DurationSpec) -> Result<std::time::Duration, DefError> {
-    let secs = match d {
-        DurationSpec::Seconds(n) => *n,
-        DurationSpec::Text(t) => {
-            let t = t.trim();
-            let (num, unit) = t.split_at(t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len()));
-            let n: u64 = num.parse().map_err(|_| {
-                err(
-                    field,
-                    format!(
-                        "`{t}` is not a duration; write seconds or e.g. \"30m\", \"8h\", \"7d\""
-                    ),
-                )
-            })?;
-            let scale = match unit.trim() {
-                "" | "s" => 1,
-                "m" => 60,
-                "h" => 3600,
-                "d" => 86_400,
-                u => return Err(err(field, format!("unknown unit `{u}`; use s, m, h or d"))),
-            };
-            n.saturating_mul(scale)
-        }
-    };
-    Ok(std::time::Duration::from_secs(secs))
+    d.to_duration().map_err(|e| err(field, e))
 }
 
 fn tickets_from_spec(s: &TicketsSpec) -> Result<HookDef, DefError> {
-    use crate::tickets::{Decide, Extract, Reach, Rule, Source, Tickets, check_template};
+    use crate::tickets::{Decide, Extract, Reach, Reading, Rule, Source, Tickets, check_template};
     if s.place.is_empty() {
         return Err(err(
             "place",
@@ -330,42 +307,61 @@ fn tickets_from_spec(s: &TicketsSpec) -> Result<HookDef, DefError> {
         }
         Ok(())
     };
+    let said_source = |field: String, said: &TicketSaidSpec| -> Result<Source, DefError> {
+        let (pattern, names) = match said {
+            TicketSaidSpec::Pattern(p) => (Some(p.clone()), Vec::new()),
+            TicketSaidSpec::Options { pattern, names } => (pattern.clone(), names.clone()),
+        };
+        if pattern.is_none() && names.is_empty() {
+            return Err(err(field, "give a `pattern` or `names`"));
+        }
+        if let Some(p) = &pattern {
+            template(field.clone(), p)?;
+        }
+        if let Some(n) = names.iter().find(|n| !keys.contains(n)) {
+            return Err(err(
+                format!("{field}.names"),
+                format!("`{n}` is not a place key; the place keys are {keys:?}"),
+            ));
+        }
+        Ok(Source::UserSaid { pattern, names })
+    };
+    let answered =
+        |field: String, a: &TicketAnsweredSpec, approved: bool| -> Result<Source, DefError> {
+            if let Some(p) = &a.pattern {
+                template(format!("{field}.pattern"), p)?;
+            }
+            Ok(Source::UserAnswered {
+                pattern: a.pattern.clone(),
+                approved: a.approved.unwrap_or(approved),
+            })
+        };
+    let reading = |field: String, r: &Option<ReadingSpec>| -> Result<Reading, DefError> {
+        Ok(match r {
+            None | Some(ReadingSpec::Flag(false)) => Reading::Off,
+            Some(ReadingSpec::Flag(true)) => Reading::Chars(crate::tickets::RECENT_CHARS),
+            Some(ReadingSpec::Chars(n)) => Reading::Chars(*n),
+            Some(ReadingSpec::Word(w)) => match w.as_str() {
+                "recent" => Reading::Chars(crate::tickets::RECENT_CHARS),
+                "full" => Reading::Full,
+                other => {
+                    return Err(err(
+                        field,
+                        format!(
+                            "`{other}`: write true, false, a number of characters, \"recent\" or \"full\""
+                        ),
+                    ));
+                }
+            },
+        })
+    };
     let mut rules = Vec::new();
     for (i, r) in s.rules.iter().enumerate() {
         let field = format!("rules[{i}]");
         let one = "give exactly one of `user_said`, `user_answered`, `decide`, `condition`";
         let when = match (&r.user_said, &r.user_answered, &r.decide, &r.condition) {
-            (Some(said), None, None, None) => {
-                let (pattern, names) = match said {
-                    TicketSaidSpec::Pattern(p) => (Some(p.clone()), Vec::new()),
-                    TicketSaidSpec::Options { pattern, names } => (pattern.clone(), names.clone()),
-                };
-                if pattern.is_none() && names.is_empty() {
-                    return Err(err(
-                        format!("{field}.user_said"),
-                        "give a `pattern` or `names`",
-                    ));
-                }
-                if let Some(p) = &pattern {
-                    template(format!("{field}.user_said"), p)?;
-                }
-                if let Some(n) = names.iter().find(|n| !keys.contains(n)) {
-                    return Err(err(
-                        format!("{field}.user_said.names"),
-                        format!("`{n}` is not a place key; the place keys are {keys:?}"),
-                    ));
-                }
-                Source::UserSaid { pattern, names }
-            }
-            (None, Some(a), None, None) => {
-                if let Some(p) = &a.pattern {
-                    template(format!("{field}.user_answered.pattern"), p)?;
-                }
-                Source::UserAnswered {
-                    pattern: a.pattern.clone(),
-                    approved: a.approved,
-                }
-            }
+            (Some(said), None, None, None) => said_source(format!("{field}.user_said"), said)?,
+            (None, Some(a), None, None) => answered(format!("{field}.user_answered"), a, true)?,
             (None, None, Some(d), None) => {
                 if d.rules.trim().is_empty() {
                     return Err(err(
@@ -377,6 +373,35 @@ fn tickets_from_spec(s: &TicketsSpec) -> Result<HookDef, DefError> {
                 decide.model = crate::llm::model_of(d.model);
                 decide.backend = crate::llm::backend_of(d.backend);
                 decide.second_opinion = d.second_opinion;
+                decide.llm = d.llm;
+                decide.tool_results = d.tool_results;
+                decide.transcript = reading(format!("{field}.decide.transcript"), &d.transcript)?;
+                decide.root_transcript = reading(
+                    format!("{field}.decide.root_transcript"),
+                    &d.root_transcript,
+                )?;
+                if let Some(over) = &d.over {
+                    decide.over = Vec::new();
+                    for (j, o) in over.iter().enumerate() {
+                        let at = format!("{field}.decide.over[{j}]");
+                        decide.over.push(match (&o.user_said, &o.user_answered) {
+                            (Some(said), None) => said_source(format!("{at}.user_said"), said)?,
+                            (None, Some(a)) => answered(format!("{at}.user_answered"), a, false)?,
+                            _ => {
+                                return Err(err(
+                                    at,
+                                    "give exactly one of `user_said`, `user_answered`",
+                                ));
+                            }
+                        });
+                    }
+                    if decide.over.is_empty() {
+                        return Err(err(
+                            format!("{field}.decide.over"),
+                            "list the evidence the judge reads (`user_said`, `user_answered`)",
+                        ));
+                    }
+                }
                 if let Some(secs) = d.deadline {
                     decide.deadline =
                         crate::llm::seconds(&format!("{field}.decide.deadline"), secs)?;
@@ -432,6 +457,13 @@ pub(super) fn lower_test(
         let lines =
             load_transcript(spec, base).map_err(|e| err(format!("{field}.input.transcript"), e))?;
         input.transcript = Some(TranscriptInput::Lines(lines));
+    }
+    for (i, ticket) in t.input.tickets.iter().flatten().enumerate() {
+        for (name, d) in [("age", &ticket.age), ("ttl", &ticket.ttl)] {
+            if let Some(d) = d {
+                duration(&format!("{field}.input.tickets[{i}].{name}"), d)?;
+            }
+        }
     }
     let verdict = match t.expect {
         ExpectSpec::Block => Verdict::Block,

@@ -142,7 +142,7 @@ pub fn load_file(path: &Path, registry: &mut Registry) -> Vec<LoadError> {
 /// and nothing is returned unless the whole file is good.
 fn load_text(text: &str, stem: &str, path: &Path) -> Result<Vec<crate::Hook>, Vec<LoadError>> {
     let located = Located::new(text);
-    let (defs, raw) = parse_str(text, &path.display().to_string());
+    let (defs, raw) = parse_str(&located, &path.display().to_string());
     let mut errors: Vec<(usize, LoadError)> = raw
         .into_iter()
         .map(|e| {

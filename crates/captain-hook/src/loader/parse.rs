@@ -30,7 +30,8 @@ pub(super) struct RawError {
 /// A lowered hook with its index in the file and the span of its table.
 pub(super) type ParsedDef = (usize, HookDef, Range<usize>);
 
-pub(super) fn parse_str(text: &str, source: &str) -> (Vec<ParsedDef>, Vec<RawError>) {
+pub(super) fn parse_str(located: &Located, source: &str) -> (Vec<ParsedDef>, Vec<RawError>) {
+    let text = located.text;
     let doc = match DeTable::parse(text) {
         Ok(d) => d,
         Err(e) => {
@@ -79,7 +80,7 @@ pub(super) fn parse_str(text: &str, source: &str) -> (Vec<ParsedDef>, Vec<RawErr
                     continue;
                 }
             };
-            match lower(entry, item, source, text) {
+            match lower(entry, item, source, located) {
                 Ok(def) => defs.push((index, def, item.span())),
                 Err(e) => {
                     let field = visible_path(&e.field).unwrap_or_default();

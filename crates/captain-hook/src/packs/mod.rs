@@ -49,6 +49,28 @@ pub struct Config {
     /// Single pack hooks turned off.
     #[serde(default)]
     pub hooks: Switches,
+    /// How LLM hooks' judges are chosen.
+    #[serde(default)]
+    pub llm: LlmConfig,
+}
+
+/// `[llm]` of `config.toml`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LlmConfig {
+    /// `[llm.specialties.<name>]`: what a hook's `specialty` asks for.
+    #[serde(default)]
+    pub specialties: std::collections::BTreeMap<String, SpecialtyConfig>,
+}
+
+/// One configured specialty.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SpecialtyConfig {
+    /// Its judge.
+    pub backend: Option<crate::spec::BackendSpec>,
+    /// Model names for small, medium and large (`claude` and `codex`).
+    pub models: Option<Vec<String>>,
 }
 
 /// A list of things turned off.
@@ -253,7 +275,10 @@ pub fn load(root: &Path, hooks_dir: &Path, home: &Path, registry: &mut Registry)
                     source.join("hooks").join(name),
                 )
             });
-            register(&mut info, files, &config, &mut unused, &mut out, registry);
+            // Builtin patterns compile when first searched: the test below proves they compile.
+            capt_hook_core::pattern::deferred(|| {
+                register(&mut info, files, &config, &mut unused, &mut out, registry)
+            });
         }
         out.infos.push(info);
     }

@@ -232,3 +232,16 @@ fn plugin_packs_load_after_the_builtins_and_broken_ones_are_load_errors() {
             .starts_with("acme@market/deploy:")
     );
 }
+
+/// `load` defers compiling the builtin packs' patterns to their first search; this loads every
+/// builtin hook file the ordinary way, where a pattern that does not compile is a load error.
+#[test]
+fn every_builtin_pattern_compiles_when_loaded_eagerly() {
+    for b in builtin::BUILTINS {
+        for (name, text) in b.hooks {
+            let path = PathBuf::from(format!("builtin:{}/hooks/{name}", b.name));
+            let errors = load_source(text, name, &path, &mut Registry::new());
+            assert!(errors.is_empty(), "{}: {errors:?}", path.display());
+        }
+    }
+}

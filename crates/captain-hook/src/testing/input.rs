@@ -25,6 +25,9 @@ pub struct Input {
     pub file: Option<String>,
     /// New text (Edit `new_string`, Write `content`).
     pub content: Option<String>,
+    /// The whole file before the call, for an Edit/MultiEdit/Write whose file is not on disk
+    /// (the edit is applied to it): what `before_edit`, `after_edit` and `introduced` read.
+    pub before: Option<String>,
     /// Replaced text (Edit `old_string`).
     pub old: Option<String>,
     /// The raw tool input, used verbatim instead of a synthesised one.
@@ -62,6 +65,34 @@ pub struct Input {
     /// The stubbed judge's verdict for LLM hooks: these fields over the defaults (`block` and
     /// `fire` true, text `"inline test stub"`); `error = "…"` makes the judge fail.
     pub llm: Option<Map<String, Value>>,
+    /// Permission tickets in the project's store before the event (`tickets` hooks).
+    pub tickets: Option<Vec<TicketInput>>,
+}
+
+/// A permission ticket an inline test puts in the store before its event: minted `age` ago,
+/// living `ttl` from then (expired when `age >= ttl`), in the test's session tree unless `tree`
+/// says otherwise.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TicketInput {
+    /// The ticket kind (`chat.post`).
+    pub kind: String,
+    /// The place keys and their values.
+    pub place: std::collections::BTreeMap<String, String>,
+    /// `place` (default): every call at the place; `action`: the test's own tool call only.
+    pub reach: Option<crate::spec::ReachSpec>,
+    /// How long ago it was minted (default 0).
+    pub age: Option<crate::spec::DurationSpec>,
+    /// Its lifetime from minting (default: until revoked).
+    pub ttl: Option<crate::spec::DurationSpec>,
+    /// It was revoked (just before the event).
+    #[serde(default)]
+    pub revoked: bool,
+    /// The root session of the tree it was minted in (default: the test's session,
+    /// `inline-test`).
+    pub tree: Option<String>,
+    /// The rule recorded on it (default `preloaded`).
+    pub rule: Option<String>,
 }
 
 impl Input {
@@ -105,6 +136,12 @@ impl Input {
     /// The replaced text (Edit `old_string`).
     pub fn old(mut self, old: impl Into<String>) -> Input {
         self.old = Some(old.into());
+        self
+    }
+
+    /// The whole file before the call (see [`Input::before`]).
+    pub fn before(mut self, text: impl Into<String>) -> Input {
+        self.before = Some(text.into());
         self
     }
 
@@ -174,6 +211,12 @@ impl Input {
         self
     }
 
+    /// Puts a permission ticket in the store before the event.
+    pub fn ticket(mut self, ticket: TicketInput) -> Input {
+        self.tickets.get_or_insert_with(Vec::new).push(ticket);
+        self
+    }
+
     /// Pre-seeds a workflow state record, under the key its `load` reads.
     pub fn workflow_state<T: capt_hook_state::WorkflowState>(self, value: &T) -> Input {
         // A serde struct always serialises; a failure would leave the slot unseeded, which the
@@ -195,6 +238,7 @@ impl Input {
         s("file", &self.file);
         s("content", &self.content);
         s("old", &self.old);
+        s("before", &self.before);
         s("tool", &self.tool);
         s("prompt", &self.prompt);
         s("agent_type", &self.agent_type);
@@ -236,6 +280,10 @@ impl Input {
         if let Some(s) = &self.state {
             let keys: Vec<&str> = s.keys().map(String::as_str).collect();
             parts.push(format!("state=[{}]", keys.join(", ")));
+        }
+        if let Some(t) = &self.tickets {
+            let kinds: Vec<&str> = t.iter().map(|t| t.kind.as_str()).collect();
+            parts.push(format!("tickets=[{}]", kinds.join(", ")));
         }
         format!("Input({})", parts.join(", "))
     }

@@ -6,7 +6,7 @@ mod input;
 mod report;
 mod run;
 
-pub use input::{Input, TranscriptInput, build_payload, load_transcript};
+pub use input::{Input, TicketInput, TranscriptInput, build_payload, load_transcript};
 pub use report::{Status, TestOutcome, all_passed, human_report, json_report};
 pub use run::{evaluate_alone, run_registry, run_test};
 

@@ -122,6 +122,13 @@ pub fn run_test(hook: &Hook, test: &InlineTest, root: Option<&Path>) -> TestOutc
         Ok(e) => e,
         Err(e) => return outcome(Status::Error, format!("EventError: {e}")),
     };
+    let evt = match &test.input.before {
+        None => evt,
+        Some(text) => match evt.with_file_before(text.clone()) {
+            Ok(e) => e,
+            Err(why) => return outcome(Status::Error, format!("before: {why}")),
+        },
+    };
     let evt = match &test.input.transcript {
         Some(spec) => {
             // A fixture file sits beside the file that declares the test.
@@ -139,6 +146,11 @@ pub fn run_test(hook: &Hook, test: &InlineTest, root: Option<&Path>) -> TestOutc
         }
         None => evt.with_transcript(capt_hook_transcript::Transcript::empty()),
     };
+    if let Some(tickets) = &test.input.tickets
+        && let Err(e) = preload_tickets(&evt, tickets)
+    {
+        return outcome(Status::Error, format!("tickets: {e}"));
+    }
     // Inline tests never reach a model: every LLM hook answers from the stub.
     evt.memo(crate::llm::STUB_KEY, || crate::llm::LlmStub {
         active: true,
@@ -248,6 +260,61 @@ fn check(name: &str, expect: &Expect, r: Option<&HookResult>) -> Result<(), Chec
                 py_str(p)
             ));
         }
+    }
+    Ok(())
+}
+
+/// Puts a test's tickets in the scratch store of its project, minted `age` before now.
+fn preload_tickets(evt: &Event, tickets: &[super::TicketInput]) -> Result<(), String> {
+    use crate::tickets::{
+        Evidence, Proposal, Reach, Ticket, new_ticket_id, store_for, tool_payload,
+    };
+    let store = store_for(evt)?;
+    let now = capt_hook_proto::clock::now_unix_ms();
+    let ms = |d: &Option<crate::spec::DurationSpec>, field: &str| -> Result<Option<u64>, String> {
+        d.as_ref()
+            .map(|d| {
+                d.to_duration()
+                    .map(|d| d.as_millis() as u64)
+                    .map_err(|e| format!("{field}: {e}"))
+            })
+            .transpose()
+    };
+    // The test's own call, as a TOML declaration reads it, is what an action ticket covers.
+    let own = Proposal {
+        place: Default::default(),
+        payload: tool_payload(
+            evt.tool_name().unwrap_or(""),
+            &Value::Object(evt.tool_input().cloned().unwrap_or_default()),
+        ),
+        summary: String::new(),
+    };
+    for (i, t) in tickets.iter().enumerate() {
+        let minted_at = now.saturating_sub(ms(&t.age, &format!("tickets[{i}].age"))?.unwrap_or(0));
+        let reach = match t.reach {
+            Some(crate::spec::ReachSpec::Action) => Reach::Action,
+            _ => Reach::Place,
+        };
+        let ticket = Ticket {
+            id: new_ticket_id(&t.kind, &t.place, minted_at),
+            kind: t.kind.clone(),
+            place: t.place.clone(),
+            reach,
+            fingerprint: (reach == Reach::Action).then(|| own.fingerprint()),
+            rule: t.rule.clone().unwrap_or_else(|| "preloaded".to_owned()),
+            evidence: vec![Evidence {
+                source: "test".to_owned(),
+                text: "put in the store by the inline test".to_owned(),
+            }],
+            session: evt.session_id().map(str::to_owned),
+            tree: t.tree.clone().or_else(|| crate::tickets::tree(evt)),
+            author: Some("test".to_owned()),
+            minted_at,
+            expires_at: ms(&t.ttl, &format!("tickets[{i}].ttl"))?.map(|ttl| minted_at + ttl),
+            revoked_at: t.revoked.then_some(now),
+        };
+        // Minting prunes what expired before the time given; 0 keeps a test's expired tickets.
+        store.mint(ticket, 0).map_err(|e| e.to_string())?;
     }
     Ok(())
 }
