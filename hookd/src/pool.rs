@@ -23,6 +23,11 @@ const REPLY_MARGIN: Duration = Duration::from_millis(50);
 /// and answers before the host stops waiting.
 const WORKER_MARGIN: Duration = Duration::from_millis(100);
 
+/// How long a root's canonical path is reused. Resolving it runs off the runtime thread (a
+/// slow file system must not stall other connections), which costs two thread hand-offs per
+/// event; a busy session sends many events a second from the same root.
+const ROOT_TTL: Duration = Duration::from_secs(1);
+
 /// A key's worker, if one is running; locked while one is starting.
 type Slot = Arc<AsyncMutex<Option<Arc<Worker>>>>;
 
@@ -52,6 +57,8 @@ pub struct Pool {
     starting: Arc<AtomicUsize>,
     /// Background builds of Rust hook projects.
     builds: Arc<Builds>,
+    /// Canonical paths of the roots seen in the last [`ROOT_TTL`], with when each was resolved.
+    roots: Mutex<HashMap<String, (PathBuf, Instant)>>,
 }
 
 /// Why no worker could be had for an event.
@@ -95,13 +102,38 @@ impl Pool {
             max_workers: max_workers.max(1),
             starting: Arc::new(AtomicUsize::new(0)),
             builds: Builds::new(crate::rust::cli_exe()),
+            roots: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// The canonical path of a request's root, resolved at most once per [`ROOT_TTL`].
+    async fn canonical(&self, root: &str) -> PathBuf {
+        let now = Instant::now();
+        if let Some(known) = self.known_root(root, now) {
+            return known;
+        }
+        let resolved = canonical_root(root).await;
+        self.remember_root(root, &resolved, now);
+        resolved
+    }
+
+    fn known_root(&self, root: &str, now: Instant) -> Option<PathBuf> {
+        let roots = self.roots.lock().unwrap_or_else(|p| p.into_inner());
+        let (path, at) = roots.get(root)?;
+        (now.saturating_duration_since(*at) < ROOT_TTL).then(|| path.clone())
+    }
+
+    fn remember_root(&self, root: &str, resolved: &Path, now: Instant) {
+        let mut roots = self.roots.lock().unwrap_or_else(|p| p.into_inner());
+        // Expired entries go on every miss, so the map holds only the last second's roots.
+        roots.retain(|_, (_, at)| now.saturating_duration_since(*at) < ROOT_TTL);
+        roots.insert(root.to_owned(), (resolved.to_path_buf(), now));
     }
 
     /// Evaluates one event on its worker, starting one if needed. A worker retired by the cap
     /// between being picked and being sent the event is replaced once.
     pub async fn dispatch(&self, req: EventRequest, deadline: Instant) -> HostReply {
-        let root = canonical_root(&req.root).await;
+        let root = self.canonical(&req.root).await;
         let req = match self.dispatch_to(&root, req, deadline).await {
             Ok(reply) => return reply,
             Err(req) => req,
@@ -451,6 +483,41 @@ pub fn worker_key(root: &Path, semantic: &BTreeMap<String, String>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A root is resolved again once its entry is older than the TTL: a moved symlink is
+    /// followed after at most that long, and never before.
+    #[test]
+    fn canonical_roots_are_reused_for_the_ttl_only() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (a, b, link) = (
+            tmp.path().join("a"),
+            tmp.path().join("b"),
+            tmp.path().join("link"),
+        );
+        std::fs::create_dir(&a).unwrap();
+        std::fs::create_dir(&b).unwrap();
+        std::os::unix::fs::symlink(&a, &link).unwrap();
+        let log = File::options().write(true).open("/dev/null").unwrap();
+        let records = Records::new(tmp.path().join("records"));
+        let pool = Pool::new("/bin/false".into(), log, Duration::from_secs(1), 1, records);
+        let root = link.to_str().unwrap();
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let resolve = || runtime.block_on(pool.canonical(root));
+        let (a, b) = (a.canonicalize().unwrap(), b.canonicalize().unwrap());
+        assert_eq!(resolve(), a);
+        std::fs::remove_file(&link).unwrap();
+        std::os::unix::fs::symlink(&b, &link).unwrap();
+        assert_eq!(resolve(), a, "reused within the TTL");
+        let now = Instant::now();
+        assert_eq!(pool.known_root(root, now), Some(a.clone()));
+        assert_eq!(pool.known_root(root, now + ROOT_TTL), None, "expired");
+        // An expired entry is dropped when another root is resolved.
+        pool.remember_root("/elsewhere", Path::new("/elsewhere"), now + ROOT_TTL);
+        assert_eq!(pool.roots.lock().unwrap().len(), 1);
+        assert_eq!(resolve(), b, "resolved again after the TTL");
+    }
 
     #[test]
     fn keys_split_on_semantic_env_only() {

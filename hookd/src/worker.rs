@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use capt_hook_proto::{
     BUILD, EventRequest, EventResponse, MAX_FRAME, PROTOCOL, WorkerFrame, decode, encode,
 };
+use tokio::io::AsyncWriteExt;
 use tokio::process::{Child, ChildStdin, ChildStdout};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, oneshot, watch};
 use tokio::time::timeout;
@@ -359,18 +360,50 @@ fn base_env() -> Vec<(String, String)> {
     env
 }
 
+/// Bytes of queued frames gathered into one write to a worker.
+const WRITE_BATCH: usize = 256 * 1024;
+
+/// Writes queued events to the worker. Under load, the frames already queued go out in one
+/// write, so the worker's reader wakes once for them rather than once each.
 async fn write_loop(mut stdin: ChildStdin, mut frames: mpsc::UnboundedReceiver<Vec<u8>>) {
+    let mut batch = Vec::new();
     while let Some(body) = frames.recv().await {
-        if let Err(e) = write_frame(&mut stdin, &body).await {
+        batch.clear();
+        let mut next = Some(body);
+        while let Some(body) = next.take() {
+            if let Err(e) = push_frame(&mut batch, &body) {
+                tracing::warn!(error = %e, "an event frame too large for a worker");
+                return;
+            }
+            if batch.len() < WRITE_BATCH {
+                next = frames.try_recv().ok();
+            }
+        }
+        let written = async {
+            stdin.write_all(&batch).await?;
+            stdin.flush().await
+        };
+        if let Err(e) = written.await {
             tracing::warn!(error = %e, "writing to a worker failed");
             break;
         }
     }
 }
 
+/// Appends one frame (length, then body) to `out`.
+fn push_frame(out: &mut Vec<u8>, body: &[u8]) -> std::io::Result<()> {
+    let len = u32::try_from(body.len()).map_err(std::io::Error::other)?;
+    out.extend_from_slice(&len.to_be_bytes());
+    out.extend_from_slice(body);
+    Ok(())
+}
+
 /// Routes answers to their callers. Anything unexpected (an unknown id, a frame the host never
 /// asks for, bad bytes) means the channel can no longer be trusted: the worker is retired.
-async fn read_loop(worker: Arc<Worker>, mut stdout: ChildStdout) {
+async fn read_loop(worker: Arc<Worker>, stdout: ChildStdout) {
+    // Buffered: a frame's header and body, and the answers that arrived together under load,
+    // come in one read instead of three per frame.
+    let mut stdout = tokio::io::BufReader::with_capacity(64 * 1024, stdout);
     let why = loop {
         let body = match read_frame(&mut stdout, MAX_FRAME).await {
             Ok(Some(b)) => b,

@@ -368,11 +368,15 @@ impl Condition {
             Condition::McpTool(want) => {
                 evt.tool_name().is_some_and(|n| n.starts_with("mcp__")) == *want
             }
-            Condition::Runs(tokens) => evt.command_line().is_some_and(|cl| tokens.matches_line(cl)),
+            Condition::Runs(tokens) => evt
+                .command_line()
+                .is_some_and(|cl| tokens.matches_line_with(cl, evt.line_words())),
             Condition::PrimaryRuns(tokens) => evt
                 .command_line()
                 .is_some_and(|cl| tokens.matches_primary(cl)),
             Condition::Command(pattern) => match evt.command() {
+                // Most patterns have a literal found in none of the texts: one search says so.
+                Some(raw) if !raw.is_empty() && !pattern.may_match(evt.command_texts()) => false,
                 Some(raw) if !raw.is_empty() => {
                     // A command written in the line just as it runs cannot match where the
                     // whole line did not, for a pattern that only asserts word boundaries.

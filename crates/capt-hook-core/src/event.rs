@@ -52,6 +52,10 @@ pub struct Event {
     command_line: OnceLock<Option<CommandLine>>,
     /// Each command's words joined by spaces, built once for every regex that searches them.
     joined: OnceLock<Vec<JoinedCommand>>,
+    /// The command and its joined commands in one text, for prefilters searching them all.
+    command_texts: OnceLock<Option<String>>,
+    /// The command's words, gathered once for every token list that looks for some.
+    line_words: OnceLock<crate::tokens::LineWords>,
     annotations: OnceLock<BTreeMap<String, Option<String>>>,
     images: OnceLock<Option<crate::edit::EditImages>>,
     /// Read on first use, through the process-wide cache.
@@ -79,16 +83,25 @@ pub struct JoinedCommand {
 }
 
 /// True when `text` occurs in `raw` between two non-word characters (or the line's ends).
-fn stands_in(raw: &str, text: &str) -> bool {
+/// `hint` is where it probably stands (the command's own span): checked first, it spares the
+/// substring search for most commands of a plain line.
+fn stands_in(raw: &str, text: &str, hint: Option<usize>) -> bool {
     // Any non-ASCII neighbour counts as a word character: the cautious reading.
     let wordy = |b: Option<&u8>| {
         b.is_some_and(|b| !b.is_ascii() || b.is_ascii_alphanumeric() || *b == b'_')
     };
     let bytes = raw.as_bytes();
-    raw.match_indices(text).any(|(at, _)| {
+    let bounded = |at: usize| {
         let before = at.checked_sub(1).and_then(|i| bytes.get(i));
         !wordy(before) && !wordy(bytes.get(at + text.len()))
-    })
+    };
+    if let Some(at) = hint
+        && raw.get(at..at + text.len()) == Some(text)
+        && bounded(at)
+    {
+        return true;
+    }
+    raw.match_indices(text).any(|(at, _)| bounded(at))
 }
 
 impl Event {
@@ -132,6 +145,8 @@ impl Event {
             context,
             command_line: OnceLock::new(),
             joined: OnceLock::new(),
+            command_texts: OnceLock::new(),
+            line_words: OnceLock::new(),
             annotations: OnceLock::new(),
             images: OnceLock::new(),
             transcript: LazyTranscript::new(None),
@@ -355,12 +370,43 @@ impl Event {
                 .map(|c| {
                     let text = c.joined();
                     JoinedCommand {
-                        in_raw: stands_in(&cl.raw, &text),
+                        in_raw: stands_in(&cl.raw, &text, c.span.as_ref().map(|r| r.start)),
                         text,
                     }
                 })
                 .collect()
         })
+    }
+
+    /// The parsed command's words (none without a command), gathered on first use.
+    pub fn line_words(&self) -> &crate::tokens::LineWords {
+        self.line_words.get_or_init(|| {
+            self.command_line()
+                .map(crate::tokens::LineWords::of)
+                .unwrap_or_default()
+        })
+    }
+
+    /// The raw command followed by each joined command the raw line does not already hold,
+    /// newline-separated: a literal found in none of these texts is found here only where it
+    /// spans a newline, and one found in any of them is found here.
+    pub fn command_texts(&self) -> &str {
+        let raw = self.command().unwrap_or_default();
+        let joined = self.command_texts.get_or_init(|| {
+            let mut more = self
+                .joined_commands()
+                .iter()
+                .filter(|j| !j.in_raw && !raw.contains(j.text.as_str()))
+                .peekable();
+            more.peek()?;
+            let mut all = raw.to_owned();
+            for j in more {
+                all.push('\n');
+                all.push_str(&j.text);
+            }
+            Some(all)
+        });
+        joined.as_deref().unwrap_or(raw)
     }
 
     /// The file the call targets, or the file the event is about (FileChanged,
@@ -602,6 +648,19 @@ impl capt_hook_state::DurableContext for Event {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The span hint only finds a witness sooner: a hint at a bounded occurrence says yes, a
+    /// wrong or unbounded one falls back to the search, which decides.
+    #[test]
+    fn stands_in_with_and_without_a_hint() {
+        let raw = "xgit push && git push";
+        for hint in [None, Some(0), Some(1), Some(13), Some(99)] {
+            assert!(stands_in(raw, "git push", hint), "{hint:?}");
+            assert!(!stands_in("xgit push", "git push", hint), "{hint:?}");
+            assert!(!stands_in("git pushy", "git push", hint), "{hint:?}");
+            assert!(stands_in("a; git push", "git push", hint), "{hint:?}");
+        }
+    }
     use serde_json::json;
 
     fn ev(kind: EventKind, v: Value) -> Event {

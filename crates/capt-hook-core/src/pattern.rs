@@ -142,11 +142,18 @@ impl Pattern {
         self.edge_neutral
     }
 
+    /// False only when the pattern matches nowhere in `text`, nor in any piece of it: none of
+    /// the literals every match starts with occurs in it. One search over several texts joined
+    /// together turns a pattern away from all of them at once.
+    pub fn may_match(&self, text: &str) -> bool {
+        self.prefixes
+            .as_ref()
+            .is_none_or(|prefixes| prefixes.iter().any(|f| f.find(text.as_bytes()).is_some()))
+    }
+
     /// True when the pattern is found anywhere in `text`.
     pub fn is_match(&self, text: &str) -> bool {
-        if let Some(prefixes) = &self.prefixes
-            && !prefixes.iter().any(|f| f.find(text.as_bytes()).is_some())
-        {
+        if !self.may_match(text) {
             return false;
         }
         match self.engine() {

@@ -10,6 +10,7 @@
 //! tokens appear, in order, among the words of its raw text.
 
 use std::fmt;
+use std::ops::Range;
 
 use capt_hook_shell::programs::{self, FlagTable};
 use capt_hook_shell::{Command, CommandLine, Word, basename};
@@ -38,10 +39,7 @@ impl Token {
     fn names_program(&self, word: &str) -> bool {
         match self {
             Token::Any => true,
-            Token::Word(alts) => alts.iter().any(|a| {
-                word.ends_with(a.as_str())
-                    && (word.len() == a.len() || word.as_bytes()[word.len() - a.len() - 1] == b'/')
-            }),
+            Token::Word(alts) => alts.iter().any(|a| names(a, word)),
         }
     }
 
@@ -74,6 +72,90 @@ pub enum TokenError {
 pub struct Tokens {
     tokens: Vec<Token>,
     exact: bool,
+    /// [`initial`] of each alternative of the first token (all bits for `*` or an alternative
+    /// with a `/`): a line none of whose programs shares one cannot match.
+    initials: u64,
+}
+
+/// One bit for a program name's first byte; a program whose basename has no bit in common with
+/// a token's alternatives is not named by them.
+fn initial(name: &str) -> u64 {
+    name.as_bytes().first().map_or(0, |b| 1 << (b & 63))
+}
+
+/// True when `alt` names the program `word` runs: the word itself, or its last path components
+/// (`/usr/bin/rm` for `rm`).
+#[inline]
+fn names(alt: &str, word: &str) -> bool {
+    word.ends_with(alt)
+        && (word.len() == alt.len() || word.as_bytes()[word.len() - alt.len() - 1] == b'/')
+}
+
+/// The words of a line, gathered once per line so that a token list naming a program or a
+/// positional word the line never has is turned away before it walks every command (most
+/// lists, on most lines).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LineWords {
+    /// Every text below, back to back (one allocation per line instead of one per word).
+    text: String,
+    /// The first word of every argv the line runs, and every command's executable, once each
+    /// (every token list compares its first token with each of these).
+    programs: Vec<Box<str>>,
+    /// [`initial`] of each program's basename.
+    initials: u64,
+    /// Every word as a program sees it and as written (one quote layer off), and every argument.
+    words: Vec<Range<usize>>,
+    /// The line could not be read to the end: token lists fall back to its raw words, which
+    /// these do not cover.
+    open: bool,
+}
+
+impl LineWords {
+    /// Gathers the words of `line`.
+    pub fn of(line: &CommandLine) -> LineWords {
+        let mut all = LineWords {
+            open: line.unreadable.is_some(),
+            ..LineWords::default()
+        };
+        let push = |text: &mut String, list: &mut Vec<Range<usize>>, w: &str| {
+            let start = text.len();
+            text.push_str(w);
+            list.push(start..text.len());
+        };
+        let mut program = |w: &str| {
+            if !w.is_empty() && !all.programs.iter().any(|p| &**p == w) {
+                all.initials |= initial(basename(w));
+                all.programs.push(w.into());
+            }
+        };
+        for c in line.commands() {
+            program(&c.executable);
+            for ws in c.run_words() {
+                if let Some(first) = ws.first() {
+                    program(key(first));
+                }
+            }
+        }
+        for c in line.commands() {
+            for w in &c.words {
+                push(&mut all.text, &mut all.words, key(w));
+                if w.text != key(w) {
+                    push(&mut all.text, &mut all.words, &w.text);
+                }
+            }
+            // Each argument is its word as written, already in; only one that is not.
+            for (i, a) in c.args.iter().enumerate() {
+                if c.words.get(i + 1).is_none_or(|w| w.text != *a) {
+                    push(&mut all.text, &mut all.words, a);
+                }
+            }
+        }
+        all
+    }
+
+    fn has_word(&self, w: &str) -> bool {
+        self.words.iter().any(|r| &self.text[r.clone()] == w)
+    }
 }
 
 /// True for a word that is an option: `-x…` or `--x…`, but not `-` or `--`.
@@ -106,9 +188,16 @@ impl Tokens {
             }
             out.push(Token::Word(alts));
         }
+        let initials = match &out[0] {
+            Token::Word(alts) if alts.iter().all(|a| !a.contains('/')) => {
+                alts.iter().fold(0, |m, a| m | initial(a))
+            }
+            _ => u64::MAX,
+        };
         Ok(Tokens {
             tokens: out,
             exact: false,
+            initials,
         })
     }
 
@@ -155,6 +244,37 @@ impl Tokens {
             line.parts.iter().any(|p| self.matches_command(&p.command))
         };
         found || (line.unreadable.is_some() && self.matches_raw_words(&line.raw))
+    }
+
+    /// [`Tokens::matches_line`], told the line's [`LineWords`] (which must be those of
+    /// `line`) so that a list the line's words cannot satisfy is answered without walking it.
+    pub fn matches_line_with(&self, line: &CommandLine, words: &LineWords) -> bool {
+        self.may_match_words(words) && self.matches_line(line)
+    }
+
+    /// False only when [`Tokens::matches_line`] is false on every line with these words: the
+    /// first token names none of its programs (by basename, or as the literal executable), or a
+    /// later token that is neither `*` nor a flag (flags match other spellings too) equals none
+    /// of its words, and the line was read to the end.
+    pub fn may_match_words(&self, words: &LineWords) -> bool {
+        if words.open {
+            return true;
+        }
+        if self.initials & words.initials == 0 {
+            return false;
+        }
+        let program = match &self.tokens[0] {
+            Token::Any => true,
+            Token::Word(alts) => words
+                .programs
+                .iter()
+                .any(|w| alts.iter().any(|a| names(a, w))),
+        };
+        program
+            && self.tokens[1..].iter().all(|t| match t {
+                Token::Word(alts) if t.flags().is_none() => alts.iter().any(|a| words.has_word(a)),
+                _ => true,
+            })
     }
 
     /// True when the line's primary command (its last top-level one) runs an argv these tokens
@@ -545,6 +665,90 @@ mod tests {
         assert!(!exact(&["rm", "-rf"], "rm -fr build"));
         assert!(!exact(&["rm", "-rf"], "sudo rm -rf build"));
         assert!(!exact(&["rm", "-rf"], "/bin/rm -rf build"));
+    }
+
+    /// The word prefilter never changes an answer: every list on every line answers the
+    /// same with it as without it, and it does turn lists away (or it would be no prefilter).
+    #[test]
+    fn the_word_prefilter_agrees_with_the_full_match() {
+        let lines = [
+            "git status --short",
+            "cd /work/app && git status --short | head -20 && cargo test -q 2>&1 | tail -5",
+            r#"bash -lc 'git fetch && git rebase origin/main' && git commit -m "$(cat msg.txt)""#,
+            "sudo -u root rm -rf /x",
+            "/bin/rm -rf /x",
+            "\\rm -rf x",
+            "\"rm\" -rf x",
+            "env FOO=1 nice -n 5 rm -rf build",
+            "ls | xargs rm -rf",
+            "find . -name '*.o' -exec rm -rf {} +",
+            "busybox rm -rf x",
+            "echo $(git stash)",
+            "bash <<EOF\nrm -rf x\nEOF",
+            "watch git push",
+            "> out.txt",
+            "FOO=1 ./scripts/deploy.sh --prod",
+            "git -C ../x reset --hard",
+            "docker image prune -a",
+            "eval 'git push --force'",
+            "echo $(echo $(echo $(git push)))",
+            &format!("echo {}git stash{}", "$(".repeat(60), ")".repeat(60)),
+            "if true; then npm publish; fi",
+            "git 'pu'sh origin && git \"stash\" pop",
+            "git checkout -- . && git -C dir stash",
+            "git push -f origin main",
+            "",
+        ];
+        let lists: &[&[&str]] = &[
+            &["git"],
+            &["git", "push"],
+            &["git", "stash|push"],
+            &["rm", "-rf"],
+            &["/bin/rm"],
+            &["bin/rm"],
+            &["\\rm"],
+            &["\\rm", "-rf"],
+            &["sudo", "rm"],
+            &["xargs"],
+            &["*", "prune"],
+            &["docker", "*", "prune"],
+            &["deploy.sh"],
+            &["./scripts/deploy.sh"],
+            &["cargo|npm", "publish|test"],
+            &["cat"],
+            &["head", "-20"],
+            &["kubectl"],
+            &["echo"],
+            &["nice"],
+            &["stash"],
+            &["git", "checkout", "--", "."],
+            &["git", "push", "--force"],
+            &["git", "*", "main"],
+            &["git", "'pu'sh"],
+            &["git", "stash", "pop"],
+        ];
+        let (mut checked, mut turned_away) = (0, 0);
+        for raw in lines {
+            let line = CommandLine::parse(raw);
+            let words = LineWords::of(&line);
+            for tokens in lists {
+                for exact in [false, true] {
+                    let t = Tokens::new(tokens).unwrap().exact(exact);
+                    let full = t.matches_line(&line);
+                    assert_eq!(
+                        t.matches_line_with(&line, &words),
+                        full,
+                        "{tokens:?} (exact {exact}) on {raw:?}"
+                    );
+                    checked += 1;
+                    turned_away += usize::from(!t.may_match_words(&words));
+                }
+            }
+        }
+        assert!(
+            checked > 900 && turned_away > checked / 2,
+            "{turned_away} of {checked}"
+        );
     }
 
     #[test]

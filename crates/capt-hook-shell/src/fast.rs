@@ -217,6 +217,16 @@ fn is_assignment(text: &str) -> bool {
         && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
+/// The value of a word this path read, when it needs no dequoting: a bare word (nothing in it
+/// is special here) or one quoted string without substitutions is its text with the quote
+/// layer `one_layer` already took off. `None` sends the word through the full dequote.
+fn plain_value(kind: &str, substs: &[Range<usize>], unquoted: &str) -> Option<String> {
+    match kind {
+        "word" | "raw_string" | "string" if substs.is_empty() => Some(unquoted.to_owned()),
+        _ => None,
+    }
+}
+
 /// One command read from its tokens, with what is nested in it.
 struct Read {
     command: Command,
@@ -254,11 +264,18 @@ fn command(raw: &str, toks: &[Token]) -> Option<Read> {
                     let (name, value) = text.split_once('=')?;
                     env.push((name.to_owned(), value.to_owned()));
                 } else {
-                    let d = dequote(text, 0, None);
+                    let text = one_layer(kind, text);
+                    let (value, expandable) = match plain_value(kind, inner, &text) {
+                        Some(v) => (Some(v), false),
+                        None => {
+                            let d = dequote(&raw[r.clone()], 0, None);
+                            (d.value, d.expandable)
+                        }
+                    };
                     words.push(Word {
-                        text: one_layer(kind, text),
-                        value: d.value,
-                        expandable: d.expandable,
+                        text,
+                        value,
+                        expandable,
                         span: Some(r.clone()),
                     });
                     substs.extend(inner.iter().cloned());

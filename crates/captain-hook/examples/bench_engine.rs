@@ -38,6 +38,30 @@ fn main() {
         "cd /work/app && git status --short | head -20 && cargo test -q -- --nocapture 2>&1 | tail -5",
         r#"bash -lc 'git fetch && git rebase origin/main' && git commit -m "$(cat msg.txt)""#,
     ];
+    // `--count LINE N`: evaluate line LINE (0-2) N times and nothing else, for instruction
+    // counts under `valgrind --tool=callgrind` (two counts' difference is the per-event cost).
+    let args: Vec<String> = std::env::args().collect();
+    if let Some(i) = args.iter().position(|a| a == "--count") {
+        let line = args.get(i + 1).and_then(|a| a.parse::<usize>().ok());
+        let n = args.get(i + 2).and_then(|a| a.parse::<u32>().ok());
+        let (Some(line), Some(n)) = (line, n) else {
+            eprintln!("usage: bench_engine --count <line 0-2> <events>");
+            std::process::exit(1);
+        };
+        let Some(command) = lines.get(line) else {
+            eprintln!("bench_engine: no line {line} (there are {})", lines.len());
+            std::process::exit(1);
+        };
+        let (project, payload) = setup(command);
+        for _ in 0..n {
+            std::hint::black_box(project.evaluate(
+                "PreToolUse",
+                &payload,
+                DispatchOptions::default(),
+            ));
+        }
+        return;
+    }
     let mut worst: f64 = 0.0;
     for line in lines {
         worst = worst.max(bench(line, rounds));
@@ -51,22 +75,7 @@ fn main() {
 
 /// Prints one line's figures; returns its µs per event.
 fn bench(command: &str, rounds: u32) -> f64 {
-    let mut registry = Registry::new();
-    if let Err(errors) = load_str(HUNDRED_HOOKS, "bench", &mut registry) {
-        for e in errors {
-            eprintln!("{e}");
-        }
-        std::process::exit(1);
-    }
-    assert_eq!(registry.hooks().len(), 100);
-    let project = Project::from_registry(Path::new("/work/app"), registry);
-    let payload = json!({
-        "session_id": "bench", "transcript_path": "/dev/null", "hook_event_name": "PreToolUse",
-        "cwd": "/work/app", "tool_name": "Bash", "tool_use_id": "toolu_bench",
-        "tool_input": {"command": command, "description": "run tests"},
-    })
-    .to_string()
-    .into_bytes();
+    let (project, payload) = setup(command);
     let opts = DispatchOptions::default();
     let evaluate = || {
         let out = project.evaluate("PreToolUse", &payload, opts);
@@ -116,6 +125,27 @@ fn bench(command: &str, rounds: u32) -> f64 {
         verdict(answer.stdout.as_deref())
     );
     full
+}
+
+/// The 100-hook project and one PreToolUse Bash payload running `command`.
+fn setup(command: &str) -> (Project, Vec<u8>) {
+    let mut registry = Registry::new();
+    if let Err(errors) = load_str(HUNDRED_HOOKS, "bench", &mut registry) {
+        for e in errors {
+            eprintln!("{e}");
+        }
+        std::process::exit(1);
+    }
+    assert_eq!(registry.hooks().len(), 100);
+    let project = Project::from_registry(Path::new("/work/app"), registry);
+    let payload = json!({
+        "session_id": "bench", "transcript_path": "/dev/null", "hook_event_name": "PreToolUse",
+        "cwd": "/work/app", "tool_name": "Bash", "tool_use_id": "toolu_bench",
+        "tool_input": {"command": command, "description": "run tests"},
+    })
+    .to_string()
+    .into_bytes();
+    (project, payload)
 }
 
 /// The mean cost of one call of `f` over one round, in µs.

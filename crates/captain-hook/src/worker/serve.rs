@@ -37,6 +37,10 @@ const BACKGROUND_QUEUE: usize = 64;
 /// How long one event's async hooks may run before their handlers are abandoned.
 const ASYNC_TIMEOUT: Duration = Duration::from_secs(180);
 
+/// Event threads kept waiting for the next event once theirs is answered (the rest exit):
+/// starting a thread costs more than evaluating a typical event.
+const SPARE_EVENT_THREADS: usize = 8;
+
 /// The write half of the protocol channel, shared by event threads.
 type Out = Arc<Mutex<File>>;
 
@@ -80,6 +84,7 @@ pub fn run(opts: &ServeOptions, base: Arc<Registry>) -> ExitCode {
     capt_hook_journal::flush_on_terminate();
     let running = Arc::new(AtomicUsize::new(0));
     let background = Background::start();
+    let threads = EventThreads::new();
     let code = loop {
         let frame = match read_frame(&mut input, MAX_FRAME) {
             Ok(None) => break ExitCode::SUCCESS,
@@ -104,10 +109,10 @@ pub fn run(opts: &ServeOptions, base: Arc<Registry>) -> ExitCode {
                 }
                 let (w, o, r) = (warm.clone(), out.clone(), running.clone());
                 let bg = background.clone();
-                let spawned = std::thread::Builder::new().spawn(move || {
+                let spawned = threads.run(Box::new(move || {
                     serve_event(&w, &o, &bg, id, request);
                     r.fetch_sub(1, Ordering::SeqCst);
-                });
+                }));
                 if let Err(e) = spawned {
                     running.fetch_sub(1, Ordering::SeqCst);
                     send(
@@ -154,6 +159,66 @@ fn serve_event(warm: &Warm, out: &Out, background: &Background, id: u64, request
     send(out, &WorkerFrame::Result { id, response });
     if has_async_hooks(&project) {
         background.submit(project, request);
+    }
+}
+
+/// One event's evaluation, run on an event thread.
+type Job = Box<dyn FnOnce() + Send>;
+
+/// The threads events run on: each event gets a thread of its own at once (a spare one when
+/// there is one, else a new one), so no event waits behind another; the caller bounds how many
+/// run together.
+#[derive(Clone, Default)]
+struct EventThreads {
+    /// Spare threads, each waiting on its own channel for the next event.
+    spare: Arc<Mutex<Vec<mpsc::Sender<Job>>>>,
+}
+
+impl EventThreads {
+    fn new() -> EventThreads {
+        EventThreads::default()
+    }
+
+    /// Runs `job` on a spare thread, else on a new one; `Err` when no thread could be started
+    /// (the job is dropped unrun).
+    fn run(&self, job: Job) -> std::io::Result<()> {
+        let mut job = job;
+        while let Some(spare) = self.lock().pop() {
+            match spare.send(job) {
+                Ok(()) => return Ok(()),
+                // That thread is gone; try the next spare one.
+                Err(mpsc::SendError(back)) => job = back,
+            }
+        }
+        let threads = self.clone();
+        std::thread::Builder::new()
+            .name("capt-hook-event".into())
+            .spawn(move || threads.serve(job))
+            .map(drop)
+    }
+
+    /// An event thread's life: its first job, then as a spare until there are enough spares.
+    fn serve(&self, first: Job) {
+        let (tx, rx) = mpsc::channel::<Job>();
+        let mut job = first;
+        loop {
+            job();
+            {
+                let mut spare = self.lock();
+                if spare.len() >= SPARE_EVENT_THREADS {
+                    return;
+                }
+                spare.push(tx.clone());
+            }
+            match rx.recv() {
+                Ok(next) => job = next,
+                Err(_) => return,
+            }
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<mpsc::Sender<Job>>> {
+        self.spare.lock().unwrap_or_else(|p| p.into_inner())
     }
 }
 
@@ -260,6 +325,61 @@ mod tests {
             client_ppid: 1,
             deadline_unix_ms: 0,
             mandatory: false,
+        }
+    }
+
+    /// Events run at once each on a thread of their own (none waits behind another, so a
+    /// slow event cannot delay a fast one), and sequential events reuse spare threads.
+    #[test]
+    fn event_threads_run_every_event_at_once_and_are_reused() {
+        // It starts threads named like the engine's, which the other tests here count.
+        let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+        let threads = EventThreads::new();
+        let n = SPARE_EVENT_THREADS * 3;
+        let gate = Arc::new((Mutex::new(false), Condvar::new()));
+        let ids = Arc::new(Mutex::new(std::collections::HashSet::new()));
+        for _ in 0..n {
+            let (gate, ids) = (Arc::clone(&gate), Arc::clone(&ids));
+            threads
+                .run(Box::new(move || {
+                    ids.lock().unwrap().insert(std::thread::current().id());
+                    // Held until every job is running (bounded, so a failure cannot hang).
+                    let (lock, cv) = &*gate;
+                    let open = lock.lock().unwrap();
+                    let _ = cv
+                        .wait_timeout_while(open, Duration::from_secs(20), |open| !*open)
+                        .unwrap();
+                }))
+                .unwrap();
+        }
+        let until = Instant::now() + Duration::from_secs(10);
+        while ids.lock().unwrap().len() < n && Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let running = ids.lock().unwrap().len();
+        let (lock, cv) = &*gate;
+        *lock.lock().unwrap() = true;
+        cv.notify_all();
+        assert_eq!(running, n, "events waited behind other events");
+        // Finished threads keep at most the spare count.
+        let until = Instant::now() + Duration::from_secs(10);
+        while threads.lock().len() < SPARE_EVENT_THREADS && Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+        assert_eq!(threads.lock().len(), SPARE_EVENT_THREADS);
+        // One at a time, events run on the spare threads: no new thread starts.
+        let seen = ids.lock().unwrap().clone();
+        let (tx, rx) = mpsc::channel();
+        for _ in 0..50 {
+            let tx = tx.clone();
+            threads
+                .run(Box::new(move || {
+                    tx.send(std::thread::current().id()).unwrap()
+                }))
+                .unwrap();
+            let id = rx.recv_timeout(Duration::from_secs(10)).unwrap();
+            assert!(seen.contains(&id), "a new thread ran a sequential event");
         }
     }
 
