@@ -497,7 +497,11 @@ mod tests {
         std::fs::create_dir(&a).unwrap();
         std::fs::create_dir(&b).unwrap();
         std::os::unix::fs::symlink(&a, &link).unwrap();
-        let log = File::options().write(true).open("/dev/null").unwrap();
+        let null = std::fs::File::options()
+            .write(true)
+            .open("/dev/null")
+            .unwrap();
+        let log = crate::logfile::HostLog::new(null, "/dev/null".into(), u64::MAX);
         let records = Records::new(tmp.path().join("records"));
         let pool = Pool::new("/bin/false".into(), log, Duration::from_secs(1), 1, records);
         let root = link.to_str().unwrap();
