@@ -187,6 +187,11 @@ mod tests {
                     for i in 0..400 {
                         w.write_all(format!("host {t} line {i}\n").as_bytes())
                             .unwrap();
+                        // Writers alone finish within one time slice; pausing lets the
+                        // rotating thread run between their writes even on a loaded machine.
+                        if i % 50 == 49 {
+                            std::thread::sleep(std::time::Duration::from_millis(2));
+                        }
                     }
                 })
             })
