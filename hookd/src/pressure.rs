@@ -220,6 +220,20 @@ struct Tracked {
     fired: bool,
 }
 
+impl Tracked {
+    /// A process seen for the first time: its CPU is measured from this sample on.
+    fn first(p: &Proc, now: Instant) -> Tracked {
+        Tracked {
+            start_key: p.start_key,
+            cpu_secs: p.cpu_secs,
+            at: now,
+            cpu_fraction: 0.0,
+            over_since: None,
+            fired: false,
+        }
+    }
+}
+
 struct Sampler {
     settings: Settings,
     fire: tokio::sync::mpsc::UnboundedSender<EventRequest>,
@@ -318,24 +332,13 @@ impl Sampler {
     /// process).
     fn update(&mut self, p: &Proc, now: Instant) -> bool {
         let s = self.settings;
-        let t = self.tracked.entry(p.pid).or_insert(Tracked {
-            start_key: p.start_key,
-            cpu_secs: p.cpu_secs,
-            at: now,
-            cpu_fraction: 0.0,
-            over_since: None,
-            fired: false,
-        });
+        let t = self
+            .tracked
+            .entry(p.pid)
+            .or_insert_with(|| Tracked::first(p, now));
         if t.start_key != p.start_key {
             // The pid was reused: a new process.
-            *t = Tracked {
-                start_key: p.start_key,
-                cpu_secs: p.cpu_secs,
-                at: now,
-                cpu_fraction: 0.0,
-                over_since: None,
-                fired: false,
-            };
+            *t = Tracked::first(p, now);
             return false;
         }
         let wall = now.saturating_duration_since(t.at).as_secs_f64();

@@ -184,18 +184,7 @@ const KEEP_LOGS: Duration = Duration::from_secs(30 * 86_400);
 
 fn run(rx: &Receiver<Msg>, settings: &Settings) {
     crate::log::prune(&settings.log_dir, KEEP_LOGS);
-    let mut w = Writer {
-        settings,
-        ledger: None,
-        ledger_retry_at: None,
-        spool: None,
-        spool_failed: false,
-        judge_pending: Vec::new(),
-        unspooled: Vec::new(),
-        behind: false,
-        scanned_at: None,
-        last_report: None,
-    };
+    let mut w = Writer::new(settings);
     // Rows a process that ended left behind.
     w.record(Vec::new(), Vec::new());
     while let Ok(first) = rx.recv() {
@@ -207,6 +196,24 @@ fn run(rx: &Receiver<Msg>, settings: &Settings) {
             }
         }
         w.write(batch);
+    }
+}
+
+impl<'a> Writer<'a> {
+    /// A writer with nothing open yet: the ledger and the spool open with the first rows.
+    fn new(settings: &'a Settings) -> Writer<'a> {
+        Writer {
+            settings,
+            ledger: None,
+            ledger_retry_at: None,
+            spool: None,
+            spool_failed: false,
+            judge_pending: Vec::new(),
+            unspooled: Vec::new(),
+            behind: false,
+            scanned_at: None,
+            last_report: None,
+        }
     }
 }
 
@@ -424,18 +431,8 @@ mod tests {
     }
 
     fn writer(settings: &Settings) -> Writer<'_> {
-        let mut w = Writer {
-            settings,
-            ledger: None,
-            ledger_retry_at: None,
-            spool: Some(Spool::create(&settings.db).unwrap()),
-            spool_failed: false,
-            judge_pending: Vec::new(),
-            unspooled: Vec::new(),
-            behind: false,
-            scanned_at: None,
-            last_report: None,
-        };
+        let mut w = Writer::new(settings);
+        w.spool = Some(Spool::create(&settings.db).unwrap());
         w.record(Vec::new(), Vec::new());
         w
     }
