@@ -121,7 +121,12 @@ impl Project {
         let claude_dir = capt_hook_state::claude_config_dir();
         let packs = crate::packs::load(root, hooks_dir, &claude_dir, &mut registry);
         errors.extend(packs.errors.iter().cloned());
-        errors.extend(crate::llm::check_specialties(root, hooks_dir, &registry));
+        errors.extend(crate::llm::check_specialties_in(
+            root,
+            hooks_dir,
+            &packs.config,
+            &registry,
+        ));
         for e in &errors {
             tracing::error!(error = %e, "hook file did not load");
         }

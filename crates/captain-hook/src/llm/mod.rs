@@ -233,13 +233,24 @@ pub fn check_specialties(
     hooks_dir: &std::path::Path,
     registry: &crate::registry::Registry,
 ) -> Vec<crate::loader::LoadError> {
+    let config = crate::packs::read_config(hooks_dir).map_err(|e| e.to_string());
+    check_specialties_in(root, hooks_dir, &config, registry)
+}
+
+/// [`check_specialties`] with `config.toml` already read (the packs read it).
+pub fn check_specialties_in(
+    root: &std::path::Path,
+    hooks_dir: &std::path::Path,
+    config: &Result<crate::packs::Config, String>,
+    registry: &crate::registry::Registry,
+) -> Vec<crate::loader::LoadError> {
     use crate::loader::LoadError;
     let config_file = hooks_dir.join(crate::loader::CONFIG_FILE);
     let mut errors = Vec::new();
-    let (table, unread) = match crate::packs::read_config(hooks_dir) {
+    let (table, unread) = match config {
         Ok(c) => {
             let mut configured = Vec::new();
-            for (name, sp) in c.llm.specialties {
+            for (name, sp) in c.llm.specialties.clone() {
                 let models = match sp.models {
                     None => None,
                     Some(m) => match <[String; 3]>::try_from(m) {
@@ -264,7 +275,7 @@ pub fn check_specialties(
             }
             (Specialties::with(configured), None)
         }
-        Err(e) => (Specialties::builtin(), Some(e.to_string())),
+        Err(e) => (Specialties::builtin(), Some(e.clone())),
     };
     for hook in registry.hooks() {
         let Some(name) = hook.specialty.as_deref() else {

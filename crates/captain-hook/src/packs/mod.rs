@@ -171,7 +171,7 @@ pub struct PackInfo {
 }
 
 /// What loading the packs produced besides hooks.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct Packs {
     /// Every pack considered, in load order.
     pub infos: Vec<PackInfo>,
@@ -183,6 +183,22 @@ pub struct Packs {
     pub hooks_off: Vec<String>,
     /// Files whose change should reload the project.
     pub watched: Vec<PathBuf>,
+    /// `config.toml` as read for the packs (its `[llm]` judges the LLM hooks), or why it
+    /// could not be read: read once per load, for both.
+    pub config: Result<Config, String>,
+}
+
+impl Default for Packs {
+    fn default() -> Packs {
+        Packs {
+            infos: Vec::new(),
+            errors: Vec::new(),
+            notices: Vec::new(),
+            hooks_off: Vec::new(),
+            watched: Vec::new(),
+            config: Ok(Config::default()),
+        }
+    }
 }
 
 impl Packs {
@@ -206,6 +222,7 @@ pub fn load(root: &Path, hooks_dir: &Path, claude_dir: &Path, registry: &mut Reg
             out.notices.push(format!(
                 "{e}; no pack or hook is turned off until it is fixed"
             ));
+            out.config = Err(e.to_string());
             Config::default()
         }
     };
@@ -344,6 +361,9 @@ pub fn load(root: &Path, hooks_dir: &Path, claude_dir: &Path, registry: &mut Reg
             "{}: `{name}` names no pack or pack hook of this project; nothing was turned off by it",
             config_file.display()
         ));
+    }
+    if out.config.is_ok() {
+        out.config = Ok(config);
     }
     out
 }
