@@ -13,6 +13,9 @@ use crate::sandbox::{self, Sandbox};
 const MAIN: &str = r#"use captain_hook::core::EventKind;
 use captain_hook::{HookResult, Registry, on};
 
+#[global_allocator]
+static ALLOC: captain_hook::Allocator = captain_hook::Allocator;
+
 fn main() -> std::process::ExitCode {
     let mut hooks = Registry::new();
     hooks

@@ -41,6 +41,10 @@ use std::process::ExitCode;
 use captain_hook::core::EventKind;
 use captain_hook::{Expect, HookResult, Input, Registry, on};
 
+// The allocator the stock worker runs on (an event's small allocations cost less).
+#[global_allocator]
+static ALLOC: captain_hook::Allocator = captain_hook::Allocator;
+
 fn main() -> ExitCode {
     let mut hooks = Registry::new();
     let added = hooks.add(

@@ -20,6 +20,10 @@ use captain_hook::loader::load_str;
 use captain_hook::{DispatchOptions, Dispatcher, Event, Project, Registry};
 use serde_json::{Value, json};
 
+// The allocator the stock worker runs on, so this measures the worker's path.
+#[global_allocator]
+static ALLOC: captain_hook::Allocator = captain_hook::Allocator;
+
 /// 100 hooks in the shapes real projects use; the runtime bench loads the same file.
 const HUNDRED_HOOKS: &str = include_str!("hundred-hooks.toml");
 /// The per-event target with 100 hooks (issue 15).

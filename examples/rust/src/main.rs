@@ -3,6 +3,9 @@
 
 use std::process::ExitCode;
 
+#[global_allocator]
+static ALLOC: captain_hook::Allocator = captain_hook::Allocator;
+
 fn main() -> ExitCode {
     match capt_hook_examples::registry() {
         Ok(registry) => captain_hook::serve(registry),
