@@ -101,7 +101,18 @@ fn stands_in(raw: &str, text: &str, hint: Option<usize>) -> bool {
     {
         return true;
     }
-    raw.match_indices(text).any(|(at, _)| bounded(at))
+    occurrences(bytes, text.as_bytes()).any(bounded)
+}
+
+/// Where `needle` starts in `hay`. A command line is short: checking each place its first byte
+/// occurs costs less than setting up a substring searcher (std's or memchr's) for it.
+fn occurrences<'a>(hay: &'a [u8], needle: &'a [u8]) -> Box<dyn Iterator<Item = usize> + 'a> {
+    match needle.first() {
+        None => Box::new(0..=hay.len()),
+        Some(&b) => {
+            Box::new(memchr::memchr_iter(b, hay).filter(move |&at| hay[at..].starts_with(needle)))
+        }
+    }
 }
 
 impl Event {
@@ -396,7 +407,12 @@ impl Event {
             let mut more = self
                 .joined_commands()
                 .iter()
-                .filter(|j| !j.in_raw && !raw.contains(j.text.as_str()))
+                .filter(|j| {
+                    !j.in_raw
+                        && occurrences(raw.as_bytes(), j.text.as_bytes())
+                            .next()
+                            .is_none()
+                })
                 .peekable();
             more.peek()?;
             let mut all = raw.to_owned();
@@ -651,6 +667,15 @@ mod tests {
 
     /// The span hint only finds a witness sooner: a hint at a bounded occurrence says yes, a
     /// wrong or unbounded one falls back to the search, which decides.
+    #[test]
+    fn occurrences_finds_every_start_overlapping_ones_included() {
+        let all = |h: &str, n: &str| occurrences(h.as_bytes(), n.as_bytes()).collect::<Vec<_>>();
+        assert_eq!(all("aaa", "aa"), [0, 1]);
+        assert_eq!(all("git push; git", "git"), [0, 10]);
+        assert_eq!(all("ab", ""), [0, 1, 2]);
+        assert!(all("git", "gitx").is_empty());
+    }
+
     #[test]
     fn stands_in_with_and_without_a_hint() {
         let raw = "xgit push && git push";

@@ -25,6 +25,9 @@ const BACKTRACK_LIMIT: usize = 1_000_000;
 const LAZY_WEIGHT: usize = 20_000;
 /// More prefix literals than this make the prefilter no cheaper than the regex itself.
 const MAX_LITERALS: usize = 8;
+/// Literals every match holds beyond its start (`cargo\s+\S+\s+push` holds `push`): a few
+/// substring searches are cheaper than one search on the compiled regex.
+const MAX_REQUIRED: usize = 3;
 
 thread_local! {
     /// Set while [`deferred`] runs on this thread.
@@ -56,6 +59,8 @@ pub struct Pattern {
     flagged: Arc<str>,
     /// Every match starts with one of these; `None` when no short list says so.
     prefixes: Option<Arc<[Finder<'static>]>>,
+    /// Every match contains all of these (longest first); empty when none is known.
+    required: Arc<[Finder<'static>]>,
     /// Its only assertions are word boundaries (see [`Pattern::is_edge_neutral`]).
     edge_neutral: bool,
     /// Built on first use for patterns the linear engine parsed; shared by clones.
@@ -110,6 +115,7 @@ impl Pattern {
             source: source.to_owned(),
             flagged,
             prefixes: None,
+            required: Arc::new([]),
             edge_neutral: false,
             engine: Arc::new(OnceLock::new()),
         };
@@ -118,6 +124,7 @@ impl Pattern {
         match regex_syntax::parse(&pattern.flagged) {
             Ok(hir) if weight(&hir) <= LAZY_WEIGHT => {
                 pattern.prefixes = prefixes(&hir);
+                pattern.required = required(&hir);
                 pattern.edge_neutral = hir.properties().look_set().iter().all(is_word_look);
             }
             _ if DEFER.get() => {}
@@ -143,12 +150,15 @@ impl Pattern {
     }
 
     /// False only when the pattern matches nowhere in `text`, nor in any piece of it: none of
-    /// the literals every match starts with occurs in it. One search over several texts joined
-    /// together turns a pattern away from all of them at once.
+    /// the literals every match starts with occurs in it, or a literal every match holds does
+    /// not. One search over several texts joined together turns a pattern away from all of
+    /// them at once.
     pub fn may_match(&self, text: &str) -> bool {
+        let text = text.as_bytes();
         self.prefixes
             .as_ref()
-            .is_none_or(|prefixes| prefixes.iter().any(|f| f.find(text.as_bytes()).is_some()))
+            .is_none_or(|prefixes| prefixes.iter().any(|f| f.find(text).is_some()))
+            && self.required.iter().all(|f| f.find(text).is_some())
     }
 
     /// True when the pattern is found anywhere in `text`.
@@ -248,6 +258,30 @@ fn prefixes(hir: &Hir) -> Option<Arc<[Finder<'static>]>> {
             .map(|l| Finder::new(l.as_bytes()).into_owned())
             .collect(),
     )
+}
+
+/// Literals of two bytes or more that every match of `hir` holds: the literal parts of its
+/// top-level sequence (through groups and repetitions of at least one), longest first.
+fn required(hir: &Hir) -> Arc<[Finder<'static>]> {
+    fn collect<'h>(hir: &'h Hir, out: &mut Vec<&'h [u8]>) {
+        match hir.kind() {
+            HirKind::Literal(lit) => out.push(&lit.0),
+            HirKind::Capture(c) => collect(&c.sub, out),
+            HirKind::Repetition(r) if r.min >= 1 => collect(&r.sub, out),
+            HirKind::Concat(subs) => subs.iter().for_each(|s| collect(s, out)),
+            _ => {}
+        }
+    }
+    let mut found = Vec::new();
+    collect(hir, &mut found);
+    found.retain(|l| l.len() >= 2);
+    found.sort_by_key(|l| std::cmp::Reverse(l.len()));
+    found.dedup();
+    found
+        .into_iter()
+        .take(MAX_REQUIRED)
+        .map(|l| Finder::new(l).into_owned())
+        .collect()
 }
 
 /// Word-boundary assertions: they read only whether the characters beside a position are word
@@ -412,8 +446,11 @@ mod tests {
 mod lazy_tests {
     use super::*;
 
-    const PATTERNS: [&str; 16] = [
+    const PATTERNS: [&str; 19] = [
         r"npm\s+push\b.*--force1",
+        r"(?:ab)+(cd)\s*x(?:yz)?w",
+        r"tail\s+-(?:n\s*)?5",
+        r"q(?:--)?-\s+--no",
         r"cargo\s+\S+\s+push",
         r"(?:git|hg)\s+(?:push|pull)",
         r"^rm\s+-rf",
@@ -430,8 +467,11 @@ mod lazy_tests {
         r"(?s).",
         r"\w{3}\d",
     ];
-    const TEXTS: [&str; 14] = [
+    const TEXTS: [&str; 17] = [
         "",
+        "ababcd xw",
+        "cargo test -q -- --nocapture | tail -5",
+        "abcdxyzw",
         "npm  push --force1",
         "cargo test -q push",
         "git pull",
@@ -489,6 +529,13 @@ mod lazy_tests {
         );
         assert!(p.is_match("npm push --force"));
         assert!(p.engine.get().is_some());
+        let inner = Pattern::new(r"cargo\s+\S+\s+push", Mode::Plain).unwrap();
+        assert!(!inner.is_match("cargo test -q -- --nocapture"));
+        assert!(
+            inner.engine.get().is_none(),
+            "no `push` after `cargo`: answered by the prefilter"
+        );
+        assert!(inner.is_match("cargo x push"));
         assert!(
             Pattern::new(r"(?<=a)b", Mode::Plain)
                 .unwrap()

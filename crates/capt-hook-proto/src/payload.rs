@@ -46,7 +46,11 @@ impl std::error::Error for PayloadError {}
 /// is replaced (U+FFFD) rather than refused: JSON's structure is ASCII, so a stray byte can only
 /// sit inside a string.
 pub fn parse(bytes: &[u8]) -> Result<Option<Value>, PayloadError> {
-    let text = String::from_utf8_lossy(bytes);
+    // The strict check first: it reads ASCII a word at a time, the lossy one byte by byte.
+    let text = match std::str::from_utf8(bytes) {
+        Ok(text) => Cow::Borrowed(text),
+        Err(_) => String::from_utf8_lossy(bytes),
+    };
     let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
     if text.trim().is_empty() {
         return Ok(None);
