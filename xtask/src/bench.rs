@@ -25,8 +25,15 @@ pub(crate) const COMMAND: &str =
 
 pub fn run(args: &[String]) -> anyhow::Result<()> {
     let quick = args.iter().any(|a| a == "--quick");
+    // `--only load,cold`: just those parts (engine, warm, plugin, load, cold, rust), for
+    // iterating on one figure; RSS is printed with the load.
+    let only: Option<Vec<&str>> = args
+        .iter()
+        .position(|a| a == "--only")
+        .map(|i| args.get(i + 1).map_or(vec![], |v| v.split(',').collect()));
+    let want = |part: &str| only.as_ref().is_none_or(|o| o.contains(&part));
     let engine_bench = crate::workspace_root().join("crates/captain-hook/examples/bench_engine.rs");
-    if engine_bench.exists() {
+    if engine_bench.exists() && want("engine") {
         println!("== engine (in process)");
         let mut cargo = vec![
             "run",
@@ -59,13 +66,34 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
     }
     let expected = first.stdout.clone();
     let samples = if quick { 100 } else { 500 };
+    if want("warm") {
+        warm(&sandbox, &payload_path, samples)?;
+    }
+    if want("plugin") {
+        plugin(&sandbox, &payload_path, samples)?;
+    }
+    if want("load") {
+        load(&sandbox, &payload, &expected, quick)?;
+    }
+    if want("cold") {
+        cold(&sandbox, &payload_path, quick)?;
+    }
+    sandbox.shutdown()?;
+    if want("rust") {
+        crate::bench_rust::run(&bins, quick)?;
+    }
+    Ok(())
+}
+
+/// Warm `hook run` against `/bin/true`, sample by sample.
+fn warm(sandbox: &Sandbox, payload_path: &Path, samples: usize) -> anyhow::Result<()> {
     let (mut hook, mut truth) = (Vec::new(), Vec::new());
     for _ in 0..samples {
         hook.push(time(
             sandbox.command("hook").args(["run", "PreToolUse"]),
-            &payload_path,
+            payload_path,
         )?);
-        truth.push(time(&mut Command::new("/bin/true"), &payload_path)?);
+        truth.push(time(&mut Command::new("/bin/true"), payload_path)?);
     }
     let (hook_ms, true_ms) = (median(&mut hook), median(&mut truth));
     println!(
@@ -83,7 +111,11 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
         "      ratio                 {:.2}x (target <= 2.0)",
         hook_ms / true_ms
     );
+    Ok(())
+}
 
+/// What Claude Code really runs, against `sh -c /bin/true`.
+fn plugin(sandbox: &Sandbox, payload_path: &Path, samples: usize) -> anyhow::Result<()> {
     // What Claude Code really runs: `sh -c '"${CLAUDE_PLUGIN_ROOT}/bin/hook" run PreToolUse'`,
     // with the installed plugin (bin/hook is the native client) and with the committed POSIX sh
     // wrapper (a checkout without `cargo xtask install`), against `sh -c /bin/true`.
@@ -93,13 +125,13 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
     for _ in 0..samples {
         native.push(time(
             sandbox.shell(script).env("CLAUDE_PLUGIN_ROOT", &installed),
-            &payload_path,
+            payload_path,
         )?);
         wrapper.push(time(
             sandbox.shell(script).env("CLAUDE_PLUGIN_ROOT", &checkout),
-            &payload_path,
+            payload_path,
         )?);
-        sh_true.push(time(&mut sandbox.shell("/bin/true"), &payload_path)?);
+        sh_true.push(time(&mut sandbox.shell("/bin/true"), payload_path)?);
     }
     let (native_ms, wrapper_ms, sh_ms) = (
         median(&mut native),
@@ -115,7 +147,11 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
         wrapper_ms / sh_ms
     );
     println!("       sh -c /bin/true                     median {sh_ms:7.3} ms");
+    Ok(())
+}
 
+/// 64 concurrent clients against 64 concurrent `/bin/true`, and resident memory around it.
+fn load(sandbox: &Sandbox, payload: &[u8], expected: &[u8], quick: bool) -> anyhow::Result<()> {
     // Resident memory while warm.
     let status = sandbox.status()?;
     let host_rss = rss_kib(status["pid"].as_u64().unwrap_or(0));
@@ -129,10 +165,10 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
     let rounds = if quick { 1 } else { 3 };
     let (mut hook_rounds, mut true_rounds) = (Vec::new(), Vec::new());
     for _ in 0..rounds {
-        true_rounds.push(concurrent(CLIENTS, total, || spawn_true(&payload))?);
+        true_rounds.push(concurrent(CLIENTS, total, || spawn_true(payload))?);
         let before = served(&sandbox.status()?);
         let round = concurrent(CLIENTS, total, || {
-            let out = sandbox.hook("PreToolUse", &payload)?;
+            let out = sandbox.hook("PreToolUse", payload)?;
             Ok(out.status.success() && out.stdout == expected)
         })?;
         let counted = served(&sandbox.status()?).saturating_sub(before);
@@ -177,7 +213,11 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
     println!(
         "RSS   host {host_rss} KiB (target <= 10240); worker {worker_idle:?} KiB idle-warm, {worker_rss_loaded:?} KiB after the load (target <= 40960)"
     );
+    Ok(())
+}
 
+/// Cold start against the three binaries doing nothing, run by run.
+fn cold(sandbox: &Sandbox, payload_path: &Path, quick: bool) -> anyhow::Result<()> {
     // Cold: no host running; the event pays host start, worker start and hook load. Its floor
     // is the same three binaries started one after the other with nothing to do.
     let runs = if quick { 5 } else { 21 };
@@ -186,18 +226,18 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
         sandbox.shutdown()?;
         cold.push(time(
             sandbox.command("hook").args(["run", "PreToolUse"]),
-            &payload_path,
+            payload_path,
         )?);
         let mut floor = time(
             sandbox
                 .command("hook")
                 .args(["run", "PreToolUse", "--async"]),
-            &payload_path,
+            payload_path,
         )?;
-        floor += time(sandbox.command("capt-hookd").arg("version"), &payload_path)?;
+        floor += time(sandbox.command("capt-hookd").arg("version"), payload_path)?;
         floor += time(
             sandbox.command("capt-hook-worker").arg("version"),
-            &payload_path,
+            payload_path,
         )?;
         chain.push(floor);
     }
@@ -210,8 +250,7 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
         "      the three binaries, nothing to do, one after another   median {chain_ms:7.3} ms   ({:.1}x)",
         cold_ms / chain_ms
     );
-    sandbox.shutdown()?;
-    crate::bench_rust::run(&bins, quick)
+    Ok(())
 }
 
 /// Concurrent clients, as Claude Code's parallel tool calls run them.
