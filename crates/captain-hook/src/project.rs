@@ -116,10 +116,24 @@ impl Project {
     /// the project's own hooks: what the host's workers run. Claude Code's files are read from
     /// `$CLAUDE_CONFIG_DIR` (else `~/.claude`).
     pub fn load_with_packs(root: &Path, hooks_dir: &Path, base: &Registry) -> Project {
-        let mut registry = base.clone();
-        let mut errors = load_dir(hooks_dir, &mut registry);
         let claude_dir = capt_hook_state::claude_config_dir();
-        let packs = crate::packs::load(root, hooks_dir, &claude_dir, &mut registry);
+        // The packs load on a second thread while this one reads the project's files: a
+        // worker's start is on the path of the first event, and the two share nothing but
+        // the order their hooks are appended in, which the join below keeps.
+        let ((mut registry, mut errors), (packs, pack_hooks)) = std::thread::scope(|s| {
+            let packs = s.spawn(|| {
+                let mut hooks = Registry::new();
+                let packs = crate::packs::load(root, hooks_dir, &claude_dir, &mut hooks);
+                (packs, hooks)
+            });
+            let mut registry = base.clone();
+            let errors = load_dir(hooks_dir, &mut registry);
+            let packs = packs
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+            ((registry, errors), packs)
+        });
+        registry.extend(pack_hooks);
         errors.extend(packs.errors.iter().cloned());
         errors.extend(crate::llm::check_specialties_in(
             root,

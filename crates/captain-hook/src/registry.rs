@@ -24,6 +24,11 @@ impl Registry {
         Ok(&self.hooks[last])
     }
 
+    /// Appends `other`'s hooks after these, in their order.
+    pub fn extend(&mut self, other: Registry) {
+        self.hooks.extend(other.hooks);
+    }
+
     /// Appends an already built hook.
     pub fn push(&mut self, hook: Hook) {
         self.hooks.push(Arc::new(hook));

@@ -245,3 +245,50 @@ fn every_builtin_pattern_compiles_when_loaded_eagerly() {
         }
     }
 }
+
+/// A worker's load reads the packs on a second thread; the result is what loading them one
+/// after the other gives: the Rust hooks, then the project's files, then the packs in their
+/// order, with both sides' load errors.
+#[test]
+fn packs_loaded_beside_the_project_keep_registration_order_and_errors() {
+    let (_tmp, root, hooks, _home) = scratch();
+    write(
+        &hooks.join("a.toml"),
+        "[[hook]]\nkind = \"block_command\"\nargv = [\"x\"]\nreason = \"x\"\n",
+    );
+    write(&hooks.join("b.toml"), "[[hook]]\nkind = \"nope\"\n");
+    write(
+        &hooks.join(CONFIG_FILE),
+        "[packs]\ndisable = [\"no-such-pack\"]\n",
+    );
+    let mut base = Registry::new();
+    let y = crate::primitives::CommandMatch::argv(&["y"]).unwrap();
+    base.add(
+        "rust",
+        crate::primitives::block_command(y, "y").name("first"),
+    )
+    .unwrap();
+
+    let project = crate::Project::load_with_packs(&root, &hooks, &base);
+
+    let mut sequential = base.clone();
+    let mut errors = crate::loader::load_dir(&hooks, &mut sequential);
+    let claude = capt_hook_state::claude_config_dir();
+    let packs = load(&root, &hooks, &claude, &mut sequential);
+    errors.extend(packs.errors.iter().cloned());
+    let names = |r: &[Arc<crate::Hook>]| r.iter().map(|h| h.name.clone()).collect::<Vec<_>>();
+    assert_eq!(
+        names(project.dispatcher().registry().hooks()),
+        names(sequential.hooks())
+    );
+    assert_eq!(
+        project.dispatcher().registry().hooks()[0].name,
+        "rust:block_command_first"
+    );
+    assert!(
+        project.dispatcher().registry().hooks().len() > 2,
+        "packs were appended"
+    );
+    assert_eq!(project.errors(), &errors[..]);
+    assert!(errors.iter().any(|e| e.file.ends_with("b.toml")));
+}
