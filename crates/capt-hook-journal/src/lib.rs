@@ -14,4 +14,4 @@ pub mod writer;
 pub use entry::{Entry, Fired, LogLine, LoggedHook, NewDecision};
 pub use judge::{JudgeCall, NewJudgeCall};
 pub use ledger::{Decision, JudgeCallRow, Ledger, LedgerError, Query};
-pub use writer::{flush, flush_on_terminate, submit};
+pub use writer::{flush, flush_on_terminate, start, submit};

@@ -82,6 +82,12 @@ fn queue() -> Option<&'static SyncSender<Msg>> {
         .as_ref()
 }
 
+/// Starts the writer thread now rather than at the first [`submit`], which a worker makes just
+/// before its first reply.
+pub fn start() {
+    queue();
+}
+
 /// Hands an entry to the writer without waiting.
 pub fn submit(entry: Entry) {
     let Some(tx) = queue() else { return };

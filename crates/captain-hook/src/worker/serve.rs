@@ -80,10 +80,21 @@ pub fn run(opts: &ServeOptions, base: Arc<Registry>) -> ExitCode {
         }
     }
 
-    let warm = Arc::new(Warm::load(&opts.root, base, opts.note.clone()));
-    capt_hook_journal::flush_on_terminate();
+    // Every step before the first event is on its path, so the threads this loop needs start
+    // beside the load instead of after it.
+    let (warm, background) = std::thread::scope(|s| {
+        let lanes = s.spawn(|| {
+            capt_hook_journal::flush_on_terminate();
+            capt_hook_journal::start();
+            Background::start()
+        });
+        let warm = Arc::new(Warm::load(&opts.root, base, opts.note.clone()));
+        let lanes = lanes
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        (warm, lanes)
+    });
     let running = Arc::new(AtomicUsize::new(0));
-    let background = Background::start();
     let threads = EventThreads::new();
     let code = loop {
         let frame = match read_frame(&mut input, MAX_FRAME) {
