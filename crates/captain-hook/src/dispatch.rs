@@ -328,7 +328,13 @@ impl Dispatcher {
         &self.registry
     }
 
-    fn opt_out(&self, hook: &Hook, evt: &Event, opts: DispatchOptions) -> Option<Trace> {
+    fn opt_out(
+        &self,
+        hook: &Hook,
+        evt: &Event,
+        ignored: bool,
+        opts: DispatchOptions,
+    ) -> Option<Trace> {
         if !hook.events.contains(evt.kind()) {
             return Some(Trace::NotSubscribed);
         }
@@ -347,10 +353,7 @@ impl Dispatcher {
         {
             return Some(Trace::Continuation);
         }
-        if hook.respect_gitignore
-            && let (Some(gi), Some(file)) = (&self.gitignore, evt.file())
-            && gi.is_ignored(file)
-        {
+        if hook.respect_gitignore && ignored {
             return Some(Trace::Gitignored);
         }
         None
@@ -391,8 +394,11 @@ impl Dispatcher {
         let mut later: Vec<(Job, &str)> = Vec::new();
         let mut blocked = false;
         let skip = |t: Trace| Slot::Skipped(explain.then(|| Box::new(t)));
+        // Whether the event's file is gitignored, asked once for the hooks that respect it.
+        let ignored = hooks.iter().any(|h| h.respect_gitignore)
+            && matches!((&self.gitignore, evt.file()), (Some(gi), Some(f)) if gi.is_ignored(f));
         for hook in hooks {
-            if let Some(t) = self.opt_out(hook, evt, opts) {
+            if let Some(t) = self.opt_out(hook, evt, ignored, opts) {
                 slots.push(skip(t));
                 continue;
             }
