@@ -100,6 +100,7 @@ pub fn main(args: &[String]) -> ExitCode {
         client_ppid: std::os::unix::process::parent_id(),
         deadline_unix_ms: 0,
         mandatory,
+        notice_epoch: None,
     };
     dispatch(&req, timeout)
 }

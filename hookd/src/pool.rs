@@ -57,6 +57,10 @@ pub struct Pool {
     starting: Arc<AtomicUsize>,
     /// Background builds of Rust hook projects.
     builds: Arc<Builds>,
+    /// Sent with every event ([`EventRequest::notice_epoch`]): moves on after each evaluated
+    /// ResourcePressure event, so workers look for the notice it may have left. It starts at
+    /// this host's start time, so a worker never sees a value an earlier host sent.
+    notice_epoch: AtomicU64,
     /// Canonical paths of the roots seen in the last [`ROOT_TTL`], with when each was resolved.
     roots: Mutex<HashMap<String, (PathBuf, Instant)>>,
 }
@@ -102,6 +106,7 @@ impl Pool {
             max_workers: max_workers.max(1),
             starting: Arc::new(AtomicUsize::new(0)),
             builds: Builds::new(crate::rust::cli_exe()),
+            notice_epoch: AtomicU64::new(crate::now_unix_ms()),
             roots: Mutex::new(HashMap::new()),
         }
     }
@@ -132,18 +137,26 @@ impl Pool {
 
     /// Evaluates one event on its worker, starting one if needed. A worker retired by the cap
     /// between being picked and being sent the event is replaced once.
-    pub async fn dispatch(&self, req: EventRequest, deadline: Instant) -> HostReply {
+    pub async fn dispatch(&self, mut req: EventRequest, deadline: Instant) -> HostReply {
         let root = self.canonical(&req.root).await;
-        let req = match self.dispatch_to(&root, req, deadline).await {
-            Ok(reply) => return reply,
-            Err(req) => req,
+        let pressure = req.event == crate::pressure::EVENT;
+        req.notice_epoch = Some(self.notice_epoch.load(Ordering::SeqCst));
+        let reply = match self.dispatch_to(&root, req, deadline).await {
+            Ok(reply) => reply,
+            Err(req) => self
+                .dispatch_to(&root, req, deadline)
+                .await
+                .unwrap_or_else(|_| HostReply::Failed {
+                    message: "the worker was retired twice before the event could be sent".into(),
+                    timed_out: false,
+                }),
         };
-        self.dispatch_to(&root, req, deadline)
-            .await
-            .unwrap_or_else(|_| HostReply::Failed {
-                message: "the worker was retired twice before the event could be sent".into(),
-                timed_out: false,
-            })
+        // Only once the notice is on disk: an event sent meanwhile may have looked too early,
+        // and the next one, carrying the new value, looks again.
+        if pressure {
+            self.notice_epoch.fetch_add(1, Ordering::SeqCst);
+        }
+        reply
     }
 
     /// Starts the worker an event from `root` with request environment `env` would use, with

@@ -17,6 +17,9 @@ use serde_json::json;
 use crate::env;
 
 /// Sessions not seen for this long are forgotten (their agent may be gone without a trace).
+/// The event this module fires (Claude Code never sends it).
+pub const EVENT: &str = "ResourcePressure";
+
 const FORGET: Duration = Duration::from_secs(12 * 3600);
 /// Most sessions tracked at once; the least recently seen gives way.
 const MAX_SESSIONS: usize = 512;
@@ -121,7 +124,7 @@ impl Monitor {
     /// key (where Claude Code puts `session_id`) and a map update; the session's root and
     /// environment are copied only when they change.
     pub fn observe(&self, req: &EventRequest) {
-        if req.event == "ResourcePressure" {
+        if req.event == EVENT {
             return;
         }
         // An orphaned client's parent is init: its "descendants" would be every process.
@@ -395,7 +398,7 @@ impl Sampler {
         let payload = json!({
             "session_id": id,
             "cwd": session.cwd,
-            "hook_event_name": "ResourcePressure",
+            "hook_event_name": EVENT,
             "stage": "warn",
             "claude_pid": agent,
             "claude_start_unix": by_pid.get(&agent).and_then(|a| a.started_unix).map(|s| s as i64),
@@ -421,7 +424,7 @@ impl Sampler {
         });
         EventRequest {
             schema: 1,
-            event: "ResourcePressure".into(),
+            event: EVENT.into(),
             root: session.root.clone(),
             cwd: session.cwd.clone(),
             env: session.env.clone(),
@@ -430,6 +433,7 @@ impl Sampler {
             client_ppid: agent,
             deadline_unix_ms: 0,
             mandatory: false,
+            notice_epoch: None,
         }
     }
 }

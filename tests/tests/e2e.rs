@@ -702,6 +702,7 @@ fn event_request(root: &std::path::Path) -> EventRequest {
         client_ppid: 1,
         deadline_unix_ms: 0,
         mandatory: false,
+        notice_epoch: None,
     }
 }
 
@@ -2010,6 +2011,22 @@ fn resource_pressure_fires_for_a_busy_child_and_not_for_a_burst() {
     // Delivered once.
     let again = agent.hook(&payload("busy", "ls"));
     assert!(!again.contains("running away"), "{again}");
+    // The worker that just found no notice for the session is not asked to look again until
+    // the host has evaluated another ResourcePressure event; then it looks, without a restart.
+    let pressures = || {
+        session_events("busy")
+            .iter()
+            .filter(|e| *e == "ResourcePressure")
+            .count()
+    };
+    let seen = pressures();
+    let same_worker = pid_of_worker();
+    let spinner = agent.busy();
+    env.wait_until("a second ResourcePressure", || pressures() > seen);
+    signal(spinner, Signal::KILL);
+    let out = agent.hook(&payload("busy", "ls"));
+    assert_eq!(pid_of_worker(), same_worker, "the same worker answered");
+    assert!(out.contains(&format!("pid {spinner}")), "{out}");
     // The ResourcePressure line names the hook that warned.
     let log = env.capt_hook(&["logs", "--session", "busy"]);
     assert!(

@@ -30,6 +30,11 @@ pub struct EventRequest {
     pub deadline_unix_ms: u64,
     /// The session guard flagged this event: it must never pass unchecked.
     pub mandatory: bool,
+    /// Set by the host: changes after each ResourcePressure event it had evaluated. A worker
+    /// that found no waiting notice for a session under this value need not look on disk
+    /// again until it changes. Clients leave it out; without it the worker always looks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub notice_epoch: Option<u64>,
 }
 
 /// Why an event request cannot be served.
@@ -379,6 +384,7 @@ pub(crate) mod tests {
             client_ppid: 1,
             deadline_unix_ms: 0,
             mandatory: false,
+            notice_epoch: None,
         }
     }
 

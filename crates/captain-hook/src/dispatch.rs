@@ -393,7 +393,9 @@ impl Dispatcher {
         let mut slots: Vec<Slot> = Vec::with_capacity(hooks.len());
         let mut later: Vec<(Job, &str)> = Vec::new();
         let mut blocked = false;
-        let skip = |t: Trace| Slot::Skipped(explain.then(|| Box::new(t)));
+        // A branch, not `bool::then`: a Trace is as large as a HookResult, and moving one into
+        // a closure for each hook that does not match was a copy per hook per event.
+        let skip = |t: Trace| Slot::Skipped(if explain { Some(Box::new(t)) } else { None });
         // Whether the event's file is gitignored, asked once for the hooks that respect it.
         let ignored = hooks.iter().any(|h| h.respect_gitignore)
             && matches!((&self.gitignore, evt.file()), (Some(gi), Some(f)) if gi.is_ignored(f));

@@ -4,11 +4,21 @@
 //! state directory, not in the worker: the worker that answered the host's event may be retired
 //! (idle, cap, a new build) before the session's next tool event reaches a fresh one.
 
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Mutex, PoisonError};
+
 use capt_hook_state::SessionStore;
 use serde::{Deserialize, Serialize};
 
 /// Most notices kept per session; older ones give way.
 const PER_SESSION: usize = 8;
+/// Most sessions [`take_after`] remembers; past it, it forgets them all and looks again.
+const REMEMBERED: usize = 4096;
+
+/// Session directories this process found without a notice, with the host's notice epoch at
+/// the time: until the epoch moves, no notice can have arrived for them.
+static FOUND_NONE: Mutex<Option<HashMap<PathBuf, u64>>> = Mutex::new(None);
 /// The state file, `<session dir>/pending_notices.json`.
 const KEY: &str = "pending_notices";
 
@@ -35,6 +45,31 @@ pub fn post(store: &SessionStore, text: String) {
     }
 }
 
+/// [`take`] for an event the host sent with its notice epoch (`None`: always look). A notice is
+/// only ever posted by a ResourcePressure event, after which the host moves the epoch; so a
+/// session found without one under the same epoch has none, and the file need not be looked
+/// for again. A look costs a failed `stat` on every tool event, a tenth of the whole event.
+pub fn take_after(store: &SessionStore, epoch: Option<u64>) -> Option<String> {
+    let (Some(epoch), Some(dir)) = (epoch, store.dir()) else {
+        return take(store);
+    };
+    let seen =
+        |map: &Option<HashMap<PathBuf, u64>>| map.as_ref().and_then(|m| m.get(dir)) == Some(&epoch);
+    if seen(&FOUND_NONE.lock().unwrap_or_else(PoisonError::into_inner)) {
+        return None;
+    }
+    let taken = take(store);
+    if taken.is_none() {
+        let mut guard = FOUND_NONE.lock().unwrap_or_else(PoisonError::into_inner);
+        let map = guard.get_or_insert_with(HashMap::new);
+        if map.len() >= REMEMBERED {
+            map.clear();
+        }
+        map.insert(dir.to_path_buf(), epoch);
+    }
+    taken
+}
+
 /// Takes the session's waiting notices, joined into one text.
 pub fn take(store: &SessionStore) -> Option<String> {
     let slot = store.slot_named::<Pending>(KEY);
@@ -56,6 +91,26 @@ pub fn take(store: &SessionStore) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Under one host epoch a session found without a notice is not looked at again; a new
+    /// epoch (the host evaluated a ResourcePressure event) or no epoch looks on disk.
+    #[test]
+    fn a_session_without_notices_is_looked_at_once_per_epoch() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = SessionStore::for_session(dir.path(), Some("notices-epoch"));
+        assert_eq!(take_after(&s, Some(7)), None);
+        post(&s, "pressure".into());
+        assert_eq!(
+            take_after(&s, Some(7)),
+            None,
+            "not looked for under epoch 7"
+        );
+        assert_eq!(take_after(&s, Some(8)).as_deref(), Some("pressure"));
+        post(&s, "again".into());
+        assert_eq!(take_after(&s, None).as_deref(), Some("again"));
+        let null = SessionStore::null();
+        assert_eq!(take_after(&null, Some(8)), None);
+    }
 
     #[test]
     fn notices_wait_per_session_on_disk_and_are_taken_once() {

@@ -39,6 +39,8 @@ pub struct Origin {
     pub pid: Option<u32>,
     /// The sender's request-scoped environment.
     pub env: Option<Arc<std::collections::BTreeMap<String, String>>>,
+    /// The host's notice epoch ([`capt_hook_proto::EventRequest::notice_epoch`]).
+    pub notice_epoch: Option<u64>,
 }
 
 /// A project's loaded hooks.
@@ -303,6 +305,7 @@ impl Project {
         origin: Origin,
         entry: &mut Entry,
     ) -> Evaluation {
+        let notice_epoch = origin.notice_epoch;
         let context = |_: Option<&str>| EventContext {
             project_root: Some(self.root.clone()),
             skip_permissions: None,
@@ -344,7 +347,7 @@ impl Project {
         if kind == EventKind::ResourcePressure {
             hold_pressure_notice(&evt, &verdict);
         }
-        let verdict = with_pending_notice(&evt, verdict);
+        let verdict = with_pending_notice(&evt, verdict, notice_epoch);
         entry.verdict = match &verdict {
             Verdict::Decided(r) => r.as_ref().map(|r| r.action.name().to_owned()),
             Verdict::Unchecked { .. } => Some("unchecked".to_owned()),
@@ -518,11 +521,11 @@ fn hold_pressure_notice(evt: &Event, verdict: &Verdict) {
 
 /// Adds the notices waiting for this session (see [`crate::notices`]) to a tool event's
 /// verdict: the user sees them, and so does the agent when no hook said anything else.
-fn with_pending_notice(evt: &Event, verdict: Verdict) -> Verdict {
+fn with_pending_notice(evt: &Event, verdict: Verdict, epoch: Option<u64>) -> Verdict {
     if !carries_notices(evt.kind()) {
         return verdict;
     }
-    let Some(notice) = crate::notices::take(evt.store()) else {
+    let Some(notice) = crate::notices::take_after(evt.store(), epoch) else {
         return verdict;
     };
     let add = |r: Option<HookResult>| {

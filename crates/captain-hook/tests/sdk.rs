@@ -974,6 +974,7 @@ fn evaluate_traced_says_what_fired_and_what_failed() {
         env: Some(Arc::new(
             [("CAPT_HOOK_SPAWNED".to_owned(), "1".to_owned())].into(),
         )),
+        notice_epoch: None,
     };
     let (_, entry) = project.evaluate_traced(
         "PreToolUse",

@@ -336,6 +336,7 @@ mod tests {
             client_ppid: 1,
             deadline_unix_ms: 0,
             mandatory: false,
+            notice_epoch: None,
         }
     }
 

@@ -101,6 +101,7 @@ fn origin(req: &EventRequest) -> crate::project::Origin {
     crate::project::Origin {
         pid: Some(req.client_pid),
         env: Some(Arc::new(req.env.clone())),
+        notice_epoch: req.notice_epoch,
     }
 }
 
