@@ -48,13 +48,18 @@ pub fn append(
     max_bytes: u64,
 ) -> std::io::Result<()> {
     let dir = sessions_dir(log_dir);
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(&dir)?;
     let path = session_file(log_dir, session);
-    if std::fs::metadata(&path).is_ok_and(|m| m.len() > max_bytes) {
-        std::fs::rename(&path, dir.join(format!("{}.1.jsonl", file_stem(session))))?;
+    // The file's size, which also says whether the directory exists: it is created only when
+    // missing, not on every event of a worker.
+    match std::fs::metadata(&path) {
+        Ok(m) if m.len() > max_bytes => {
+            std::fs::rename(&path, dir.join(format!("{}.1.jsonl", file_stem(session))))?;
+        }
+        Ok(_) => {}
+        Err(_) => std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&dir)?,
     }
     let mut buf = String::new();
     for line in lines {

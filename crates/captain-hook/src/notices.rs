@@ -15,12 +15,12 @@ use serde::{Deserialize, Serialize};
 const PER_SESSION: usize = 8;
 /// Most sessions [`take_after`] remembers; past it, it forgets them all and looks again.
 const REMEMBERED: usize = 4096;
+/// The state file, `<session dir>/pending_notices.json`.
+const KEY: &str = "pending_notices";
 
 /// Session directories this process found without a notice, with the host's notice epoch at
 /// the time: until the epoch moves, no notice can have arrived for them.
 static FOUND_NONE: Mutex<Option<HashMap<PathBuf, u64>>> = Mutex::new(None);
-/// The state file, `<session dir>/pending_notices.json`.
-const KEY: &str = "pending_notices";
 
 /// The notices a session has not been shown yet.
 #[derive(Debug, Default, Serialize, Deserialize)]

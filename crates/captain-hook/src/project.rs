@@ -62,6 +62,11 @@ pub struct Project {
     fingerprint: Vec<(PathBuf, Option<SystemTime>, u64)>,
 }
 
+/// A file's modification time and length; `(None, 0)` when it cannot be read.
+fn stamp(path: &Path) -> (Option<SystemTime>, u64) {
+    std::fs::metadata(path).map_or((None, 0), |m| (m.modified().ok(), m.len()))
+}
+
 /// The default hooks directory of a root.
 pub fn default_hooks_dir(root: &Path) -> PathBuf {
     root.join(".claude").join("hooks")
@@ -74,12 +79,8 @@ fn fingerprint(dir: &Path, watched: &[PathBuf]) -> Vec<(PathBuf, Option<SystemTi
     }
     let files = hook_files(dir).unwrap_or_default();
     for f in files.into_iter().chain(watched.iter().cloned()) {
-        let meta = std::fs::metadata(&f).ok();
-        out.push((
-            f,
-            meta.as_ref().and_then(|m| m.modified().ok()),
-            meta.map(|m| m.len()).unwrap_or(0),
-        ));
+        let (at, len) = stamp(&f);
+        out.push((f, at, len));
     }
     // The root's .gitignore changes opt-outs.
     out
@@ -209,8 +210,16 @@ impl Project {
 
     /// True when a hook file was added, removed or changed since loading.
     pub fn is_stale(&self) -> bool {
-        !self.fingerprint.is_empty()
-            && fingerprint(&self.hooks_dir, &self.watched) != self.fingerprint
+        let Some(((dir, at, len), files)) = self.fingerprint.split_first() else {
+            return false;
+        };
+        // Files are added, removed and renamed through the directory, which then changes:
+        // while it has not, the files recorded are the files there are, and a look at each is
+        // enough. Every event asks, so it is not worth listing the directory each time.
+        if dir == &self.hooks_dir && stamp(dir) == (*at, *len) {
+            return files.iter().any(|(f, at, len)| stamp(f) != (*at, *len));
+        }
+        fingerprint(&self.hooks_dir, &self.watched) != self.fingerprint
     }
 
     /// The project root.
@@ -686,4 +695,36 @@ fn named_root(explicit: Option<&Path>) -> Option<PathBuf> {
     .into_iter()
     .find_map(|var| std::env::var(var).ok().filter(|v| !v.is_empty()))
     .map(PathBuf::from)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every event asks whether the hooks changed: a file edited in place, added, removed, or
+    /// a watched file appearing is seen, and an untouched project is not reloaded.
+    #[test]
+    fn staleness_sees_files_edited_added_and_removed() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path();
+        let hooks = default_hooks_dir(root);
+        std::fs::create_dir_all(&hooks).unwrap();
+        let hook = "[[hook]]\nkind = \"block_command\"\nargv = [\"x\"]\nreason = \"x\"\n";
+        std::fs::write(hooks.join("a.toml"), hook).unwrap();
+        let load = || Project::load_with_packs(root, &hooks, &Registry::new());
+        let p = load();
+        assert!(!p.is_stale(), "nothing changed");
+        std::fs::write(hooks.join("a.toml"), format!("{hook}# edited\n")).unwrap();
+        assert!(p.is_stale(), "a file edited in place");
+        let p = load();
+        std::fs::write(hooks.join("b.toml"), hook).unwrap();
+        assert!(p.is_stale(), "a file added");
+        let p = load();
+        std::fs::remove_file(hooks.join("b.toml")).unwrap();
+        assert!(p.is_stale(), "a file removed");
+        let p = load();
+        std::fs::write(hooks.join(crate::loader::CONFIG_FILE), "").unwrap();
+        assert!(p.is_stale(), "a watched file appeared");
+        assert!(!load().is_stale());
+    }
 }

@@ -60,15 +60,24 @@ impl Warm {
     }
 
     /// The project to evaluate with, reloaded first if a hook file changed, and whether this
-    /// worker's Rust hooks are stale. The checks are a few `stat` calls; doing them under the
-    /// lock means concurrent events reload once, not N times.
+    /// worker's Rust hooks are stale. The checks (a few `stat` calls) run outside the lock, so
+    /// concurrent events do not queue behind each other's; a change is looked at again under
+    /// the lock, so concurrent events reload once, not N times.
     pub fn project(&self) -> (Arc<Project>, bool) {
-        let mut current = self.current.lock().unwrap_or_else(|p| p.into_inner());
-        let went_stale = !current.stale
-            && self
-                .rust
+        let (project, stale) = {
+            let current = self.current.lock().unwrap_or_else(|p| p.into_inner());
+            (Arc::clone(&current.project), current.stale)
+        };
+        let rust_changed = || {
+            self.rust
                 .as_ref()
-                .is_some_and(|at_start| capt_hook_build::fingerprint(&self.hooks_dir) != *at_start);
+                .is_some_and(|at_start| capt_hook_build::fingerprint(&self.hooks_dir) != *at_start)
+        };
+        if (stale || !rust_changed()) && !project.is_stale() {
+            return (project, stale);
+        }
+        let mut current = self.current.lock().unwrap_or_else(|p| p.into_inner());
+        let went_stale = !current.stale && rust_changed();
         if went_stale || current.project.is_stale() {
             current.stale |= went_stale;
             current.project = Arc::new(self.reload(current.stale));
