@@ -26,11 +26,11 @@ pub fn main(args: &[String]) -> ExitCode {
         ["shutdown"] => control(Op::Shutdown, Duration::from_secs(5)),
         [] => {
             eprintln!("{USAGE}");
-            ExitCode::from(2)
+            ExitCode::from(1)
         }
         [cmd, ..] => {
             eprintln!("capt-hookd: unknown command {cmd:?}\n{USAGE}");
-            ExitCode::from(2)
+            ExitCode::from(1)
         }
     }
 }

@@ -739,7 +739,7 @@ fn version_and_usage() {
     assert!(v.get("update_available").is_none(), "{v}");
     assert_eq!(
         env.cmd("capt-hookd").output().unwrap().status.code(),
-        Some(2)
+        Some(1)
     );
     assert_eq!(
         env.cmd("capt-hookd")
@@ -748,7 +748,7 @@ fn version_and_usage() {
             .unwrap()
             .status
             .code(),
-        Some(2)
+        Some(1)
     );
     let _ = Op::Version;
 }

@@ -26,9 +26,9 @@ fn main() -> ExitCode {
         Some("e2e-claude") => e2e::run(&args[1..]),
         _ => {
             eprintln!(
-                "usage: cargo xtask dist | install [--service] | app [--bins DIR] [--out DIR] | demo | bench [--quick] | e2e-claude [--only NAME]"
+                "usage: cargo xtask dist | install [--service] | app [--bins DIR] [--out DIR] | demo | bench [--quick] [--only PARTS] | e2e-claude [--only NAME]"
             );
-            return ExitCode::from(2);
+            return ExitCode::from(1);
         }
     };
     match result {

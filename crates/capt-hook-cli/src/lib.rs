@@ -174,7 +174,19 @@ enum HelperCommand {
 
 /// Runs the command line and returns the exit code.
 pub fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            // clap exits 2 on a usage error, and 2 is what Claude Code reads as a blocking
+            // verdict: a mistyped `capt-hook run` in a hook command is an error, not a deny.
+            return if e.use_stderr() {
+                ExitCode::from(1)
+            } else {
+                ExitCode::SUCCESS
+            };
+        }
+    };
     logging::init();
     match dispatch(cli) {
         Ok(code) => code,

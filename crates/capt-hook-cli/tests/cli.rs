@@ -147,6 +147,32 @@ fn run_writes_the_session_log_and_the_ledger() {
     assert!(rows("run-spawned").is_empty());
 }
 
+/// A mistyped command line is an error (exit 1, naming what was wrong), never exit 2, which
+/// Claude Code reads as a blocking verdict; help and version exit 0.
+#[test]
+fn usage_errors_exit_1_not_2() {
+    let p = Project::new(&[]);
+    for (args, says) in [
+        (&["bogus"][..], "bogus"),
+        (&["run"][..], "<EVENT>"),
+        (
+            &["run", "PreToolUse", "--no-such-flag"][..],
+            "--no-such-flag",
+        ),
+    ] {
+        let out = p.run(args, b"");
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        assert!(
+            text(&out.stderr).contains(says),
+            "{args:?}: {}",
+            text(&out.stderr)
+        );
+    }
+    for args in [&["--help"][..], &["--version"][..]] {
+        assert_eq!(p.run(args, b"").status.code(), Some(0), "{args:?}");
+    }
+}
+
 #[test]
 fn run_edges_unknown_event_blank_and_malformed_stdin() {
     let p = Project::new(&[("stash.toml", STASH)]);

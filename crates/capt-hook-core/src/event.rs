@@ -665,8 +665,6 @@ impl capt_hook_state::DurableContext for Event {
 mod tests {
     use super::*;
 
-    /// The span hint only finds a witness sooner: a hint at a bounded occurrence says yes, a
-    /// wrong or unbounded one falls back to the search, which decides.
     #[test]
     fn occurrences_finds_every_start_overlapping_ones_included() {
         let all = |h: &str, n: &str| occurrences(h.as_bytes(), n.as_bytes()).collect::<Vec<_>>();
@@ -676,6 +674,8 @@ mod tests {
         assert!(all("git", "gitx").is_empty());
     }
 
+    /// The span hint only finds a witness sooner: a hint at a bounded occurrence says yes, a
+    /// wrong or unbounded one falls back to the search, which decides.
     #[test]
     fn stands_in_with_and_without_a_hint() {
         let raw = "xgit push && git push";

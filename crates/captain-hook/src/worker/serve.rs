@@ -76,7 +76,7 @@ pub fn run(opts: &ServeOptions, base: Arc<Registry>) -> ExitCode {
         }
         other => {
             eprintln!("capt-hook-worker: expected a hello frame, got {other:?}");
-            return ExitCode::from(2);
+            return ExitCode::from(1);
         }
     }
 
@@ -102,7 +102,7 @@ pub fn run(opts: &ServeOptions, base: Arc<Registry>) -> ExitCode {
             Ok(Some(body)) => decode::<WorkerFrame>(&body),
             Err(e) => {
                 eprintln!("capt-hook-worker: {e}");
-                break ExitCode::from(2);
+                break ExitCode::from(1);
             }
         };
         match frame {
@@ -138,7 +138,7 @@ pub fn run(opts: &ServeOptions, base: Arc<Registry>) -> ExitCode {
             other => {
                 // The host only sends events; anything else means the channel is corrupt.
                 eprintln!("capt-hook-worker: protocol violation: {other:?}");
-                break ExitCode::from(2);
+                break ExitCode::from(1);
             }
         }
     };
