@@ -15,6 +15,8 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 /// The smallest step the request buffer grows by.
 const CHUNK: usize = 64 * 1024;
+/// Bytes asked for by a request's first read: a typical event's whole frame.
+const FIRST_READ: usize = 2048;
 
 /// Request frames at most this long are "small": they may use the budget's reserve, so ordinary
 /// events get through while large frames fill the rest.
@@ -140,20 +142,26 @@ pub async fn read_request<R: AsyncRead + Unpin>(
     stall: Duration,
     first_byte: impl FnOnce(),
 ) -> Result<Option<Vec<u8>>, RequestError> {
-    let mut header = [0u8; 4];
-    if read_some(r, &mut header[..1], stall).await? == 0 {
+    // The first read takes the header and, for a typical event, the whole body: one system
+    // call instead of three. Only these few bytes are held before the length is checked.
+    let mut first = [0u8; FIRST_READ];
+    let mut got = read_some(r, &mut first, stall).await?;
+    if got == 0 {
         return Ok(None);
     }
     first_byte();
-    let mut got = 1;
     while got < 4 {
-        match read_some(r, &mut header[got..], stall).await? {
+        match read_some(r, &mut first[got..], stall).await? {
             0 => return Err(eof()),
             n => got += n,
         }
     }
+    let header = [first[0], first[1], first[2], first[3]];
     let len = capt_hook_proto::frame_len(header, max).map_err(RequestError::Frame)?;
     let large = len > SMALL_FRAME;
+    // A client sends one frame and waits for the answer: bytes past it are ignored, as they
+    // were when they stayed unread in the socket.
+    let mut early = &first[4..got.min(4 + len)];
     let mut body: Vec<u8> = Vec::new();
     while body.len() < len {
         if body.len() == body.capacity() {
@@ -164,6 +172,12 @@ pub async fn read_request<R: AsyncRead + Unpin>(
             }
             body.reserve_exact(want - body.len());
             held.force(body.capacity().saturating_sub(want));
+        }
+        if !early.is_empty() {
+            let n = early.len().min(body.capacity() - body.len());
+            body.extend_from_slice(&early[..n]);
+            early = &early[n..];
+            continue;
         }
         let room = (body.capacity() - body.len()).min(len - body.len());
         let mut window = (&mut *r).take(room as u64);
@@ -237,6 +251,39 @@ mod tests {
             .enable_all()
             .build()
             .unwrap()
+    }
+
+    /// The first read may take a whole small frame and more: the frame's bytes come back
+    /// exactly, whatever size it has around the first read's, and what follows is left.
+    #[test]
+    fn small_frames_read_in_one_go_come_back_exactly() {
+        runtime().block_on(async {
+            for size in [
+                1,
+                100,
+                FIRST_READ - 5,
+                FIRST_READ - 4,
+                FIRST_READ,
+                3 * FIRST_READ,
+            ] {
+                let body: Vec<u8> = (0..size).map(|i| (i % 251) as u8).collect();
+                let mut bytes = frame(&body);
+                bytes.extend_from_slice(b"trailing");
+                let budget = Budget::new(1 << 20, 0);
+                let mut held = Held::new(Arc::clone(&budget));
+                let got = read_request(
+                    &mut &bytes[..],
+                    1 << 20,
+                    &mut held,
+                    Duration::from_secs(1),
+                    || {},
+                )
+                .await
+                .unwrap()
+                .unwrap();
+                assert_eq!(got, body, "{size}");
+            }
+        });
     }
 
     #[test]
