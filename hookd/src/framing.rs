@@ -228,10 +228,8 @@ pub async fn read_frame<R: AsyncRead + Unpin>(
 
 /// Writes one frame in a single write.
 pub async fn write_frame<W: AsyncWrite + Unpin>(w: &mut W, body: &[u8]) -> std::io::Result<()> {
-    let len = u32::try_from(body.len()).map_err(std::io::Error::other)?;
-    let mut buf = Vec::with_capacity(4 + body.len());
-    buf.extend_from_slice(&len.to_be_bytes());
-    buf.extend_from_slice(body);
+    let mut buf = Vec::new();
+    capt_hook_proto::push_frame(&mut buf, body)?;
     w.write_all(&buf).await?;
     w.flush().await
 }

@@ -430,7 +430,7 @@ async fn handle(mut stream: UnixStream, host: &Host, conn: &Conn) {
             // Best effort and never waiting: a client that is really there learns why.
             let busy = refuse(Refusal::Busy, "shed: the host is at its connection cap");
             let mut frame = Vec::new();
-            let _ = capt_hook_proto::write_frame(&mut frame, &encode(&busy));
+            let _ = capt_hook_proto::push_frame(&mut frame, &encode(&busy));
             let _ = stream.try_write(&frame);
             tracing::debug!("shed a connection that was waiting for its request");
             return;

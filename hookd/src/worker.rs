@@ -371,7 +371,7 @@ async fn write_loop(mut stdin: ChildStdin, mut frames: mpsc::UnboundedReceiver<V
         batch.clear();
         let mut next = Some(body);
         while let Some(body) = next.take() {
-            if let Err(e) = push_frame(&mut batch, &body) {
+            if let Err(e) = capt_hook_proto::push_frame(&mut batch, &body) {
                 tracing::warn!(error = %e, "an event frame too large for a worker");
                 return;
             }
@@ -388,14 +388,6 @@ async fn write_loop(mut stdin: ChildStdin, mut frames: mpsc::UnboundedReceiver<V
             break;
         }
     }
-}
-
-/// Appends one frame (length, then body) to `out`.
-fn push_frame(out: &mut Vec<u8>, body: &[u8]) -> std::io::Result<()> {
-    let len = u32::try_from(body.len()).map_err(std::io::Error::other)?;
-    out.extend_from_slice(&len.to_be_bytes());
-    out.extend_from_slice(body);
-    Ok(())
 }
 
 /// Routes answers to their callers. Anything unexpected (an unknown id, a frame the host never

@@ -68,13 +68,21 @@ pub fn decode<T: DeserializeOwned>(body: &[u8]) -> Result<T, FrameError> {
 /// Writes one frame (length prefix and body) in a single `write_all`, so concurrent writers that
 /// share a lock never interleave partial frames.
 pub fn write_frame<W: Write>(w: &mut W, body: &[u8]) -> io::Result<()> {
-    let len = u32::try_from(body.len())
-        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "frame body over 4 GiB"))?;
-    let mut buf = Vec::with_capacity(4 + body.len());
-    buf.extend_from_slice(&len.to_be_bytes());
-    buf.extend_from_slice(body);
+    let mut buf = Vec::new();
+    push_frame(&mut buf, body)?;
     w.write_all(&buf)?;
     w.flush()
+}
+
+/// Appends one frame (length prefix, then body) to `out`: what every writer of frames sends,
+/// one frame or several gathered into one write.
+pub fn push_frame(out: &mut Vec<u8>, body: &[u8]) -> io::Result<()> {
+    let len = u32::try_from(body.len())
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "frame body over 4 GiB"))?;
+    out.reserve(4 + body.len());
+    out.extend_from_slice(&len.to_be_bytes());
+    out.extend_from_slice(body);
+    Ok(())
 }
 
 /// The body length a 4-byte big-endian header announces, checked against `max` (and zero, which
