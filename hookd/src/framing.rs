@@ -244,6 +244,16 @@ mod tests {
         v
     }
 
+    /// [`read_request`] over `bytes` with a one-second stall and nothing to do on the first
+    /// byte.
+    async fn read(
+        bytes: &mut &[u8],
+        max: usize,
+        held: &mut Held,
+    ) -> Result<Option<Vec<u8>>, RequestError> {
+        read_request(bytes, max, held, Duration::from_secs(1), || {}).await
+    }
+
     fn runtime() -> tokio::runtime::Runtime {
         tokio::runtime::Builder::new_current_thread()
             .enable_all()
@@ -269,16 +279,10 @@ mod tests {
                 bytes.extend_from_slice(b"trailing");
                 let budget = Budget::new(1 << 20, 0);
                 let mut held = Held::new(Arc::clone(&budget));
-                let got = read_request(
-                    &mut &bytes[..],
-                    1 << 20,
-                    &mut held,
-                    Duration::from_secs(1),
-                    || {},
-                )
-                .await
-                .unwrap()
-                .unwrap();
+                let got = read(&mut &bytes[..], 1 << 20, &mut held)
+                    .await
+                    .unwrap()
+                    .unwrap();
                 assert_eq!(got, body, "{size}");
             }
         });
@@ -317,39 +321,17 @@ mod tests {
             let budget = Budget::new(4 << 20, 1 << 20);
             let big = frame(&vec![b'a'; 3 << 20]);
             let mut first_held = Held::new(Arc::clone(&budget));
-            let got = read_request(
-                &mut &big[..],
-                8 << 20,
-                &mut first_held,
-                Duration::from_secs(1),
-                || {},
-            )
-            .await;
+            let got = read(&mut &big[..], 8 << 20, &mut first_held).await;
             assert!(got.unwrap().is_some());
             // A second large frame does not fit while the first is held.
             let mut second = Held::new(Arc::clone(&budget));
-            let err = read_request(
-                &mut &big[..],
-                8 << 20,
-                &mut second,
-                Duration::from_secs(1),
-                || {},
-            )
-            .await
-            .unwrap_err();
+            let err = read(&mut &big[..], 8 << 20, &mut second).await.unwrap_err();
             assert!(matches!(err, RequestError::OverBudget { .. }), "{err}");
             drop(second);
             // A small one still does.
             let small = frame(&vec![b'b'; 300_000]);
             let mut third = Held::new(Arc::clone(&budget));
-            let got = read_request(
-                &mut &small[..],
-                8 << 20,
-                &mut third,
-                Duration::from_secs(1),
-                || {},
-            )
-            .await;
+            let got = read(&mut &small[..], 8 << 20, &mut third).await;
             assert_eq!(got.unwrap().unwrap().len(), 300_000);
             drop((first_held, third));
             assert_eq!(budget.used(), 0);
@@ -388,15 +370,7 @@ mod tests {
             let budget = Budget::new(1 << 20, 0);
             let mut held = Held::new(Arc::clone(&budget));
             let bytes = [0xffu8, 0xff, 0xff, 0xff, 1, 2, 3];
-            let err = read_request(
-                &mut &bytes[..],
-                1 << 20,
-                &mut held,
-                Duration::from_secs(1),
-                || {},
-            )
-            .await
-            .unwrap_err();
+            let err = read(&mut &bytes[..], 1 << 20, &mut held).await.unwrap_err();
             assert!(matches!(
                 err,
                 RequestError::Frame(FrameError::TooLarge { .. })
@@ -440,13 +414,7 @@ mod tests {
             }
             let mut held = Held::new(Arc::clone(&budget));
             let mut r = &bytes[..];
-            let got = rt.block_on(read_request(
-                &mut r,
-                8 << 20,
-                &mut held,
-                Duration::from_secs(1),
-                || {},
-            ));
+            let got = rt.block_on(read(&mut r, 8 << 20, &mut held));
             let received = bytes.len() - r.len();
             assert!(held.bytes <= limit);
             assert!(
