@@ -72,6 +72,9 @@ impl Records {
             }
         };
         let records: Vec<Record> = match serde_json::from_slice(&body) {
+            // The previous host stopped cleanly and left nothing. Not written again: creating
+            // and renaming a file costs a cold start 0.5-2 ms before the host is ready.
+            Ok(r) if Vec::<Record>::is_empty(&r) => return,
             Ok(r) => r,
             Err(e) => {
                 tracing::warn!(error = %e, "unreadable worker records; ignoring them");
@@ -115,6 +118,24 @@ fn start_ticks(pid: u32) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A host after a clean stop finds nothing to reap and leaves the file as it is (rewriting
+    /// it was on every cold start's path); a record of a gone worker is cleared.
+    #[test]
+    fn reaping_rewrites_the_records_only_when_there_were_some() {
+        use std::os::unix::fs::MetadataExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("workers.json");
+        std::fs::write(&path, "[]").unwrap();
+        let before = std::fs::metadata(&path).unwrap().ino();
+        Records::new(path.clone()).reap_leftovers();
+        assert_eq!(std::fs::metadata(&path).unwrap().ino(), before, "rewritten");
+
+        // A pid that no process has: nothing to stop, but the record goes.
+        std::fs::write(&path, r#"[{"pid":4294967295,"start_ticks":1}]"#).unwrap();
+        Records::new(path.clone()).reap_leftovers();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "[]");
+    }
 
     #[test]
     fn own_start_time_is_readable() {
