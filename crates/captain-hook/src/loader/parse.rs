@@ -66,7 +66,15 @@ pub(super) fn parse_str(located: &Located, source: &str) -> (Vec<ParsedDef>, Vec
             let prefix = format!("hook[{index}]");
             // Errors are located in the table as written, not in its rewritten form.
             let written = item;
-            let item = &exact_conditions(item.clone());
+            // Copied only to rewrite: a hook's table (its tests included) is the bulk of a
+            // worker's start-up work, and most hooks have no `exact` key.
+            let rewritten;
+            let item = if has_exact(item) {
+                rewritten = exact_conditions(item.clone());
+                &rewritten
+            } else {
+                item
+            };
             let entry = match read_entry(written, item) {
                 Ok(e) => e,
                 Err(e) => {
@@ -129,13 +137,14 @@ fn read_entry(
             "expected a string naming the kind".into(),
         ));
     };
+    let skip_tests = SKIP_TESTS.get();
     let rest: DeTable<'_> = table
         .iter()
-        .filter(|(k, _)| k.get_ref() != "kind")
+        .filter(|(k, _)| k.get_ref() != "kind" && !(skip_tests && k.get_ref() == "test"))
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect();
     let rest = Spanned::new(item.span(), DeValue::Table(rest));
-    let Some(read) = HookEntry::read(name, rest.clone().into_deserializer()) else {
+    let Some(read) = HookEntry::read(name, rest.into_deserializer()) else {
         let expected = HookEntry::KINDS
             .iter()
             .map(|k| format!("`{k}`"))
@@ -203,6 +212,17 @@ pub(super) const EXACT_FORMS: [(&str, &str); 3] = [
     ("primary_runs", "primary_runs_exact"),
     ("ran_command", "ran_command_exact"),
 ];
+
+/// Whether any table in `value` has an `exact` key, which [`exact_conditions`] rewrites.
+fn has_exact(value: &Spanned<DeValue<'_>>) -> bool {
+    match value.get_ref() {
+        DeValue::Array(items) => items.iter().any(has_exact),
+        DeValue::Table(table) => table
+            .iter()
+            .any(|(k, v)| k.get_ref() == "exact" || has_exact(v)),
+        _ => false,
+    }
+}
 
 /// Rewrites every `{ runs = [...], exact = true }` table (and `primary_runs`, `ran_command`)
 /// to the one-key form serde reads as a condition; `exact = false` just drops the key.

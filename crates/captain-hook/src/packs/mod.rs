@@ -293,9 +293,12 @@ pub fn load(root: &Path, hooks_dir: &Path, claude_dir: &Path, registry: &mut Reg
                     source.join("hooks").join(name),
                 )
             });
-            // Builtin patterns compile when first searched: the test below proves they compile.
+            // Builtin patterns compile when first searched, and their inline tests are not
+            // read: the test below loads them whole, proving both.
             capt_hook_core::pattern::deferred(|| {
-                register(&mut info, files, &config, &mut unused, &mut out, registry)
+                crate::loader::without_tests(|| {
+                    register(&mut info, files, &config, &mut unused, &mut out, registry)
+                })
             });
         }
         out.infos.push(info);
