@@ -15,11 +15,7 @@ use capt_hook_build::{Cache, Selection};
 /// Picks the binary for `root` (reads and hashes the hook sources, off the runtime thread).
 pub async fn choose(root: &Path, semantic: &BTreeMap<String, String>) -> Selection {
     let (root, semantic) = (root.to_path_buf(), semantic.clone());
-    let picked = tokio::task::spawn_blocking(move || {
-        let env = capt_hook_build::request_env(&semantic);
-        capt_hook_build::select(&root, capt_hook_build::sdk_dir(&env).as_deref(), &env)
-    })
-    .await;
+    let picked = tokio::task::spawn_blocking(move || select(&root, &semantic)).await;
     picked.unwrap_or_else(|e| Selection::NotLive {
         note: format!(
             "captain-hook: could not check this project's Rust hooks ({e}); only the TOML hooks \
@@ -28,6 +24,13 @@ pub async fn choose(root: &Path, semantic: &BTreeMap<String, String>) -> Selecti
         hash: None,
         build: false,
     })
+}
+
+/// [`choose`] on this thread: for the worker a new host starts first, which nothing else is
+/// waiting on yet and whose start waits for this choice anyway.
+pub fn select(root: &Path, semantic: &BTreeMap<String, String>) -> Selection {
+    let env = capt_hook_build::request_env(semantic);
+    capt_hook_build::select(root, capt_hook_build::sdk_dir(&env).as_deref(), &env)
 }
 
 /// Records that a project's build cannot serve (it crashed at start or failed its hello), so

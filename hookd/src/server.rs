@@ -152,15 +152,6 @@ pub fn serve(prestart: Option<&str>) -> anyhow::Result<()> {
             crate::env::max_workers(),
             records,
         );
-        signal_ready()?;
-        tracing::info!(
-            pid = std::process::id(),
-            build = BUILD,
-            socket = %socket.display(),
-            max_connections,
-            max_workers = pool.max_workers,
-            "host ready"
-        );
         let update = Arc::new(crate::update::Updater::new(&state_dir));
         let prestart = prestart.map(|root| {
             (
@@ -168,8 +159,7 @@ pub fn serve(prestart: Option<&str>) -> anyhow::Result<()> {
                 capt_hook_proto::request_env(std::env::vars()),
             )
         });
-        run(listener, pool, &socket, max_connections, update, prestart).await;
-        anyhow::Ok(())
+        run(listener, pool, &socket, max_connections, update, prestart).await
     })?;
     drop(lock);
     tracing::info!("host stopped");
@@ -265,7 +255,7 @@ async fn run(
     max_connections: usize,
     update: Arc<crate::update::Updater>,
     prestart: Option<(String, std::collections::BTreeMap<String, String>)>,
-) {
+) -> anyhow::Result<()> {
     let (shutdown, mut shutdown_rx) = watch::channel(false);
     let (fire, fired) = mpsc::unbounded_channel();
     let pressure = crate::pressure::Settings::from_env()
@@ -288,7 +278,20 @@ async fn run(
     if let Some((root, env)) = prestart {
         let host = Arc::clone(&host);
         tokio::spawn(async move { host.pool.prestart(&root, &env).await });
+        // Lets the prestart run up to its worker's fork before we say ready: the worker's own
+        // start is the longest step of a cold start, and the client connecting meanwhile
+        // waits for that worker anyway.
+        tokio::task::yield_now().await;
     }
+    signal_ready()?;
+    tracing::info!(
+        pid = std::process::id(),
+        build = BUILD,
+        socket = %socket.display(),
+        max_connections,
+        max_workers = host.pool.max_workers,
+        "host ready"
+    );
     let (drained_tx, mut drained_rx) = mpsc::channel::<()>(1);
     let mut sweep = tokio::time::interval(
         (host.pool.idle / 4).clamp(Duration::from_millis(100), Duration::from_secs(60)),
@@ -300,7 +303,7 @@ async fn run(
         (Ok(t), Ok(i)) => (t, i),
         _ => {
             tracing::error!("cannot install signal handlers");
-            return;
+            return Ok(());
         }
     };
 
@@ -342,6 +345,7 @@ async fn run(
         tracing::warn!("events still running after the drain period");
     }
     host.pool.retire_all().await;
+    Ok(())
 }
 
 /// Sends each ResourcePressure event the sampler raises to its session's worker. Nobody waits
