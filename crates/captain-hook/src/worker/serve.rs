@@ -82,10 +82,15 @@ pub fn run(opts: &ServeOptions, base: Arc<Registry>) -> ExitCode {
 
     // Every step before the first event is on its path, so the threads this loop needs start
     // beside the load instead of after it.
+    let threads = EventThreads::new();
     let (warm, background) = std::thread::scope(|s| {
         let lanes = s.spawn(|| {
             capt_hook_journal::flush_on_terminate();
             capt_hook_journal::start();
+            // The first event's thread, so that event does not start one.
+            if let Err(e) = threads.spare() {
+                eprintln!("capt-hook-worker: no spare event thread: {e}");
+            }
             Background::start()
         });
         let warm = Arc::new(Warm::load(&opts.root, base, opts.note.clone()));
@@ -95,7 +100,6 @@ pub fn run(opts: &ServeOptions, base: Arc<Registry>) -> ExitCode {
         (warm, lanes)
     });
     let running = Arc::new(AtomicUsize::new(0));
-    let threads = EventThreads::new();
     let code = loop {
         let frame = match read_frame(&mut input, MAX_FRAME) {
             Ok(None) => break ExitCode::SUCCESS,
@@ -201,6 +205,15 @@ impl EventThreads {
                 Err(mpsc::SendError(back)) => job = back,
             }
         }
+        self.start(Some(job))
+    }
+
+    /// Starts a thread that waits as a spare for its first job.
+    fn spare(&self) -> std::io::Result<()> {
+        self.start(None)
+    }
+
+    fn start(&self, job: Option<Job>) -> std::io::Result<()> {
         let threads = self.clone();
         std::thread::Builder::new()
             .name("capt-hook-event".into())
@@ -208,12 +221,15 @@ impl EventThreads {
             .map(drop)
     }
 
-    /// An event thread's life: its first job, then as a spare until there are enough spares.
-    fn serve(&self, first: Job) {
+    /// An event thread's life: its first job (if it was started with one), then as a spare
+    /// until there are enough spares.
+    fn serve(&self, first: Option<Job>) {
         let (tx, rx) = mpsc::channel::<Job>();
-        let mut job = first;
+        let mut next = first;
         loop {
-            job();
+            if let Some(job) = next.take() {
+                job();
+            }
             {
                 let mut spare = self.lock();
                 if spare.len() >= SPARE_EVENT_THREADS {
@@ -222,7 +238,7 @@ impl EventThreads {
                 spare.push(tx.clone());
             }
             match rx.recv() {
-                Ok(next) => job = next,
+                Ok(job) => next = Some(job),
                 Err(_) => return,
             }
         }
@@ -393,6 +409,27 @@ mod tests {
             let id = rx.recv_timeout(Duration::from_secs(10)).unwrap();
             assert!(seen.contains(&id), "a new thread ran a sequential event");
         }
+    }
+
+    /// A spare started before any event takes the first one: no thread starts for it.
+    #[test]
+    fn a_spare_thread_takes_the_first_event() {
+        let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+        let pool = EventThreads::new();
+        let before = threads();
+        pool.spare().unwrap();
+        let until = Instant::now() + Duration::from_secs(10);
+        while pool.lock().is_empty() && Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        assert_eq!(pool.lock().len(), 1, "the spare did not register");
+        let (tx, rx) = mpsc::channel();
+        pool.run(Box::new(move || {
+            tx.send(std::thread::current().id()).unwrap()
+        }))
+        .unwrap();
+        rx.recv_timeout(Duration::from_secs(10)).unwrap();
+        assert_eq!(threads(), before + 1, "a thread started for the event");
     }
 
     /// Async handlers that never return until released hold at most the background lane and
