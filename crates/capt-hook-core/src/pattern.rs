@@ -168,10 +168,23 @@ impl Pattern {
                 pattern.required = required(&hir);
                 pattern.edge_neutral = hir.properties().look_set().iter().all(is_word_look);
             }
-            _ if DEFER.get() => LEFT.with_borrow_mut(|left| left.push(pattern.clone())),
-            _ => {
-                let engine = compile(source, &pattern.flagged)?;
-                let _ = pattern.engine.set(engine);
+            parsed => {
+                // Look-around: the pattern without it matches wherever the pattern does, so
+                // the literals its matches need are needed here too (the builtin `find` guards
+                // no longer compile and run on every command that has no `find`).
+                if parsed.is_err()
+                    && let Some(hir) = without_lookaround(&pattern.flagged)
+                        .and_then(|p| regex_syntax::parse(&p).ok())
+                {
+                    pattern.prefixes = prefixes(&hir);
+                    pattern.required = required(&hir);
+                }
+                if DEFER.get() {
+                    LEFT.with_borrow_mut(|left| left.push(pattern.clone()));
+                } else {
+                    let engine = compile(source, &pattern.flagged)?;
+                    let _ = pattern.engine.set(engine);
+                }
             }
         }
         Ok(pattern)
@@ -263,6 +276,89 @@ fn compile(source: &str, flagged: &str) -> Result<Engine, PatternError> {
 
 /// A bound on the size of the automaton `hir` compiles to, in about NFA states: a class costs
 /// a few states per range (its UTF-8 sequences), a counted repetition one copy per count.
+/// `re` with its look-around groups (`(?=…)`, `(?!…)`, `(?<=…)`, `(?<!…)`) removed: a pattern
+/// that matches every span `re` matches. `None` when that cannot be said with confidence:
+/// unbalanced syntax, or the `x` flag (whose comments may hold unbalanced parentheses).
+fn without_lookaround(re: &str) -> Option<String> {
+    let mut out = String::with_capacity(re.len());
+    let mut rest = re;
+    while let Some(c) = rest.chars().next() {
+        let len = if c == '(' && rest[1..].starts_with('?') {
+            let after = &rest[2..];
+            if ["=", "!", "<=", "<!"].iter().any(|l| after.starts_with(l)) {
+                // Dropped whole, nested groups included.
+                rest = &rest[group_len(rest)?..];
+                continue;
+            }
+            let flags = &after[..after.find([':', ')'])?];
+            let is_flags = flags.chars().all(|c| c.is_ascii_alphabetic() || c == '-');
+            if is_flags && flags.contains('x') {
+                return None;
+            }
+            1
+        } else {
+            token_len(rest)?
+        };
+        out.push_str(&rest[..len]);
+        rest = &rest[len..];
+    }
+    Some(out)
+}
+
+/// The length of the token `re` starts with: an escape, a whole character class, or one
+/// character. Parentheses are tokens of their own.
+fn token_len(re: &str) -> Option<usize> {
+    let mut chars = re.char_indices();
+    match chars.next()? {
+        (_, '\\') => chars.next().map(|(i, c)| i + c.len_utf8()),
+        (_, '[') => {
+            // A `]` first (after an optional `^`) is a member, not the end.
+            let mut depth = 1;
+            let mut at = 1 + usize::from(re[1..].starts_with('^'));
+            if re[at..].starts_with(']') {
+                at += 1;
+            }
+            while depth > 0 {
+                let next = &re[at..];
+                match next.chars().next()? {
+                    '\\' => at += token_len(next)?,
+                    '[' => {
+                        depth += 1;
+                        at += 1;
+                    }
+                    ']' => {
+                        depth -= 1;
+                        at += 1;
+                    }
+                    c => at += c.len_utf8(),
+                }
+            }
+            Some(at)
+        }
+        (_, c) => Some(c.len_utf8()),
+    }
+}
+
+/// The length of the group `re` starts with (at its `(`), through its matching `)`.
+fn group_len(re: &str) -> Option<usize> {
+    let mut depth = 0;
+    let mut at = 0;
+    loop {
+        let next = &re[at..];
+        match next.chars().next()? {
+            '(' => depth += 1,
+            ')' => {
+                depth -= 1;
+                if depth == 0 {
+                    return Some(at + 1);
+                }
+            }
+            _ => {}
+        }
+        at += token_len(next)?;
+    }
+}
+
 fn weight(hir: &Hir) -> usize {
     match hir.kind() {
         HirKind::Empty | HirKind::Look(_) => 1,
@@ -527,6 +623,89 @@ mod lazy_tests {
         "hello world",
         "abc1",
     ];
+
+    /// Look-around patterns (compiled on the backtracking engine) with the literals of the
+    /// pattern without its look-around as their prefilter.
+    const LOOKAROUND: [&str; 9] = [
+        r"\bfind\s+/(?!\S*\s+-maxdepth)",
+        r"(?<=cargo )test(?=\s)",
+        r"git(?!\s+(?:status|log\b))\s+\w+",
+        r"(?<!sudo )rm\s+-rf",
+        r"[(?=]x(?=y)",
+        r"\(a(?=\))",
+        r"(?<name>tail)\s+(?!-f)-\w",
+        r"(?:(?=a)|b)c",
+        r"x(?=(?:a(?!b)|[)]))",
+    ];
+
+    #[test]
+    fn lookaround_patterns_answer_as_the_backtracking_regex() {
+        let texts: Vec<String> = TEXTS
+            .iter()
+            .map(|t| t.to_string())
+            .chain(
+                [
+                    "find / -name x",
+                    "find /x -maxdepth 2",
+                    "cargo test -q",
+                    "git status && git commit -m x",
+                    "sudo rm -rf /",
+                    "rm -rf /tmp",
+                    "(=xy",
+                    "(a)",
+                    "tail -n 5 && tail -f log",
+                    "ac bc c",
+                    "xab x) xa",
+                ]
+                .map(String::from),
+            )
+            .collect();
+        for p in LOOKAROUND {
+            for mode in [Mode::Plain, Mode::IgnoreCase] {
+                let ours = Pattern::new(p, mode).unwrap();
+                // Ignoring case turns literals into classes, which no prefilter holds.
+                assert!(
+                    mode == Mode::IgnoreCase
+                        || ours.prefixes.is_some()
+                        || !ours.required.is_empty(),
+                    "{p}: no prefilter"
+                );
+                let Engine::Backtracking(eager) = compile(p, &ours.flagged).unwrap() else {
+                    panic!("{p} needs backtracking");
+                };
+                for t in &texts {
+                    assert_eq!(
+                        ours.is_match(t),
+                        eager.is_match(t).unwrap(),
+                        "{p:?} {mode:?} on {t:?}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn lookaround_is_removed_whole_and_only_when_sure() {
+        let cases = [
+            (r"a(?=b)c", Some("ac")),
+            (r"a(?!b(?=c))d", Some("ad")),
+            (r"(?<=x)y(?<!z)", Some("y")),
+            (r"[(?=]x", Some("[(?=]x")),
+            (r"[]()]a(?=\))", Some("[]()]a")),
+            (r"[^]x(]", Some("[^]x(]")),
+            (r"\(?=a", Some(r"\(?=a")),
+            (r"(?<n>a)(?i:b)", Some("(?<n>a)(?i:b)")),
+            (r"(?P<xs>a)(?=b)", Some("(?P<xs>a)")),
+            (r"(?i-x:a)(?=b)", None),
+            (r"[[:alpha:](]b(?=c)", Some("[[:alpha:](]b")),
+            (r"(?x)a(?=b) # (", None),
+            (r"a(?=b", None),
+            (r"a[b", None),
+        ];
+        for (re, want) in cases {
+            assert_eq!(without_lookaround(re).as_deref(), want, "{re}");
+        }
+    }
 
     /// Prefiltered, lazily compiled patterns answer exactly as the compiled regex does.
     #[test]
