@@ -249,18 +249,33 @@ impl EventThreads {
     }
 }
 
-/// The lane that runs async hooks after replies: a fixed set of threads fed by a bounded queue.
+/// One event's async hooks, waiting for the lane.
+type AsyncRun = (Arc<Project>, EventRequest);
+
+/// The lane that runs async hooks after replies: a fixed set of threads fed by a bounded queue,
+/// started by the first run queued (most projects have no async hooks, and a worker's start
+/// is on its first event's path).
 #[derive(Clone)]
 struct Background {
-    queue: SyncSender<(Arc<Project>, EventRequest)>,
+    queue: SyncSender<AsyncRun>,
+    /// The queue's far end, shared by the threads once the first run is queued.
+    rx: Arc<Mutex<mpsc::Receiver<AsyncRun>>>,
+    started: Arc<std::sync::Once>,
 }
 
 impl Background {
     fn start() -> Background {
-        let (queue, rx) = mpsc::sync_channel::<(Arc<Project>, EventRequest)>(BACKGROUND_QUEUE);
-        let rx = Arc::new(Mutex::new(rx));
+        let (queue, rx) = mpsc::sync_channel::<AsyncRun>(BACKGROUND_QUEUE);
+        Background {
+            queue,
+            rx: Arc::new(Mutex::new(rx)),
+            started: Arc::new(std::sync::Once::new()),
+        }
+    }
+
+    fn spawn_threads(&self) {
         for i in 0..BACKGROUND_THREADS {
-            let rx = Arc::clone(&rx);
+            let rx = Arc::clone(&self.rx);
             let spawned = std::thread::Builder::new()
                 .name(format!("capt-hook-async-{i}"))
                 .spawn(move || {
@@ -275,11 +290,11 @@ impl Background {
                 eprintln!("capt-hook-worker: cannot start an async-hook thread: {e}");
             }
         }
-        Background { queue }
     }
 
     /// Queues one event's async hooks; drops them (logged) when the lane is saturated.
     fn submit(&self, project: Arc<Project>, request: EventRequest) {
+        self.started.call_once(|| self.spawn_threads());
         match self.queue.try_send((project, request)) {
             Ok(()) => {}
             Err(TrySendError::Full((_, r))) => eprintln!(
@@ -462,6 +477,7 @@ mod tests {
         assert!(has_async_hooks(&project));
         let before = threads();
         let lane = Background::start();
+        assert_eq!(threads(), before, "the lane started threads before any run");
         for _ in 0..500 {
             lane.submit(Arc::clone(&project), request(dir.path()));
         }
