@@ -166,7 +166,7 @@ impl Pool {
     /// Everything up to the worker's fork runs at once on this thread (a few `stat` calls),
     /// not on the blocking pool: each hop there cost a cold start 0.1-0.3 ms.
     pub async fn prestart(&self, root: &str, env: &BTreeMap<String, String>) {
-        let root = resolve_root(root, |p| std::fs::canonicalize(p));
+        let root = canonical_root_now(root);
         let semantic = semantic_env(env);
         let key = worker_key(&root, &semantic);
         let by = Instant::now() + crate::worker::STARTUP;
@@ -473,10 +473,10 @@ pub async fn canonical_root(root: &str) -> PathBuf {
     tokio::fs::canonicalize(&abs).await.unwrap_or(abs)
 }
 
-/// [`canonical_root`] with a given (blocking) `canonicalize`.
-fn resolve_root(root: &str, canonicalize: impl Fn(&Path) -> std::io::Result<PathBuf>) -> PathBuf {
+/// [`canonical_root`] on this thread.
+fn canonical_root_now(root: &str) -> PathBuf {
     let abs = absolute(root);
-    canonicalize(&abs).unwrap_or(abs)
+    std::fs::canonicalize(&abs).unwrap_or(abs)
 }
 
 /// `root` made absolute against our working directory.

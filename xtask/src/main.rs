@@ -156,11 +156,12 @@ fn static_runtime(target: &Path) -> anyhow::Result<Vec<StaticBin>> {
         bail!("static runtime binaries are only built on linux-gnu hosts, not {host}");
     };
     let musl = format!("{arch}-unknown-linux-musl");
-    let (triple, packages, flags, how): (&str, &[&str], &str, &'static str) =
+    // (package, binary) pairs built this way.
+    let (triple, built, flags, how): (&str, &[(&str, &'static str)], &str, &'static str) =
         if target_installed(&musl) {
             (
                 &musl,
-                &["capt-hook-client", "capt-hookd"],
+                &[("capt-hook-client", "hook"), ("capt-hookd", "capt-hookd")],
                 "",
                 "static (musl)",
             )
@@ -171,7 +172,7 @@ fn static_runtime(target: &Path) -> anyhow::Result<Vec<StaticBin>> {
             );
             (
                 &host,
-                &["capt-hook-client"],
+                &[("capt-hook-client", "hook")],
                 "-C target-feature=+crt-static",
                 "static (glibc)",
             )
@@ -182,8 +183,8 @@ fn static_runtime(target: &Path) -> anyhow::Result<Vec<StaticBin>> {
         std::env::var("RUSTFLAGS").unwrap_or_default()
     );
     let mut args = vec!["build", "--release", "--target", triple];
-    for p in packages {
-        args.extend(["-p", p]);
+    for (package, _) in built {
+        args.extend(["-p", package]);
     }
     let status = Command::new(cargo())
         .args(&args)
@@ -195,14 +196,9 @@ fn static_runtime(target: &Path) -> anyhow::Result<Vec<StaticBin>> {
         bail!("cargo {} failed ({status})", args.join(" "));
     }
     let out = dir.join(triple).join("release");
-    let bins: &[&'static str] = if packages.len() == 2 {
-        &["hook", "capt-hookd"]
-    } else {
-        &["hook"]
-    };
-    Ok(bins
+    Ok(built
         .iter()
-        .map(|bin| StaticBin {
+        .map(|&(_, bin)| StaticBin {
             bin,
             path: out.join(bin),
             how,
