@@ -474,7 +474,11 @@ impl Dispatcher {
         for (hook, slot) in hooks.iter().zip(slots) {
             let ran = match slot {
                 Slot::Skipped(t) => {
-                    traces.extend(t.map(|t| *t));
+                    // Not `extend(t.map(..))`: that moved a whole Option<Trace> for each
+                    // skipped hook, None included.
+                    if let Some(t) = t {
+                        traces.push(*t);
+                    }
                     continue;
                 }
                 Slot::Ready(r) => *r,
