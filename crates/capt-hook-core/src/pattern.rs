@@ -10,7 +10,7 @@
 //! every match starts with. A line without them is answered by a substring search, and a worker
 //! starts without compiling patterns its first events never reach.
 
-use std::cell::{Cell, RefCell};
+use std::cell::Cell;
 use std::fmt;
 use std::sync::{Arc, OnceLock};
 
@@ -32,44 +32,6 @@ const MAX_REQUIRED: usize = 3;
 thread_local! {
     /// Set while [`deferred`] runs on this thread.
     static DEFER: Cell<bool> = const { Cell::new(false) };
-    /// What [`deferred`] has left uncompiled so far on this thread.
-    static LEFT: RefCell<Vec<Pattern>> = const { RefCell::new(Vec::new()) };
-}
-
-/// The patterns a [`deferred`] load left to compile on their first search. They share their
-/// engines with the loaded ones, so [`Deferred::compile`] on another thread (a worker's, after
-/// its load) takes the compile off the first event that needs one.
-#[derive(Clone, Default)]
-pub struct Deferred(Vec<Pattern>);
-
-impl Deferred {
-    /// Compiles each pattern no search has compiled yet.
-    pub fn compile(&self) {
-        for p in &self.0 {
-            let _ = p.engine();
-        }
-    }
-
-    /// How many patterns were left.
-    pub fn len(&self) -> usize {
-        self.0.len()
-    }
-
-    /// True when nothing was left.
-    pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
-
-    /// Adds another load's leftovers.
-    pub fn extend(&mut self, other: Deferred) {
-        self.0.extend(other.0);
-    }
-}
-
-impl fmt::Debug for Deferred {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "Deferred({} patterns)", self.0.len())
-    }
 }
 
 /// Runs `load` with every pattern it creates compiled on first use, those needing the
@@ -77,8 +39,7 @@ impl fmt::Debug for Deferred {
 /// the builtin packs (a millisecond of every worker's start), and their patterns are known to
 /// compile: their tests load them the ordinary way. Only for such sources: a pattern deferred
 /// here that then failed to compile would search as "no match" instead of failing its load.
-/// Returns what was left uncompiled beside `load`'s result.
-pub fn deferred<R>(load: impl FnOnce() -> R) -> (R, Deferred) {
+pub fn deferred<R>(load: impl FnOnce() -> R) -> R {
     /// Restores the flag even if `load` panics.
     struct Restore(bool);
     impl Drop for Restore {
@@ -87,9 +48,7 @@ pub fn deferred<R>(load: impl FnOnce() -> R) -> (R, Deferred) {
         }
     }
     let _restore = Restore(DEFER.replace(true));
-    let outer = LEFT.take();
-    let out = load();
-    (out, Deferred(LEFT.replace(outer)))
+    load()
 }
 
 /// A compiled search pattern.
@@ -179,9 +138,7 @@ impl Pattern {
                     pattern.prefixes = prefixes(&hir);
                     pattern.required = required(&hir);
                 }
-                if DEFER.get() {
-                    LEFT.with_borrow_mut(|left| left.push(pattern.clone()));
-                } else {
+                if !DEFER.get() {
                     let engine = compile(source, &pattern.flagged)?;
                     let _ = pattern.engine.set(engine);
                 }
@@ -771,41 +728,15 @@ mod lazy_tests {
     fn deferred_loads_compile_backtracking_patterns_on_first_search() {
         let source = r"\bfind\s+/(?!\S*\s+-maxdepth)";
         let eager = Pattern::new(source, Mode::Plain).unwrap();
-        let (lazy, left) = deferred(|| Pattern::new(source, Mode::Plain));
-        let lazy = lazy.unwrap();
+        let lazy = deferred(|| Pattern::new(source, Mode::Plain)).unwrap();
         assert!(eager.engine.get().is_some());
         assert!(lazy.engine.get().is_none(), "compiled at load");
         for line in ["find / -name x", "find /x -maxdepth 2", "ls"] {
             assert_eq!(lazy.is_match(line), eager.is_match(line), "{line}");
         }
         assert!(lazy.engine.get().is_some());
-        assert_eq!(left.len(), 1, "{left:?}");
         assert!(!DEFER.get(), "the flag is restored");
         assert!(Pattern::new(r"(?<=a)b(", Mode::Plain).is_err());
-    }
-
-    /// What `deferred` leaves is what it did not compile (a linear pattern compiles on first
-    /// use anyway and is not listed), and compiling the leftovers compiles the loaded patterns.
-    #[test]
-    fn deferred_leftovers_compile_the_loaded_patterns() {
-        let ((look, plain), left) = deferred(|| {
-            (
-                Pattern::new(r"\bgit\s+stash(?!\s+list)", Mode::Plain).unwrap(),
-                Pattern::new(r"npm\s+push", Mode::Plain).unwrap(),
-            )
-        });
-        assert_eq!(left.len(), 1);
-        assert!(look.engine.get().is_none());
-        std::thread::spawn(move || left.compile()).join().unwrap();
-        assert!(
-            look.engine.get().is_some(),
-            "the shared engine was compiled"
-        );
-        assert!(plain.engine.get().is_none());
-        assert!(
-            LEFT.with_borrow(Vec::is_empty),
-            "nothing is kept for the next load"
-        );
     }
 
     /// A pattern too big to compile lazily with confidence is compiled (and judged) at load,

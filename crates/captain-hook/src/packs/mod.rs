@@ -186,9 +186,6 @@ pub struct Packs {
     /// `config.toml` as read for the packs (its `[llm]` judges the LLM hooks), or why it
     /// could not be read: read once per load, for both.
     pub config: Result<Config, String>,
-    /// The builtin packs' patterns left to compile on their first search; a worker compiles
-    /// them beside its first events.
-    pub deferred: capt_hook_core::pattern::Deferred,
 }
 
 impl Default for Packs {
@@ -200,7 +197,6 @@ impl Default for Packs {
             hooks_off: Vec::new(),
             watched: Vec::new(),
             config: Ok(Config::default()),
-            deferred: Default::default(),
         }
     }
 }
@@ -299,12 +295,11 @@ pub fn load(root: &Path, hooks_dir: &Path, claude_dir: &Path, registry: &mut Reg
             });
             // Builtin patterns compile when first searched, and their inline tests are not
             // read: the test below loads them whole, proving both.
-            let ((), left) = capt_hook_core::pattern::deferred(|| {
+            capt_hook_core::pattern::deferred(|| {
                 crate::loader::without_tests(|| {
                     register(&mut info, files, &config, &mut unused, &mut out, registry)
                 })
             });
-            out.deferred.extend(left);
         }
         out.infos.push(info);
     }

@@ -46,7 +46,6 @@ impl Warm {
         let rust = (!base.is_empty() && capt_hook_build::is_rust_project(root))
             .then(|| capt_hook_build::fingerprint(&hooks_dir));
         let project = Project::load_with_packs(root, &hooks_dir, &base).with_notice(note.clone());
-        compile_beside(&project);
         Warm {
             hooks_dir,
             root: root.to_path_buf(),
@@ -88,34 +87,14 @@ impl Warm {
 
     /// A fresh load: without the Rust hooks once they are stale, with the notice that says so.
     fn reload(&self, stale: bool) -> Project {
-        let project = if stale {
+        if stale {
             let note = capt_hook_build::stale_note(&self.hooks_dir);
             Project::load_with_packs(&self.root, &self.hooks_dir, &Registry::new())
                 .with_notice(Some(note))
         } else {
             Project::load_with_packs(&self.root, &self.hooks_dir, &self.base)
                 .with_notice(self.note.clone())
-        };
-        compile_beside(&project);
-        project
-    }
-}
-
-/// Compiles the builtin packs' deferred patterns on a thread of their own, beside the events:
-/// one of them compiled by the first event that reached it cost that event ~0.3 ms. An event
-/// that gets there first compiles it itself, as it would have anyway.
-fn compile_beside(project: &Project) {
-    let Some(left) = project.packs().map(|p| p.deferred.clone()) else {
-        return;
-    };
-    if left.is_empty() {
-        return;
-    }
-    let spawned = std::thread::Builder::new()
-        .name("capt-hook-warm".into())
-        .spawn(move || left.compile());
-    if let Err(e) = spawned {
-        eprintln!("capt-hook-worker: patterns compile on first use (no thread: {e})");
+        }
     }
 }
 
