@@ -200,6 +200,26 @@ pub(crate) struct LockGuard {
     file: File,
 }
 
+impl LockGuard {
+    /// True when [`LockGuard::record_write`] ran under this lock before (in any process): the
+    /// lock file is empty until then. An unreadable lock file counts as written, so a caller
+    /// that treats "written before, file now missing" as damage errs towards damage.
+    pub(crate) fn saw_write(&self) -> bool {
+        self.file.metadata().map_or(true, |m| m.len() > 0)
+    }
+
+    /// Records in the lock file itself that a value was written under it. Done while the lock is
+    /// held, so a holder never sees the mark without the write it stands for; a marker kept
+    /// anywhere else (or the lock file's mere existence, which `open` creates before `flock`)
+    /// could be seen by a second process before the first one's value is on disk.
+    pub(crate) fn record_write(&self) -> std::io::Result<()> {
+        if self.file.metadata()?.len() == 0 {
+            (&self.file).write_all(b"w")?;
+        }
+        Ok(())
+    }
+}
+
 impl Drop for LockGuard {
     fn drop(&mut self) {
         // Closing the descriptor releases the lock too; unlocking first makes it prompt even if

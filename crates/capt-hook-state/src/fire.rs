@@ -37,8 +37,8 @@ pub const FIRE_LOCK_TIMEOUT: Duration = Duration::from_secs(10);
 ///
 /// A damaged counter errs towards silence, never towards a fire past the cap: a corrupt
 /// `hook_state.json` is moved aside (`.bak.<timestamp>`) and replaced by a spent counter
-/// (`fire_count` = the cap), and so is a counter file that vanished while its `.lock` sibling,
-/// which every reservation creates and nothing removes, is still there. The hook then stays
+/// (`fire_count` = the cap), and so is a counter file that vanished after a value was written
+/// (its `.lock` sibling, which nothing removes, records the first write). The hook then stays
 /// quiet for the rest of that session and agent context.
 #[derive(Clone, Debug)]
 pub struct FireCounter {
@@ -86,16 +86,11 @@ impl FireCounter {
         if self.slot.is_null() {
             return Some(Reservation::noop());
         }
-        // Checked before the lock is taken, since taking it creates the lock file.
-        let locked_before = self
-            .slot
-            .path()
-            .is_some_and(|p| crate::file::lock_path(p).symlink_metadata().is_ok());
         let spent = move || HookState { fire_count: cap };
         let taken = self.slot.try_mutate_from(
             self.wait,
-            move || {
-                if locked_before {
+            move |written_before| {
+                if written_before {
                     tracing::warn!("fire counter lost; treating the capped hook as spent");
                     spent()
                 } else {
@@ -351,6 +346,21 @@ mod tests {
         assert!(c.reserve(2).is_none());
         let fresh = FireCounter::new(&s, "other", None);
         assert!(fresh.reserve(2).is_some());
+    }
+
+    #[test]
+    fn a_lock_file_created_by_a_racing_process_is_not_a_lost_counter() {
+        // Another process has opened (so created) the lock file but not yet taken the lock or
+        // written anything: the counter is new, not lost. Its existence alone silenced the hook
+        // for the session when 32 processes reserved at once.
+        let (_root, s) = store();
+        let c = FireCounter::new(&s, "nudge", None);
+        let lock = crate::file::lock_path(c.path().unwrap());
+        std::fs::create_dir_all(lock.parent().unwrap()).unwrap();
+        std::fs::write(&lock, b"").unwrap();
+        c.reserve(1).unwrap().commit();
+        assert_eq!(c.count(), 1);
+        assert!(c.reserve(1).is_none());
     }
 
     #[test]

@@ -165,17 +165,19 @@ impl<T: Serialize + DeserializeOwned> Slot<T> {
     where
         T: Default,
     {
-        self.try_mutate_from(wait, T::default, T::default, f)
+        self.try_mutate_from(wait, |_| T::default(), T::default, f)
     }
 
     /// [`Slot::try_mutate`] with the starting value chosen by the caller when the file is
-    /// missing (`missing`) or corrupt (`corrupt`; the file is still moved aside before the
-    /// write). Counters use it to start from "spent" rather than from zero when their file was
-    /// damaged.
+    /// missing (`missing`, told whether a value was written under this slot's lock before, i.e.
+    /// whether the file was lost rather than never written) or corrupt (`corrupt`; the file is
+    /// still moved aside before the write). Counters use it to start from "spent" rather than
+    /// from zero when their file was damaged. Every write through here marks the lock file
+    /// (see [`file::LockGuard::record_write`]: an `fstat`, and one byte the first time).
     pub(crate) fn try_mutate_from<R, E>(
         &self,
         wait: LockWait,
-        missing: impl FnOnce() -> T,
+        missing: impl FnOnce(bool) -> T,
         corrupt: impl FnOnce() -> T,
         f: impl FnOnce(&mut T) -> Result<R, E>,
     ) -> Result<Result<R, E>, StateError>
@@ -186,9 +188,10 @@ impl<T: Serialize + DeserializeOwned> Slot<T> {
             let mut value = T::default();
             return Ok(f(&mut value));
         };
-        let _guard = file::lock(&file::lock_path(path), wait)?;
+        let lock = file::lock_path(path);
+        let guard = file::lock(&lock, wait)?;
         let (mut value, prior) = match file::read_model::<T>(path)? {
-            ReadOutcome::Missing => (missing(), Prior::Fine),
+            ReadOutcome::Missing => (missing(guard.saw_write()), Prior::Fine),
             ReadOutcome::Valid(v) => (v, Prior::Fine),
             ReadOutcome::Corrupt(reason) => {
                 tracing::warn!(
@@ -203,6 +206,10 @@ impl<T: Serialize + DeserializeOwned> Slot<T> {
         match f(&mut value) {
             Ok(r) => {
                 file::write_model(path, &value, prior)?;
+                guard.record_write().map_err(|source| StateError::Lock {
+                    path: lock.clone(),
+                    source,
+                })?;
                 Ok(Ok(r))
             }
             Err(e) => Ok(Err(e)),
