@@ -50,27 +50,6 @@ impl fmt::Display for LoadError {
     }
 }
 
-thread_local! {
-    /// Set while [`without_tests`] runs on this thread.
-    static SKIP_TESTS: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
-}
-
-/// Runs `load` with the hooks it reads left without their inline tests (`[[hook.test]]` is not
-/// read at all). For the builtin packs wherever the runtime loads them: their tests are most of
-/// their text and of a worker's start-up work, and nothing there runs them; `capt-hook pack
-/// test` and the packs' unit tests load them whole ([`crate::packs::load_builtin`]).
-pub fn without_tests<R>(load: impl FnOnce() -> R) -> R {
-    /// Restores the flag even if `load` panics.
-    struct Restore(bool);
-    impl Drop for Restore {
-        fn drop(&mut self) {
-            SKIP_TESTS.set(self.0);
-        }
-    }
-    let _restore = Restore(SKIP_TESTS.replace(true));
-    load()
-}
-
 /// The project's settings file in the hooks directory (which packs and pack hooks are off).
 pub const CONFIG_FILE: &str = "config.toml";
 
@@ -228,26 +207,6 @@ mod tests {
         let e = errors.into_iter().next().unwrap();
         assert_eq!(e.file, PathBuf::from("t.toml"));
         (e.line, e.column, e.field, e.message)
-    }
-
-    /// Inside `without_tests` a hook loads without its inline tests, which are not read at
-    /// all (a broken one is no error there); outside, they load and are checked.
-    #[test]
-    fn without_tests_leaves_the_tests_unread() {
-        let text = "[[hook]]\nkind = \"deny\"\nreason = \"r\"\n\n  [[hook.test]]\n  \
-                    input = { command = \"ls\" }\n  expect = \"block\"\n";
-        let mut whole = Registry::new();
-        load_str(text, "t", &mut whole).unwrap();
-        assert_eq!(whole.hooks()[0].tests.len(), 1);
-        let mut bare = Registry::new();
-        without_tests(|| load_str(text, "t", &mut bare)).unwrap();
-        assert_eq!(bare.hooks().len(), 1);
-        assert!(bare.hooks()[0].tests.is_empty());
-
-        let broken = text.replace("\"block\"", "\"blok\"");
-        assert!(load_str(&broken, "t", &mut Registry::new()).is_err());
-        without_tests(|| load_str(&broken, "t", &mut Registry::new())).unwrap();
-        assert!(!SKIP_TESTS.get(), "the flag is restored");
     }
 
     #[test]

@@ -137,14 +137,19 @@ fn read_entry(
             "expected a string naming the kind".into(),
         ));
     };
-    let skip_tests = SKIP_TESTS.get();
-    let rest: DeTable<'_> = table
-        .iter()
-        .filter(|(k, _)| k.get_ref() != "kind" && !(skip_tests && k.get_ref() == "test"))
-        .map(|(k, v)| (k.clone(), v.clone()))
-        .collect();
-    let rest = Spanned::new(item.span(), DeValue::Table(rest));
-    let Some(read) = HookEntry::read(name, rest.into_deserializer()) else {
+    let rest = || {
+        let rest: DeTable<'_> = table
+            .iter()
+            .filter(|(k, _)| k.get_ref() != "kind")
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        Spanned::new(item.span(), DeValue::Table(rest)).into_deserializer()
+    };
+    // Read without tracking the path first; only a table that fails is read again to say where.
+    if let Some(Ok(entry)) = HookEntry::read_unpathed(name, rest()) {
+        return Ok(entry);
+    }
+    let Some(read) = HookEntry::read(name, rest()) else {
         let expected = HookEntry::KINDS
             .iter()
             .map(|k| format!("`{k}`"))

@@ -14,6 +14,9 @@ pub struct Builtin {
     pub manifest: &'static str,
     /// Its `hooks/*.toml`, sorted by file name.
     pub hooks: &'static [File],
+    /// The same files with their inline tests' lines blanked (`build.rs`): what a worker
+    /// loads, since nothing at run time reads the tests and they are most of the text.
+    pub runtime: &'static [File],
 }
 
 macro_rules! pack {
@@ -22,6 +25,10 @@ macro_rules! pack {
             name: $name,
             manifest: include_str!(concat!("../../packs/", $name, "/pack.toml")),
             hooks: &[$(($file, include_str!(concat!("../../packs/", $name, "/hooks/", $file)))),*],
+            runtime: &[$((
+                $file,
+                include_str!(concat!(env!("OUT_DIR"), "/packs/", $name, "/hooks/", $file)),
+            )),*],
         }
     };
 }

@@ -286,19 +286,17 @@ pub fn load(root: &Path, hooks_dir: &Path, claude_dir: &Path, registry: &mut Reg
             info.why = format!("disabled in {}", config_file.display());
         }
         if info.state == State::Active {
-            let files = b.hooks.iter().map(|(name, text)| {
+            let files = b.runtime.iter().map(|(name, text)| {
                 (
                     name.trim_end_matches(".toml").to_owned(),
                     (*text).to_owned(),
                     source.join("hooks").join(name),
                 )
             });
-            // Builtin patterns compile when first searched, and their inline tests are not
-            // read: the test below loads them whole, proving both.
+            // Builtin patterns compile when first searched, and the files are the copies
+            // without inline tests (build.rs): the tests load them whole, proving both.
             capt_hook_core::pattern::deferred(|| {
-                crate::loader::without_tests(|| {
-                    register(&mut info, files, &config, &mut unused, &mut out, registry)
-                })
+                register(&mut info, files, &config, &mut unused, &mut out, registry)
             });
         }
         out.infos.push(info);

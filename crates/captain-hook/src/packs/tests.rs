@@ -37,6 +37,38 @@ fn bash(registry: &Registry, root: &Path, command: &str) -> Option<capt_hook_cor
         .result
 }
 
+/// What a worker loads of each builtin pack (the copy without inline tests that build.rs
+/// writes) is what `load_builtin` loads of the real files, tests aside: the same hooks, with
+/// the same events, conditions and source lines.
+#[test]
+fn the_runtime_copies_are_the_packs_without_their_tests() {
+    let shape = |h: &Arc<crate::Hook>| {
+        format!(
+            "{} {} {:?} {:?} {:?} {:?} {:?}",
+            h.name, h.kind, h.events, h.only_if, h.skip_if, h.source, h.max_fires
+        )
+    };
+    for b in builtin::BUILTINS {
+        let mut whole = Registry::new();
+        assert!(load_builtin(b, &mut whole).is_empty(), "{}", b.name);
+        let mut runtime = Registry::new();
+        assert_eq!(b.runtime.len(), b.hooks.len());
+        for ((name, text), (real, whole_text)) in b.runtime.iter().zip(b.hooks) {
+            assert_eq!(name, real);
+            assert_eq!(text.lines().count(), whole_text.lines().count(), "{name}");
+            assert!(!text.contains("[[hook.test]]"), "{name}");
+            let stem = format!("{}/{}", b.name, name.trim_end_matches(".toml"));
+            let path = PathBuf::from(format!("builtin:{}/hooks/{name}", b.name));
+            let errors = crate::loader::load_source(text, &stem, &path, &mut runtime);
+            assert!(errors.is_empty(), "{name}: {errors:?}");
+        }
+        let shapes = |r: &Registry| r.hooks().iter().map(shape).collect::<Vec<_>>();
+        assert_eq!(shapes(&runtime), shapes(&whole), "{}", b.name);
+        assert!(runtime.hooks().iter().all(|h| h.tests.is_empty()));
+        assert!(whole.hooks().iter().all(|h| !h.tests.is_empty()));
+    }
+}
+
 #[test]
 fn every_builtin_pack_loads_and_passes_its_inline_tests() {
     for b in builtin::BUILTINS {
