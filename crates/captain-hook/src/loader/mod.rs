@@ -142,25 +142,12 @@ pub fn load_file(path: &Path, registry: &mut Registry) -> Vec<LoadError> {
 /// and nothing is returned unless the whole file is good.
 fn load_text(text: &str, stem: &str, path: &Path) -> Result<Vec<crate::Hook>, Vec<LoadError>> {
     let located = Located::new(text);
-    let (defs, raw) = parse_str(&located, &path.display().to_string());
-    let mut errors: Vec<(usize, LoadError)> = raw
-        .into_iter()
-        .map(|e| {
-            (
-                e.span.clone().map(|s| s.start).unwrap_or(0),
-                located.raw_error(path, e),
-            )
-        })
-        .collect();
     let mut built = Vec::new();
-    for (index, def, span) in defs {
-        match def.build(stem) {
-            Ok(h) => built.push(h),
-            Err(error) => {
-                let start = span.start;
-                let e = located.def_error(path, LocatedDefError { index, span, error });
-                errors.push((start, e));
-            }
+    let mut errors = Vec::new();
+    for table in parse_str(&located, path, stem) {
+        match table {
+            Ok(hook) => built.push(hook),
+            Err(e) => errors.push(e),
         }
     }
     if errors.is_empty() {
@@ -361,6 +348,41 @@ mod tests {
         );
         assert_eq!(errors.len(), 1, "{errors:?}");
         assert!(errors[0].file.ends_with("b.toml"));
+    }
+
+    /// A file of many tables loads its hooks in file order, and when some tables are bad,
+    /// reports every one of them where it is, in file order, and loads nothing.
+    #[test]
+    fn many_tables_load_in_order_and_every_bad_one_is_reported() {
+        let bad = |i: usize| i % 7 == 3;
+        let table = |i: usize| {
+            let reason = if bad(i) { "reasn" } else { "reason" };
+            format!("[[hook]]\nkind = \"deny\"\nname = \"n{i:03}\"\n{reason} = \"r\"\n\n")
+        };
+        let n = 64;
+        let good: String = (0..n).filter(|&i| !bad(i)).map(table).collect();
+        let mut reg = Registry::new();
+        load_str(&good, "t", &mut reg).unwrap();
+        let names: Vec<&str> = reg.hooks().iter().map(|h| h.name.as_str()).collect();
+        let expected: Vec<String> = (0..n)
+            .filter(|&i| !bad(i))
+            .map(|i| format!("n{i:03}"))
+            .collect();
+        assert_eq!(names.len(), expected.len());
+        for (name, want) in names.iter().zip(&expected) {
+            assert!(name.ends_with(want.as_str()), "{names:?}");
+        }
+
+        let all: String = (0..n).map(table).collect();
+        let errors = load_str(&all, "t", &mut Registry::new()).unwrap_err();
+        let got: Vec<(usize, Option<String>)> =
+            errors.into_iter().map(|e| (e.line, e.field)).collect();
+        // Each table is five lines; the misspelt key is the fourth.
+        let want: Vec<(usize, Option<String>)> = (0..n)
+            .filter(|&i| bad(i))
+            .map(|i| (5 * i + 4, Some(format!("hook[{i}].reasn"))))
+            .collect();
+        assert_eq!(got, want);
     }
 
     #[test]

@@ -1,4 +1,4 @@
-//! Hook-file text to typed specs, each with its index and the span of its table.
+//! Hook-file text to hooks: each `[[hook]]` table read, lowered and built, or its error located.
 
 use std::ops::Range;
 
@@ -6,6 +6,7 @@ use serde::de::IntoDeserializer;
 use toml::Spanned;
 use toml::de::{DeTable, DeValue};
 
+use crate::loader::LoadError;
 use crate::primitives::{DefError, HookDef};
 use crate::spec::*;
 
@@ -25,84 +26,98 @@ pub(super) struct RawError {
     pub(super) message: String,
 }
 
-/// Parses hook-file text into definitions, each with its index and span; `source` names the file
-/// in test sources.
-/// A lowered hook with its index in the file and the span of its table.
-pub(super) type ParsedDef = (usize, HookDef, Range<usize>);
+/// A file's tables, in order: each one's hook, or an error with its offset in the text (for
+/// sorting). A file holds nothing else, so anything else there is an error too.
+pub(super) type Tables = Vec<Result<crate::Hook, (usize, LoadError)>>;
 
-pub(super) fn parse_str(located: &Located, source: &str) -> (Vec<ParsedDef>, Vec<RawError>) {
-    let text = located.text;
-    let doc = match DeTable::parse(text) {
+/// Reads, lowers and builds every `[[hook]]` table of a file's text (`path` names the file in
+/// errors and hook sources; `stem` prefixes hook names).
+pub(super) fn parse_str(located: &Located, path: &Path, stem: &str) -> Tables {
+    let raw = |e: RawError| {
+        let offset = e.span.as_ref().map_or(0, |s| s.start);
+        Err((offset, located.raw_error(path, e)))
+    };
+    let doc = match DeTable::parse(located.text) {
         Ok(d) => d,
         Err(e) => {
-            let error = RawError {
+            return vec![raw(RawError {
                 span: e.span(),
                 field: None,
                 message: clean_message(e.message()),
-            };
-            return (Vec::new(), vec![error]);
+            })];
         }
     };
-    let mut defs = Vec::new();
-    let mut errors = Vec::new();
+    let source = path.display().to_string();
+    let mut tables = Vec::new();
     for (key, value) in doc.get_ref() {
         if key.get_ref().as_ref() != "hook" {
-            errors.push(RawError {
+            tables.push(raw(RawError {
                 span: Some(key.span()),
                 field: Some(key.get_ref().to_string()),
                 message: "unknown top-level key; hook files hold only [[hook]] tables".into(),
-            });
+            }));
             continue;
         }
         let DeValue::Array(items) = value.get_ref() else {
-            errors.push(RawError {
+            tables.push(raw(RawError {
                 span: Some(value.span()),
                 field: Some("hook".into()),
                 message: "expected [[hook]] tables".into(),
-            });
+            }));
             continue;
         };
-        for (index, item) in items.iter().enumerate() {
-            let prefix = format!("hook[{index}]");
-            // Errors are located in the table as written, not in its rewritten form.
-            let written = item;
-            // Copied only to rewrite: a hook's table (its tests included) is the bulk of a
-            // worker's start-up work, and most hooks have no `exact` key.
-            let rewritten;
-            let item = if has_exact(item) {
-                rewritten = exact_conditions(item.clone());
-                &rewritten
-            } else {
-                item
-            };
-            let entry = match read_entry(written, item) {
-                Ok(e) => e,
-                Err(e) => {
-                    errors.push(RawError {
-                        field: Some(match e.field {
-                            Some(f) => format!("{prefix}.{f}"),
-                            None => prefix,
-                        }),
-                        ..e
-                    });
-                    continue;
-                }
-            };
-            match lower(entry, item, source, located) {
-                Ok(def) => defs.push((index, def, item.span())),
-                Err(e) => {
-                    let field = visible_path(&e.field).unwrap_or_default();
-                    let span = locate(written, &field).unwrap_or(item.span());
-                    errors.push(RawError {
-                        span: Some(span),
-                        field: Some(format!("{prefix}.{field}")),
-                        message: e.message,
-                    });
-                }
+        tables.extend(items.iter().enumerate().map(|(index, item)| {
+            match table(index, item, &source, located) {
+                Ok(def) => def.build(stem).map_err(|error| {
+                    let span = item.span();
+                    let start = span.start;
+                    (
+                        start,
+                        located.def_error(path, LocatedDefError { index, span, error }),
+                    )
+                }),
+                Err(e) => raw(e),
             }
-        }
+        }));
     }
-    (defs, errors)
+    tables
+}
+
+/// One `[[hook]]` table read and lowered, or what is wrong with it.
+fn table(
+    index: usize,
+    item: &Spanned<DeValue<'_>>,
+    source: &str,
+    located: &Located,
+) -> Result<HookDef, RawError> {
+    let prefix = format!("hook[{index}]");
+    // Errors are located in the table as written, not in its rewritten form.
+    let written = item;
+    // Copied only to rewrite: a hook's table is the bulk of a worker's start-up work, and most
+    // hooks have no `exact` key.
+    let rewritten;
+    let item = if has_exact(item) {
+        rewritten = exact_conditions(item.clone());
+        &rewritten
+    } else {
+        item
+    };
+    let entry = read_entry(written, item).map_err(|e| RawError {
+        field: Some(match e.field {
+            Some(f) => format!("{prefix}.{f}"),
+            None => prefix.clone(),
+        }),
+        ..e
+    })?;
+    lower(entry, item, source, located).map_err(|e| {
+        let field = visible_path(&e.field).unwrap_or_default();
+        let span = locate(written, &field).unwrap_or(item.span());
+        RawError {
+            span: Some(span),
+            field: Some(format!("{prefix}.{field}")),
+            message: e.message,
+        }
+    })
 }
 
 /// Reads one `[[hook]]` table: its `kind` picks the spec, serde reads the rest and names the
