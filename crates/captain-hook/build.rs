@@ -1,9 +1,9 @@
 //! Writes each builtin pack's hook files a second time without their inline tests, into
 //! `$OUT_DIR/packs/<pack>/hooks/`, for the load every worker does at start.
 //!
-//! Why: the tests are most of the packs' text (82 `[[hook.test]]` tables around 17 hooks), and
-//! a worker parsed all of that TOML at every start only to skip it, since nothing at run time
-//! reads them; `capt-hook pack test` and the unit tests still load the files whole.
+//! Why: the tests are most of the packs' text, and a worker parsed all of that TOML at every
+//! start only to skip it, since nothing at run time reads them; `capt-hook pack test` and the
+//! unit tests still load the files whole.
 //!
 //! A test table's lines are blanked, not removed, so every line and column of what remains is
 //! where it is in the real file (hook sources and load errors name those positions). The

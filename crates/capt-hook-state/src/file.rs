@@ -208,10 +208,11 @@ impl LockGuard {
         self.file.metadata().map_or(true, |m| m.len() > 0)
     }
 
-    /// Records in the lock file itself that a value was written under it. Done while the lock is
-    /// held, so a holder never sees the mark without the write it stands for; a marker kept
-    /// anywhere else (or the lock file's mere existence, which `open` creates before `flock`)
-    /// could be seen by a second process before the first one's value is on disk.
+    /// Records in the lock file itself that a value is written under it, just before the
+    /// write and while the lock is held, so the next holder sees the mark only with the write
+    /// done (or failed); a marker kept anywhere else (or the lock file's mere existence, which
+    /// `open` creates before `flock`) could be seen by a second process before the first one's
+    /// value is on disk.
     pub(crate) fn record_write(&self) -> std::io::Result<()> {
         if self.file.metadata()?.len() == 0 {
             (&self.file).write_all(b"w")?;

@@ -205,11 +205,13 @@ impl<T: Serialize + DeserializeOwned> Slot<T> {
         };
         match f(&mut value) {
             Ok(r) => {
-                file::write_model(path, &value, prior)?;
+                // Marked first, so a failure to mark leaves nothing changed; a value that then
+                // fails to be written reads as lost, which errs towards "spent".
                 guard.record_write().map_err(|source| StateError::Lock {
                     path: lock.clone(),
                     source,
                 })?;
+                file::write_model(path, &value, prior)?;
                 Ok(Ok(r))
             }
             Err(e) => Ok(Err(e)),

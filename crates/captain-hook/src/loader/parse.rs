@@ -6,7 +6,6 @@ use serde::de::IntoDeserializer;
 use toml::Spanned;
 use toml::de::{DeTable, DeValue};
 
-use crate::loader::LoadError;
 use crate::primitives::{DefError, HookDef};
 use crate::spec::*;
 
