@@ -1548,7 +1548,8 @@ fn check_names_an_llm_specialty_the_project_does_not_have() {
     assert_eq!(out.status.code(), Some(1), "{}", text(&out.stdout));
     let said = format!("{}{}", text(&out.stdout), text(&out.stderr));
     assert!(
-        said.contains("gate.toml:1") && said.contains("no specialty `security`"),
+        said.contains("gate.toml:5:1: hook[0].specialty: ")
+            && said.contains("no specialty `security`"),
         "{said}"
     );
     std::fs::write(

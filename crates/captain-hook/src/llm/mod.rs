@@ -284,10 +284,22 @@ pub fn check_specialties_in(
         if table.get(name).is_some() {
             continue;
         }
-        let (file, line) = hook.source.as_ref().map_or_else(
-            || (std::path::PathBuf::from(&hook.name), 0),
-            |s| (std::path::PathBuf::from(&s.file), s.line),
-        );
+        // At the `specialty` line of the hook's file when it can be read there; else the hook.
+        let (file, line, column, field) = match &hook.source {
+            Some(s) => {
+                let file = std::path::PathBuf::from(&s.file);
+                match crate::loader::locate_hook_key(&file, s.line, "specialty") {
+                    Some((line, column, field)) => (file, line, column, field),
+                    None => (file, s.line, 1, "specialty".to_owned()),
+                }
+            }
+            None => (
+                std::path::PathBuf::from(&hook.name),
+                0,
+                0,
+                "specialty".to_owned(),
+            ),
+        };
         let mut message = format!(
             "{}: no specialty `{name}`; define it under [llm.specialties.{name}] in {} or use \
              one of {}",
@@ -301,8 +313,8 @@ pub fn check_specialties_in(
         errors.push(LoadError {
             file,
             line,
-            column: 0,
-            field: Some("specialty".into()),
+            column,
+            field: Some(field),
             message,
         });
     }

@@ -982,9 +982,10 @@ fn an_unknown_specialty_or_a_bad_mapping_is_a_load_error() {
     );
     assert_eq!(errors.len(), 1, "{errors:?}");
     let e = &errors[0];
-    assert_eq!(e.field.as_deref(), Some("specialty"));
+    // At the `specialty` line of the hook that names it, not at the hook's header.
+    assert_eq!(e.field.as_deref(), Some("hook[0].specialty"));
     assert!(e.file.ends_with("hooks.toml"), "{e}");
-    assert_eq!(e.line, 1, "{e}");
+    assert_eq!((e.line, e.column), (5, 1), "{e}");
     assert!(
         e.message.contains("`secruity`")
             && e.message.contains("[llm.specialties.secruity]")

@@ -111,6 +111,24 @@ impl<'t> Located<'t> {
         Located { text, line_starts }
     }
 
+    /// Byte offset of the first byte of 1-based `line`.
+    pub(super) fn line_start(&self, line: usize) -> Option<usize> {
+        self.line_starts.get(line.checked_sub(1)?).copied()
+    }
+
+    /// Offset of a line `key = …` in the `[[hook]]` table starting at offset `start`. An
+    /// array-of-tables entry's span may cover only its header, so the table is read up to the
+    /// next `[[hook]]` header.
+    pub(super) fn key_in_table(&self, start: usize, key: &str) -> Option<usize> {
+        let rest = &self.text[start.min(self.text.len())..];
+        let end = rest
+            .match_indices("\n[[hook]]")
+            .map(|(i, _)| i)
+            .find(|i| *i > 0)
+            .unwrap_or(rest.len());
+        find_key_offset(&rest[..end], key).map(|o| start + o)
+    }
+
     pub(super) fn line_col(&self, offset: usize) -> (usize, usize) {
         let offset = offset.min(self.text.len());
         // The last line starting at or before the offset (a newline itself ends its line).
@@ -139,18 +157,7 @@ impl<'t> Located<'t> {
         // Build-time errors concern the hook as a whole or one of its top-level fields; find
         // that field's key in the hook's table.
         let key = e.error.field.split(['.', '[']).next().unwrap_or_default();
-        // An array-of-tables entry's span may cover only its header, so search up to the next
-        // `[[hook]]` header instead.
-        let rest = &self.text[e.span.start.min(self.text.len())..];
-        let end = rest
-            .match_indices("\n[[hook]]")
-            .map(|(i, _)| i)
-            .find(|i| *i > 0)
-            .unwrap_or(rest.len());
-        let table = &rest[..end];
-        let offset = find_key_offset(table, key)
-            .map(|o| e.span.start + o)
-            .unwrap_or(e.span.start);
+        let offset = self.key_in_table(e.span.start, key).unwrap_or(e.span.start);
         let (line, column) = self.line_col(offset);
         LoadError {
             file: path.to_path_buf(),

@@ -173,6 +173,27 @@ pub fn load_source(text: &str, stem: &str, path: &Path, registry: &mut Registry)
     }
 }
 
+/// Where `key` is written in the hook whose `[[hook]]` header is on 1-based line `hook_line` of
+/// the file at `file`: its line, column and field path (`hook[1].specialty`). For checks that
+/// run after the load (a judge's specialty against the project's config) and should still point
+/// at the line to fix. `None` when the file cannot be read or does not write the key there.
+pub(crate) fn locate_hook_key(
+    file: &Path,
+    hook_line: usize,
+    key: &str,
+) -> Option<(usize, usize, String)> {
+    let text = std::fs::read_to_string(file).ok()?;
+    let located = Located::new(&text);
+    let start = located.line_start(hook_line)?;
+    let offset = located.key_in_table(start, key)?;
+    let (line, column) = located.line_col(offset);
+    let index = text[..start]
+        .lines()
+        .filter(|l| l.trim_start().starts_with("[[hook]]"))
+        .count();
+    Some((line, column, format!("hook[{index}].{key}")))
+}
+
 /// Parses hook-file text and registers its hooks (tests and embedding).
 pub fn load_str(text: &str, stem: &str, registry: &mut Registry) -> Result<(), Vec<LoadError>> {
     let path = PathBuf::from(format!("{stem}.toml"));
@@ -383,6 +404,28 @@ mod tests {
             .map(|i| (5 * i + 4, Some(format!("hook[{i}].reasn"))))
             .collect();
         assert_eq!(got, want);
+    }
+
+    /// A check after the load finds the line of a hook's key in its file, past other hooks and
+    /// their test tables, and names the hook by its index.
+    #[test]
+    fn a_hook_key_is_located_in_its_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("judge.toml");
+        let text = "# judges\n\n[[hook]]\nkind = \"deny\"\nreason = \"r\"\n\n  [[hook.test]]\n  \
+                    input = { command = \"ls\" }\n  expect = \"allow\"\n\n[[hook]]\n\
+                    kind = \"llm_gate\"\nmessage = \"m\"\n  specialty = \"nope\"\n";
+        std::fs::write(&file, text).unwrap();
+        assert_eq!(
+            locate_hook_key(&file, 11, "specialty"),
+            Some((14, 3, "hook[1].specialty".to_owned()))
+        );
+        // Not written in that hook (the first one), or no such file: nothing to point at.
+        assert_eq!(locate_hook_key(&file, 3, "specialty"), None);
+        assert_eq!(
+            locate_hook_key(&dir.path().join("gone.toml"), 3, "kind"),
+            None
+        );
     }
 
     #[test]
