@@ -475,7 +475,19 @@ pub fn load_builtin(b: &builtin::Builtin, registry: &mut Registry) -> Vec<LoadEr
             e.to_string(),
         ));
     }
-    for (name, text) in b.hooks {
+    errors.extend(load_builtin_files(b, b.hooks, registry));
+    errors
+}
+
+/// Loads `files` (the pack's hook files, or their runtime copies) as builtin pack `b`'s: each
+/// named `<pack>/<stem>` and located at `builtin:<pack>/hooks/<file>`.
+fn load_builtin_files(
+    b: &builtin::Builtin,
+    files: &[builtin::File],
+    registry: &mut Registry,
+) -> Vec<LoadError> {
+    let mut errors = Vec::new();
+    for (name, text) in files {
         let stem = format!("{}/{}", b.name, name.trim_end_matches(".toml"));
         let path = PathBuf::from(format!("builtin:{}/hooks/{name}", b.name));
         errors.extend(load_source(text, &stem, &path, registry));

@@ -57,11 +57,9 @@ fn the_runtime_copies_are_the_packs_without_their_tests() {
             assert_eq!(name, real);
             assert_eq!(text.lines().count(), whole_text.lines().count(), "{name}");
             assert!(!text.contains("[[hook.test]]"), "{name}");
-            let stem = format!("{}/{}", b.name, name.trim_end_matches(".toml"));
-            let path = PathBuf::from(format!("builtin:{}/hooks/{name}", b.name));
-            let errors = crate::loader::load_source(text, &stem, &path, &mut runtime);
-            assert!(errors.is_empty(), "{name}: {errors:?}");
         }
+        let errors = load_builtin_files(b, b.runtime, &mut runtime);
+        assert!(errors.is_empty(), "{}: {errors:?}", b.name);
         let shapes = |r: &Registry| r.hooks().iter().map(shape).collect::<Vec<_>>();
         assert_eq!(shapes(&runtime), shapes(&whole), "{}", b.name);
         assert!(runtime.hooks().iter().all(|h| h.tests.is_empty()));
