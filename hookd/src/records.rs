@@ -39,14 +39,25 @@ impl Records {
     pub fn save_soon(self: &Arc<Self>, pids: Vec<u32>) {
         let seq = self.requested.fetch_add(1, Ordering::SeqCst) + 1;
         let me = Arc::clone(self);
-        tokio::task::spawn_blocking(move || {
-            let mut written = me.written.lock().unwrap_or_else(|p| p.into_inner());
-            if *written > seq {
-                return;
-            }
-            *written = seq;
-            me.save(pids.into_iter());
-        });
+        tokio::task::spawn_blocking(move || me.save_in_order(seq, pids.into_iter()));
+    }
+
+    /// [`Records::save`] on this thread, ordered after every save requested before it: one of
+    /// those still queued on the blocking pool finds itself overtaken and skips. For a host
+    /// that is stopping, whose runtime may drop the queued saves unrun.
+    pub fn save_now(&self, pids: impl Iterator<Item = u32>) {
+        let seq = self.requested.fetch_add(1, Ordering::SeqCst) + 1;
+        self.save_in_order(seq, pids);
+    }
+
+    /// Saves unless a later request (`seq` is this one's place) was written already.
+    fn save_in_order(&self, seq: u64, pids: impl Iterator<Item = u32>) {
+        let mut written = self.written.lock().unwrap_or_else(|p| p.into_inner());
+        if *written > seq {
+            return;
+        }
+        *written = seq;
+        self.save(pids);
     }
 
     /// Replaces the records with the given live pids.

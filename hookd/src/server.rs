@@ -345,6 +345,7 @@ async fn run(
         tracing::warn!("events still running after the drain period");
     }
     host.pool.retire_all().await;
+    host.pool.save_records_now();
     Ok(())
 }
 

@@ -568,6 +568,35 @@ fn shutdown_answers_events_in_flight() {
     assert!(!env.run_dir().join("capt-hookd.sock").exists());
 }
 
+/// A host that stops cleanly leaves no worker recorded, so the next one starts without a
+/// leftover to check and a record file to rewrite. The exits' own saves ran on the blocking
+/// pool, and the stopping runtime dropped about half of them unrun.
+#[test]
+fn a_clean_stop_leaves_no_worker_recorded() {
+    let env = Env::new();
+    let root = env.project("p", HOOKS);
+    let records = env
+        .dir
+        .path()
+        .join("home/.cache/captain-hook/host-v1/workers.json");
+    for round in 0..5 {
+        let out = env.hook("PreToolUse", &bash(&root, "git stash list"), &[]);
+        assert!(json_out(&out).to_string().contains("use jj shelve"));
+        let host = env.status().expect("host answers")["pid"].as_u64().unwrap();
+        let text = std::fs::read_to_string(&records).unwrap_or_default();
+        let down = env.cmd("capt-hookd").arg("shutdown").output().unwrap();
+        assert!(down.status.success(), "{}", stderr(&down));
+        env.wait_until("the host exits", || {
+            !std::path::Path::new(&format!("/proc/{host}")).exists()
+        });
+        let text_after = std::fs::read_to_string(&records).unwrap();
+        assert_eq!(
+            text_after, "[]",
+            "round {round}: recorded while running {text}, after the stop {text_after}"
+        );
+    }
+}
+
 #[test]
 fn edited_hook_files_are_reloaded() {
     let env = Env::new();
