@@ -63,7 +63,7 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
     let bins = match bins_dir {
         Some(dir) => Bins::Single(dir),
         None => match universal_sources(&target) {
-            Some(dirs) if which("lipo") => Bins::Universal(dirs),
+            Some(dirs) if crate::on_path("lipo") => Bins::Universal(dirs),
             Some(_) => {
                 notes.push(
                     "both Apple targets are built but `lipo` is not on PATH: not universal"
@@ -106,11 +106,6 @@ fn universal_sources(target: &Path) -> Option<[PathBuf; 2]> {
     let dirs = APPLE_TARGETS.map(|t| target.join(t).join("release"));
     let complete = |d: &PathBuf| HELPERS.iter().chain(&[MAIN]).all(|b| d.join(b).is_file());
     dirs.iter().all(complete).then_some(dirs)
-}
-
-fn which(program: &str) -> bool {
-    std::env::var_os("PATH")
-        .is_some_and(|paths| std::env::split_paths(&paths).any(|d| d.join(program).is_file()))
 }
 
 /// Builds `<out>/Captain Hook.app` (replacing an old one) and returns its path.

@@ -97,23 +97,34 @@ fn build(release: bool) -> anyhow::Result<PathBuf> {
     Ok(target_dir()?.join(if release { "release" } else { "debug" }))
 }
 
-/// `dist`: release builds of the four binaries, gathered in `<target>/dist/`. The client and
-/// the host are linked statically in a build of their own ([`static_runtime`]): Claude Code
-/// starts the client for every event and a cold start runs the host too, so their start-up is
-/// on the event's path. The rest of the workspace keeps its normal flags.
+/// `dist`: release builds of the four binaries, gathered in `<target>/dist/`. They are linked
+/// statically in a build of their own ([`static_runtime`]): Claude Code starts the client for
+/// every event, and a cold start runs the host and a worker too, so their start-up is on the
+/// event's path. Whatever that build could not make comes from the workspace's normal release
+/// build, and dist prints which is which.
 fn dist() -> anyhow::Result<PathBuf> {
-    let release = build(true)?;
     let target = target_dir()?;
     let statics = static_runtime(&target).unwrap_or_else(|e| {
         eprintln!("xtask: static build failed ({e:#}); shipping dynamic binaries");
         Vec::new()
     });
+    let shipped = RUNTIME_BINS.iter().chain(&["capt-hook"]);
+    // Only when needed: it is a second full build of the workspace's dependencies.
+    let release = if shipped
+        .clone()
+        .all(|bin| statics.iter().any(|s| s.bin == *bin))
+    {
+        None
+    } else {
+        Some(build(true)?)
+    };
     let dist = target.join("dist");
     std::fs::create_dir_all(&dist)?;
-    for bin in RUNTIME_BINS.iter().chain(&["capt-hook"]) {
-        let (from, how) = match statics.iter().find(|s| s.bin == *bin) {
-            Some(s) => (s.path.clone(), s.how),
-            None => (release.join(bin), "dynamic"),
+    for bin in shipped {
+        let (from, how) = match (statics.iter().find(|s| s.bin == *bin), &release) {
+            (Some(s), _) => (s.path.clone(), s.how),
+            (None, Some(release)) => (release.join(bin), "dynamic"),
+            (None, None) => bail!("{bin} was neither built statically nor in the release build"),
         };
         // Through a new file renamed into place: a host still running from here keeps its
         // file (writing over a running executable fails with "text file busy").
@@ -138,14 +149,19 @@ struct StaticBin {
     how: &'static str,
 }
 
-/// Builds the client and the host as static executables at fixed addresses (no loader, no
+/// Packages and the binary each gives, built by one cargo run.
+type Group = &'static [(&'static str, &'static str)];
+
+/// Builds the shipped binaries as static executables at fixed addresses (no loader, no
 /// relocations; see hookd/build.rs) with `--target`, which keeps the flags off build scripts
 /// and proc macros. With musl when its Rust target is installed (`rustup target add
 /// x86_64-unknown-linux-musl`): glibc's start-up asks the CPU about its caches with `cpuid`,
 /// which a virtual machine traps, and that was a third of the client's CPU time under load;
 /// musl's start-up does nothing of the kind (client 0.14 vs 0.42 ms of CPU per run, measured
-/// in issue 15's note). Without it, the client alone with glibc's `crt-static`. The worker
-/// stays dynamic: it links C libraries (tree-sitter, SQLite) built for glibc.
+/// in issue 15's note). The worker and the CLI compile C (tree-sitter grammars, SQLite), so
+/// they join only when a musl C compiler is there too (`musl-gcc`, from `musl-tools`); a
+/// dynamic worker's loader and libraries cost a cold start ~0.8 ms more. Without the musl
+/// target, the client alone with glibc's `crt-static`.
 fn static_runtime(target: &Path) -> anyhow::Result<Vec<StaticBin>> {
     let host = Command::new("rustc").arg("-vV").output()?;
     let host = String::from_utf8_lossy(&host.stdout)
@@ -156,15 +172,29 @@ fn static_runtime(target: &Path) -> anyhow::Result<Vec<StaticBin>> {
         bail!("static runtime binaries are only built on linux-gnu hosts, not {host}");
     };
     let musl = format!("{arch}-unknown-linux-musl");
-    // (package, binary) pairs built this way.
-    let (triple, built, flags, how): (&str, &[(&str, &'static str)], &str, &'static str) =
+    let musl_cc = [format!("{arch}-linux-musl-gcc"), "musl-gcc".to_owned()]
+        .into_iter()
+        .find(|cc| on_path(cc));
+    // (package, binary) pairs built this way, one cargo run per group: a run unifies its
+    // packages' dependency features, and the client and the host are kept free of the
+    // worker's and the CLI's.
+    const RUNTIME: Group = &[("capt-hook-client", "hook"), ("capt-hookd", "capt-hookd")];
+    const ENGINE: Group = &[
+        ("capt-hook-worker", "capt-hook-worker"),
+        ("capt-hook-cli", "capt-hook"),
+    ];
+    let (triple, groups, flags, how): (&str, &[Group], &str, &'static str) =
         if target_installed(&musl) {
-            (
-                &musl,
-                &[("capt-hook-client", "hook"), ("capt-hookd", "capt-hookd")],
-                "",
-                "static (musl)",
-            )
+            let groups: &[_] = if musl_cc.is_some() {
+                &[RUNTIME, ENGINE]
+            } else {
+                eprintln!(
+                    "xtask: no musl C compiler (musl-gcc, from musl-tools); the worker and the \
+                     CLI, which compile C, are linked dynamically, and a cold start costs more"
+                );
+                &[RUNTIME]
+            };
+            (&musl, groups, "", "static (musl)")
         } else {
             eprintln!(
                 "xtask: the {musl} target is not installed; the client is linked with glibc's \
@@ -172,7 +202,7 @@ fn static_runtime(target: &Path) -> anyhow::Result<Vec<StaticBin>> {
             );
             (
                 &host,
-                &[("capt-hook-client", "hook")],
+                &[&[("capt-hook-client", "hook")]],
                 "-C target-feature=+crt-static",
                 "static (glibc)",
             )
@@ -182,28 +212,40 @@ fn static_runtime(target: &Path) -> anyhow::Result<Vec<StaticBin>> {
         "{} {flags} -C relocation-model=static",
         std::env::var("RUSTFLAGS").unwrap_or_default()
     );
-    let mut args = vec!["build", "--release", "--target", triple];
-    for (package, _) in built {
-        args.extend(["-p", package]);
-    }
-    let status = Command::new(cargo())
-        .args(&args)
-        .env("RUSTFLAGS", flags.trim())
-        .env("CARGO_TARGET_DIR", &dir)
-        .current_dir(workspace_root())
-        .status()?;
-    if !status.success() {
-        bail!("cargo {} failed ({status})", args.join(" "));
-    }
     let out = dir.join(triple).join("release");
-    Ok(built
-        .iter()
-        .map(|&(_, bin)| StaticBin {
+    let mut built = Vec::new();
+    for group in groups {
+        let mut args = vec!["build", "--release", "--target", triple];
+        for (package, _) in *group {
+            args.extend(["-p", package]);
+        }
+        let mut cmd = Command::new(cargo());
+        cmd.args(&args)
+            .env("RUSTFLAGS", flags.trim())
+            .env("CARGO_TARGET_DIR", &dir)
+            .current_dir(workspace_root());
+        if let Some(cc) = musl_cc.as_ref().filter(|_| triple == musl) {
+            // The `cc` crate's variable for this target: C code built against glibc's headers
+            // does not link with musl.
+            cmd.env(format!("CC_{}", triple.replace('-', "_")), cc);
+        }
+        let status = cmd.status()?;
+        if !status.success() {
+            bail!("cargo {} failed ({status})", args.join(" "));
+        }
+        built.extend(group.iter().map(|&(_, bin)| StaticBin {
             bin,
             path: out.join(bin),
             how,
-        })
-        .collect())
+        }));
+    }
+    Ok(built)
+}
+
+/// Whether `program` is an executable file in a directory of `PATH`.
+pub fn on_path(program: &str) -> bool {
+    std::env::var_os("PATH")
+        .is_some_and(|paths| std::env::split_paths(&paths).any(|d| d.join(program).is_file()))
 }
 
 /// Whether rustup has the standard library for `triple`.
