@@ -253,13 +253,17 @@ pub fn check_specialties_in(
             for (name, sp) in c.llm.specialties.clone() {
                 let models = match sp.models {
                     None => None,
-                    Some(m) => match <[String; 3]>::try_from(m) {
+                    Some(m) => match <[String; 3]>::try_from(m.get_ref().clone()) {
                         Ok(m) if m.iter().all(|n| !n.trim().is_empty()) => Some(m),
                         _ => {
+                            // The file is read again only to name the list's line.
+                            let (line, column) = std::fs::read_to_string(&config_file)
+                                .map(|text| crate::packs::line_col(&text, m.span().start))
+                                .unwrap_or((0, 0));
                             errors.push(LoadError {
                                 file: config_file.clone(),
-                                line: 0,
-                                column: 0,
+                                line,
+                                column,
                                 field: Some(format!("llm.specialties.{name}.models")),
                                 message: "give three model names: small, medium, large".into(),
                             });

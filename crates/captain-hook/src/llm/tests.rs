@@ -1002,6 +1002,8 @@ fn an_unknown_specialty_or_a_bad_mapping_is_a_load_error() {
         Some("llm.specialties.deep.models"),
         "{errors:?}"
     );
+    // At the list itself: `models = [` puts it on line 2, column 10.
+    assert_eq!((errors[0].line, errors[0].column), (2, 10), "{errors:?}");
     // A backend that is not a judge is refused by the config's own parse, with its line.
     let errors = load_project(
         project.path(),

@@ -69,8 +69,9 @@ pub struct LlmConfig {
 pub struct SpecialtyConfig {
     /// Its judge.
     pub backend: Option<crate::spec::BackendSpec>,
-    /// Model names for small, medium and large (`claude` and `codex`).
-    pub models: Option<Vec<String>>,
+    /// Model names for small, medium and large (`claude` and `codex`); spanned so an error
+    /// in the list is reported at its line.
+    pub models: Option<toml::Spanned<Vec<String>>>,
 }
 
 /// A list of things turned off.
@@ -103,7 +104,8 @@ pub fn read_config(hooks_dir: &Path) -> Result<Config, LoadError> {
     })
 }
 
-fn line_col(text: &str, offset: usize) -> (usize, usize) {
+/// The 1-based line and column of byte `offset` in `text`.
+pub(crate) fn line_col(text: &str, offset: usize) -> (usize, usize) {
     let before = &text[..offset.min(text.len())];
     let line = before.matches('\n').count() + 1;
     let column = before
