@@ -597,6 +597,43 @@ fn a_clean_stop_leaves_no_worker_recorded() {
     }
 }
 
+/// The next worker of a project reads what the last one learned parsing its patterns, and
+/// guards the same: the project's deny and the builtin pack's (look-around) deny both hold.
+#[test]
+fn a_worker_started_from_pattern_facts_guards_the_same() {
+    let env = Env::new();
+    let root = env.project("p", HOOKS);
+    let facts = env
+        .dir
+        .path()
+        .join("home/.cache/captain-hook/host-v1/patterns");
+    for round in 0..2 {
+        let out = env.hook("PreToolUse", &bash(&root, "git stash list"), &[]);
+        assert!(
+            json_out(&out).to_string().contains("use jj shelve"),
+            "round {round}: {}",
+            json_out(&out)
+        );
+        let out = env.hook("PreToolUse", &bash(&root, "find ~ -name x"), &[]);
+        assert!(
+            json_out(&out).to_string().contains("rg"),
+            "round {round}: {}",
+            json_out(&out)
+        );
+        let out = env.hook("PreToolUse", &bash(&root, "cargo test"), &[]);
+        assert_eq!(json_out(&out), Value::Null, "round {round}");
+        let out = env
+            .cmd("capt-hookd")
+            .arg("restart-workers")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", stderr(&out));
+        env.wait_until("the pattern facts are written", || {
+            std::fs::read_dir(&facts).is_ok_and(|d| d.count() == 1)
+        });
+    }
+}
+
 #[test]
 fn edited_hook_files_are_reloaded() {
     let env = Env::new();

@@ -8,7 +8,8 @@
 //! the linear engine reads is only parsed when it is loaded (that is what finds its errors), and
 //! compiled the first time a search gets past its literal prefilter: the literals one of which
 //! every match starts with. A line without them is answered by a substring search, and a worker
-//! starts without compiling patterns its first events never reach.
+//! starts without compiling patterns its first events never reach. What the parse finds is kept
+//! per project for the next worker of the same build ([`FactsCache`]), which does not parse again.
 
 use std::cell::Cell;
 use std::fmt;
@@ -17,6 +18,10 @@ use std::sync::{Arc, OnceLock};
 use memchr::memmem::Finder;
 use regex_syntax::hir::literal::Extractor;
 use regex_syntax::hir::{Class, Hir, HirKind, Look};
+
+mod facts;
+use facts::Facts;
+pub use facts::{FactsCache, install as install_facts_cache, installed as installed_facts_cache};
 
 /// The backtracking budget for `fancy-regex` patterns; beyond it a search counts as no match.
 const BACKTRACK_LIMIT: usize = 1_000_000;
@@ -102,8 +107,20 @@ pub enum Mode {
 
 impl Pattern {
     /// Compiles `source` as Python would read it. A pattern the linear engine parses is
-    /// checked now and compiled on first use; any other is compiled now.
+    /// checked now and compiled on first use; any other is compiled now. In a process with a
+    /// [`FactsCache`] installed, a pattern the cache knows (this build parsed it before) is
+    /// not parsed again.
     pub fn new(source: &str, mode: Mode) -> Result<Pattern, PatternError> {
+        Pattern::with_facts(source, mode, facts::installed())
+    }
+
+    /// [`Pattern::new`], with the facts of a pattern `cache` knows taken from it instead of
+    /// parsed, and those it does not know recorded into it.
+    fn with_facts(
+        source: &str,
+        mode: Mode,
+        cache: Option<&FactsCache>,
+    ) -> Result<Pattern, PatternError> {
         let translated = translate(source);
         let flagged: Arc<str> = match mode {
             Mode::Plain => translated,
@@ -111,38 +128,30 @@ impl Pattern {
             Mode::IgnoreCase => format!("(?i){translated}"),
         }
         .into();
-        let mut pattern = Pattern {
-            source: source.to_owned(),
-            flagged,
-            prefixes: None,
-            required: Arc::new([]),
-            edge_neutral: false,
-            engine: Arc::new(OnceLock::new()),
+        let known = cache.and_then(|c| c.get(&flagged));
+        let parsed;
+        let facts = match known {
+            Some(f) => f,
+            None => {
+                parsed = Facts::of(&flagged);
+                &parsed
+            }
         };
-        // The `regex` crate parses with these same defaults, so a pattern this parser accepts
-        // compiles there too, unless it is too big (which the weight rules out).
-        match regex_syntax::parse(&pattern.flagged) {
-            Ok(hir) if weight(&hir) <= LAZY_WEIGHT => {
-                pattern.prefixes = prefixes(&hir);
-                pattern.required = required(&hir);
-                pattern.edge_neutral = hir.properties().look_set().iter().all(is_word_look);
-            }
-            parsed => {
-                // Look-around: the pattern without it matches wherever the pattern does, so
-                // the literals its matches need are needed here too (the builtin `find` guards
-                // no longer compile and run on every command that has no `find`).
-                if parsed.is_err()
-                    && let Some(hir) = without_lookaround(&pattern.flagged)
-                        .and_then(|p| regex_syntax::parse(&p).ok())
-                {
-                    pattern.prefixes = prefixes(&hir);
-                    pattern.required = required(&hir);
-                }
-                if !DEFER.get() {
-                    let engine = compile(source, &pattern.flagged)?;
-                    let _ = pattern.engine.set(engine);
-                }
-            }
+        let pattern = Pattern {
+            source: source.to_owned(),
+            prefixes: facts.prefixes.as_deref().map(finders),
+            required: finders(&facts.required),
+            edge_neutral: facts.edge_neutral,
+            engine: Arc::new(OnceLock::new()),
+            flagged,
+        };
+        if !facts.lazy && !DEFER.get() {
+            let engine = compile(source, &pattern.flagged)?;
+            let _ = pattern.engine.set(engine);
+        }
+        // Only a pattern that loaded: one that failed is parsed again, and fails again.
+        if let (Some(cache), None) = (cache, known) {
+            cache.learn(&pattern.flagged, facts);
         }
         Ok(pattern)
     }
@@ -334,9 +343,9 @@ fn weight(hir: &Hir) -> usize {
     }
 }
 
-/// Searchers for the literals one of which every match of `hir` starts with, when there are a
-/// few and none is empty.
-fn prefixes(hir: &Hir) -> Option<Arc<[Finder<'static>]>> {
+/// The literals one of which every match of `hir` starts with, when there are a few and none
+/// is empty.
+fn prefix_literals(hir: &Hir) -> Option<Vec<Vec<u8>>> {
     let mut seq = Extractor::new().extract(hir);
     seq.optimize_for_prefix_by_preference();
     let literals = seq.literals()?;
@@ -346,17 +355,12 @@ fn prefixes(hir: &Hir) -> Option<Arc<[Finder<'static>]>> {
     {
         return None;
     }
-    Some(
-        literals
-            .iter()
-            .map(|l| Finder::new(l.as_bytes()).into_owned())
-            .collect(),
-    )
+    Some(literals.iter().map(|l| l.as_bytes().to_vec()).collect())
 }
 
 /// Literals of two bytes or more that every match of `hir` holds: the literal parts of its
 /// top-level sequence (through groups and repetitions of at least one), longest first.
-fn required(hir: &Hir) -> Arc<[Finder<'static>]> {
+fn required_literals(hir: &Hir) -> Vec<Vec<u8>> {
     fn collect<'h>(hir: &'h Hir, out: &mut Vec<&'h [u8]>) {
         match hir.kind() {
             HirKind::Literal(lit) => out.push(&lit.0),
@@ -374,6 +378,14 @@ fn required(hir: &Hir) -> Arc<[Finder<'static>]> {
     found
         .into_iter()
         .take(MAX_REQUIRED)
+        .map(<[u8]>::to_vec)
+        .collect()
+}
+
+/// Substring searchers for `literals`.
+fn finders(literals: &[Vec<u8>]) -> Arc<[Finder<'static>]> {
+    literals
+        .iter()
         .map(|l| Finder::new(l).into_owned())
         .collect()
 }

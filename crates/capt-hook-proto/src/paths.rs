@@ -14,6 +14,9 @@ pub const SPAWN_LOCK: &str = "spawn.lock";
 pub const LOG_NAME: &str = "capt-hookd.log";
 /// Durable records of live workers, so the next host can reap a crashed host's leftovers.
 pub const WORKER_RECORDS: &str = "workers.json";
+/// Under the state directory: what workers learned parsing each project's patterns, so the
+/// next worker of the same build does not parse them again.
+pub const PATTERN_FACTS: &str = "patterns";
 
 fn home() -> PathBuf {
     std::env::var_os(HOME)

@@ -44,6 +44,28 @@ const SPARE_EVENT_THREADS: usize = 8;
 /// The write half of the protocol channel, shared by event threads.
 type Out = Arc<Mutex<File>>;
 
+/// Writes what this load learned about its patterns for the next worker, on a thread of its
+/// own: only a load that parsed patterns the file did not have (the first of a build for a
+/// project, or after its hooks changed) has anything to write.
+fn save_pattern_facts() {
+    let Some(cache) = capt_hook_core::pattern::installed_facts_cache() else {
+        return;
+    };
+    if cache.counts().1 == 0 {
+        return;
+    }
+    let spawned = std::thread::Builder::new()
+        .name("capt-hook-facts".into())
+        .spawn(move || {
+            if let Err(e) = cache.save() {
+                eprintln!("capt-hook-worker: cannot save the pattern facts: {e}");
+            }
+        });
+    if let Err(e) = spawned {
+        eprintln!("capt-hook-worker: cannot save the pattern facts: {e}");
+    }
+}
+
 /// Serves until the host closes stdin or breaks the protocol.
 pub fn run(opts: &ServeOptions, base: Arc<Registry>) -> ExitCode {
     let out = match protocol_out() {
@@ -80,6 +102,13 @@ pub fn run(opts: &ServeOptions, base: Arc<Registry>) -> ExitCode {
         }
     }
 
+    // What an earlier worker of this build learned parsing this project's patterns.
+    let facts = capt_hook_proto::paths::state_dir().join(capt_hook_proto::paths::PATTERN_FACTS);
+    let project = blake3::hash(opts.root.as_os_str().as_encoded_bytes()).to_hex();
+    if let Some(cache) = capt_hook_core::pattern::FactsCache::open(&facts, &project[..16]) {
+        capt_hook_core::pattern::install_facts_cache(cache);
+    }
+
     // Every step before the first event is on its path, so the threads this loop needs start
     // beside the load instead of after it.
     let threads = EventThreads::new();
@@ -99,6 +128,7 @@ pub fn run(opts: &ServeOptions, base: Arc<Registry>) -> ExitCode {
             .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
         (warm, lanes)
     });
+    save_pattern_facts();
     let running = Arc::new(AtomicUsize::new(0));
     let code = loop {
         let frame = match read_frame(&mut input, MAX_FRAME) {
