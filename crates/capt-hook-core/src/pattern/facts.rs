@@ -21,8 +21,9 @@ use serde::{Deserialize, Serialize};
 
 use super::{LAZY_WEIGHT, is_word_look, prefix_literals, required_literals, weight};
 
-/// More entries than this and a file keeps only what the latest load learned: a project's
-/// patterns are a few hundred, and a file read at each worker start must stay small.
+/// More entries than this and a file keeps only what the latest load learned, and a process
+/// learns no more: a project's patterns are a few hundred, and a file read at each worker start
+/// must stay small.
 const MAX_ENTRIES: usize = 2_048;
 /// Files of other builds or of projects not seen for this long are removed when one is saved.
 const KEEP: Duration = Duration::from_secs(30 * 24 * 3600);
@@ -126,9 +127,14 @@ impl FactsCache {
         self.known.get(flagged)
     }
 
+    /// Records what parsing `flagged` found. Bounded: patterns are also made at event time
+    /// (a ticket pattern filled from the tool input), and a long-lived worker must not grow
+    /// with them.
     pub(super) fn learn(&self, flagged: &str, facts: &Facts) {
         let mut learned = self.learned.lock().unwrap_or_else(|p| p.into_inner());
-        learned.insert(flagged.to_owned(), facts.clone());
+        if learned.len() < MAX_ENTRIES {
+            learned.insert(flagged.to_owned(), facts.clone());
+        }
     }
 
     /// How many patterns were read from the file, and how many this process parsed since.
@@ -337,6 +343,18 @@ mod tests {
         assert!(Pattern::with_facts(r"a(?<!b", Mode::Plain, Some(&cache)).is_err());
         assert_eq!(cache.counts(), (0, 0));
         assert!(!cache.save().unwrap());
+    }
+
+    /// A worker that keeps making patterns at event time stops learning at the bound.
+    #[test]
+    fn learning_is_bounded() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = FactsCache::open(dir.path(), "p").unwrap();
+        let facts = Facts::of("x+y");
+        for i in 0..MAX_ENTRIES + 10 {
+            cache.learn(&format!("x{i}"), &facts);
+        }
+        assert_eq!(cache.counts(), (0, MAX_ENTRIES));
     }
 
     /// Files of projects not seen for a month go when another is saved.
