@@ -111,24 +111,6 @@ impl<'t> Located<'t> {
         Located { text, line_starts }
     }
 
-    /// Byte offset of the first byte of 1-based `line`.
-    pub(super) fn line_start(&self, line: usize) -> Option<usize> {
-        self.line_starts.get(line.checked_sub(1)?).copied()
-    }
-
-    /// Offset of a line `key = …` in the `[[hook]]` table starting at offset `start`. An
-    /// array-of-tables entry's span may cover only its header, so the table is read up to the
-    /// next `[[hook]]` header.
-    pub(super) fn key_in_table(&self, start: usize, key: &str) -> Option<usize> {
-        let rest = &self.text[start.min(self.text.len())..];
-        let end = rest
-            .match_indices("\n[[hook]]")
-            .map(|(i, _)| i)
-            .find(|i| *i > 0)
-            .unwrap_or(rest.len());
-        find_key_offset(&rest[..end], key).map(|o| start + o)
-    }
-
     pub(super) fn line_col(&self, offset: usize) -> (usize, usize) {
         let offset = offset.min(self.text.len());
         // The last line starting at or before the offset (a newline itself ends its line).
@@ -154,11 +136,7 @@ impl<'t> Located<'t> {
     }
 
     pub(super) fn def_error(&self, path: &Path, e: LocatedDefError) -> LoadError {
-        // Build-time errors concern the hook as a whole or one of its top-level fields; find
-        // that field's key in the hook's table.
-        let key = e.error.field.split(['.', '[']).next().unwrap_or_default();
-        let offset = self.key_in_table(e.span.start, key).unwrap_or(e.span.start);
-        let (line, column) = self.line_col(offset);
+        let (line, column) = self.line_col(e.span.start);
         LoadError {
             file: path.to_path_buf(),
             line,
@@ -167,19 +145,4 @@ impl<'t> Located<'t> {
             message: e.error.message,
         }
     }
-}
-
-/// Offset of a line starting with `key =` inside a table's text.
-pub(super) fn find_key_offset(table: &str, key: &str) -> Option<usize> {
-    let mut offset = 0;
-    for line in table.split_inclusive('\n') {
-        let trimmed = line.trim_start();
-        if let Some(rest) = trimmed.strip_prefix(key)
-            && rest.trim_start().starts_with('=')
-        {
-            return Some(offset + (line.len() - trimmed.len()));
-        }
-        offset += line.len();
-    }
-    None
 }

@@ -184,13 +184,21 @@ pub(crate) fn locate_hook_key(
 ) -> Option<(usize, usize, String)> {
     let text = std::fs::read_to_string(file).ok()?;
     let located = Located::new(&text);
-    let start = located.line_start(hook_line)?;
-    let offset = located.key_in_table(start, key)?;
-    let (line, column) = located.line_col(offset);
-    let index = text[..start]
-        .lines()
-        .filter(|l| l.trim_start().starts_with("[[hook]]"))
-        .count();
+    // The file as TOML, not as lines: a header may be indented, and a key of the same name may
+    // sit in the hook's `[[hook.test]]` tables or in a multi-line string.
+    let doc = toml::de::DeTable::parse(&text).ok()?;
+    let toml::de::DeValue::Array(hooks) = doc.get_ref().get("hook")?.get_ref() else {
+        return None;
+    };
+    let (index, hook) = hooks
+        .iter()
+        .enumerate()
+        .find(|(_, h)| located.line_col(h.span().start).0 == hook_line)?;
+    let toml::de::DeValue::Table(table) = hook.get_ref() else {
+        return None;
+    };
+    let (written, _) = table.iter().find(|(k, _)| k.get_ref().as_ref() == key)?;
+    let (line, column) = located.line_col(written.span().start);
     Some((line, column, format!("hook[{index}].{key}")))
 }
 
@@ -425,6 +433,18 @@ mod tests {
         assert_eq!(
             locate_hook_key(&dir.path().join("gone.toml"), 3, "kind"),
             None
+        );
+
+        // An indented header is a header (its table ends there), and a key written only in a
+        // hook's test table or inside a multi-line string is not the hook's.
+        let text = "[[hook]]\nkind = \"llm_gate\"\nmessage = '''\nspecialty = x\n'''\n\
+                    [[hook.test]]\nspecialty = \"t\"\n  [[hook]]\n  kind = \"llm_gate\"\n\
+                    \n  specialty = \"nope\"\n";
+        std::fs::write(&file, text).unwrap();
+        assert_eq!(locate_hook_key(&file, 1, "specialty"), None);
+        assert_eq!(
+            locate_hook_key(&file, 8, "specialty"),
+            Some((11, 3, "hook[1].specialty".to_owned()))
         );
     }
 

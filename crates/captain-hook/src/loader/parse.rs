@@ -11,7 +11,8 @@ use crate::spec::*;
 
 use super::*;
 
-/// A definition's error with the hook's position, to be located in the text.
+/// A definition's error with where it points: the key of the field it names when the hook's
+/// table writes it, else the hook.
 pub(super) struct LocatedDefError {
     pub(super) index: usize,
     pub(super) span: Range<usize>,
@@ -68,8 +69,11 @@ pub(super) fn parse_str(located: &Located, path: &Path, stem: &str) -> Tables {
         tables.extend(items.iter().enumerate().map(|(index, item)| {
             match table(index, item, &source, located) {
                 Ok(def) => def.build(stem).map_err(|error| {
-                    let span = item.span();
-                    let start = span.start;
+                    // Build-time errors concern the hook as a whole or one of its top-level
+                    // fields: at that field's key when the table has it, else at the hook.
+                    let key = error.field.split(['.', '[']).next().unwrap_or_default();
+                    let span = locate_key(item, key).unwrap_or_else(|| item.span());
+                    let start = item.span().start;
                     (
                         start,
                         located.def_error(path, LocatedDefError { index, span, error }),
