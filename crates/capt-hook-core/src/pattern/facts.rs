@@ -25,7 +25,8 @@ use super::{LAZY_WEIGHT, is_word_look, prefix_literals, required_literals, weigh
 /// learns no more: a project's patterns are a few hundred, and a file read at each worker start
 /// must stay small.
 const MAX_ENTRIES: usize = 2_048;
-/// Files of other builds or of projects not seen for this long are removed when one is saved.
+/// Files not written for this long (another build's, a project gone, or one whose patterns
+/// have not changed since: it learns them again) are removed when one is saved.
 const KEEP: Duration = Duration::from_secs(30 * 24 * 3600);
 
 /// What a pattern's syntax says, as loading needs it.
