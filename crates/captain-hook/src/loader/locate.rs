@@ -41,14 +41,14 @@ pub(super) fn clean_message(m: &str) -> String {
 
 /// Resolves a field path (`only_if[1].any[0].command`) to the span of its value; a path that
 /// leaves the tree resolves to the deepest table or array it reached.
-pub(super) fn locate(item: &Spanned<DeValue<'_>>, path: &str) -> Option<Range<usize>> {
-    Some(walk(item, path, false).unwrap_or_else(|deepest| deepest))
+pub(super) fn locate(item: &Spanned<DeValue<'_>>, path: &str) -> Range<usize> {
+    walk(item, path, false).unwrap_or_else(|deepest| deepest)
 }
 
 /// Like [`locate`], but a path ending in a key resolves to the key itself (where an unknown
 /// field was written).
-pub(super) fn locate_key(item: &Spanned<DeValue<'_>>, path: &str) -> Option<Range<usize>> {
-    Some(walk(item, path, true).unwrap_or_else(|deepest| deepest))
+pub(super) fn locate_key(item: &Spanned<DeValue<'_>>, path: &str) -> Range<usize> {
+    walk(item, path, true).unwrap_or_else(|deepest| deepest)
 }
 
 /// True when every segment of `path` is written in the table.

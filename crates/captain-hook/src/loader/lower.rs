@@ -76,7 +76,7 @@ macro_rules! common {
         d = d.source($source, located.line_col($item.span().start).0);
         for (i, t) in spec.test.iter().enumerate() {
             let field = format!("test[{i}]");
-            let line = locate($item, &field).map(|s| located.line_col(s.start).0);
+            let line = Some(located.line_col(locate($item, &field).start).0);
             d = d.with_test(lower_test(t, &field, line, &$source)?);
         }
         d

@@ -72,7 +72,7 @@ pub(super) fn parse_str(located: &Located, path: &Path, stem: &str) -> Tables {
                     // Build-time errors concern the hook as a whole or one of its top-level
                     // fields: at that field's key when the table has it, else at the hook.
                     let key = error.field.split(['.', '[']).next().unwrap_or_default();
-                    let span = locate_key(item, key).unwrap_or_else(|| item.span());
+                    let span = locate_key(item, key);
                     let start = item.span().start;
                     (
                         start,
@@ -114,7 +114,7 @@ fn table(
     })?;
     lower(entry, item, source, located).map_err(|e| {
         let field = visible_path(&e.field).unwrap_or_default();
-        let span = locate(written, &field).unwrap_or(item.span());
+        let span = locate(written, &field);
         RawError {
             span: Some(span),
             field: Some(format!("{prefix}.{field}")),
@@ -201,7 +201,7 @@ fn read_entry(
         };
         let span = field
             .as_deref()
-            .and_then(|f| at(written, f))
+            .map(|f| at(written, f))
             .or_else(|| e.inner().span())
             .unwrap_or(item.span());
         error(span, field, message)
