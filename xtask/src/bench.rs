@@ -1,8 +1,9 @@
 //! `cargo xtask bench`: the engine's in-process bench (when present), then the runtime: warm
 //! `hook run`, 64 concurrent clients, resident memory, cold start. Each figure is printed beside
 //! its ceiling measured in the same run: `/bin/true` for a warm event, 64 concurrent `/bin/true`
-//! fed the same stdin for the load, the three binaries started with nothing to do for a cold
-//! start, reading the payload alone for the engine.
+//! fed the same stdin for the load (and 64 of our client returning at once, the spawn's own
+//! latency tail), the three binaries started with nothing to do for a cold start, reading the
+//! payload alone for the engine.
 //!
 //! Timing spawns processes directly with stdin redirected from a file (no shell in between) and
 //! alternates each figure with its ceiling sample by sample (round by round for the load), so
@@ -163,9 +164,19 @@ fn load(sandbox: &Sandbox, payload: &[u8], expected: &[u8], quick: bool) -> anyh
     // event would break the count one way or the other).
     let total = if quick { 500 } else { 2000 };
     let rounds = if quick { 1 } else { 3 };
-    let (mut hook_rounds, mut true_rounds) = (Vec::new(), Vec::new());
+    let (mut hook_rounds, mut true_rounds, mut idle_rounds) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..rounds {
-        true_rounds.push(concurrent(CLIENTS, total, || spawn_true(payload))?);
+        true_rounds.push(concurrent(CLIENTS, total, || {
+            spawn_fed(&mut Command::new("/bin/true"), payload)
+        })?);
+        idle_rounds.push(concurrent(CLIENTS, total, || {
+            spawn_fed(
+                sandbox
+                    .command("hook")
+                    .args(["run", "PreToolUse", "--async"]),
+                payload,
+            )
+        })?);
         let before = served(&sandbox.status()?);
         let round = concurrent(CLIENTS, total, || {
             let out = sandbox.hook("PreToolUse", payload)?;
@@ -184,6 +195,7 @@ fn load(sandbox: &Sandbox, payload: &[u8], expected: &[u8], quick: bool) -> anyh
     }
     let hook_load = median_round(hook_rounds);
     let true_load = median_round(true_rounds);
+    let idle_load = median_round(idle_rounds);
     let share = hook_load.per_s / true_load.per_s;
     println!(
         "load  {CLIENTS} clients x {total} events, {rounds} round(s), the median round; every event answered once"
@@ -203,6 +215,16 @@ fn load(sandbox: &Sandbox, payload: &[u8], expected: &[u8], quick: bool) -> anyh
         true_load.p99,
         true_load.p99 / true_load.p50,
         true_load.max
+    );
+    // The spawn's own tail: our static client returning at once, as fast a process as this
+    // machine starts. 64 of them on 2 cores already spread p99 several times past p50.
+    println!(
+        "      hook --async, no work {:8.0} events/s   p50 {:7.2} ms   p99 {:7.2} ms ({:.1}x p50)   max {:7.2} ms",
+        idle_load.per_s,
+        idle_load.p50,
+        idle_load.p99,
+        idle_load.p99 / idle_load.p50,
+        idle_load.max
     );
     println!(
         "      throughput            {:.0}% of /bin/true (target >= 80%), p99 {:.1}x p50 (target <= 3)",
@@ -269,15 +291,15 @@ struct Load {
     max: f64,
 }
 
-/// `/bin/true` fed `payload` on stdin exactly as a client is; true when it exited 0.
-fn spawn_true(payload: &[u8]) -> anyhow::Result<bool> {
-    let mut child = Command::new("/bin/true")
+/// `cmd` fed `payload` on stdin exactly as a client is; true when it exited 0.
+fn spawn_fed(cmd: &mut Command, payload: &[u8]) -> anyhow::Result<bool> {
+    let mut child = cmd
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()?;
     let mut stdin = child.stdin.take().context("no stdin")?;
-    // `true` may exit before reading; its closed pipe is not a failure.
+    // It may exit before reading; its closed pipe is not a failure.
     if let Err(e) = stdin.write_all(payload)
         && e.kind() != std::io::ErrorKind::BrokenPipe
     {
