@@ -74,7 +74,7 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
         plugin(&sandbox, &payload_path, samples)?;
     }
     if want("load") {
-        load(&sandbox, &payload, &expected, quick)?;
+        load(&sandbox, &root, &payload, &expected, quick)?;
     }
     if want("cold") {
         cold(&sandbox, &payload_path, quick)?;
@@ -152,7 +152,13 @@ fn plugin(sandbox: &Sandbox, payload_path: &Path, samples: usize) -> anyhow::Res
 }
 
 /// 64 concurrent clients against 64 concurrent `/bin/true`, and resident memory around it.
-fn load(sandbox: &Sandbox, payload: &[u8], expected: &[u8], quick: bool) -> anyhow::Result<()> {
+fn load(
+    sandbox: &Sandbox,
+    root: &Path,
+    payload: &[u8],
+    expected: &[u8],
+    quick: bool,
+) -> anyhow::Result<()> {
     // Resident memory while warm.
     let status = sandbox.status()?;
     let host_rss = rss_kib(status["pid"].as_u64().unwrap_or(0));
@@ -164,7 +170,8 @@ fn load(sandbox: &Sandbox, payload: &[u8], expected: &[u8], quick: bool) -> anyh
     // event would break the count one way or the other).
     let total = if quick { 500 } else { 2000 };
     let rounds = if quick { 1 } else { 3 };
-    let (mut hook_rounds, mut true_rounds, mut idle_rounds) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut hook_rounds, mut true_rounds) = (Vec::new(), Vec::new());
+    let (mut idle_rounds, mut direct_rounds) = (Vec::new(), Vec::new());
     for _ in 0..rounds {
         true_rounds.push(concurrent(CLIENTS, total, || {
             spawn_fed(&mut Command::new("/bin/true"), payload)
@@ -192,8 +199,22 @@ fn load(sandbox: &Sandbox, payload: &[u8], expected: &[u8], quick: bool) -> anyh
             );
         }
         hook_rounds.push(round);
+        let before = served(&sandbox.status()?);
+        let round = concurrent(CLIENTS, total, || {
+            connect_and_send(sandbox, root, payload, expected)
+        })?;
+        let counted = served(&sandbox.status()?).saturating_sub(before);
+        if round.wrong > 0 || counted != total as u64 {
+            bail!(
+                "{} of {total} events sent straight to the host were answered right, and the \
+                 worker answered {counted}",
+                round.lat.len()
+            );
+        }
+        direct_rounds.push(round);
     }
     let hook_load = median_round(hook_rounds);
+    let direct_load = median_round(direct_rounds);
     let true_load = median_round(true_rounds);
     let idle_load = median_round(idle_rounds);
     let share = hook_load.per_s / true_load.per_s;
@@ -225,6 +246,15 @@ fn load(sandbox: &Sandbox, payload: &[u8], expected: &[u8], quick: bool) -> anyh
         idle_load.p99,
         idle_load.p99 / idle_load.p50,
         idle_load.max
+    );
+    // The host and the worker alone: the same events over 64 connections, no process started.
+    println!(
+        "      host, 64 connections  {:8.0} events/s   p50 {:7.2} ms   p99 {:7.2} ms ({:.1}x p50)   max {:7.2} ms",
+        direct_load.per_s,
+        direct_load.p50,
+        direct_load.p99,
+        direct_load.p99 / direct_load.p50,
+        direct_load.max
     );
     println!(
         "      throughput            {:.0}% of /bin/true (target >= 80%), p99 {:.1}x p50 (target <= 3)",
@@ -307,6 +337,39 @@ fn spawn_fed(cmd: &mut Command, payload: &[u8]) -> anyhow::Result<bool> {
     }
     drop(stdin);
     Ok(child.wait_with_output()?.status.success())
+}
+
+/// One event sent over the host's socket as a client sends it, without starting a process;
+/// true when it was answered with what the client would print (`expected`) and exit 0.
+fn connect_and_send(
+    sandbox: &Sandbox,
+    root: &Path,
+    payload: &[u8],
+    expected: &[u8],
+) -> anyhow::Result<bool> {
+    use capt_hook_proto::{EventRequest, HostReply, HostRequest, MAX_FRAME};
+    let root = root.to_string_lossy().into_owned();
+    let request = EventRequest {
+        schema: 1,
+        event: "PreToolUse".into(),
+        cwd: root.clone(),
+        root,
+        env: sandbox.request_env(),
+        payload_raw: String::from_utf8_lossy(payload).into_owned(),
+        client_pid: std::process::id(),
+        client_ppid: std::os::unix::process::parent_id(),
+        deadline_unix_ms: capt_hook_proto::clock::unix_ms_in(std::time::Duration::from_secs(10)),
+        mandatory: false,
+        notice_epoch: None,
+    };
+    let body = capt_hook_proto::encode(&HostRequest::event(std::process::id(), request));
+    let mut stream = std::os::unix::net::UnixStream::connect(sandbox.socket())?;
+    capt_hook_proto::write_frame(&mut stream, &body)?;
+    let reply = capt_hook_proto::read_frame(&mut stream, MAX_FRAME)?.context("no reply")?;
+    Ok(matches!(
+        capt_hook_proto::decode::<HostReply>(&reply)?,
+        HostReply::Event(response) if response.exit == 0 && response.stdout.as_bytes() == expected
+    ))
 }
 
 /// Events the host's workers have answered so far.

@@ -7,6 +7,13 @@ use std::process::{Command, Output, Stdio};
 
 use anyhow::{Context, bail};
 
+/// Variables of ours the sandbox's commands do not inherit: a project, a client deadline.
+const UNSET: [&str; 3] = [
+    "CLAUDE_PROJECT_DIR",
+    "FACTORY_PROJECT_DIR",
+    "CAPT_HOOK_CLIENT_TIMEOUT",
+];
+
 /// The sandbox; its directory is removed on drop.
 pub struct Sandbox {
     /// Root of everything (HOME lives here).
@@ -51,11 +58,17 @@ impl Sandbox {
     fn with_env(&self, mut cmd: Command) -> Command {
         cmd.env("HOME", self.dir.join("home"))
             .env("XDG_RUNTIME_DIR", self.dir.join("run"))
-            .env("TMPDIR", self.dir.join("tmp"))
-            .env_remove("CLAUDE_PROJECT_DIR")
-            .env_remove("FACTORY_PROJECT_DIR")
-            .env_remove("CAPT_HOOK_CLIENT_TIMEOUT");
+            .env("TMPDIR", self.dir.join("tmp"));
+        for name in UNSET {
+            cmd.env_remove(name);
+        }
         cmd
+    }
+
+    /// The request-scoped environment a client started by [`Sandbox::command`] sends, so a
+    /// request made here reaches the same worker as theirs.
+    pub fn request_env(&self) -> std::collections::BTreeMap<String, String> {
+        capt_hook_proto::request_env(std::env::vars().filter(|(k, _)| !UNSET.contains(&k.as_str())))
     }
 
     /// `sh -c script` with the sandbox's environment, as Claude Code runs a hook command.
