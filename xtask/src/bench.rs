@@ -35,20 +35,7 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
     let want = |part: &str| only.as_ref().is_none_or(|o| o.contains(&part));
     let engine_bench = crate::workspace_root().join("crates/captain-hook/examples/bench_engine.rs");
     if engine_bench.exists() && want("engine") {
-        println!("== engine (in process)");
-        let mut cargo = vec![
-            "run",
-            "--release",
-            "-p",
-            "captain-hook",
-            "--example",
-            "bench_engine",
-        ];
-        if quick {
-            cargo.extend(["--", "--quick"]);
-        }
-        crate::run_cargo(&cargo)?;
-        println!();
+        engine(quick)?;
     }
     let bins = crate::dist()?;
     let sandbox = Sandbox::new(&bins, "bench")?;
@@ -265,6 +252,38 @@ fn load(
     println!(
         "RSS   host {host_rss} KiB (target <= 10240); worker {worker_idle:?} KiB idle-warm, {worker_rss_loaded:?} KiB after the load (target <= 40960)"
     );
+    Ok(())
+}
+
+/// The engine's in-process bench, built as the worker ships (static, musl) when this machine
+/// builds the worker that way: musl's `memcpy` and `memcmp` are not glibc's.
+fn engine(quick: bool) -> anyhow::Result<()> {
+    let mut args = vec![
+        "run",
+        "--release",
+        "-p",
+        "captain-hook",
+        "--example",
+        "bench_engine",
+    ];
+    if quick {
+        args.extend(["--", "--quick"]);
+    }
+    let toolchain = crate::StaticToolchain::detect()?;
+    if toolchain.builds_worker() {
+        println!(
+            "== engine (in process, linked as the worker ships: {})",
+            toolchain.how()
+        );
+        let status = toolchain.cargo(&crate::target_dir()?, &args).status()?;
+        if !status.success() {
+            bail!("the engine bench failed ({status})");
+        }
+    } else {
+        println!("== engine (in process, linked dynamically: the worker ships dynamic here)");
+        crate::run_cargo(&args)?;
+    }
+    println!();
     Ok(())
 }
 

@@ -152,29 +152,108 @@ struct StaticBin {
 /// Packages and the binary each gives, built by one cargo run.
 type Group = &'static [(&'static str, &'static str)];
 
-/// Builds the shipped binaries as static executables at fixed addresses (no loader, no
-/// relocations; see hookd/build.rs) with `--target`, which keeps the flags off build scripts
-/// and proc macros. With musl when its Rust target is installed (`rustup target add
-/// x86_64-unknown-linux-musl`): glibc's start-up asks the CPU about its caches with `cpuid`,
-/// which a virtual machine traps, and that was a third of the client's CPU time under load;
-/// musl's start-up does nothing of the kind (client 0.14 vs 0.42 ms of CPU per run, measured
-/// in issue 15's note). The worker and the CLI compile C (tree-sitter grammars, SQLite), so
-/// they join only when a musl C compiler is there too (`musl-gcc`, from `musl-tools`); a
-/// dynamic worker's loader and libraries cost a cold start ~1.1 ms more. Without the musl
-/// target, the client alone with glibc's `crt-static`.
+/// How this machine builds static executables: the Rust target, the flags beside `RUSTFLAGS`,
+/// and a musl C compiler for the crates that compile C (tree-sitter's grammars, SQLite).
+pub(crate) struct StaticToolchain {
+    triple: String,
+    flags: &'static str,
+    musl_cc: Option<String>,
+    /// How the binaries are linked, printed by `dist`.
+    how: &'static str,
+}
+
+impl StaticToolchain {
+    /// With musl when its Rust target is installed (`rustup target add
+    /// x86_64-unknown-linux-musl`): glibc's start-up asks the CPU about its caches with `cpuid`,
+    /// which a virtual machine traps, and that was a third of the client's CPU time under load;
+    /// musl's start-up does nothing of the kind (client 0.14 vs 0.42 ms of CPU per run, measured
+    /// in issue 15's note). Without it, glibc's `crt-static`.
+    pub(crate) fn detect() -> anyhow::Result<StaticToolchain> {
+        let host = Command::new("rustc").arg("-vV").output()?;
+        let host = String::from_utf8_lossy(&host.stdout)
+            .lines()
+            .find_map(|l| l.strip_prefix("host: ").map(str::to_owned))
+            .context("rustc -vV names no host")?;
+        let Some(arch) = host.strip_suffix("-unknown-linux-gnu") else {
+            bail!("static binaries are only built on linux-gnu hosts, not {host}");
+        };
+        let musl = format!("{arch}-unknown-linux-musl");
+        if !target_installed(&musl) {
+            return Ok(StaticToolchain {
+                triple: host,
+                flags: "-C target-feature=+crt-static",
+                musl_cc: None,
+                how: "static (glibc)",
+            });
+        }
+        let musl_cc = [format!("{arch}-linux-musl-gcc"), "musl-gcc".to_owned()]
+            .into_iter()
+            .find(|cc| on_path(cc));
+        Ok(StaticToolchain {
+            triple: musl,
+            flags: "",
+            musl_cc,
+            how: "static (musl)",
+        })
+    }
+
+    /// How the binaries are linked, as `dist` prints it.
+    pub(crate) fn how(&self) -> &'static str {
+        self.how
+    }
+
+    fn is_musl(&self) -> bool {
+        self.triple.ends_with("-musl")
+    }
+
+    /// Whether the worker and the CLI are built this way: they compile C, which needs musl's
+    /// own compiler (C built against glibc's headers does not link with musl); glibc's
+    /// `crt-static` is not used for them (a static glibc loads NSS modules at run time).
+    pub(crate) fn builds_worker(&self) -> bool {
+        self.is_musl() && self.musl_cc.is_some()
+    }
+
+    /// `cargo <args>` building for this toolchain, at fixed addresses (no loader, no
+    /// relocations; see hookd/build.rs), in a target directory of its own under `target`.
+    /// `--target` keeps the flags off build scripts and proc macros.
+    pub(crate) fn cargo(&self, target: &Path, args: &[&str]) -> Command {
+        let flags = format!(
+            "{} {} -C relocation-model=static",
+            std::env::var("RUSTFLAGS").unwrap_or_default(),
+            self.flags
+        );
+        let (subcommand, rest) = args
+            .split_first()
+            .map_or(("build", &[][..]), |(c, r)| (*c, r));
+        let mut cmd = Command::new(cargo());
+        // Before the rest, which may end in `-- <the program's arguments>`.
+        cmd.args([subcommand, "--target", &self.triple])
+            .args(rest)
+            .env("RUSTFLAGS", flags.trim())
+            .env("CARGO_TARGET_DIR", target.join("static-runtime"))
+            .current_dir(workspace_root());
+        if let Some(cc) = &self.musl_cc {
+            // The `cc` crate's variable for this target.
+            cmd.env(format!("CC_{}", self.triple.replace('-', "_")), cc);
+        }
+        cmd
+    }
+
+    /// Where [`StaticToolchain::cargo`] puts release binaries.
+    fn release_dir(&self, target: &Path) -> PathBuf {
+        target
+            .join("static-runtime")
+            .join(&self.triple)
+            .join("release")
+    }
+}
+
+/// Builds the shipped binaries as static executables ([`StaticToolchain`]). The worker and the
+/// CLI compile C, so they join only when a musl C compiler is there too (`musl-gcc`, from
+/// `musl-tools`); a dynamic worker's loader and libraries cost a cold start ~1.1 ms more.
+/// Without the musl target, the client alone with glibc's `crt-static`.
 fn static_runtime(target: &Path) -> anyhow::Result<Vec<StaticBin>> {
-    let host = Command::new("rustc").arg("-vV").output()?;
-    let host = String::from_utf8_lossy(&host.stdout)
-        .lines()
-        .find_map(|l| l.strip_prefix("host: ").map(str::to_owned))
-        .context("rustc -vV names no host")?;
-    let Some(arch) = host.strip_suffix("-unknown-linux-gnu") else {
-        bail!("static runtime binaries are only built on linux-gnu hosts, not {host}");
-    };
-    let musl = format!("{arch}-unknown-linux-musl");
-    let musl_cc = [format!("{arch}-linux-musl-gcc"), "musl-gcc".to_owned()]
-        .into_iter()
-        .find(|cc| on_path(cc));
+    let toolchain = StaticToolchain::detect()?;
     // (package, binary) pairs built this way, one cargo run per group: a run unifies its
     // packages' dependency features, and the client and the host are kept free of the
     // worker's and the CLI's.
@@ -183,53 +262,30 @@ fn static_runtime(target: &Path) -> anyhow::Result<Vec<StaticBin>> {
         ("capt-hook-worker", "capt-hook-worker"),
         ("capt-hook-cli", "capt-hook"),
     ];
-    let (triple, groups, flags, how): (&str, &[Group], &str, &'static str) =
-        if target_installed(&musl) {
-            let groups: &[_] = if musl_cc.is_some() {
-                &[RUNTIME, ENGINE]
-            } else {
-                eprintln!(
-                    "xtask: no musl C compiler (musl-gcc, from musl-tools); the worker and the \
-                     CLI, which compile C, are linked dynamically, and a cold start costs more"
-                );
-                &[RUNTIME]
-            };
-            (&musl, groups, "", "static (musl)")
-        } else {
-            eprintln!(
-                "xtask: the {musl} target is not installed; the client is linked with glibc's \
-                 crt-static, whose start-up costs more (rustup target add {musl})"
-            );
-            (
-                &host,
-                &[&[("capt-hook-client", "hook")]],
-                "-C target-feature=+crt-static",
-                "static (glibc)",
-            )
-        };
-    let dir = target.join("static-runtime");
-    let flags = format!(
-        "{} {flags} -C relocation-model=static",
-        std::env::var("RUSTFLAGS").unwrap_or_default()
-    );
-    let out = dir.join(triple).join("release");
+    let groups: &[Group] = if !toolchain.is_musl() {
+        eprintln!(
+            "xtask: the musl target is not installed; the client is linked with glibc's \
+             crt-static, whose start-up costs more (rustup target add {}-unknown-linux-musl)",
+            std::env::consts::ARCH
+        );
+        &[&[("capt-hook-client", "hook")]]
+    } else if toolchain.builds_worker() {
+        &[RUNTIME, ENGINE]
+    } else {
+        eprintln!(
+            "xtask: no musl C compiler (musl-gcc, from musl-tools); the worker and the \
+             CLI, which compile C, are linked dynamically, and a cold start costs more"
+        );
+        &[RUNTIME]
+    };
+    let out = toolchain.release_dir(target);
     let mut built = Vec::new();
     for group in groups {
-        let mut args = vec!["build", "--release", "--target", triple];
+        let mut args = vec!["build", "--release"];
         for (package, _) in *group {
             args.extend(["-p", package]);
         }
-        let mut cmd = Command::new(cargo());
-        cmd.args(&args)
-            .env("RUSTFLAGS", flags.trim())
-            .env("CARGO_TARGET_DIR", &dir)
-            .current_dir(workspace_root());
-        if let Some(cc) = musl_cc.as_ref().filter(|_| triple == musl) {
-            // The `cc` crate's variable for this target: C code built against glibc's headers
-            // does not link with musl.
-            cmd.env(format!("CC_{}", triple.replace('-', "_")), cc);
-        }
-        let status = cmd.status()?;
+        let status = toolchain.cargo(target, &args).status()?;
         if !status.success() {
             // Only this group's binaries ship dynamic; those built already stay static.
             eprintln!(
@@ -241,7 +297,7 @@ fn static_runtime(target: &Path) -> anyhow::Result<Vec<StaticBin>> {
         built.extend(group.iter().map(|&(_, bin)| StaticBin {
             bin,
             path: out.join(bin),
-            how,
+            how: toolchain.how,
         }));
     }
     Ok(built)
