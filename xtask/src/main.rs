@@ -213,22 +213,19 @@ impl StaticToolchain {
         self.is_musl() && self.musl_cc.is_some()
     }
 
-    /// `cargo <args>` building for this toolchain, at fixed addresses (no loader, no
-    /// relocations; see hookd/build.rs), in a target directory of its own under `target`.
+    /// `cargo <subcommand> <args>` building for this toolchain, at fixed addresses (no loader,
+    /// no relocations; see hookd/build.rs), in a target directory of its own under `target`.
     /// `--target` keeps the flags off build scripts and proc macros.
-    pub(crate) fn cargo(&self, target: &Path, args: &[&str]) -> Command {
+    pub(crate) fn cargo(&self, target: &Path, subcommand: &str, args: &[&str]) -> Command {
         let flags = format!(
             "{} {} -C relocation-model=static",
             std::env::var("RUSTFLAGS").unwrap_or_default(),
             self.flags
         );
-        let (subcommand, rest) = args
-            .split_first()
-            .map_or(("build", &[][..]), |(c, r)| (*c, r));
         let mut cmd = Command::new(cargo());
-        // Before the rest, which may end in `-- <the program's arguments>`.
+        // Before `args`, which may end in `-- <the program's arguments>`.
         cmd.args([subcommand, "--target", &self.triple])
-            .args(rest)
+            .args(args)
             .env("RUSTFLAGS", flags.trim())
             .env("CARGO_TARGET_DIR", target.join("static-runtime"))
             .current_dir(workspace_root());
@@ -281,15 +278,15 @@ fn static_runtime(target: &Path) -> anyhow::Result<Vec<StaticBin>> {
     let out = toolchain.release_dir(target);
     let mut built = Vec::new();
     for group in groups {
-        let mut args = vec!["build", "--release"];
+        let mut args = vec!["--release"];
         for (package, _) in *group {
             args.extend(["-p", package]);
         }
-        let status = toolchain.cargo(target, &args).status()?;
+        let status = toolchain.cargo(target, "build", &args).status()?;
         if !status.success() {
             // Only this group's binaries ship dynamic; those built already stay static.
             eprintln!(
-                "xtask: cargo {} failed ({status}); those binaries ship dynamic",
+                "xtask: cargo build {} failed ({status}); those binaries ship dynamic",
                 args.join(" ")
             );
             continue;
