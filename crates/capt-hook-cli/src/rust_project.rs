@@ -247,7 +247,11 @@ fn settle_lock(dir: &Path) -> anyhow::Result<()> {
         .status()
         .context("running cargo metadata (is cargo on PATH?)")?;
     if !out.success() {
-        bail!("cargo could not read {}", dir.join("Cargo.toml").display());
+        // Not always the manifest: a rustup without a default toolchain fails here too.
+        bail!(
+            "`cargo metadata` failed on {} ({out}); cargo's error is above",
+            dir.join("Cargo.toml").display()
+        );
     }
     Ok(())
 }
