@@ -4,7 +4,7 @@
 //! A client lives for one event and allocates a few kilobytes. musl's allocator maps a fresh
 //! page for each size class it touches and unmaps it when the class empties, about ten
 //! `mmap`/`munmap` calls per run; each `munmap` flushes the TLB, which a virtual machine traps.
-//! Serving the event from memory that is never handed back took about a quarter off the
+//! Serving the event from memory that is never handed back took about a fifth off the
 //! client's CPU time per run (issue 15's note). Nothing in the arena is reused (the process
 //! exits first); a payload too large for it, and anything after it is full, comes from the
 //! system allocator and is freed as usual.
