@@ -5,8 +5,9 @@
 //! `bcmp` calls) compares a byte at a time. A worker evaluating an event makes a few hundred
 //! short copies and comparisons, and with musl's versions the engine took 1.5x glibc's time per
 //! event: a third of it in `memcpy` (issue 15's note). Here copies are one `rep movsb`, which
-//! CPUs with fast short string moves (FSRM, ERMS) run at full speed and older ones no slower
-//! than musl's `rep movsq`, and comparisons go eight bytes at a time.
+//! CPUs with fast short string moves (FSRM, ERMS) run at full speed (on older ones it starts up
+//! about as slowly as musl's own `rep movsq`; measured only on an FSRM machine), and
+//! comparisons go eight bytes at a time.
 //!
 //! A binary links these by naming the crate (`use capt_hook_mem as _;`): its definitions come
 //! before libc in the link, so the linker never takes musl's. `memmove` must come with `memcpy`:
