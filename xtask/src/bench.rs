@@ -189,8 +189,9 @@ fn load(
         }
         hook_rounds.push(round);
         let before = served(&sandbox.status()?);
+        let request = direct_request(sandbox, root, payload);
         let round = concurrent(CLIENTS, total, || {
-            connect_and_send(sandbox, root, payload, expected)
+            connect_and_send(sandbox, &request, expected)
         })?;
         let counted = served(&sandbox.status()?).saturating_sub(before);
         if round.wrong > 0 || counted != total as u64 {
@@ -361,17 +362,11 @@ fn spawn_fed(cmd: &mut Command, payload: &[u8]) -> anyhow::Result<bool> {
     Ok(child.wait_with_output()?.status.success())
 }
 
-/// One event sent over the host's socket as a client sends it, without starting a process;
-/// true when it was answered with what the client would print (`expected`) and exit 0.
-fn connect_and_send(
-    sandbox: &Sandbox,
-    root: &Path,
-    payload: &[u8],
-    expected: &[u8],
-) -> anyhow::Result<bool> {
-    use capt_hook_proto::{EventRequest, HostReply, HostRequest, MAX_FRAME};
+/// The frame a client would send for `payload`, made once per round (the round ends long
+/// before its deadline) so the timed exchange holds no encoding.
+fn direct_request(sandbox: &Sandbox, root: &Path, payload: &[u8]) -> Vec<u8> {
     let root = root.to_string_lossy().into_owned();
-    let request = EventRequest {
+    let request = capt_hook_proto::EventRequest {
         schema: 1,
         event: "PreToolUse".into(),
         cwd: root.clone(),
@@ -380,13 +375,22 @@ fn connect_and_send(
         payload_raw: String::from_utf8_lossy(payload).into_owned(),
         client_pid: std::process::id(),
         client_ppid: std::os::unix::process::parent_id(),
-        deadline_unix_ms: capt_hook_proto::clock::unix_ms_in(std::time::Duration::from_secs(10)),
+        deadline_unix_ms: capt_hook_proto::clock::unix_ms_in(std::time::Duration::from_secs(60)),
         mandatory: false,
         notice_epoch: None,
     };
-    let body = capt_hook_proto::encode(&HostRequest::event(std::process::id(), request));
+    capt_hook_proto::encode(&capt_hook_proto::HostRequest::event(
+        std::process::id(),
+        request,
+    ))
+}
+
+/// One event sent over the host's socket as a client sends it, without starting a process;
+/// true when it was answered with what the client would print (`expected`) and exit 0.
+fn connect_and_send(sandbox: &Sandbox, request: &[u8], expected: &[u8]) -> anyhow::Result<bool> {
+    use capt_hook_proto::{HostReply, MAX_FRAME};
     let mut stream = std::os::unix::net::UnixStream::connect(sandbox.socket())?;
-    capt_hook_proto::write_frame(&mut stream, &body)?;
+    capt_hook_proto::write_frame(&mut stream, request)?;
     let reply = capt_hook_proto::read_frame(&mut stream, MAX_FRAME)?.context("no reply")?;
     Ok(matches!(
         capt_hook_proto::decode::<HostReply>(&reply)?,

@@ -227,7 +227,7 @@ impl StaticToolchain {
         cmd.args([subcommand, "--target", &self.triple])
             .args(args)
             .env("RUSTFLAGS", flags.trim())
-            .env("CARGO_TARGET_DIR", target.join("static-runtime"))
+            .env("CARGO_TARGET_DIR", Self::target_dir(target))
             .current_dir(workspace_root());
         if let Some(cc) = &self.musl_cc {
             // The `cc` crate's variable for this target.
@@ -236,12 +236,14 @@ impl StaticToolchain {
         cmd
     }
 
+    /// The target directory of [`StaticToolchain::cargo`]'s builds.
+    fn target_dir(target: &Path) -> PathBuf {
+        target.join("static-runtime")
+    }
+
     /// Where [`StaticToolchain::cargo`] puts release binaries.
     fn release_dir(&self, target: &Path) -> PathBuf {
-        target
-            .join("static-runtime")
-            .join(&self.triple)
-            .join("release")
+        Self::target_dir(target).join(&self.triple).join("release")
     }
 }
 
