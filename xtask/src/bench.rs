@@ -457,8 +457,8 @@ pub(crate) fn time(cmd: &mut Command, input: &Path) -> anyhow::Result<f64> {
 }
 
 /// `clients` runs of `job` in flight at once until `total` have run, all started and awaited
-/// on one thread, as Claude Code starts its hooks from one Node event loop: the harness adds
-/// no runnable threads of its own to the machine it measures.
+/// on one thread, as Claude Code (a Bun executable) starts its hooks from its one JavaScript
+/// thread: the harness adds no runnable threads of its own to the machine it measures.
 fn concurrent(
     clients: usize,
     total: usize,
