@@ -16,9 +16,9 @@ use std::cell::{Cell, RefCell};
 use std::fs::File;
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::task::Poll;
+use std::sync::{Arc, Mutex};
+use std::task::{Poll, Wake, Waker};
 use std::time::Instant;
 
 use anyhow::{Context, bail};
@@ -498,17 +498,52 @@ fn concurrent(
             }
         }
     };
-    // Unconstrained: tokio's per-poll budget would be spent by the first slots of every pass
-    // and starve the last ones (runs of /bin/true waited 260 ms to write their stdin).
+    // Unconstrained: tokio's per-poll budget would be spent by the first slots polled and
+    // starve the rest (runs of /bin/true waited 260 ms to write their stdin).
     let mut slots: Vec<_> = (0..clients)
-        .map(|_| Box::pin(tokio::task::unconstrained(slot())))
+        .map(|_| Some(Box::pin(tokio::task::unconstrained(slot()))))
         .collect();
+    // Each slot has its own waker, which queues it: only the slots whose child or socket moved
+    // are polled, as an event loop dispatches only what is ready.
+    let ready = Arc::new(Ready::default());
+    ready
+        .queue
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .extend(0..clients);
+    let wakers: Vec<Waker> = (0..clients)
+        .map(|slot| {
+            Waker::from(Arc::new(SlotWaker {
+                slot,
+                ready: Arc::clone(&ready),
+            }))
+        })
+        .collect();
+    let mut running = clients;
     let start = Instant::now();
-    // Every slot is polled on each wake-up: 64 cheap polls, and no task spawning (which would
-    // need the jobs to own what they borrow).
     runtime.block_on(std::future::poll_fn(|cx| {
-        slots.retain_mut(|s| s.as_mut().poll(cx).is_pending());
-        if slots.is_empty() {
+        *ready.outer.lock().unwrap_or_else(|p| p.into_inner()) = Some(cx.waker().clone());
+        loop {
+            let queued =
+                std::mem::take(&mut *ready.queue.lock().unwrap_or_else(|p| p.into_inner()));
+            if queued.is_empty() {
+                break;
+            }
+            for i in queued {
+                let Some(fut) = slots[i].as_mut() else {
+                    continue;
+                };
+                if fut
+                    .as_mut()
+                    .poll(&mut std::task::Context::from_waker(&wakers[i]))
+                    .is_ready()
+                {
+                    slots[i] = None;
+                    running -= 1;
+                }
+            }
+        }
+        if running == 0 {
             Poll::Ready(())
         } else {
             Poll::Pending
@@ -517,6 +552,36 @@ fn concurrent(
     let wall = start.elapsed().as_secs_f64();
     drop(slots);
     Ok(Load::of(lat.into_inner(), wrong.get(), wall))
+}
+
+/// The slots of [`concurrent`] woken since the loop last looked, and the loop's own waker.
+#[derive(Default)]
+struct Ready {
+    queue: Mutex<Vec<usize>>,
+    outer: Mutex<Option<Waker>>,
+}
+
+/// One slot's waker: queues the slot, then wakes the loop.
+struct SlotWaker {
+    slot: usize,
+    ready: Arc<Ready>,
+}
+
+impl Wake for SlotWaker {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        self.ready
+            .queue
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(self.slot);
+        if let Some(outer) = &*self.ready.outer.lock().unwrap_or_else(|p| p.into_inner()) {
+            outer.wake_by_ref();
+        }
+    }
 }
 
 /// `clients` threads running `total` jobs between them, each thread blocked on its own run.
