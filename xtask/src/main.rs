@@ -155,11 +155,9 @@ type Group = &'static [(&'static str, &'static str)];
 /// How this machine builds static executables: the Rust target, the flags beside `RUSTFLAGS`,
 /// and a musl C compiler for the crates that compile C (tree-sitter's grammars, SQLite).
 pub(crate) struct StaticToolchain {
+    /// musl's target when installed, else the glibc host's (then linked with `crt-static`).
     triple: String,
-    flags: &'static str,
     musl_cc: Option<String>,
-    /// How the binaries are linked, printed by `dist`.
-    how: &'static str,
 }
 
 impl StaticToolchain {
@@ -181,9 +179,7 @@ impl StaticToolchain {
         if !target_installed(&musl) {
             return Ok(StaticToolchain {
                 triple: host,
-                flags: "-C target-feature=+crt-static",
                 musl_cc: None,
-                how: "static (glibc)",
             });
         }
         let musl_cc = [format!("{arch}-linux-musl-gcc"), "musl-gcc".to_owned()]
@@ -191,15 +187,17 @@ impl StaticToolchain {
             .find(|cc| on_path(cc));
         Ok(StaticToolchain {
             triple: musl,
-            flags: "",
             musl_cc,
-            how: "static (musl)",
         })
     }
 
     /// How the binaries are linked, as `dist` prints it.
     pub(crate) fn how(&self) -> &'static str {
-        self.how
+        if self.is_musl() {
+            "static (musl)"
+        } else {
+            "static (glibc)"
+        }
     }
 
     fn is_musl(&self) -> bool {
@@ -217,10 +215,15 @@ impl StaticToolchain {
     /// no relocations; see hookd/build.rs), in a target directory of its own under `target`.
     /// `--target` keeps the flags off build scripts and proc macros.
     pub(crate) fn cargo(&self, target: &Path, subcommand: &str, args: &[&str]) -> Command {
+        // musl links statically by default; glibc is asked to.
+        let crt = if self.is_musl() {
+            ""
+        } else {
+            "-C target-feature=+crt-static"
+        };
         let flags = format!(
-            "{} {} -C relocation-model=static",
-            std::env::var("RUSTFLAGS").unwrap_or_default(),
-            self.flags
+            "{} {crt} -C relocation-model=static",
+            std::env::var("RUSTFLAGS").unwrap_or_default()
         );
         let mut cmd = Command::new(cargo());
         // Before `args`, which may end in `-- <the program's arguments>`.
@@ -296,7 +299,7 @@ fn static_runtime(target: &Path) -> anyhow::Result<Vec<StaticBin>> {
         built.extend(group.iter().map(|&(_, bin)| StaticBin {
             bin,
             path: out.join(bin),
-            how: toolchain.how,
+            how: toolchain.how(),
         }));
     }
     Ok(built)
