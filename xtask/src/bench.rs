@@ -158,9 +158,7 @@ fn load(
     let worker_idle = worker_rss(&status);
 
     // 64 concurrent clients against 64 concurrent `/bin/true` with the same stdin, rounds
-    // alternating. Every event must be answered once: each client gets the expected verdict,
-    // and the worker counts exactly one answer per event (a retried or locally re-evaluated
-    // event would break the count one way or the other).
+    // alternating; every event must be answered once ([`answered_once`]).
     let total = if quick { 500 } else { 2000 };
     let rounds = if quick { 1 } else { 3 };
     let (mut hook_rounds, mut true_rounds) = (Vec::new(), Vec::new());
@@ -179,37 +177,30 @@ fn load(
             idle.args(["run", "PreToolUse", "--async"]);
             Ok(spawn_fed(idle, payload).await?.0)
         })?);
-        let before = served(&sandbox.status()?);
-        let round = concurrent(CLIENTS, total, async || {
-            let mut hook = sandbox.command("hook");
-            hook.args(["run", "PreToolUse"]);
-            let (ok, stdout) = spawn_fed(hook, payload).await?;
-            Ok(ok && stdout == expected)
-        })?;
-        let counted = served(&sandbox.status()?).saturating_sub(before);
-        if round.wrong > 0 || round.lat.len() != total || counted != total as u64 {
-            bail!(
-                "{} clients of {total} got the expected verdict ({} wrong or missing) and the \
-                 worker answered {counted} events: some were lost or doubled",
-                round.lat.len(),
-                round.wrong
-            );
-        }
-        hook_rounds.push(round);
-        let before = served(&sandbox.status()?);
+        hook_rounds.push(answered_once(
+            sandbox,
+            total,
+            "clients got the expected verdict",
+            || {
+                concurrent(CLIENTS, total, async || {
+                    let mut hook = sandbox.command("hook");
+                    hook.args(["run", "PreToolUse"]);
+                    let (ok, stdout) = spawn_fed(hook, payload).await?;
+                    Ok(ok && stdout == expected)
+                })
+            },
+        )?);
         let request = direct_request(sandbox, root, payload)?;
-        let round = concurrent(CLIENTS, total, async || {
-            connect_and_send(&socket, &request, expected).await
-        })?;
-        let counted = served(&sandbox.status()?).saturating_sub(before);
-        if round.wrong > 0 || counted != total as u64 {
-            bail!(
-                "{} of {total} events sent straight to the host were answered right, and the \
-                 worker answered {counted}",
-                round.lat.len()
-            );
-        }
-        direct_rounds.push(round);
+        direct_rounds.push(answered_once(
+            sandbox,
+            total,
+            "events sent straight to the host were answered right",
+            || {
+                concurrent(CLIENTS, total, async || {
+                    connect_and_send(&socket, &request, expected).await
+                })
+            },
+        )?);
     }
     let hook_load = median_round(hook_rounds);
     let direct_load = median_round(direct_rounds);
@@ -432,6 +423,29 @@ async fn connect_and_send(socket: &Path, request: &[u8], expected: &[u8]) -> any
         capt_hook_proto::decode::<HostReply>(&reply)?,
         HostReply::Event(response) if response.exit == 0 && response.stdout.as_bytes() == expected
     ))
+}
+
+/// Runs `round` and checks that each of its `total` events was answered right and answered
+/// once: the worker's count of answers grows by exactly `total` (a retried or locally
+/// re-evaluated event would break the count one way or the other).
+fn answered_once(
+    sandbox: &Sandbox,
+    total: usize,
+    what: &str,
+    round: impl FnOnce() -> anyhow::Result<Load>,
+) -> anyhow::Result<Load> {
+    let before = served(&sandbox.status()?);
+    let round = round()?;
+    let counted = served(&sandbox.status()?).saturating_sub(before);
+    if round.wrong > 0 || counted != total as u64 {
+        bail!(
+            "{} of {total} {what} ({} wrong or missing), and the worker answered {counted}: \
+             some were lost or doubled",
+            round.lat.len(),
+            round.wrong
+        );
+    }
+    Ok(round)
 }
 
 /// Events the host's workers have answered so far.
