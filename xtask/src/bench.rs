@@ -30,14 +30,8 @@ pub(crate) const COMMAND: &str =
     "cd /work/app && git status --short | head -20 && cargo test -q -- --nocapture 2>&1 | tail -5";
 
 pub fn run(args: &[String]) -> anyhow::Result<()> {
-    let quick = args.iter().any(|a| a == "--quick");
-    // `--only load,cold`: just those parts (engine, warm, plugin, load, cold, rust), for
-    // iterating on one figure; RSS is printed with the load.
-    let only: Option<Vec<&str>> = args
-        .iter()
-        .position(|a| a == "--only")
-        .map(|i| args.get(i + 1).map_or(vec![], |v| v.split(',').collect()));
-    let want = |part: &str| only.as_ref().is_none_or(|o| o.contains(&part));
+    let Args { quick, only } = Args::parse(args)?;
+    let want = |part: &str| only.as_ref().is_none_or(|o| o.iter().any(|p| p == part));
     let engine_bench = crate::workspace_root().join("crates/captain-hook/examples/bench_engine.rs");
     if engine_bench.exists() && want("engine") {
         engine(quick)?;
@@ -76,6 +70,55 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
         crate::bench_rust::run(&bins, quick)?;
     }
     Ok(())
+}
+
+/// The parts `--only` may name, in the order they run (RSS is printed with the load).
+const PARTS: [&str; 6] = ["engine", "warm", "plugin", "load", "cold", "rust"];
+
+/// `bench [--quick] [--only PART,...]`.
+#[derive(Debug, PartialEq)]
+struct Args {
+    /// Fewer samples.
+    quick: bool,
+    /// Just these parts, for iterating on one figure; `None` runs them all.
+    only: Option<Vec<String>>,
+}
+
+impl Args {
+    /// Anything else is an error naming it: a misspelt flag or part would otherwise run
+    /// everything, or nothing, without a word.
+    fn parse(args: &[String]) -> anyhow::Result<Args> {
+        let mut parsed = Args {
+            quick: false,
+            only: None,
+        };
+        let mut args = args.iter();
+        while let Some(arg) = args.next() {
+            match arg.as_str() {
+                "--quick" => parsed.quick = true,
+                "--only" => {
+                    let list = args.next().with_context(|| {
+                        format!(
+                            "--only needs a comma-separated list of {}",
+                            PARTS.join(", ")
+                        )
+                    })?;
+                    let parts: Vec<String> = list.split(',').map(str::to_owned).collect();
+                    if let Some(bad) = parts.iter().find(|p| !PARTS.contains(&p.as_str())) {
+                        bail!(
+                            "--only {list}: no part named {bad:?}; the parts are {}",
+                            PARTS.join(", ")
+                        );
+                    }
+                    parsed.only = Some(parts);
+                }
+                other => {
+                    bail!("bench: unknown argument {other:?}; expected --quick or --only PARTS")
+                }
+            }
+        }
+        Ok(parsed)
+    }
 }
 
 /// Warm `hook run` against `/bin/true`, sample by sample.
@@ -659,4 +702,69 @@ pub(crate) fn rss_kib(pid: u64) -> u64 {
 /// the same file as the engine's in-process bench.
 pub fn hundred_hooks() -> String {
     include_str!("../../crates/captain-hook/examples/hundred-hooks.toml").to_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(list: &[&str]) -> anyhow::Result<Args> {
+        Args::parse(&list.iter().map(|a| (*a).to_owned()).collect::<Vec<_>>())
+    }
+
+    #[test]
+    fn arguments_name_what_is_wrong() {
+        assert_eq!(
+            args(&[]).unwrap(),
+            Args {
+                quick: false,
+                only: None
+            }
+        );
+        assert_eq!(
+            args(&["--only", "load,cold", "--quick"]).unwrap(),
+            Args {
+                quick: true,
+                only: Some(vec!["load".into(), "cold".into()])
+            }
+        );
+        let err = |list: &[&str]| args(list).unwrap_err().to_string();
+        assert!(
+            err(&["--quik"]).contains("\"--quik\""),
+            "{}",
+            err(&["--quik"])
+        );
+        assert!(err(&["--only"]).contains("--only needs"));
+        let bad = err(&["--only", "load,colt"]);
+        assert!(
+            bad.contains("\"colt\"") && bad.contains("engine, warm"),
+            "{bad}"
+        );
+    }
+
+    /// Every job runs once, `clients` at a time and never more, each failure counted, and
+    /// the loop ends (a slot its waker failed to requeue would hang it: hence the watchdog).
+    #[test]
+    fn the_loop_runs_every_job_once_with_all_slots_busy() {
+        let (done, finished) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let (ran, now, most) = (Cell::new(0), Cell::new(0), Cell::new(0));
+            let load = concurrent(8, 100, async || {
+                ran.set(ran.get() + 1);
+                let this = ran.get();
+                now.set(now.get() + 1);
+                most.set(most.get().max(now.get()));
+                tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+                now.set(now.get() - 1);
+                Ok(this % 10 != 0)
+            })
+            .unwrap();
+            let _ = done.send((ran.get(), most.get(), load.lat.len(), load.wrong));
+        });
+        let (ran, most, answered, wrong) = finished
+            .recv_timeout(std::time::Duration::from_secs(30))
+            .expect("the loop did not finish");
+        assert_eq!((ran, most), (100, 8));
+        assert_eq!((answered, wrong), (90, 10));
+    }
 }
