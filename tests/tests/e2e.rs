@@ -33,8 +33,8 @@ fn every_reference_payload_through_the_host() {
     let names: Vec<String> = capt_hook_core_names();
     let hooks = format!("{hooks}{}]\n", names.join(", "));
     let root = env.project("payloads", &hooks);
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../shared/reference/claude-code/payloads");
+    // The repository's copy of the reference (`tests/fixtures/`); a missing folder fails.
+    let dir = fixtures().join("reference/claude-code/payloads");
     let entries = std::fs::read_dir(&dir)
         .unwrap_or_else(|e| panic!("reference payloads missing at {}: {e}", dir.display()));
     let mut seen = 0;
@@ -69,6 +69,12 @@ fn every_reference_payload_through_the_host() {
     let out = env.hook("SomeFutureEvent", future.as_bytes(), &[]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(out.stdout.is_empty());
+}
+
+/// The repository's copy of the external spec files (`tests/fixtures/`, beside this crate's
+/// `tests/`).
+fn fixtures() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures")
 }
 
 /// The event names hook files accept, from the engine's own table.

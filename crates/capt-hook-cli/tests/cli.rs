@@ -646,12 +646,18 @@ fn replay_shows_where_a_stateful_hook_fires() {
 
 // ---- Every Claude Code event, in the shape the real client honours ----------------------------
 
-/// The published examples of what Claude Code sends (`../shared/reference/claude-code/payloads`).
+/// The repository's copy of the external spec files (`tests/fixtures/`).
+fn fixtures() -> PathBuf {
+    workspace().join("tests/fixtures")
+}
+
+/// The published examples of what Claude Code sends (the repository's copy of the reference's,
+/// `tests/fixtures/reference/claude-code/payloads`); a missing folder fails the test.
 fn reference_payloads() -> Vec<(String, serde_json::Value)> {
-    let dir = workspace().join("../shared/reference/claude-code/payloads");
+    let dir = fixtures().join("reference/claude-code/payloads");
     let entries = std::fs::read_dir(&dir).unwrap_or_else(|e| {
         panic!(
-            "the Claude Code reference payloads must sit beside the checkout at {}: {e}",
+            "the Claude Code reference payloads are read from {}: {e}",
             dir.display()
         )
     });

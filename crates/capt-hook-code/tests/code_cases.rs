@@ -1,9 +1,9 @@
-//! The code-aware cases of `shared/conformance/code.jsonl`, played against this crate's API the
+//! The code-aware cases of `conformance/code.jsonl`, played against this crate's API the
 //! way the hook kinds are meant to use it (the file guards are emulated here in a few lines),
 //! plus the lint timing probe.
 //!
-//! The cases live outside the repository (`../shared` beside the checkout); when that folder
-//! is missing the case test says so and passes.
+//! The cases are read from the repository's copy, `tests/fixtures/conformance/code.jsonl`
+//! (`tests/fixtures/README.md` says where it comes from); a missing file fails the case test.
 
 // A test fails by panicking: unwrap and expect are how it says what broke.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -20,9 +20,13 @@ use serde_json::Value;
 
 const ROOT: &str = "/project";
 
+/// The repository's copy of the external spec files (`tests/fixtures/`).
+fn fixtures() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures")
+}
+
 fn cases_file() -> Option<PathBuf> {
-    let here = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    let path = here.join("../../../shared/conformance/code.jsonl");
+    let path = fixtures().join("conformance/code.jsonl");
     path.exists().then_some(path)
 }
 
@@ -279,8 +283,8 @@ fn expected(expect: &Value) -> Result<Option<Outcome>, ()> {
 #[test]
 fn code_jsonl_cases_hold_at_the_library_level() {
     let path = cases_file().expect(
-        "shared/conformance/code.jsonl must sit beside the checkout (../shared): the behaviour \
-         cases are part of the spec",
+        "tests/fixtures/conformance/code.jsonl is missing: the behaviour cases are part of the \
+         spec",
     );
     let text = std::fs::read_to_string(path).unwrap();
     let (mut checked, mut failures) = (0, Vec::new());

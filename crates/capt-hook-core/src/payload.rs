@@ -628,14 +628,13 @@ mod tests {
     use serde_json::json;
     use std::path::{Path, PathBuf};
 
-    /// The shared folder beside the repository; its absence fails the test rather than
-    /// skipping it, so a checkout without it cannot pass silently.
-    fn shared() -> PathBuf {
-        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared");
+    /// The repository's copy of the external spec files (`tests/fixtures/`); its absence fails
+    /// the test rather than skipping it, so a broken checkout cannot pass silently.
+    fn fixtures() -> PathBuf {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures");
         assert!(
             dir.join("reference").is_dir(),
-            "the reference payloads are read from {}, which is missing: check out `shared/` \
-             beside the repository",
+            "the reference payloads are read from {}, which is missing",
             dir.display()
         );
         dir
@@ -678,8 +677,7 @@ mod tests {
 
     #[test]
     fn every_reference_input_parses_into_its_struct_and_writes_back_unchanged() {
-        let shared = shared();
-        let reference = shared.join("reference");
+        let reference = fixtures().join("reference");
         let mut files = json_files(&reference.join("claude-code/payloads"), |n| {
             n.contains(".input.")
         });
