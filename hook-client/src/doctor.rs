@@ -178,14 +178,26 @@ pub fn hand_wired(file: &Path) -> Vec<(String, String)> {
             .flatten()
             .filter_map(|g| g.get("hooks").and_then(Value::as_array))
             .flatten()
-            .filter_map(|h| h.get("command").and_then(Value::as_str));
+            .filter_map(command_line);
         for command in commands {
-            if runs_captain_hook(command) {
-                found.push((event.clone(), command.to_owned()));
+            if runs_captain_hook(&command) {
+                found.push((event.clone(), command));
             }
         }
     }
     found
+}
+
+/// A handler's command line: `command`, followed by its exec-form `args` when it has them.
+fn command_line(handler: &Value) -> Option<String> {
+    let command = handler.get("command").and_then(Value::as_str)?;
+    let args = handler.get("args").and_then(Value::as_array);
+    let mut line = command.to_owned();
+    for arg in args.into_iter().flatten().filter_map(Value::as_str) {
+        line.push(' ');
+        line.push_str(arg);
+    }
+    Some(line)
 }
 
 fn runs_captain_hook(command: &str) -> bool {
@@ -214,12 +226,23 @@ mod tests {
             r#"{"hooks":{"PreToolUse":[{"matcher":"Bash","hooks":[
                 {"type":"command","command":"capt-hook run PreToolUse"},
                 {"type":"command","command":"jq . | grep x"}]}],
-              "Stop":[{"hooks":[{"type":"command","command":"/x/bin/hook run Stop"}]}]}}"#,
+              "Stop":[{"hooks":[{"type":"command","command":"/x/bin/hook run Stop"}]}],
+              "PreSkillShellCommand":[{"hooks":[
+                {"type":"command","command":"/x/bin/hook","args":["run","PreSkillShellCommand"]},
+                {"type":"command","command":"/x/bin/other","args":["run"]}]}]}}"#,
         )
         .unwrap();
         let found = hand_wired(&file);
         std::fs::remove_dir_all(&dir).unwrap();
-        assert_eq!(found.len(), 2, "{found:?}");
+        assert_eq!(found.len(), 3, "{found:?}");
         assert_eq!(found[0].0, "PreToolUse");
+        // Exec form (`args`) is found as well as a shell line.
+        assert!(
+            found
+                .iter()
+                .any(|(event, line)| event == "PreSkillShellCommand"
+                    && line == "/x/bin/hook run PreSkillShellCommand"),
+            "{found:?}"
+        );
     }
 }

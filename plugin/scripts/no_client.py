@@ -1,10 +1,11 @@
 """Answers an event when the captain-hook client is not installed (stdlib only, Python 3.8+).
 
 Usage: python3 -I no_client.py <Event>  (payload on stdin). Always exits 0 after printing:
-* for a PreToolUse/PermissionRequest that the session guard flags, or in a project with hook
-  files (whose guards cannot run without the client): Claude Code's own permission prompt
-  decides (`permissionDecision: "ask"`, the shape capt_hook_proto::failure prints), with the
-  reason; a PermissionRequest gets the reason as a systemMessage and its dialog shows;
+* for a PreToolUse/PermissionRequest/PreSkillShellCommand that the session guard flags, or in a
+  project with hook files (whose guards cannot run without the client): Claude Code's own
+  permission prompt decides (`permissionDecision: "ask"`, the shape capt_hook_proto::failure
+  prints), with the reason; a PermissionRequest gets the reason as a systemMessage and its dialog
+  shows; a skill's shell command cannot wait for a prompt, so it is denied with the reason;
 * else, for the first event of a session: a systemMessage naming the install command;
 * else nothing.
 
@@ -17,7 +18,7 @@ import os
 import sys
 
 MAX_INPUT = 32 * 1024 * 1024
-EVENTS = ("PreToolUse", "PermissionRequest")
+EVENTS = ("PreToolUse", "PermissionRequest", "PreSkillShellCommand")
 TOOLS = ("TaskStop",)
 GUARDED = (
     "kill pkill killall killall5 fuser skill snice kill-port orca launchctl osascript shutdown "
@@ -204,6 +205,14 @@ def main():
         reason = unchecked_reason(why)
         if event == "PreToolUse":
             out = {"hookSpecificOutput": {"hookEventName": event, "permissionDecision": "ask",
+                                          "permissionDecisionReason": reason}}
+            if first:
+                out["systemMessage"] = INSTALL
+        elif event == "PreSkillShellCommand":
+            reason = reason.replace("Claude Code's permission prompt decides",
+                                    "a skill's shell command cannot wait for a permission "
+                                    "prompt, so it was not run")
+            out = {"hookSpecificOutput": {"hookEventName": event, "permissionDecision": "deny",
                                           "permissionDecisionReason": reason}}
             if first:
                 out["systemMessage"] = INSTALL

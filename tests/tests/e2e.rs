@@ -53,7 +53,17 @@ fn every_reference_payload_through_the_host() {
         assert_eq!(out.status.code(), Some(0), "{file}: {}", stderr(&out));
         let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
         let continuation = v["stop_hook_active"] == true;
-        if !matches!(event.as_str(), "PermissionRequest" | "WorktreeCreate") && !continuation {
+        if event == "PreSkillShellCommand" {
+            // The reference's skill command is `git stash`: the builtin pack's stash guard
+            // refuses it through the host, as it would a Bash call, and the deny wins.
+            let v: Value = capt_hook_proto::serde_json::from_str(&stdout)
+                .unwrap_or_else(|e| panic!("{file}: {e}: {stdout:?}"));
+            assert_eq!(
+                v["hookSpecificOutput"]["permissionDecision"], "deny",
+                "{file}: {v}"
+            );
+        } else if !matches!(event.as_str(), "PermissionRequest" | "WorktreeCreate") && !continuation
+        {
             assert!(
                 stdout.contains("seen-by-captain-hook"),
                 "{file}: the warning was dropped: {stdout:?}"
@@ -61,7 +71,7 @@ fn every_reference_payload_through_the_host() {
         }
         seen += 1;
     }
-    assert!(seen >= 31, "only {seen} payloads");
+    assert!(seen >= 34, "only {seen} payloads");
     let future = format!(
         "{{\"session_id\":\"s\",\"cwd\":{:?}}}",
         root.display().to_string()
@@ -752,6 +762,18 @@ fn plugin_shim_without_a_client() {
             .as_str()
             .unwrap()
             .contains("not installed")
+    );
+    // A skill's shell command cannot wait for a prompt: it does not run, and the reason says why.
+    let out = run("PreSkillShellCommand", &bash(&root, "git status"));
+    assert_eq!(out.status.code(), Some(0));
+    let v = json_out(&out);
+    assert_eq!(decision(&v), Some("deny"), "{v}");
+    let reason = v["hookSpecificOutput"]["permissionDecisionReason"]
+        .as_str()
+        .unwrap();
+    assert!(
+        reason.contains("not installed") && reason.contains("cannot wait"),
+        "{reason}"
     );
     // A project without hook files: only a call that may end sessions is held back.
     let bare = env.project("bare", "");

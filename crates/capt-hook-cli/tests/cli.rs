@@ -374,7 +374,8 @@ fn check_and_list() {
     let line = text(&out.stdout);
     let cols: Vec<&str> = line.trim_end().split('\t').collect();
     assert_eq!(cols[1], "block_command");
-    assert_eq!(cols[2], "PreToolUse");
+    // A guard on shell commands also guards the ones skill and command files run.
+    assert_eq!(cols[2], "PreToolUse|PreSkillShellCommand");
     assert!(cols[3].ends_with("stash.toml:2"), "{line}");
 
     let p = Project::new(&[(
@@ -714,7 +715,11 @@ fn allowed(event: &str) -> (&'static [&'static str], &'static [&'static str]) {
                 "reloadSkills",
             ],
         ),
-        "Setup" | "SubagentStart" => (&[], &["additionalContext"]),
+        "Setup" | "SubagentStart" | "PostModelSwitch" => (&[], &["additionalContext"]),
+        // Claude Code reads no context on these, and refuses a skill's command for any rewrite.
+        "PreSkillShellCommand" | "PreModelSwitch" => {
+            (&[], &["permissionDecision", "permissionDecisionReason"])
+        }
         "MessageDisplay" => (&[], &["displayContent"]),
         "CwdChanged" | "FileChanged" => (&[], &["watchPaths"]),
         "Elicitation" | "ElicitationResult" => (&[], &["action", "content"]),
@@ -837,6 +842,7 @@ fn check_event(event: &str) {
                         | "DirectoryAdded"
                         | "FileChanged"
                         | "WorktreeRemove"
+                        | "PostModelSwitch"
                 );
                 assert_eq!(blocks, can_block, "{event}: {v}");
             }
@@ -855,7 +861,9 @@ macro_rules! event_tests {
             for (event, _) in reference_payloads() {
                 assert!(tested.contains(&event.as_str()), "{event} has no test");
             }
-            assert_eq!(tested.len(), 31);
+            // Every event of Claude Code 2.1.332: all of the events table but our own
+            // ResourcePressure.
+            assert_eq!(tested.len(), capt_hook_core::EventKind::ALL.len() - 1);
         }
     };
 }
@@ -892,15 +900,22 @@ event_tests! {
     ev_session_end => "SessionEnd",
     ev_elicitation => "Elicitation",
     ev_elicitation_result => "ElicitationResult",
+    ev_pre_model_switch => "PreModelSwitch",
+    ev_post_model_switch => "PostModelSwitch",
+    ev_pre_skill_shell_command => "PreSkillShellCommand",
 }
 
-/// The plugin registers every event Claude Code sends, once, with the same command.
+/// The plugin registers every event Claude Code sends, once, in exec form (Claude Code spawns
+/// the client itself, no shell), and asks Claude Code to block the guarded call when the client
+/// cannot answer at all (`onFailure`), on the guard events and PreModelSwitch (where Claude
+/// Code itself blocks on a timeout) only: elsewhere a broken client must not stop the session.
 #[test]
 fn plugin_registers_every_event() {
+    use capt_hook_core::EventKind;
     let text = std::fs::read_to_string(workspace().join("plugin/hooks/hooks.json")).unwrap();
     let v: serde_json::Value = serde_json::from_str(&text).unwrap();
     let hooks = v["hooks"].as_object().unwrap();
-    for kind in capt_hook_core::EventKind::ALL {
+    for kind in EventKind::ALL {
         let name = kind.name();
         // ResourcePressure is our host's own; registering WorktreeCreate would replace Claude
         // Code's git worktree creation for every user of the plugin.
@@ -908,14 +923,27 @@ fn plugin_registers_every_event() {
             assert!(!hooks.contains_key(name), "{name} must not be registered");
             continue;
         }
-        let entry = &hooks[name];
-        assert_eq!(
-            entry[0]["hooks"][0]["command"],
-            format!("\"${{CLAUDE_PLUGIN_ROOT}}/bin/hook\" run {name}"),
-            "{name}"
-        );
+        let entries = hooks[name]
+            .as_array()
+            .unwrap_or_else(|| panic!("{name} is not registered"));
+        assert_eq!(entries.len(), 1, "{name}");
+        let handlers = entries[0]["hooks"].as_array().unwrap();
+        assert_eq!(handlers.len(), 1, "{name}");
+        let h = &handlers[0];
+        assert_eq!(h["type"], "command", "{name}");
+        assert_eq!(h["command"], "${CLAUDE_PLUGIN_ROOT}/bin/hook", "{name}");
+        assert_eq!(h["args"], serde_json::json!(["run", name]), "{name}");
+        let block = kind.is_guard() || kind == EventKind::PreModelSwitch;
+        let expected = if block {
+            serde_json::json!("block")
+        } else {
+            serde_json::Value::Null
+        };
+        assert_eq!(h["onFailure"], expected, "{name}: onFailure");
+        // The plugin matches every tool and source: the hooks decide what applies.
+        assert!(entries[0].get("matcher").is_none(), "{name}");
     }
-    assert_eq!(hooks.len(), capt_hook_core::EventKind::ALL.len() - 2);
+    assert_eq!(hooks.len(), EventKind::ALL.len() - 2);
 }
 
 /// `check` warns about a blocking Stop hook that repeats on every continuation (it can loop),

@@ -78,6 +78,12 @@ pub enum Condition {
     SkipPermissions(bool),
     /// The payload's permission mode is one of these.
     PermissionMode(Vec<String>),
+    /// The model the event is about matches one of these globs: the switch's `to_model` on
+    /// PreModelSwitch and PostModelSwitch, the session's `model` on SessionStart.
+    Model(Vec<Glob>),
+    /// The payload's `source` (what caused the event: `startup`, `resume`, `command`, `picker`,
+    /// `sdk`, `auto`, …) is one of these.
+    Source(Vec<String>),
     /// The call (or, with `session`, the session's first prompt) carries a `ccx:` annotation.
     Annotated {
         /// The annotation's key.
@@ -206,6 +212,11 @@ impl fmt::Display for Condition {
             Condition::FromSubagent(b) => write!(f, "{{ from_subagent = {b} }}"),
             Condition::SkipPermissions(b) => write!(f, "{{ skip_permissions = {b} }}"),
             Condition::PermissionMode(m) => write!(f, "{{ permission_mode = {} }}", list(m)),
+            Condition::Model(globs) => {
+                let g: Vec<String> = globs.iter().map(|g| g.as_str().to_owned()).collect();
+                write!(f, "{{ model = {} }}", list(&g))
+            }
+            Condition::Source(s) => write!(f, "{{ source = {} }}", list(s)),
             Condition::Annotated {
                 key,
                 value,
@@ -443,6 +454,12 @@ impl Condition {
             Condition::PermissionMode(modes) => evt
                 .permission_mode()
                 .is_some_and(|m| modes.iter().any(|x| x == m)),
+            Condition::Model(globs) => evt
+                .model()
+                .is_some_and(|m| globs.iter().any(|g| g.matches_path(m))),
+            Condition::Source(sources) => {
+                evt.source().is_some_and(|s| sources.iter().any(|x| x == s))
+            }
             Condition::Annotated {
                 key,
                 value,

@@ -113,6 +113,30 @@ fn test_files_and_source_edits_use_the_language_table() {
 }
 
 #[test]
+fn models_and_sources_of_switches_and_sessions() {
+    let switch = evt(
+        EventKind::PreModelSwitch,
+        json!({"from_model": "claude-sonnet-4-6", "to_model": "claude-opus-4-6", "requested_model": null, "source": "picker"}),
+    );
+    let opus = Condition::Model(vec![Glob::new("claude-opus-*")]);
+    assert!(opus.check(&switch));
+    assert!(
+        !Condition::Model(vec![Glob::new("*sonnet*")]).check(&switch),
+        "from_model is not the model"
+    );
+    assert!(Condition::Source(vec!["sdk".into(), "picker".into()]).check(&switch));
+    assert!(!Condition::Source(vec!["command".into()]).check(&switch));
+    let start = evt(
+        EventKind::SessionStart,
+        json!({"model": "claude-opus-4-6", "source": "resume"}),
+    );
+    assert!(opus.check(&start));
+    assert!(Condition::Source(vec!["resume".into()]).check(&start));
+    assert!(!opus.check(&bash("ls")), "a tool call names no model");
+    assert_eq!(opus.to_string(), "{ model = [\"claude-opus-*\"] }");
+}
+
+#[test]
 fn agents_modes_and_subagents() {
     let sub = evt(
         EventKind::SubagentStart,

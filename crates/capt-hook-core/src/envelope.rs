@@ -45,6 +45,12 @@ pub enum Shape {
     PreToolUse,
     /// `decision.behavior` allow/deny inside `hookSpecificOutput`.
     PermissionRequest,
+    /// PreSkillShellCommand: `permissionDecision` deny with a reason, or nothing. Claude Code
+    /// refuses the command for any `updatedInput`, `ask` or `defer` and reads no context, so a
+    /// rewrite is a deny naming the command to run instead and a warning is a `systemMessage`.
+    SkillShell,
+    /// PreModelSwitch: `permissionDecision` deny/allow with a reason; no context, no rewrite.
+    ModelSwitch,
     /// `retry: true` for an allow; nothing can block.
     PermissionDenied,
     /// Top-level `decision: "block"` + `reason`; warnings as `additionalContext`.
@@ -76,6 +82,8 @@ impl Shape {
         match kind {
             PreToolUse => Shape::PreToolUse,
             PermissionRequest => Shape::PermissionRequest,
+            PreSkillShellCommand => Shape::SkillShell,
+            PreModelSwitch => Shape::ModelSwitch,
             PermissionDenied => Shape::PermissionDenied,
             UserPromptSubmit | UserPromptExpansion | PostToolUse | PostToolBatch => Shape::Decision,
             TaskCreated | ConfigChange => Shape::DecisionNoContext,
@@ -83,7 +91,9 @@ impl Shape {
             PreCompact => Shape::PreCompact,
             TaskCompleted | TeammateIdle => Shape::ExitCode,
             // PostToolUseFailure cannot block: a block still reaches Claude as context.
-            SessionStart | Setup | SubagentStart | PostToolUseFailure => Shape::Context,
+            SessionStart | Setup | SubagentStart | PostToolUseFailure | PostModelSwitch => {
+                Shape::Context
+            }
             MessageDisplay => Shape::MessageDisplay,
             WorktreeCreate => Shape::WorktreeCreate,
             Elicitation | ElicitationResult => Shape::Elicitation,
@@ -190,6 +200,71 @@ fn pre_tool_use(r: &HookResult) -> Option<Value> {
     })
 }
 
+/// The reason a rewrite gives on PreSkillShellCommand, where Claude Code cannot apply one: the
+/// command as it would have been rewritten, so the user (or the agent) can run that instead.
+pub fn unrewritable(r: &HookResult) -> String {
+    let command = r
+        .updated_input
+        .as_ref()
+        .and_then(|u| u.get("command"))
+        .and_then(Value::as_str);
+    let mut reason = match command {
+        Some(c) => format!(
+            "not run: a hook rewrites this command, and a skill's command cannot be changed \
+             before it runs; run this instead: {c}"
+        ),
+        None => "not run: a hook rewrites this command, and a skill's command cannot be \
+                 changed before it runs"
+            .to_owned(),
+    };
+    if let Some(n) = r.note.as_deref().filter(|n| !n.is_empty()) {
+        reason.push_str(&format!(" ({n})"));
+    }
+    reason
+}
+
+fn skill_shell(r: &HookResult) -> Option<Value> {
+    let deny = |reason: Value| {
+        specific(
+            EventKind::PreSkillShellCommand,
+            vec![
+                ("permissionDecision", "deny".into()),
+                ("permissionDecisionReason", reason),
+            ],
+        )
+    };
+    match r.action {
+        Action::Block => Some(deny(msg(r))),
+        Action::Rewrite => Some(deny(unrewritable(r).into())),
+        // The command runs unless a hook refuses it; a warning has no context field to ride.
+        Action::Warn => notice(text(r)),
+        Action::Allow => None,
+    }
+}
+
+fn model_switch(r: &HookResult) -> Option<Value> {
+    let kind = EventKind::PreModelSwitch;
+    match r.action {
+        Action::Block => Some(specific(
+            kind,
+            vec![
+                ("permissionDecision", "deny".into()),
+                ("permissionDecisionReason", msg(r)),
+            ],
+        )),
+        // An allow also skips Claude Code's own "the cache is lost" confirmation.
+        Action::Allow => {
+            let mut fields = vec![("permissionDecision", "allow".into())];
+            if let Some(m) = text(r) {
+                fields.push(("permissionDecisionReason", m.into()));
+            }
+            Some(specific(kind, fields))
+        }
+        Action::Warn => notice(text(r)),
+        Action::Rewrite => notice(r.note.clone().filter(|n| !n.is_empty()).or_else(|| text(r))),
+    }
+}
+
 fn permission_request(r: &HookResult) -> Option<Value> {
     let decision = match r.action {
         Action::Block => {
@@ -253,6 +328,8 @@ fn render_result(kind: EventKind, r: &HookResult) -> Option<Output> {
     let json = match Shape::of(kind) {
         Shape::PreToolUse => pre_tool_use(r),
         Shape::PermissionRequest => permission_request(r),
+        Shape::SkillShell => skill_shell(r),
+        Shape::ModelSwitch => model_switch(r),
         Shape::PermissionDenied => match r.action {
             Action::Allow | Action::Rewrite => Some(specific(kind, vec![("retry", true.into())])),
             // The denial stands either way; the user still sees why.
@@ -426,6 +503,49 @@ mod tests {
         assert_eq!(
             render(EventKind::PermissionRequest, alone).unwrap(),
             r#"{"systemMessage":"n"}"#
+        );
+    }
+
+    #[test]
+    fn skill_shell_commands_are_refused_or_left_alone() {
+        let kind = EventKind::PreSkillShellCommand;
+        assert_eq!(
+            render(kind, HookResult::block("no")).unwrap(),
+            r#"{"hookSpecificOutput":{"hookEventName":"PreSkillShellCommand","permissionDecision":"deny","permissionDecisionReason":"no"}}"#
+        );
+        assert_eq!(render(kind, HookResult::allow()), None);
+        assert_eq!(
+            render(kind, HookResult::warn("careful")).unwrap(),
+            r#"{"systemMessage":"careful"}"#
+        );
+        let mut input = Map::new();
+        input.insert("command".into(), "rg --files".into());
+        let out = render(kind, HookResult::rewrite(input, Some("faster".into()))).unwrap();
+        let v: Value = serde_json::from_str(&out).unwrap();
+        let inner = &v["hookSpecificOutput"];
+        assert_eq!(inner["permissionDecision"], "deny");
+        assert!(inner.get("updatedInput").is_none(), "{out}");
+        let reason = inner["permissionDecisionReason"].as_str().unwrap();
+        assert!(
+            reason.contains("run this instead: rg --files") && reason.contains("faster"),
+            "{reason}"
+        );
+    }
+
+    #[test]
+    fn model_switches_are_refused_or_allowed() {
+        let kind = EventKind::PreModelSwitch;
+        assert_eq!(
+            render(kind, HookResult::block("stay on sonnet")).unwrap(),
+            r#"{"hookSpecificOutput":{"hookEventName":"PreModelSwitch","permissionDecision":"deny","permissionDecisionReason":"stay on sonnet"}}"#
+        );
+        assert_eq!(
+            render(kind, HookResult::allow()).unwrap(),
+            r#"{"hookSpecificOutput":{"hookEventName":"PreModelSwitch","permissionDecision":"allow"}}"#
+        );
+        assert_eq!(
+            render(EventKind::PostModelSwitch, HookResult::warn("w")).unwrap(),
+            r#"{"hookSpecificOutput":{"hookEventName":"PostModelSwitch","additionalContext":"w"}}"#
         );
     }
 

@@ -335,6 +335,16 @@ impl Event {
         self.str_field("permission_mode")
     }
 
+    /// The model the event is about: the switch's `to_model` on PreModelSwitch and
+    /// PostModelSwitch, the session's `model` on SessionStart; `None` elsewhere.
+    pub fn model(&self) -> Option<&str> {
+        match self.kind {
+            EventKind::PreModelSwitch | EventKind::PostModelSwitch => self.str_field("to_model"),
+            EventKind::SessionStart => self.str_field("model"),
+            _ => None,
+        }
+    }
+
     /// The tool's name as sent (tool events only).
     pub fn tool_name(&self) -> Option<&str> {
         self.tool_name.as_deref()
@@ -475,7 +485,8 @@ impl Event {
         self.str_field("error")
     }
 
-    /// Why the session started (SessionStart): startup, resume, clear or compact.
+    /// The payload's `source`, what caused the event: startup, resume, clear or compact on
+    /// SessionStart; command, picker, sdk, auto or resume on the model switches; …
     pub fn source(&self) -> Option<&str> {
         self.str_field("source")
     }

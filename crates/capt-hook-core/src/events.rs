@@ -4,8 +4,8 @@ use std::fmt;
 use std::str::FromStr;
 
 /// Declares the events once: the enum, its order, names, and which events carry a tool call
-/// (`T`), a batch of tool calls (`B`), name a file outside a tool call (`F`) or wait for a
-/// decision (`D`). Every other table of
+/// (`T`), a batch of tool calls (`B`), name a file outside a tool call (`F`), wait for a
+/// decision (`D`) or guard a call (`G`: a failure to answer is never silent). Every other table of
 /// per-event facts (envelopes, docs, `hooks.json`) is keyed by this enum.
 macro_rules! events {
     ($($(#[doc = $doc:literal])* $name:ident [$($flag:ident)*],)*) => {
@@ -50,11 +50,11 @@ macro_rules! events {
 }
 
 /// How many events there are.
-pub const EVENT_COUNT: usize = 32;
+pub const EVENT_COUNT: usize = 35;
 
 events! {
     /// Before a tool runs; the verdict can deny, allow or rewrite the call.
-    PreToolUse [T D],
+    PreToolUse [T D G],
     /// After a tool ran successfully.
     PostToolUse [T],
     /// After a tool failed.
@@ -76,7 +76,7 @@ events! {
     /// A session ends.
     SessionEnd [],
     /// Claude Code is about to show a permission dialog.
-    PermissionRequest [T D],
+    PermissionRequest [T D G],
     /// Claude Code is about to display assistant text.
     MessageDisplay [],
     /// The auto-mode classifier denied a tool call.
@@ -115,6 +115,14 @@ events! {
     Elicitation [D],
     /// The user answered an MCP elicitation.
     ElicitationResult [D],
+    /// Before a requested model switch (`/model`, the picker, the SDK's `set_model`); the
+    /// verdict can refuse it.
+    PreModelSwitch [D],
+    /// After the session's model changed, for any reason; context reaches the new model.
+    PostModelSwitch [],
+    /// Before a shell command that a skill or slash-command file holds runs (`` !`cmd` ``): a
+    /// Bash (or PowerShell) call in all but name, answered allow or deny only.
+    PreSkillShellCommand [T D G],
     /// Sent by our host, not Claude Code: the machine is short of resources.
     ResourcePressure [],
 }
@@ -139,6 +147,13 @@ impl EventKind {
     /// would have its verdict discarded.
     pub fn is_decision(self) -> bool {
         DECISION_EVENTS.contains(self)
+    }
+
+    /// True for the events that guard a call (PreToolUse, PermissionRequest,
+    /// PreSkillShellCommand): one that cannot be evaluated is answered visibly, never with
+    /// silence.
+    pub fn is_guard(self) -> bool {
+        GUARD_EVENTS.contains(self)
     }
 
     /// The comma-separated list of valid names, for error messages.
@@ -193,6 +208,15 @@ pub const FILE_EVENTS: EventSet = EventSet::matching('F');
 
 /// Events whose verdict Claude Code waits for; an async hook on one would be discarded.
 pub const DECISION_EVENTS: EventSet = EventSet::matching('D');
+
+/// Events that guard a call; Claude Code 2.1.332 treats the same three specially (a guard
+/// entry it cannot load refuses its whole file or plugin).
+pub const GUARD_EVENTS: EventSet = EventSet::matching('G');
+
+/// The events before a shell command runs: a Bash tool call, and a command a skill or slash
+/// command file holds. A guard on shell commands listens to both by default.
+pub const SHELL_GUARD_EVENTS: EventSet =
+    EventSet((1 << EventKind::PreToolUse as u64) | (1 << EventKind::PreSkillShellCommand as u64));
 
 impl EventSet {
     /// The empty set.
@@ -290,5 +314,22 @@ mod tests {
         assert_eq!(s.to_string(), "PreToolUse|Stop");
         assert!(s.intersects(TOOL_EVENTS));
         assert!(!EventSet::of(&[EventKind::Stop]).intersects(TOOL_EVENTS));
+    }
+
+    #[test]
+    fn guard_events_are_the_three_claude_code_names() {
+        let names: Vec<&str> = GUARD_EVENTS.iter().map(EventKind::name).collect();
+        assert_eq!(
+            names,
+            ["PreToolUse", "PermissionRequest", "PreSkillShellCommand"]
+        );
+        assert!(EventKind::PreSkillShellCommand.has_tool());
+        assert!(!EventKind::PreModelSwitch.is_guard());
+        // The client reads the proto's list without this table; the two name the same events.
+        assert_eq!(names, capt_hook_proto::failure::GUARDED_EVENTS);
+        assert_eq!(
+            SHELL_GUARD_EVENTS.to_string(),
+            "PreToolUse|PreSkillShellCommand"
+        );
     }
 }

@@ -432,6 +432,74 @@ record! {
     }
 }
 
+/// Reads a field whose `null` means something (the default model), so it stays `Some(Null)`
+/// instead of reading as absent.
+fn null_kept<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
+    Value::deserialize(d).map(Some)
+}
+
+record! {
+    /// PreModelSwitch: a switch of the session's model was requested.
+    event PreModelSwitchPayload {
+        /// The resolved model id before the switch.
+        from_model: String,
+        /// The resolved model id after it (what matchers test, `[1m]` tags aside).
+        to_model: String,
+        /// What was asked for: an alias (`opus`), a full id, or `null` for the default (kept
+        /// as `Value::Null`, so it is written back as sent).
+        #[serde(deserialize_with = "null_kept")]
+        requested_model: Value,
+        /// `command` (`/model`, the config row, fast mode), `picker` or `sdk`.
+        source: String,
+        /// Prompt tokens the next request re-sends (0 before the first answer).
+        context_tokens: serde_json::Number,
+        /// Whether the current model's prompt cache is likely still warm.
+        prompt_cache_warm: bool,
+        /// `5m` or `1h`.
+        cache_ttl: String,
+        /// The estimated cost of caching the context again on `to_model`.
+        estimated_cache_write_usd: serde_json::Number,
+        /// `configured`, `catalog` or `default` (the model is unknown).
+        pricing: String,
+    }
+}
+
+record! {
+    /// PostModelSwitch: the session's model changed.
+    event PostModelSwitchPayload {
+        from_model: String,
+        to_model: String,
+        /// As PreModelSwitch's: `null` is the default model.
+        #[serde(deserialize_with = "null_kept")]
+        requested_model: Value,
+        /// As PreModelSwitch's, plus `auto` (fallback) and `resume`.
+        source: String,
+        context_tokens: serde_json::Number,
+        prompt_cache_warm: bool,
+        cache_ttl: String,
+        estimated_cache_write_usd: serde_json::Number,
+        pricing: String,
+    }
+}
+
+record! {
+    /// PreSkillShellCommand: a shell command of a skill or slash-command file is about to run.
+    event PreSkillShellCommandPayload {
+        /// `Bash` or `PowerShell`.
+        tool_name: String,
+        /// `{ "command": … }`, as it will run.
+        tool_input: Value,
+        /// Names this command only; no tool call in the transcript has it.
+        tool_use_id: String,
+        /// The skill or command whose text holds the command.
+        command_name: String,
+        /// Where that skill or command came from.
+        command_source: String,
+        /// `user`, `claude` (the Skill tool) or `other`.
+        invoked_by: String,
+    }
+}
+
 record! {
     /// ResourcePressure (from our host): a child process of the session is using a lot.
     event ResourcePressurePayload {
@@ -597,6 +665,9 @@ payloads! {
     WorktreeRemove(WorktreeRemovePayload),
     Elicitation(ElicitationPayload),
     ElicitationResult(ElicitationResultPayload),
+    PreModelSwitch(PreModelSwitchPayload),
+    PostModelSwitch(PostModelSwitchPayload),
+    PreSkillShellCommand(PreSkillShellCommandPayload),
     ResourcePressure(ResourcePressurePayload),
 }
 
@@ -673,7 +744,7 @@ mod tests {
     )];
 
     /// Events in the reference payloads that Claude Code's hooks reference does not list (yet).
-    const NOT_OURS: &[&str] = &["PreModelSwitch", "PostModelSwitch"];
+    const NOT_OURS: &[&str] = &[];
 
     #[test]
     fn every_reference_input_parses_into_its_struct_and_writes_back_unchanged() {

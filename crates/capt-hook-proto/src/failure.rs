@@ -4,14 +4,22 @@
 //!
 //! PreToolUse answers `permissionDecision: "ask"` with the reason, so Claude Code's own prompt
 //! decides (an "ask" also forces the prompt in auto mode). PermissionRequest has no "ask": it
-//! gives no decision, so the dialog shows, and a `systemMessage` says why.
+//! gives no decision, so the dialog shows, and a `systemMessage` says why. PreSkillShellCommand
+//! cannot wait for a prompt (Claude Code refuses the command for an ask), so it denies, saying
+//! that the command could not be checked: fail closed, visibly.
 
 use serde_json::{Map, Value, json};
 
-/// Events whose tool call waits on the hooks' answer: a failure there is never silent.
-pub const GUARDED_EVENTS: &[&str] = &["PreToolUse", "PermissionRequest"];
+/// Events whose call waits on the hooks' answer: a failure there is never silent. The client
+/// reads this list without the engine; `capt-hook-core`'s events table (`G`) is checked
+/// against it.
+pub const GUARDED_EVENTS: &[&str] = &["PreToolUse", "PermissionRequest", "PreSkillShellCommand"];
 
-/// True for PreToolUse and PermissionRequest.
+/// What a skill's command that could not be checked says besides the reason.
+pub const CANNOT_ASK: &str = "a skill's shell command cannot wait for a permission prompt, so it \
+                              was not run";
+
+/// True for PreToolUse, PermissionRequest and PreSkillShellCommand.
 pub fn is_guarded(event: &str) -> bool {
     GUARDED_EVENTS.contains(&event)
 }
@@ -69,6 +77,21 @@ impl Unchecked {
                 }
                 Value::Object(top)
             }
+            "PreSkillShellCommand" => {
+                let mut top = Map::new();
+                top.insert(
+                    "hookSpecificOutput".into(),
+                    json!({
+                        "hookEventName": event,
+                        "permissionDecision": "deny",
+                        "permissionDecisionReason": format!("{} ({CANNOT_ASK})", self.reason),
+                    }),
+                );
+                if let Some(n) = notice {
+                    top.insert("systemMessage".into(), n.into());
+                }
+                Value::Object(top)
+            }
             "PermissionRequest" => {
                 let message = match notice {
                     Some(n) => format!("{}\n\n{n}", self.reason),
@@ -105,5 +128,19 @@ mod tests {
         let v: Value = serde_json::from_str(&u.envelope("PermissionRequest").unwrap()).unwrap();
         assert_eq!(v, json!({"systemMessage": "capt-hook: x failed\n\nn"}));
         assert_eq!(u.envelope("Stop"), None);
+    }
+
+    #[test]
+    fn a_skill_command_that_cannot_be_checked_does_not_run() {
+        let v: Value = serde_json::from_str(
+            &Unchecked::because("capt-hook: x failed")
+                .envelope("PreSkillShellCommand")
+                .unwrap(),
+        )
+        .unwrap();
+        let out = &v["hookSpecificOutput"];
+        assert_eq!(out["permissionDecision"], "deny");
+        let reason = out["permissionDecisionReason"].as_str().unwrap();
+        assert!(reason.starts_with("capt-hook: x failed") && reason.contains(CANNOT_ASK));
     }
 }

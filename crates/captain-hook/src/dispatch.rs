@@ -177,9 +177,9 @@ pub enum Verdict {
     },
 }
 
-/// True for the events whose tool call waits on the verdict.
+/// True for the events whose call waits on the verdict (the events table's guard events).
 pub fn is_guarded(kind: EventKind) -> bool {
-    matches!(kind, EventKind::PreToolUse | EventKind::PermissionRequest)
+    kind.is_guard()
 }
 
 impl Outcome {
@@ -537,9 +537,7 @@ impl Dispatcher {
 /// `read_only_command` was false, which the user should know rather than guess.
 fn with_unreadable_line(evt: &Event, result: Option<HookResult>) -> Option<HookResult> {
     // A deny is already visible, with its own reason (case T08 pins that reply).
-    if !capt_hook_proto::failure::is_guarded(evt.kind().name())
-        || result.as_ref().is_some_and(HookResult::is_block)
-    {
+    if !evt.kind().is_guard() || result.as_ref().is_some_and(HookResult::is_block) {
         return result;
     }
     // Only a line some hook read can have fallen back; an unread one costs no parse here.

@@ -6,7 +6,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use capt_hook_core::condition::never_matches;
-use capt_hook_core::events::DECISION_EVENTS;
+use capt_hook_core::events::{DECISION_EVENTS, GUARD_EVENTS, SHELL_GUARD_EVENTS};
 use capt_hook_core::{
     Condition, Event, EventKind, EventSet, HookResult, Mode, Pattern, Tokens,
     pattern::PatternError, tokens::TokenError,
@@ -560,11 +560,18 @@ impl HookDef {
                 ));
             }
             Kind::WarnCommand { .. } => EventSet::of(&[PostToolUse]),
-            Kind::Approve { .. } | Kind::Deny { .. } => {
-                EventSet::of(&[PreToolUse, PermissionRequest])
-            }
+            // A guard on shell commands holds for every way Claude Code runs one: a Bash call
+            // and a command a skill or slash-command file holds (where a rewrite is refused).
+            Kind::BlockCommand { .. }
+            | Kind::RewriteRegex { .. }
+            | Kind::RewriteTo { .. }
+            | Kind::RewriteWith { .. } => SHELL_GUARD_EVENTS,
+            // An approval adds nothing to a skill's command (it runs unless refused).
+            Kind::Approve { .. } => EventSet::of(&[PreToolUse, PermissionRequest]),
+            Kind::Deny { .. } => SHELL_GUARD_EVENTS.with(PermissionRequest),
             Kind::Custom(c) => c.default_events,
-            _ => EventSet::of(&[PreToolUse]),
+            // Setting a field is a rewrite, which a skill's command would refuse outright.
+            Kind::SetToolInput { .. } => EventSet::of(&[PreToolUse]),
         })
     }
 
@@ -647,11 +654,12 @@ impl HookDef {
             ));
         }
         if self.mandatory {
-            let allowed = EventSet::of(&[EventKind::PreToolUse, EventKind::PermissionRequest]);
-            if events.iter().any(|e| !allowed.contains(e)) || self.is_async {
+            if events.iter().any(|e| !e.is_guard()) || self.is_async {
                 return Err(DefError::new(
                     "mandatory",
-                    "only synchronous PreToolUse/PermissionRequest hooks can be mandatory",
+                    format!(
+                        "only synchronous hooks on guard events ({GUARD_EVENTS}) can be mandatory"
+                    ),
                 ));
             }
         }

@@ -465,8 +465,38 @@ impl Project {
             },
             listed.join("; ")
         );
-        announce_once(evt, out, &key[..16], "capt-hook:load-errors", notice);
+        let told = announce_once(
+            evt,
+            out,
+            &key[..16],
+            "capt-hook:load-errors",
+            notice.clone(),
+        );
+        // A headless session (`claude -p`) shows a systemMessage to nobody: the agent is told
+        // too, once, so it can tell its user that a hook file is broken.
+        if told && evt.kind() == EventKind::SessionStart {
+            add_context(out, EventKind::SessionStart, &notice);
+        }
     }
+}
+
+/// Adds `text` to the envelope's `hookSpecificOutput.additionalContext` (after any context a
+/// hook gave), creating the object for `kind` when the envelope has none.
+fn add_context(out: &mut Option<Output>, kind: EventKind, text: &str) {
+    let Some(Output::Json(Value::Object(map))) = out else {
+        return;
+    };
+    let inner = map
+        .entry("hookSpecificOutput")
+        .or_insert_with(|| serde_json::json!({ "hookEventName": kind.name() }));
+    let Some(inner) = inner.as_object_mut() else {
+        return;
+    };
+    let joined = match inner.get("additionalContext").and_then(Value::as_str) {
+        Some(prior) if !prior.is_empty() => format!("{prior}\n\n{text}"),
+        _ => text.to_owned(),
+    };
+    inner.insert("additionalContext".into(), joined.into());
 }
 
 /// The tool events a waiting notice rides on.
@@ -560,22 +590,28 @@ fn with_pending_notice(evt: &Event, verdict: Verdict, epoch: Option<u64>) -> Ver
 
 /// Adds `notice` to the envelope's `systemMessage` the first time this session sees `key` in
 /// `scope`: stderr alone is hidden by Claude Code. Raw text and exit-2 feedback have nowhere to
-/// carry a notice, so a later event will.
-fn announce_once(evt: &Event, out: &mut Option<Output>, key: &str, scope: &str, notice: String) {
+/// carry a notice, so a later event will. True when the notice was added.
+fn announce_once(
+    evt: &Event,
+    out: &mut Option<Output>,
+    key: &str,
+    scope: &str,
+    notice: String,
+) -> bool {
     // WorktreeCreate reads stdout as a path: JSON there would be taken for one.
     if matches!(out, Some(o) if !matches!(o, Output::Json(_)))
         || evt.kind() == EventKind::WorktreeCreate
     {
-        return;
+        return false;
     }
     if !evt.store().once(key, Some(scope)) {
-        return;
+        return false;
     }
     let mut map = match out.take() {
         Some(Output::Json(Value::Object(map))) => map,
         Some(other) => {
             *out = Some(other);
-            return;
+            return false;
         }
         None => serde_json::Map::new(),
     };
@@ -585,6 +621,7 @@ fn announce_once(evt: &Event, out: &mut Option<Output>, key: &str, scope: &str, 
     };
     map.insert("systemMessage".into(), joined.into());
     *out = Some(Output::Json(Value::Object(map)));
+    true
 }
 
 /// The ask answer for a call some hook could not check, carrying what the hooks that did answer

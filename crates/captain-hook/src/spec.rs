@@ -398,6 +398,11 @@ pub enum ConditionSpec {
     SkipPermissions(bool),
     /// The payload's permission mode is one of these.
     PermissionMode(OneOrMany<String>),
+    /// The model the event is about matches one of these globs (`to_model` on PreModelSwitch
+    /// and PostModelSwitch, `model` on SessionStart).
+    Model(OneOrMany<String>),
+    /// The payload's `source` is one of these (`command`, `picker`, `sdk`, `startup`, …).
+    Source(OneOrMany<String>),
     /// The call carries a `ccx:<key>[=<value>]` annotation.
     Annotated(AnnotatedSpec),
     /// Every command in the line is (or is not) a known read-only program.

@@ -72,6 +72,9 @@ typed! {
     WorktreeRemovePayload: WorktreeRemove;
     ElicitationPayload: Elicitation;
     ElicitationResultPayload: ElicitationResult;
+    PreModelSwitchPayload: PreModelSwitch;
+    PostModelSwitchPayload: PostModelSwitch;
+    PreSkillShellCommandPayload: PreSkillShellCommand;
     ResourcePressurePayload: ResourcePressure;
 }
 
@@ -146,6 +149,9 @@ mod tests {
         add::<WorktreeRemovePayload>(&mut seen);
         add::<ElicitationPayload>(&mut seen);
         add::<ElicitationResultPayload>(&mut seen);
+        add::<PreModelSwitchPayload>(&mut seen);
+        add::<PostModelSwitchPayload>(&mut seen);
+        add::<PreSkillShellCommandPayload>(&mut seen);
         add::<ResourcePressurePayload>(&mut seen);
         for kind in EventKind::ALL {
             assert_eq!(

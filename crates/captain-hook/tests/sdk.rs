@@ -583,6 +583,34 @@ fn a_project_with_a_broken_file_asks_on_guarded_events() {
             .contains("did not load"),
         "{v}"
     );
+    // A skill's shell command cannot wait for a prompt: unchecked, it does not run.
+    let v = run("PreSkillShellCommand", "ls");
+    assert_eq!(v["hookSpecificOutput"]["permissionDecision"], "deny", "{v}");
+    let why = v["hookSpecificOutput"]["permissionDecisionReason"]
+        .as_str()
+        .unwrap();
+    assert!(
+        why.contains("b.toml:3:") && why.contains("cannot wait"),
+        "{why}"
+    );
+    // In `claude -p` nobody sees a systemMessage: the session's start tells the agent too.
+    let eval = project.evaluate(
+        "SessionStart",
+        json!({"source": "startup"}).to_string().as_bytes(),
+        DispatchOptions::default(),
+    );
+    let v: Value = serde_json::from_str(&eval.stdout.expect("an answer")).unwrap();
+    assert_eq!(
+        v["hookSpecificOutput"]["hookEventName"], "SessionStart",
+        "{v}"
+    );
+    assert!(
+        v["hookSpecificOutput"]["additionalContext"]
+            .as_str()
+            .unwrap()
+            .contains("b.toml:3:"),
+        "{v}"
+    );
 }
 
 #[test]

@@ -95,6 +95,8 @@ pub fn compile_condition(spec: &ConditionSpec, field: &str) -> Result<Condition,
         ConditionSpec::FromSubagent(b) => Condition::FromSubagent(*b),
         ConditionSpec::SkipPermissions(b) => Condition::SkipPermissions(*b),
         ConditionSpec::PermissionMode(m) => Condition::PermissionMode(m.to_vec()),
+        ConditionSpec::Model(m) => Condition::Model(globs(&sub("model"), &m.to_vec())?),
+        ConditionSpec::Source(s) => Condition::Source(s.to_vec()),
         ConditionSpec::Annotated(a) => match a {
             AnnotatedSpec::Key(k) => Condition::Annotated {
                 key: k.clone(),

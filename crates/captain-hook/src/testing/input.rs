@@ -38,7 +38,8 @@ pub struct Input {
     pub agent_type: Option<String>,
     /// The subagent id.
     pub agent_id: Option<String>,
-    /// An Agent call's model.
+    /// An Agent call's model; the session's model on SessionStart; where the switch goes
+    /// (`to_model`) on PreModelSwitch and PostModelSwitch.
     pub model: Option<String>,
     /// The tool response (PostToolUse).
     pub output: Option<Value>,
@@ -369,12 +370,25 @@ pub fn build_payload(hook: &Hook, input: &Input, event: EventKind) -> Value {
     match event {
         EventKind::UserPromptSubmit => put("prompt", &input.prompt),
         EventKind::SessionStart => {
+            put("model", &input.model);
             p.insert(
                 "source".into(),
                 input
                     .source
                     .clone()
                     .unwrap_or_else(|| "startup".into())
+                    .into(),
+            );
+        }
+        // `model` is where the switch goes; `source` what asked for it.
+        EventKind::PreModelSwitch | EventKind::PostModelSwitch => {
+            put("to_model", &input.model);
+            p.insert(
+                "source".into(),
+                input
+                    .source
+                    .clone()
+                    .unwrap_or_else(|| "command".into())
                     .into(),
             );
         }
