@@ -1,10 +1,11 @@
 //! `cargo xtask bench`: the engine's in-process bench (when present), then the runtime: warm
-//! `hook run`, 64 concurrent clients, resident memory, cold start. Each figure is printed beside
-//! its ceiling measured in the same run: `/bin/true` for a warm event, 64 concurrent `/bin/true`
-//! fed the same stdin for the load (beside it, 64 of our client returning at once, the spawn's
-//! own latency tail, and the same events sent straight to the host, its and the worker's), the
-//! three binaries started with nothing to do for a cold start, reading the payload alone for the
-//! engine.
+//! `hook run`, the plugin's hook as Claude Code runs it (exec form, and the old `sh -c`), 64
+//! concurrent clients, resident memory, cold start. Each figure is printed beside its ceiling
+//! measured in the same run: `/bin/true` for a warm event, a static no-op spawned the same way
+//! for the exec form ([`exec`]), 64 concurrent `/bin/true` fed the same stdin for the load
+//! (beside it, 64 of our client returning at once, the spawn's own latency tail, and the same
+//! events sent straight to the host, its and the worker's), the three binaries started with
+//! nothing to do for a cold start, reading the payload alone for the engine.
 //!
 //! Timing spawns processes directly with stdin redirected from a file (no shell in between) and
 //! alternates each figure with its ceiling sample by sample (round by round for the load), so
@@ -26,6 +27,9 @@ use futures_util::stream::FuturesUnordered;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::sandbox::{self, Sandbox};
+
+#[path = "bench_exec.rs"]
+mod exec;
 
 pub(crate) const COMMAND: &str =
     "cd /work/app && git status --short | head -20 && cargo test -q -- --nocapture 2>&1 | tail -5";
@@ -57,8 +61,22 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
     if want("warm") {
         warm(&sandbox, &payload_path, samples)?;
     }
-    if want("plugin") {
-        plugin(&sandbox, &payload_path, samples)?;
+    // Installed once for both parts: a second install would stop "the old host" with the
+    // first install's `capt-hookd shutdown`, run outside the sandbox's environment.
+    let installed = if want("exec") || want("plugin") {
+        Some(sandbox.install_plugin()?)
+    } else {
+        None
+    };
+    if want("exec")
+        && let Some((installed, _)) = &installed
+    {
+        exec::run(&sandbox, installed, &payload_path, &expected, samples)?;
+    }
+    if want("plugin")
+        && let Some((installed, checkout)) = &installed
+    {
+        plugin(&sandbox, installed, checkout, &payload_path, samples)?;
     }
     if want("load") {
         load(&sandbox, &root, &payload, &expected, quick)?;
@@ -74,7 +92,7 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
 }
 
 /// The parts `--only` may name, in the order they run (RSS is printed with the load).
-const PARTS: [&str; 6] = ["engine", "warm", "plugin", "load", "cold", "rust"];
+const PARTS: [&str; 7] = ["engine", "warm", "exec", "plugin", "load", "cold", "rust"];
 
 /// `bench [--quick] [--only PART,...]`.
 #[derive(Debug, PartialEq)]
@@ -151,21 +169,27 @@ fn warm(sandbox: &Sandbox, payload_path: &Path, samples: usize) -> anyhow::Resul
     Ok(())
 }
 
-/// What Claude Code really runs, against `sh -c /bin/true`.
-fn plugin(sandbox: &Sandbox, payload_path: &Path, samples: usize) -> anyhow::Result<()> {
-    // What Claude Code really runs: `sh -c '"${CLAUDE_PLUGIN_ROOT}/bin/hook" run PreToolUse'`,
-    // with the installed plugin (bin/hook is the native client) and with the committed POSIX sh
-    // wrapper (a checkout without `cargo xtask install`), against `sh -c /bin/true`.
-    let (installed, checkout) = sandbox.install_plugin()?;
+/// The shell form Claude Code ran before hooks.json's exec form, against `sh -c /bin/true`.
+fn plugin(
+    sandbox: &Sandbox,
+    installed: &Path,
+    checkout: &Path,
+    payload_path: &Path,
+    samples: usize,
+) -> anyhow::Result<()> {
+    // `sh -c '"${CLAUDE_PLUGIN_ROOT}/bin/hook" run PreToolUse'`, with the installed plugin
+    // (bin/hook is the native client) and with the committed POSIX sh wrapper (a checkout
+    // without `cargo xtask install`: its `#!/bin/sh` runs a shell in either form), against
+    // `sh -c /bin/true`.
     let script = "\"${CLAUDE_PLUGIN_ROOT}/bin/hook\" run PreToolUse";
     let (mut native, mut wrapper, mut sh_true) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..samples {
         native.push(time(
-            sandbox.shell(script).env("CLAUDE_PLUGIN_ROOT", &installed),
+            sandbox.shell(script).env("CLAUDE_PLUGIN_ROOT", installed),
             payload_path,
         )?);
         wrapper.push(time(
-            sandbox.shell(script).env("CLAUDE_PLUGIN_ROOT", &checkout),
+            sandbox.shell(script).env("CLAUDE_PLUGIN_ROOT", checkout),
             payload_path,
         )?);
         sh_true.push(time(&mut sandbox.shell("/bin/true"), payload_path)?);
@@ -657,7 +681,26 @@ mod tests {
                 only: Some(vec!["load".into(), "cold".into()])
             }
         );
+        assert_eq!(
+            args(&["--only", "exec"]).unwrap(),
+            Args {
+                quick: false,
+                only: Some(vec!["exec".into()])
+            }
+        );
+        assert_eq!(
+            args(&["--quick", "--only", "warm,exec,plugin"])
+                .unwrap()
+                .only
+                .unwrap(),
+            ["warm", "exec", "plugin"]
+        );
         let err = |list: &[&str]| args(list).unwrap_err().to_string();
+        let exe = err(&["--only", "exe"]);
+        assert!(
+            exe.contains("\"exe\"") && exe.contains("warm, exec, plugin"),
+            "{exe}"
+        );
         assert!(
             err(&["--quik"]).contains("\"--quik\""),
             "{}",
