@@ -27,11 +27,33 @@ const PRINT_MARGIN: Duration = Duration::from_millis(50);
 /// Runs `hook` with its arguments (without the program name).
 pub fn main(args: &[String]) -> ExitCode {
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let event = match args.as_slice() {
+    let named = match args.as_slice() {
         // Async hooks run inside the worker after the foreground reply; nothing to do here.
         ["run", _, "--async"] => return ExitCode::SUCCESS,
-        ["run", event] if !event.is_empty() && !event.starts_with('-') => *event,
+        ["run", event] if !event.is_empty() && !event.starts_with('-') => Some(*event),
+        // Claude Code before 2.1.139 drops exec form's `args` and runs the bare command: the
+        // payload names its event.
+        [] => None,
         _ => return error("usage: hook run EVENT [--async]"),
+    };
+    let mut input = Vec::new();
+    let read = std::io::stdin()
+        .lock()
+        .take(MAX_EVENT_INPUT as u64 + 1)
+        .read_to_end(&mut input);
+    let parsed = payload::parse(&input);
+    let payload = match &parsed {
+        Ok(Some(v)) => v,
+        _ => &Value::Null,
+    };
+    let event = match named.or_else(|| payload.get("hook_event_name").and_then(Value::as_str)) {
+        Some(e) if !e.is_empty() => e,
+        _ => {
+            return error(
+                "usage: hook run EVENT [--async] (run without arguments, the payload must name \
+                 its event in hook_event_name)",
+            );
+        }
     };
     let guarded = is_guarded(event);
     // A guarded call is never refused over input we can still send: it gets an answer.
@@ -50,26 +72,16 @@ pub fn main(args: &[String]) -> ExitCode {
         }
         Err(e) => return error(&e.to_string()),
     };
-    let mut input = Vec::new();
-    if let Err(e) = std::io::stdin()
-        .lock()
-        .take(MAX_EVENT_INPUT as u64 + 1)
-        .read_to_end(&mut input)
-    {
+    if let Err(e) = read {
         return refuse(format!("reading stdin: {e}"));
     }
     if input.len() > MAX_EVENT_INPUT {
         return refuse(format!("event input exceeds {MAX_EVENT_INPUT} bytes"));
     }
-    let parsed = payload::parse(&input);
     // JSON's structure is ASCII: replacing stray bytes keeps every readable field readable.
     let payload_raw = match String::from_utf8(input) {
         Ok(s) => s,
         Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
-    };
-    let payload = match &parsed {
-        Ok(Some(v)) => v,
-        _ => &Value::Null,
     };
     let cwd = payload
         .get("cwd")
@@ -77,7 +89,7 @@ pub fn main(args: &[String]) -> ExitCode {
         .filter(|c| !c.is_empty())
         .map(str::to_owned);
     let Some(root) = crate::env::project_dir().or_else(|| cwd.clone()) else {
-        let why = match parsed {
+        let why = match &parsed {
             Err(e) => {
                 format!("the payload could not be read ({e}) and CLAUDE_PROJECT_DIR is unset")
             }

@@ -1,6 +1,7 @@
 """Answers an event when the captain-hook client is not installed (stdlib only, Python 3.8+).
 
-Usage: python3 -I no_client.py <Event>  (payload on stdin). Always exits 0 after printing:
+Usage: python3 -I no_client.py [<Event>]  (payload on stdin; without an event, the payload's
+hook_event_name names it). Always exits 0 after printing:
 * for a PreToolUse/PermissionRequest/PreSkillShellCommand that the session guard flags, or in a
   project with hook files (whose guards cannot run without the client): Claude Code's own
   permission prompt decides (`permissionDecision: "ask"`, the shape capt_hook_proto::failure
@@ -197,6 +198,9 @@ def main():
         payload = json.loads(raw.decode("utf-8", errors="replace"))
     except ValueError:
         payload = None
+    # Claude Code before 2.1.139 runs the plugin's bin/hook without its exec-form arguments.
+    if not event and isinstance(payload, dict) and isinstance(payload.get("hook_event_name"), str):
+        event = payload["hook_event_name"]
     first = first_event_of_session(payload)
     guarded = mandatory(event, payload)
     if event in EVENTS and (guarded or project_has_hooks(payload)):

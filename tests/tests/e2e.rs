@@ -95,6 +95,33 @@ fn capt_hook_core_names() -> Vec<String> {
         .collect()
 }
 
+/// Claude Code before 2.1.139 drops exec form's `args` and runs the plugin's `bin/hook` bare:
+/// the client then takes the event from the payload, so the guard still holds; with neither
+/// an argument nor `hook_event_name` it says how to call it (exit 1, never 2).
+#[test]
+fn a_bare_client_reads_the_event_from_the_payload() {
+    use std::io::Write;
+    let env = Env::new();
+    let root = env.project("p", HOOKS);
+    let bare = |payload: &[u8]| {
+        let mut child = env
+            .cmd("hook")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        child.stdin.take().unwrap().write_all(payload).unwrap();
+        child.wait_with_output().unwrap()
+    };
+    let out = bare(&bash(&root, "git stash pop"));
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(decision(&json_out(&out)), Some("deny"));
+    let out = bare(br#"{"session_id": "e2e", "cwd": "/"}"#);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("hook_event_name"), "{}", stderr(&out));
+}
+
 #[test]
 fn first_event_starts_the_host_and_later_ones_reuse_it() {
     let env = Env::new();

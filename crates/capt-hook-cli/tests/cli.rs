@@ -909,23 +909,71 @@ event_tests! {
 /// the client itself, no shell), and asks Claude Code to block the guarded call when the client
 /// cannot answer at all (`onFailure`), on the guard events and PreModelSwitch (where Claude
 /// Code itself blocks on a timeout) only: elsewhere a broken client must not stop the session.
+/// `hooks/hooks.json` holds the events Claude Code 2.1.139 (the first with exec form) knows;
+/// each later one sits alone in a file that `plugin.json` lists, because a Claude Code that does
+/// not know an event refuses the whole file it is in (2.1.138 and 2.1.240 checked by hand).
 #[test]
 fn plugin_registers_every_event() {
     use capt_hook_core::EventKind;
-    let text = std::fs::read_to_string(workspace().join("plugin/hooks/hooks.json")).unwrap();
-    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
-    let hooks = v["hooks"].as_object().unwrap();
+    // Added after 2.1.139, per the changelog (MessageDisplay 2.1.152, DirectoryAdded 2.1.219)
+    // and the 2.1.332 bundle (the other three).
+    const LATER: &[&str] = &[
+        "MessageDisplay",
+        "DirectoryAdded",
+        "PreModelSwitch",
+        "PostModelSwitch",
+        "PreSkillShellCommand",
+    ];
+    let plugin = workspace().join("plugin");
+    let read = |rel: &str| -> serde_json::Value {
+        let text =
+            std::fs::read_to_string(plugin.join(rel)).unwrap_or_else(|e| panic!("{rel}: {e}"));
+        serde_json::from_str(&text).unwrap_or_else(|e| panic!("{rel}: {e}"))
+    };
+    let manifest = read(".claude-plugin/plugin.json");
+    let extra: Vec<&str> = manifest["hooks"]
+        .as_array()
+        .expect("plugin.json lists the later events' files")
+        .iter()
+        .map(|v| v.as_str().unwrap().trim_start_matches("./"))
+        .collect();
+    let mut registered: Vec<(String, serde_json::Value)> = Vec::new();
+    for file in std::iter::once("hooks/hooks.json").chain(extra.iter().copied()) {
+        let v = read(file);
+        let hooks = v["hooks"].as_object().unwrap_or_else(|| panic!("{file}"));
+        for (name, entries) in hooks {
+            let later = LATER.contains(&name.as_str());
+            if file == "hooks/hooks.json" {
+                assert!(
+                    !later,
+                    "{name} is newer than 2.1.139: it needs a file of its own"
+                );
+            } else {
+                assert_eq!(
+                    file,
+                    format!("hooks/{name}.json"),
+                    "one later event per file"
+                );
+                assert_eq!(hooks.len(), 1, "{file} holds one event");
+            }
+            registered.push((name.clone(), entries.clone()));
+        }
+    }
     for kind in EventKind::ALL {
         let name = kind.name();
+        let entries: Vec<&serde_json::Value> = registered
+            .iter()
+            .filter(|(n, _)| n == name)
+            .map(|(_, e)| e)
+            .collect();
         // ResourcePressure is our host's own; registering WorktreeCreate would replace Claude
         // Code's git worktree creation for every user of the plugin.
         if matches!(name, "ResourcePressure" | "WorktreeCreate") {
-            assert!(!hooks.contains_key(name), "{name} must not be registered");
+            assert!(entries.is_empty(), "{name} must not be registered");
             continue;
         }
-        let entries = hooks[name]
-            .as_array()
-            .unwrap_or_else(|| panic!("{name} is not registered"));
+        assert_eq!(entries.len(), 1, "{name} is registered once");
+        let entries = entries[0].as_array().unwrap();
         assert_eq!(entries.len(), 1, "{name}");
         let handlers = entries[0]["hooks"].as_array().unwrap();
         assert_eq!(handlers.len(), 1, "{name}");
@@ -943,7 +991,7 @@ fn plugin_registers_every_event() {
         // The plugin matches every tool and source: the hooks decide what applies.
         assert!(entries[0].get("matcher").is_none(), "{name}");
     }
-    assert_eq!(hooks.len(), EventKind::ALL.len() - 2);
+    assert_eq!(registered.len(), EventKind::ALL.len() - 2);
 }
 
 /// `check` warns about a blocking Stop hook that repeats on every continuation (it can loop),
