@@ -7,10 +7,10 @@
 //! what a sequential run would give.
 //!
 //! A hook that matched and then failed (its handler returned an error, panicked or missed the
-//! deadline) is a [`HookFailure`]. On an event that decides a tool call (PreToolUse,
-//! PermissionRequest) a failure never lets another hook's approval through: the call is left to
-//! the user ([`Verdict::Unchecked`]), and a failed `mandatory` hook denies it outright, since its
-//! author said the call must never pass without it.
+//! deadline) is a [`HookFailure`]. On a guard event (PreToolUse, PermissionRequest,
+//! PreSkillShellCommand) a failure never lets another hook's approval through: the call is left
+//! to the user ([`Verdict::Unchecked`]), and a failed `mandatory` hook denies it outright, since
+//! its author said the call must never pass without it.
 
 use std::path::Path;
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender, TrySendError};

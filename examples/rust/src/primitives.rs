@@ -1,6 +1,6 @@
 //! "Primitives": each primitive's example, in Rust. The LLM-judged primitives (`llm_gate`,
-//! `llm_nudge`, `llm_approve`, `prompt_check`, `Confirm`, `Tickets`) have no form in this port;
-//! `README.md` says so next to each of them.
+//! `llm_nudge`, `llm_approve`, `prompt_check`, `Confirm`) are in `llm.rs`; `README.md` says where
+//! `Tickets` lives.
 
 use captain_hook::code::{
     self, CodePattern, Lang, LangPattern, LintCheck, LintOptions, ParsedCode, StyleRule, Violation,
