@@ -7,6 +7,8 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
+mod cases;
+
 fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_capt-hook")
 }
