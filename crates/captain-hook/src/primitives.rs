@@ -653,15 +653,11 @@ impl HookDef {
                 ),
             ));
         }
-        if self.mandatory {
-            if events.iter().any(|e| !e.is_guard()) || self.is_async {
-                return Err(DefError::new(
-                    "mandatory",
-                    format!(
-                        "only synchronous hooks on guard events ({GUARD_EVENTS}) can be mandatory"
-                    ),
-                ));
-            }
+        if self.mandatory && (events.iter().any(|e| !e.is_guard()) || self.is_async) {
+            return Err(DefError::new(
+                "mandatory",
+                format!("only synchronous hooks on guard events ({GUARD_EVENTS}) can be mandatory"),
+            ));
         }
         if let Some(i) = never_matches(&self.only_if, events) {
             return Err(DefError::new(
