@@ -1,9 +1,11 @@
-//! `cargo xtask dist | install | demo | bench | e2e-claude`: release builds, a user install, a
-//! live demo against a throwaway host, the runtime benchmarks, and the real-client suite.
+//! `cargo xtask dist | install | demo | bench | e2e-claude | cc-surface`: release builds, a user
+//! install, a live demo against a throwaway host, the runtime benchmarks, the real-client suite,
+//! and the pinned Claude Code's hook events against our table.
 
 mod app;
 mod bench;
 mod bench_rust;
+mod cc_surface;
 mod e2e;
 mod sandbox;
 
@@ -24,9 +26,10 @@ fn main() -> ExitCode {
         Some("demo") => demo(),
         Some("bench") => bench::run(&args[1..]),
         Some("e2e-claude") => e2e::run(&args[1..]),
+        Some("cc-surface") => cc_surface::run(&args[1..]),
         _ => {
             eprintln!(
-                "usage: cargo xtask dist | install [--service] | app [--bins DIR] [--out DIR] | demo | bench [--quick] [--only PARTS] | e2e-claude [--only NAME]"
+                "usage: cargo xtask dist | install [--service] | app [--bins DIR] [--out DIR] | demo | bench [--quick] [--only PARTS] | e2e-claude [--only NAME] | cc-surface [--binary PATH]"
             );
             return ExitCode::from(1);
         }

@@ -33,23 +33,39 @@ impl Mode {
     }
 }
 
+/// The plugin a case runs with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Plugin {
+    /// The plugin as `cargo xtask install` installed it.
+    Installed,
+    /// A copy of it whose `bin/hook` is gone: every hook fails to start.
+    WithoutClient,
+}
+
 /// One end-to-end case.
 pub struct Case {
     /// Stable name, used by `--only` and for the log directory.
     pub name: &'static str,
     /// What it shows, printed beside PASS/FAIL.
     pub about: &'static str,
-    /// The project's `.claude/hooks/e2e.toml`.
+    /// The project's `.claude/hooks/e2e.toml`; "" for a project without `.claude/hooks` (only
+    /// the builtin packs run).
     pub hooks: &'static str,
     /// More project files (relative path, text).
     pub files: &'static [(&'static str, &'static str)],
+    /// A shell script run in the project (the sandbox's HOME) after its files are written and
+    /// before Claude Code starts, or "".
+    pub setup: &'static str,
     /// Claude Code settings for the run (`--settings`), or "": project settings are not read
     /// from a workspace nobody trusted, and `-p` never asks.
     pub settings: &'static str,
     /// More Claude Code arguments.
     pub args: &'static [&'static str],
+    /// Which plugin Claude Code loads.
+    pub plugin: Plugin,
     /// The user's prompts: one is given with `-p`; more are fed as stream-json input, in order,
-    /// where an entry starting with `{` is a raw stream-json line (an SDK control request).
+    /// where an entry starting with `{` is a raw stream-json line (an SDK control request), sent
+    /// once every prompt before it has its result.
     pub prompts: &'static [&'static str],
     /// Claude Code's permission mode.
     pub mode: Mode,
@@ -124,6 +140,130 @@ const SWITCH_ON_CWD_CHANGED: &str =
 /// A settings hook that does nothing on FileChanged but makes Claude Code watch `watched.lock`.
 const SEED_WATCHED_LOCK: &str = r#"{"hooks": {"FileChanged": [{"matcher": "watched.lock", "hooks": [{"type": "command", "command": "true"}]}]}}"#;
 
+/// A slash command whose shell lines Claude Code runs when it expands: one that proves shell
+/// lines run here (its output, `E2E-SKILL42`, is not in the file), then `git stash`.
+const STASHIT: &str = "---\ndescription: Put the work in progress aside\n\
+                       allowed-tools: Bash(echo:*), Bash(git stash:*)\n---\n\
+                       Shell check: !`echo E2E-SKILL$((40+2))`\n\n!`git stash`\n\n\
+                       Say whether the work was put aside.\n";
+/// A git repository whose tracked `notes.txt` is modified (what `git stash` would take away).
+const MODIFIED_REPO: &str = "git init -q && git add notes.txt && \
+                             git -c user.email=e2e@example.com -c user.name=e2e commit -qm init && \
+                             echo v2 > notes.txt";
+
+/// `notes.txt` is still modified and the stash is empty: `git stash` never ran.
+fn not_stashed(o: &Outcome) -> Result<(), String> {
+    let status = git(o, &["status", "--porcelain", "--", "notes.txt"])?;
+    ensure(
+        status.trim() == "M notes.txt",
+        format!("notes.txt is no longer modified (git status: {status:?}): git stash ran"),
+    )?;
+    let stashes = git(o, &["stash", "list"])?;
+    ensure(
+        stashes.trim().is_empty(),
+        format!("the stash is not empty: {stashes:?}"),
+    )
+}
+
+/// `git <args>` in the project; its stdout.
+fn git(o: &Outcome, args: &[&str]) -> Result<String, String> {
+    let out = std::process::Command::new("git")
+        .args(args)
+        .current_dir(&o.project)
+        .output()
+        .map_err(|e| format!("running git {}: {e}", args.join(" ")))?;
+    ensure(
+        out.status.success(),
+        format!(
+            "git {} failed: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr)
+        ),
+    )?;
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// Claude Code 2.1.332's words for a guard hook that failed under `onFailure: "block"`.
+const ON_FAILURE_BLOCKS: &str = "blocking because onFailure is \"block\"";
+
+/// Claude Code refused a command's shell line `command` for `reason` (a part of it): the
+/// model read `[not run: blocked by hook: …]` in the line's place in the first request, and the
+/// user was shown `Not run in /<name>: <command> (blocked by hook: …)`.
+fn refused_line(o: &Outcome, command: &str, reason: &str) -> Result<(), String> {
+    let first = o.turns().first().map(|b| (*b).clone()).unwrap_or_default();
+    let slot = first["messages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|m| m["content"].as_array().into_iter().flatten())
+        .filter_map(|b| b["text"].as_str())
+        .find_map(|t| {
+            t.split_once("[not run: blocked by hook: ")
+                .map(|(_, rest)| rest)
+        })
+        .ok_or("the model was not sent `[not run: blocked by hook: …]` for the refused line")?;
+    ensure(
+        slot.contains(reason),
+        format!("the model read the refusal without {reason:?}: {slot:.300}"),
+    )?;
+    let shown: Vec<&str> = o
+        .stream
+        .iter()
+        .filter(|v| v["subtype"] == "informational" && v["tag"] == "skill_shell_hook")
+        .filter_map(|v| v["content"].as_str())
+        .collect();
+    ensure(
+        shown.iter().any(|n| {
+            n.starts_with("Not run in /")
+                && n.contains(&format!(": {command} (blocked by hook: "))
+                && n.contains(reason)
+        }),
+        format!("the user was not shown that {command:?} did not run, with {reason:?}: {shown:?}"),
+    )
+}
+
+/// The answer to the control request `id`: `Ok(response)` on success, `Err((code, error))`
+/// when refused; `None` when none came.
+fn control_answer(o: &Outcome, id: &str) -> Option<Result<serde_json::Value, (String, String)>> {
+    let r = o
+        .stream
+        .iter()
+        .find(|v| v["type"] == "control_response" && v["response"]["request_id"] == id)?;
+    let r = &r["response"];
+    Some(if r["subtype"] == "success" {
+        Ok(r["response"].clone())
+    } else {
+        Err((
+            r["error_code"].as_str().unwrap_or("").to_owned(),
+            r["error"].as_str().unwrap_or("").to_owned(),
+        ))
+    })
+}
+
+/// The `model` of each agent-loop request.
+fn models(o: &Outcome) -> Vec<String> {
+    o.turns()
+        .iter()
+        .map(|b| b["model"].as_str().unwrap_or("").to_owned())
+        .collect()
+}
+
+/// An SDK client switches to haiku between two turns.
+const SWITCH_TO_HAIKU: &[&str] = &[
+    "Hello.",
+    r#"{"type": "control_request", "request_id": "e2e-model", "request": {"subtype": "set_model", "model": "haiku"}}"#,
+    "Hello again.",
+];
+
+/// The shell lines of the expanded command ran at all: the check line's output reached the
+/// model in the first request.
+fn shell_lines_ran(o: &Outcome) -> Result<(), String> {
+    ensure(
+        o.first_sent("E2E-SKILL42") == Some(1),
+        "the command's shell check line did not run (E2E-SKILL42 never reached the model)",
+    )
+}
+
 /// All the cases, in the order they run.
 pub fn all() -> Vec<Case> {
     vec![
@@ -132,8 +272,10 @@ pub fn all() -> Vec<Case> {
             about: "PreToolUse block: error tool_result with our reason; the command never ran",
             hooks: "[[hook]]\nkind = \"block_command\"\nargv = [\"touch\"]\nreason = \"E2E-DENY no new files\"\n",
             files: &[],
+            setup: "",
             settings: "",
             args: &[],
+            plugin: Plugin::Installed,
             prompts: &["Create denied.txt."],
             mode: Mode::Bypass,
             script: vec![bash("touch denied.txt")],
@@ -155,8 +297,10 @@ pub fn all() -> Vec<Case> {
             about: "PreToolUse on two calls in one reply: one denied, the other runs",
             hooks: "[[hook]]\nkind = \"block_command\"\nargv = [\"rm\"]\nreason = \"E2E-NORM deleting is not allowed\"\n",
             files: &[("victim.txt", "keep me\n")],
+            setup: "",
             settings: "",
             args: &[],
+            plugin: Plugin::Installed,
             prompts: &["Make a file and delete another."],
             mode: Mode::Bypass,
             script: vec![Reply::Blocks(vec![
@@ -189,8 +333,10 @@ pub fn all() -> Vec<Case> {
             about: "PreToolUse block inside a subagent: its next request carries our reason",
             hooks: "[[hook]]\nkind = \"block_command\"\nargv = [\"touch\"]\nreason = \"E2E-SUBDENY helpers may not create files\"\n",
             files: &[],
+            setup: "",
             settings: "",
             args: &[],
+            plugin: Plugin::Installed,
             prompts: &["Ask a helper to create a file."],
             mode: Mode::Bypass,
             script: vec![
@@ -221,8 +367,10 @@ pub fn all() -> Vec<Case> {
             about: "PreToolUse warn: context reaches the model; the call still needs permission",
             hooks: "[[hook]]\nkind = \"warn_command\"\nargv = [\"touch\"]\nevents = \"PreToolUse\"\nmessage = \"E2E-WARN mind the timestamps\"\n",
             files: &[],
+            setup: "",
             settings: "",
             args: &[],
+            plugin: Plugin::Installed,
             prompts: &["Create warned.txt."],
             mode: Mode::Default,
             script: vec![bash("touch warned.txt")],
@@ -247,8 +395,10 @@ pub fn all() -> Vec<Case> {
             about: "PreToolUse warn with approve = true: context, and the call runs",
             hooks: "[[hook]]\nkind = \"warn_command\"\nargv = [\"touch\"]\nevents = \"PreToolUse\"\napprove = true\nmessage = \"E2E-APPROVEWARN approved with a note\"\n",
             files: &[],
+            setup: "",
             settings: "",
             args: &[],
+            plugin: Plugin::Installed,
             prompts: &["Create approved.txt."],
             mode: Mode::Default,
             script: vec![bash("touch approved.txt")],
@@ -265,8 +415,10 @@ pub fn all() -> Vec<Case> {
             about: "PreToolUse rewrite: the rewritten command is what ran",
             hooks: "[[hook]]\nkind = \"rewrite_command\"\npattern = \"original\\\\.txt\"\nreplace = \"rewritten.txt\"\nnote = \"E2E-REWRITE renamed the file\"\n",
             files: &[],
+            setup: "",
             settings: "",
             args: &[],
+            plugin: Plugin::Installed,
             prompts: &["Create original.txt."],
             mode: Mode::Default,
             script: vec![bash("touch original.txt")],
@@ -287,8 +439,10 @@ pub fn all() -> Vec<Case> {
             about: "PreToolUse no verdict (ask): Claude Code's own permission rules decide",
             hooks: "[[hook]]\nkind = \"block_command\"\nargv = [\"rm\"]\nreason = \"E2E-UNUSED not this one\"\n",
             files: &[],
+            setup: "",
             settings: "{\"permissions\": {\"allow\": [\"Bash(touch allowed.txt)\"]}}",
             args: &[],
+            plugin: Plugin::Installed,
             prompts: &["Create allowed.txt and other.txt."],
             mode: Mode::Default,
             script: vec![bash("touch allowed.txt"), bash("touch other.txt")],
@@ -312,8 +466,10 @@ pub fn all() -> Vec<Case> {
             about: "PermissionRequest allow: the prompt is answered yes, the call runs",
             hooks: "[[hook]]\nkind = \"approve\"\nlabel = \"e2e lets touch through\"\nevents = \"PermissionRequest\"\nonly_if = [{ runs = [\"touch\"] }]\n",
             files: &[],
+            setup: "",
             settings: "",
             args: &[],
+            plugin: Plugin::Installed,
             prompts: &["Create permitted.txt."],
             mode: Mode::Default,
             script: vec![bash("touch permitted.txt")],
@@ -327,8 +483,10 @@ pub fn all() -> Vec<Case> {
             about: "PermissionRequest deny: error tool_result with our reason; nothing ran",
             hooks: "[[hook]]\nkind = \"deny\"\nreason = \"E2E-PRDENY not today\"\nevents = \"PermissionRequest\"\n",
             files: &[],
+            setup: "",
             settings: "",
             args: &[],
+            plugin: Plugin::Installed,
             prompts: &["Create refused.txt."],
             mode: Mode::Default,
             script: vec![bash("touch refused.txt")],
@@ -347,8 +505,10 @@ pub fn all() -> Vec<Case> {
             about: "PostToolUse block (lint): the reason reaches the model with the result",
             hooks: "[[hook]]\nkind = \"lint\"\nregex = \"FIXME\"\nmessage = \"E2E-LINT fix these first: {violations}\"\nblock = true\n",
             files: &[],
+            setup: "",
             settings: "",
             args: &[],
+            plugin: Plugin::Installed,
             prompts: &["Write app.py."],
             mode: Mode::AcceptEdits,
             script: vec![call(
@@ -370,8 +530,10 @@ pub fn all() -> Vec<Case> {
             about: "PostToolUse warn: the context reaches the model with the result",
             hooks: "[[hook]]\nkind = \"warn_command\"\nargv = [\"echo\"]\nmessage = \"E2E-POSTWARN echo is noisy\"\n",
             files: &[],
+            setup: "",
             settings: "",
             args: &[],
+            plugin: Plugin::Installed,
             prompts: &["Say hello in the shell."],
             mode: Mode::Bypass,
             script: vec![bash("echo hello")],
@@ -389,8 +551,10 @@ pub fn all() -> Vec<Case> {
             about: "PostToolUseFailure warn: context reaches the model with the error",
             hooks: "[[hook]]\nkind = \"hook\"\nevents = \"PostToolUseFailure\"\nmessage = \"E2E-FAILCTX the build is flaky\"\n",
             files: &[],
+            setup: "",
             settings: "",
             args: &[],
+            plugin: Plugin::Installed,
             prompts: &["Run the failing step."],
             mode: Mode::Bypass,
             script: vec![bash("echo failing >&2; exit 3")],
@@ -408,8 +572,10 @@ pub fn all() -> Vec<Case> {
             about: "UserPromptSubmit block: the prompt never reaches the model; the user sees why",
             hooks: "[[hook]]\nkind = \"hook\"\nevents = \"UserPromptSubmit\"\nblock = true\nmessage = \"E2E-PROMPTBLOCK prompts with keys are refused\"\n",
             files: &[],
+            setup: "",
             settings: "",
             args: &[],
+            plugin: Plugin::Installed,
             prompts: &["Deploy with key sk-e2e-SECRET-4242."],
             mode: Mode::Default,
             script: vec![say("I should never be asked.")],
@@ -438,8 +604,10 @@ pub fn all() -> Vec<Case> {
             about: "UserPromptSubmit warn: context arrives with the prompt",
             hooks: "[[hook]]\nkind = \"hook\"\nevents = \"UserPromptSubmit\"\nmessage = \"E2E-PROMPTCTX the user prefers short answers\"\n",
             files: &[],
+            setup: "",
             settings: "",
             args: &[],
+            plugin: Plugin::Installed,
             prompts: &["Hello."],
             mode: Mode::Default,
             script: vec![say("Hi.")],
@@ -450,8 +618,10 @@ pub fn all() -> Vec<Case> {
             about: "SessionStart: context in the first request",
             hooks: "[[hook]]\nkind = \"hook\"\nevents = \"SessionStart\"\nmessage = \"E2E-SESSIONCTX this project uses jj\"\n",
             files: &[],
+            setup: "",
             settings: "",
             args: &[],
+            plugin: Plugin::Installed,
             prompts: &["Hello."],
             mode: Mode::Default,
             script: vec![say("Hi.")],
@@ -462,8 +632,10 @@ pub fn all() -> Vec<Case> {
             about: "Stop gate: blocks once per turn, the model sees why, then it may stop",
             hooks: "[[hook]]\nkind = \"gate\"\nmessage = \"E2E-GATE run the tests before stopping\"\n",
             files: &[],
+            setup: "",
             settings: "",
             args: &[],
+            plugin: Plugin::Installed,
             prompts: &["Finish up."],
             mode: Mode::Default,
             script: vec![say("All finished."), say("Tests ran; finished.")],
@@ -489,8 +661,10 @@ pub fn all() -> Vec<Case> {
             about: "Stop gate: once per turn means once again in the next turn",
             hooks: "[[hook]]\nkind = \"gate\"\nmessage = \"E2E-GATE2 run the tests before stopping\"\n",
             files: &[],
+            setup: "",
             settings: "",
             args: &[],
+            plugin: Plugin::Installed,
             prompts: &["First task.", "Second task."],
             mode: Mode::Default,
             script: vec![
@@ -523,8 +697,10 @@ pub fn all() -> Vec<Case> {
             about: "Stop block from a plain hook: given once, not again under stop_hook_active",
             hooks: "[[hook]]\nkind = \"hook\"\nevents = \"Stop\"\nblock = true\nmessage = \"E2E-STOPHOOK summarise before stopping\"\n",
             files: &[],
+            setup: "",
             settings: "",
             args: &[],
+            plugin: Plugin::Installed,
             prompts: &["Finish up."],
             mode: Mode::Default,
             script: vec![say("All finished."), say("Summary: done.")],
@@ -542,8 +718,10 @@ pub fn all() -> Vec<Case> {
             about: "SubagentStop block: the subagent goes on once, not again under stop_hook_active",
             hooks: "[[hook]]\nkind = \"hook\"\nevents = \"SubagentStop\"\nblock = true\nmessage = \"E2E-SUBSTOP list the files too\"\n",
             files: &[],
+            setup: "",
             settings: "",
             args: &[],
+            plugin: Plugin::Installed,
             prompts: &["Ask a helper to look around."],
             mode: Mode::Bypass,
             script: vec![
@@ -576,8 +754,10 @@ pub fn all() -> Vec<Case> {
             about: "PostToolBatch (new): context before the next model call",
             hooks: "[[hook]]\nkind = \"hook\"\nevents = \"PostToolBatch\"\nmessage = \"E2E-BATCH the batch is done\"\n",
             files: &[],
+            setup: "",
             settings: "",
             args: &[],
+            plugin: Plugin::Installed,
             prompts: &["Say hello in the shell."],
             mode: Mode::Bypass,
             script: vec![bash("echo hello")],
@@ -588,8 +768,10 @@ pub fn all() -> Vec<Case> {
             about: "PostToolBatch block (new): the loop stops before the next model call",
             hooks: "[[hook]]\nkind = \"hook\"\nevents = \"PostToolBatch\"\nblock = true\nmessage = \"E2E-BATCHSTOP stop after the shell\"\n",
             files: &[],
+            setup: "",
             settings: "",
             args: &[],
+            plugin: Plugin::Installed,
             prompts: &["Say hello in the shell."],
             mode: Mode::Bypass,
             script: vec![bash("echo hello > said.txt")],
@@ -609,8 +791,10 @@ pub fn all() -> Vec<Case> {
             // general-purpose is on the default planning-agent list, which `hook` skips.
             hooks: "[[hook]]\nkind = \"hook\"\nevents = \"SubagentStart\"\nskip_planning_agents = false\nmessage = \"E2E-SUBAGENT stay in the project\"\n",
             files: &[],
+            setup: "",
             settings: "",
             args: &[],
+            plugin: Plugin::Installed,
             prompts: &["Ask a helper to look around."],
             mode: Mode::Bypass,
             // In the foreground, so the subagent's turn comes before the main agent's next one.
@@ -636,8 +820,10 @@ pub fn all() -> Vec<Case> {
             about: "UserPromptExpansion (new): context beside the expanded command",
             hooks: "[[hook]]\nkind = \"hook\"\nevents = \"UserPromptExpansion\"\nmessage = \"E2E-EXPAND expanded by e2e\"\n",
             files: &[(".claude/commands/e2e-cmd.md", "Say the magic word.\n")],
+            setup: "",
             settings: "",
             args: &[],
+            plugin: Plugin::Installed,
             prompts: &["/e2e-cmd"],
             mode: Mode::Default,
             script: vec![say("Please.")],
@@ -654,8 +840,10 @@ pub fn all() -> Vec<Case> {
             about: "UserPromptExpansion block (new): the command does not expand or reach the model",
             hooks: "[[hook]]\nkind = \"hook\"\nevents = \"UserPromptExpansion\"\nblock = true\nmessage = \"E2E-NOEXPAND that command is retired\"\n",
             files: &[(".claude/commands/e2e-cmd.md", "Say the secret word.\n")],
+            setup: "",
             settings: "",
             args: &[],
+            plugin: Plugin::Installed,
             prompts: &["/e2e-cmd"],
             mode: Mode::Default,
             script: vec![say("I should never be asked.")],
@@ -679,8 +867,10 @@ pub fn all() -> Vec<Case> {
             // Edits inside the project pass auto mode unchecked; a download goes to the
             // classifier, which cannot run against the fake API, so auto mode denies it.
             files: &[],
+            setup: "",
             settings: "",
             args: &[],
+            plugin: Plugin::Installed,
             prompts: &["Fetch the page."],
             mode: Mode::Auto,
             script: vec![bash("curl -s http://127.0.0.1:9/ > fetched.txt")],
@@ -698,8 +888,10 @@ pub fn all() -> Vec<Case> {
             about: "PermissionDenied allow (new): Claude Code tells the model it may retry",
             hooks: "[[hook]]\nkind = \"approve\"\nlabel = \"e2e lets downloads be retried\"\nevents = \"PermissionDenied\"\n",
             files: &[],
+            setup: "",
             settings: "",
             args: &[],
+            plugin: Plugin::Installed,
             prompts: &["Fetch the page."],
             mode: Mode::Auto,
             script: vec![bash("curl -s http://127.0.0.1:9/ > fetched.txt")],
@@ -719,8 +911,10 @@ pub fn all() -> Vec<Case> {
             about: "StopFailure (new, API error): our hook runs and answers cleanly",
             hooks: "[[hook]]\nkind = \"hook\"\nevents = \"StopFailure\"\nmessage = \"E2E-STOPFAIL the API failed\"\n",
             files: &[],
+            setup: "",
             settings: "",
             args: &[],
+            plugin: Plugin::Installed,
             prompts: &["Hello."],
             mode: Mode::Default,
             // Claude Code answers a 400 by retrying without some beta features (five times in
@@ -733,8 +927,10 @@ pub fn all() -> Vec<Case> {
             about: "MessageDisplay (new): our hook runs; a display-only notice never reaches the model",
             hooks: "[[hook]]\nkind = \"hook\"\nevents = \"MessageDisplay\"\nmessage = \"E2E-DISPLAY shown to the user\"\n",
             files: &[],
+            setup: "",
             settings: "",
             args: &[],
+            plugin: Plugin::Installed,
             prompts: &["Hello."],
             mode: Mode::Default,
             script: vec![say("Hi."), say("Hi again.")],
@@ -751,8 +947,10 @@ pub fn all() -> Vec<Case> {
             about: "SessionEnd: our hook runs and answers cleanly when -p exits",
             hooks: "[[hook]]\nkind = \"hook\"\nevents = \"SessionEnd\"\nmessage = \"E2E-BYE session over\"\n",
             files: &[],
+            setup: "",
             settings: "",
             args: &[],
+            plugin: Plugin::Installed,
             prompts: &["Hello."],
             mode: Mode::Default,
             script: vec![say("Hi.")],
@@ -763,8 +961,10 @@ pub fn all() -> Vec<Case> {
             about: "Setup (new, -p --init): our hook runs and answers with context",
             hooks: "[[hook]]\nkind = \"hook\"\nevents = \"Setup\"\nmessage = \"E2E-SETUP dependencies are installed\"\n",
             files: &[],
+            setup: "",
             settings: "",
             args: &["--init"],
+            plugin: Plugin::Installed,
             prompts: &["Hello."],
             mode: Mode::Default,
             script: vec![say("Hi.")],
@@ -777,10 +977,12 @@ pub fn all() -> Vec<Case> {
             about: "CwdChanged (new, `cd` in Bash): our hook runs and answers cleanly",
             hooks: "[[hook]]\nkind = \"hook\"\nevents = \"CwdChanged\"\nmessage = \"E2E-CWD moved\"\n",
             files: &[("sub/keep.txt", "kept\n")],
+            setup: "",
             // Claude Code 2.1.332 fires CwdChanged (for plugins too) only when a settings file
             // registers a hook for it; a no-op one switches it on.
             settings: SWITCH_ON_CWD_CHANGED,
             args: &[],
+            plugin: Plugin::Installed,
             prompts: &["Go into sub."],
             mode: Mode::Bypass,
             script: vec![bash("cd sub && pwd")],
@@ -791,8 +993,10 @@ pub fn all() -> Vec<Case> {
             about: "ConfigChange block (new): Claude Code keeps the old settings",
             hooks: "[[hook]]\nkind = \"hook\"\nevents = \"ConfigChange\"\nblock = true\nmessage = \"E2E-CONFIG settings are frozen\"\n",
             files: &[(".claude/settings.local.json", "{}\n")],
+            setup: "",
             settings: "",
             args: &[],
+            plugin: Plugin::Installed,
             prompts: &["Change the local settings."],
             mode: Mode::Bypass,
             // Claude Code notices the write through a file watcher, within about two seconds;
@@ -814,10 +1018,12 @@ pub fn all() -> Vec<Case> {
             about: "FileChanged (new, a watched file rewritten): our file condition holds, we answer",
             hooks: "[[hook]]\nkind = \"hook\"\nevents = \"FileChanged\"\nmessage = \"E2E-WATCHED the lockfile moved\"\nonly_if = [{ file_path = \"**/watched.lock\" }]\n",
             files: &[("watched.lock", "v1\n")],
+            setup: "",
             // Claude Code starts its watcher only for files something names; a settings group
             // whose matcher names the file seeds the list (our plugin's group has no matcher).
             settings: SEED_WATCHED_LOCK,
             args: &[],
+            plugin: Plugin::Installed,
             prompts: &["Bump the lockfile."],
             mode: Mode::Bypass,
             script: vec![bash("echo v2 > watched.lock"), bash("sleep 3")],
@@ -828,9 +1034,11 @@ pub fn all() -> Vec<Case> {
             about: "TaskCreated block (new): the task is refused with our reason as the tool error",
             hooks: "[[hook]]\nkind = \"hook\"\nevents = \"TaskCreated\"\nblock = true\nmessage = \"E2E-TASK name the ticket in the subject\"\n",
             files: &[],
+            setup: "",
             // `-p` offers the task tools only with this switch, and only after a ToolSearch.
             settings: r#"{"env": {"CLAUDE_CODE_ENABLE_TODO_TOOLS": "1"}}"#,
             args: &[],
+            plugin: Plugin::Installed,
             prompts: &["Plan the work."],
             mode: Mode::Bypass,
             script: vec![
@@ -853,8 +1061,10 @@ pub fn all() -> Vec<Case> {
             about: "TaskCompleted block (new): the model hears why the task may not close",
             hooks: "[[hook]]\nkind = \"hook\"\nevents = \"TaskCompleted\"\nblock = true\nmessage = \"E2E-NOTDONE the tests are still red\"\n",
             files: &[],
+            setup: "",
             settings: r#"{"env": {"CLAUDE_CODE_ENABLE_TODO_TOOLS": "1"}}"#,
             args: &[],
+            plugin: Plugin::Installed,
             prompts: &["Do the work and tick it off."],
             mode: Mode::Bypass,
             script: vec![
@@ -882,8 +1092,10 @@ pub fn all() -> Vec<Case> {
             about: "DirectoryAdded (new, an SDK client adds a repo root): our hook runs and answers",
             hooks: "[[hook]]\nkind = \"hook\"\nevents = \"DirectoryAdded\"\nmessage = \"E2E-ADDED the vendored repo is read-only\"\n",
             files: &[("vendor/lib/README", "vendored\n")],
+            setup: "",
             settings: "",
             args: &[],
+            plugin: Plugin::Installed,
             // `/add-dir` "isn't available" in -p; an SDK client's register_repo_root is, for a
             // directory below the working directory.
             prompts: &[
@@ -900,8 +1112,10 @@ pub fn all() -> Vec<Case> {
             about: "PreCompact block: /compact is refused, no summary is requested",
             hooks: "[[hook]]\nkind = \"hook\"\nevents = \"PreCompact\"\nblock = true\nmessage = \"E2E-NOCOMPACT keep the history\"\n",
             files: &[],
+            setup: "",
             settings: "",
             args: &[],
+            plugin: Plugin::Installed,
             prompts: &["Hello.", "/compact"],
             mode: Mode::Default,
             script: vec![say("Hi."), say("<summary>A greeting.</summary>")],
@@ -925,8 +1139,10 @@ pub fn all() -> Vec<Case> {
             about: "PreCompact warn: our text joins the compaction instructions",
             hooks: "[[hook]]\nkind = \"hook\"\nevents = \"PreCompact\"\nmessage = \"E2E-KEEPNOTES keep the file names\"\n",
             files: &[],
+            setup: "",
             settings: "",
             args: &[],
+            plugin: Plugin::Installed,
             prompts: &["Hello.", "/compact"],
             mode: Mode::Default,
             script: vec![say("Hi."), say("<summary>A greeting.</summary>")],
@@ -940,8 +1156,10 @@ pub fn all() -> Vec<Case> {
             about: "PostCompact (new, /compact): our hook runs and answers cleanly",
             hooks: "[[hook]]\nkind = \"hook\"\nevents = \"PostCompact\"\nmessage = \"E2E-POSTCOMPACT history was summarised\"\n",
             files: &[],
+            setup: "",
             settings: "",
             args: &[],
+            plugin: Plugin::Installed,
             prompts: &["Hello.", "/compact"],
             mode: Mode::Default,
             script: vec![say("Hi."), say("<summary>A greeting.</summary>")],
@@ -959,8 +1177,10 @@ pub fn all() -> Vec<Case> {
             hooks: "[[hook]]\nkind = \"llm_gate\"\nprompt = \"E2E-JUDGEPROMPT Is the agent stopping early?\"\n\
                     message = \"E2E-LLMGATE {reasoning}\"\nbackend = \"claude\"\nagent = false\n",
             files: &[],
+            setup: "",
             settings: "",
             args: &[],
+            plugin: Plugin::Installed,
             prompts: &["Finish up."],
             mode: Mode::Default,
             // The main agent stops; the judge (a turn: the CLI offers it the StructuredOutput
@@ -1010,8 +1230,10 @@ pub fn all() -> Vec<Case> {
             hooks: "[[hook]]\nkind = \"llm_nudge\"\nprompt = \"E2E-DIFFPROMPT Is this diff risky?\"\n\
                     message = \"E2E-LLMNUDGE\"\nbackend = \"claude\"\nagent = false\ndiff = true\n",
             files: &[],
+            setup: "",
             settings: "",
             args: &[],
+            plugin: Plugin::Installed,
             prompts: &["Commit the project, then list it."],
             mode: Mode::Bypass,
             script: vec![
@@ -1038,6 +1260,221 @@ pub fn all() -> Vec<Case> {
                 )?;
                 let turns = o.turns().len();
                 ensure(turns == 3, format!("expected 3 model turns, got {turns}"))
+            },
+        },
+        Case {
+            name: "skill-shell-block",
+            about: "PreSkillShellCommand block (new): /stashit's !`git stash` does not run; model and user hear why",
+            hooks: "[[hook]]\nkind = \"block_command\"\nargv = [\"git\", \"stash\"]\nreason = \"E2E-NOSTASH git stash hides work\"\n",
+            files: &[
+                (".claude/commands/stashit.md", STASHIT),
+                ("notes.txt", "v1\n"),
+            ],
+            setup: MODIFIED_REPO,
+            settings: "",
+            args: &[],
+            plugin: Plugin::Installed,
+            prompts: &["/stashit"],
+            mode: Mode::Default,
+            // The model only answers: nothing but the command file could run git stash.
+            script: vec![say("The work was not put aside.")],
+            check: |o| {
+                not_stashed(o)?;
+                shell_lines_ran(o)?;
+                answered(o, "PreSkillShellCommand", "E2E-NOSTASH")?;
+                refused_line(o, "git stash", "E2E-NOSTASH")
+            },
+        },
+        Case {
+            name: "skill-shell-pack-guard",
+            about: "PreSkillShellCommand, no project hooks: the builtin stash guard stops /stashit",
+            hooks: "",
+            files: &[
+                (".claude/commands/stashit.md", STASHIT),
+                ("notes.txt", "v1\n"),
+            ],
+            setup: MODIFIED_REPO,
+            settings: "",
+            args: &[],
+            plugin: Plugin::Installed,
+            prompts: &["/stashit"],
+            mode: Mode::Default,
+            script: vec![say("The work was not put aside.")],
+            check: |o| {
+                not_stashed(o)?;
+                shell_lines_ran(o)?;
+                // The general pack's stash guard, word for word.
+                let guard = "git stash shares one stack with every session";
+                answered(o, "PreSkillShellCommand", guard)?;
+                refused_line(o, "git stash", guard)
+            },
+        },
+        Case {
+            name: "skill-shell-rewrite",
+            about: "PreSkillShellCommand rewrite (new): a skill's find is refused, naming the rg to run",
+            hooks: "[[hook]]\nkind = \"rewrite_command\"\npattern = '^find ~ -name (\\S+)$'\nreplace = 'rg --files ~ --glob \\1'\nnote = \"E2E-RGNOTE rg skips ignored trees\"\n",
+            files: &[(
+                ".claude/skills/findnotes/SKILL.md",
+                "---\nname: findnotes\ndescription: Find the notes file\n\
+                 allowed-tools: Bash(find:*)\n---\nThe notes: !`find ~ -name notes.md`\n\n\
+                 Open the first one.\n",
+            )],
+            // What the find would print, were it run.
+            setup: "mkdir -p \"$HOME/E2E-FOUND\" && touch \"$HOME/E2E-FOUND/notes.md\"",
+            // Claude Code's own check refuses a find outside the session's directories before
+            // any hook is asked.
+            settings: r#"{"permissions": {"additionalDirectories": ["~"]}}"#,
+            args: &[],
+            plugin: Plugin::Installed,
+            prompts: &["/findnotes"],
+            mode: Mode::Default,
+            script: vec![say("I will search with rg instead.")],
+            check: |o| {
+                let instead = "run this instead: rg --files ~ --glob notes.md";
+                answered(o, "PreSkillShellCommand", instead)?;
+                ensure(
+                    !o.ever_sent("E2E-FOUND"),
+                    "the find ran: its output reached the model",
+                )?;
+                refused_line(o, "find ~ -name notes.md", instead)?;
+                refused_line(o, "find ~ -name notes.md", "E2E-RGNOTE")
+            },
+        },
+        Case {
+            name: "model-switch-block",
+            about: "PreModelSwitch block (new): an SDK set_model is refused with our reason; the model stays",
+            hooks: "[[hook]]\nkind = \"hook\"\nevents = \"PreModelSwitch\"\nblock = true\nmessage = \"E2E-NOSWITCH stay on this model\"\n",
+            files: &[],
+            setup: "",
+            settings: "",
+            args: &[],
+            plugin: Plugin::Installed,
+            prompts: SWITCH_TO_HAIKU,
+            mode: Mode::Default,
+            script: vec![say("Hi."), say("Hi again.")],
+            check: |o| {
+                answered(o, "PreModelSwitch", "E2E-NOSWITCH")?;
+                match control_answer(o, "e2e-model") {
+                    Some(Err((code, error))) => ensure(
+                        code == "blocked_by_hook" && error.contains("E2E-NOSWITCH"),
+                        format!("set_model was refused otherwise: {code}: {error}"),
+                    )?,
+                    other => return Err(format!("set_model was not refused: {other:?}")),
+                }
+                let models = models(o);
+                ensure(
+                    models.len() == 2 && models[0] == models[1],
+                    format!("the turns after the refused switch ran on another model: {models:?}"),
+                )
+            },
+        },
+        Case {
+            name: "model-switch-post-context",
+            about: "PostModelSwitch (new): an SDK set_model switches; our context reaches the new model",
+            hooks: "[[hook]]\nkind = \"hook\"\nevents = \"PostModelSwitch\"\nmessage = \"E2E-SWITCHED mind the new model's limits\"\n",
+            files: &[],
+            setup: "",
+            settings: "",
+            args: &[],
+            plugin: Plugin::Installed,
+            prompts: SWITCH_TO_HAIKU,
+            mode: Mode::Default,
+            script: vec![say("Hi."), say("Hi again.")],
+            // model-switch-block's control: with no PreModelSwitch hook of ours the same request
+            // switches.
+            check: |o| {
+                let to = match control_answer(o, "e2e-model") {
+                    Some(Ok(answer)) => answer["model"].as_str().unwrap_or("").to_owned(),
+                    other => return Err(format!("set_model did not succeed: {other:?}")),
+                };
+                let models = models(o);
+                ensure(
+                    models.len() == 2 && models[0] != to && models[1] == to,
+                    format!("expected a turn on the old model, then one on {to}: {models:?}"),
+                )?;
+                first_at(o, "E2E-SWITCHED", 2)
+            },
+        },
+        Case {
+            name: "model-switch-command-block",
+            about: "PreModelSwitch block (new): `/model haiku` in -p is refused with our reason; the model stays",
+            hooks: "[[hook]]\nkind = \"hook\"\nevents = \"PreModelSwitch\"\nblock = true\nmessage = \"E2E-NOMODELCMD stay on this model\"\n",
+            files: &[],
+            setup: "",
+            settings: "",
+            args: &[],
+            plugin: Plugin::Installed,
+            // Without a hook, the same prompts switch (Claude Code answers "Set model to `Haiku
+            // …` for this session only" and the second turn runs on haiku).
+            prompts: &["Hello.", "/model haiku", "Hello again."],
+            mode: Mode::Default,
+            script: vec![say("Hi."), say("Hi again.")],
+            check: |o| {
+                answered(o, "PreModelSwitch", "E2E-NOMODELCMD")?;
+                let results: Vec<&str> = o
+                    .stream
+                    .iter()
+                    .filter(|v| v["type"] == "result")
+                    .filter_map(|v| v["result"].as_str())
+                    .collect();
+                ensure(
+                    results.iter().any(|r| r.contains("E2E-NOMODELCMD")),
+                    format!("the user was not shown why /model did nothing: {results:?}"),
+                )?;
+                let models = models(o);
+                ensure(
+                    models.len() == 2 && models[0] == models[1],
+                    format!("the turns after the refused switch ran on another model: {models:?}"),
+                )
+            },
+        },
+        Case {
+            name: "no-client-blocks-bash",
+            about: "onFailure block (new): the plugin's client is gone; Claude Code blocks the Bash call",
+            hooks: "",
+            files: &[],
+            setup: "",
+            settings: "",
+            args: &[],
+            plugin: Plugin::WithoutClient,
+            prompts: &["Create ran.txt."],
+            // Bypass: no permission rule stands in the way, only the hook that cannot start.
+            mode: Mode::Bypass,
+            script: vec![bash("touch ran.txt")],
+            check: |o| {
+                ensure(
+                    !o.exists("ran.txt"),
+                    "the call ran although its guard could not start (ran.txt exists)",
+                )?;
+                let (text, is_error) = result_of(o, 1)?;
+                ensure(
+                    is_error && text.contains(ON_FAILURE_BLOCKS),
+                    format!("the call was not refused for the failed guard: {text}"),
+                )
+            },
+        },
+        Case {
+            name: "no-client-blocks-skill-shell",
+            about: "onFailure block (new): the plugin's client is gone; a command's shell line does not run",
+            hooks: "",
+            files: &[(
+                ".claude/commands/mark.md",
+                "---\ndescription: Leave a mark\nallowed-tools: Bash(touch:*)\n---\n\
+                 !`touch marked.txt`\n\nSay done.\n",
+            )],
+            setup: "",
+            settings: "",
+            args: &[],
+            plugin: Plugin::WithoutClient,
+            prompts: &["/mark"],
+            mode: Mode::Bypass,
+            script: vec![say("Done.")],
+            check: |o| {
+                ensure(
+                    !o.exists("marked.txt"),
+                    "the shell line ran although its guard could not start (marked.txt exists)",
+                )?;
+                refused_line(o, "touch marked.txt", ON_FAILURE_BLOCKS)
             },
         },
     ]

@@ -9,7 +9,7 @@
 
 mod api;
 mod cases;
-mod claude;
+pub(crate) mod claude;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -117,7 +117,10 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
                 "e2e-claude: running in a network namespace with only loopback (unshare {})",
                 flags.join(" ")
             );
-            let exe = std::env::current_exe().context("locating the xtask binary")?;
+            // A copy of this very binary: a build during the long setup above may have replaced
+            // (deleted) the file it started from; /proc/self/exe still reads it.
+            let exe = sandbox.dir.join("xtask");
+            std::fs::copy("/proc/self/exe", &exe).context("copying the xtask binary")?;
             // `ip` brings the namespace's loopback up, then the same binary runs the cases.
             let status = Command::new("unshare")
                 .args(flags)
@@ -191,6 +194,24 @@ fn run_cases(setup: &Setup) -> anyhow::Result<()> {
     let sandbox = Sandbox::attach(&setup.sandbox, &crate::installed_bin_dir(&home));
     let cases = selected(&setup.only)?;
     let mut failed = Vec::new();
+    let started = Instant::now();
+    // Before any case: a plugin Claude Code refuses to load would fail them all, less clearly.
+    match validate_plugin(setup, &home) {
+        Ok(summary) => println!(
+            "PASS  {VALIDATE:<34} {:5.1} s  {summary}",
+            started.elapsed().as_secs_f64()
+        ),
+        Err(detail) => {
+            println!(
+                "FAIL  {VALIDATE:<34} {:5.1} s  claude plugin validate on the installed plugin",
+                started.elapsed().as_secs_f64()
+            );
+            for line in detail.lines() {
+                println!("        {line}");
+            }
+            failed.push(VALIDATE);
+        }
+    }
     for case in &cases {
         let started = Instant::now();
         let mut unserved = Vec::new();
@@ -222,6 +243,76 @@ fn run_cases(setup: &Setup) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The name the plugin check is reported under, beside the cases.
+const VALIDATE: &str = "plugin-validate";
+
+/// `claude plugin validate --json` on the installed plugin, with the pinned Claude Code: an
+/// error in its manifest or `hooks/hooks.json` (Claude Code refuses a whole plugin whose
+/// guard-event entry it cannot load) fails. The summary counts what it provides and warns of.
+fn validate_plugin(setup: &Setup, home: &Path) -> Result<String, String> {
+    let out = Command::new(&setup.claude)
+        .args(["plugin", "validate", "--json"])
+        .arg(&setup.plugin)
+        .env_clear()
+        .env(
+            "PATH",
+            std::env::var_os("PATH").unwrap_or_else(|| "/usr/bin:/bin".into()),
+        )
+        .env("LANG", "C.UTF-8")
+        .env("HOME", home)
+        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+        .env("DISABLE_AUTOUPDATER", "1")
+        .env("DISABLE_TELEMETRY", "1")
+        .env("DISABLE_ERROR_REPORTING", "1")
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| format!("running {}: {e}", setup.claude.display()))?;
+    let report: Value = serde_json::from_slice(&out.stdout).map_err(|e| {
+        format!(
+            "claude plugin validate ({}) printed no JSON report ({e}):\n{}{}",
+            out.status,
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })?;
+    validation_verdict(&report, out.status.success())
+}
+
+/// The verdict on a `claude plugin validate --json` report: every error of the manifest and of
+/// each file it read, or a one-line summary.
+fn validation_verdict(report: &Value, exited_ok: bool) -> Result<String, String> {
+    let files: Vec<&Value> = std::iter::once(&report["manifest"])
+        .chain(report["contents"].as_array().into_iter().flatten())
+        .collect();
+    let mut errors = Vec::new();
+    let mut warnings = 0;
+    for file in &files {
+        let name = file["file"].as_str().unwrap_or("?");
+        for e in file["errors"].as_array().into_iter().flatten() {
+            errors.push(format!(
+                "{name}: {}: {}",
+                e["path"].as_str().unwrap_or(""),
+                e["message"].as_str().unwrap_or("")
+            ));
+        }
+        warnings += file["warnings"].as_array().map_or(0, Vec::len);
+    }
+    if report["success"] != true || !exited_ok || !errors.is_empty() {
+        if errors.is_empty() {
+            errors.push(format!(
+                "validation failed without naming an error (success: {}, exit {})",
+                report["success"],
+                if exited_ok { "0" } else { "non-zero" }
+            ));
+        }
+        return Err(errors.join("\n"));
+    }
+    let hooks = report["provides"]["hooks"].as_array().map_or(0, Vec::len);
+    Ok(format!(
+        "claude plugin validate: the installed plugin loads ({hooks} hooks, {warnings} warnings)"
+    ))
+}
+
 /// One case: project, fake API, one Claude Code run, the case's checks. The error is the
 /// detail to print (what was expected, what our plugin answered); requests the fake did not
 /// serve are added to `unserved` either way.
@@ -231,9 +322,15 @@ fn run_case(
     case: &cases::Case,
     unserved: &mut Vec<String>,
 ) -> Result<(), String> {
-    let project = sandbox
-        .project(case.name, &[("e2e.toml", case.hooks)])
-        .map_err(|e| format!("creating the project: {e:#}"))?;
+    let project = if case.hooks.is_empty() {
+        let root = sandbox.dir.join("projects").join(case.name);
+        std::fs::create_dir_all(&root)
+            .map(|()| root)
+            .map_err(anyhow::Error::from)
+    } else {
+        sandbox.project(case.name, &[("e2e.toml", case.hooks)])
+    }
+    .map_err(|e| format!("creating the project: {e:#}"))?;
     for (rel, text) in case.files {
         let path = project.join(rel);
         if let Some(dir) = path.parent() {
@@ -241,6 +338,21 @@ fn run_case(
         }
         std::fs::write(&path, text.replace("{P}", &project.display().to_string()))
             .map_err(|e| format!("{}: {e}", path.display()))?;
+    }
+    if !case.setup.is_empty() {
+        let out = sandbox
+            .shell(case.setup)
+            .current_dir(&project)
+            .output()
+            .map_err(|e| format!("running the case's setup: {e}"))?;
+        if !out.status.success() {
+            return Err(format!(
+                "the case's setup failed ({}):\n{}{}",
+                out.status,
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            ));
+        }
     }
     // A hook file that does not load would make every "nothing reached the model" check pass.
     let loaded = sandbox
@@ -265,7 +377,16 @@ fn run_case(
     let api = FakeApi::start(script).map_err(|e| format!("starting the fake API: {e}"))?;
     let logs = setup.logs.join(case.name);
     std::fs::create_dir_all(&logs).map_err(|e| format!("{}: {e}", logs.display()))?;
-    let run = run_claude(setup, sandbox, case, &project, &api.base_url(), &logs);
+    let plugin = plugin_for(setup, sandbox, case)?;
+    let run = run_claude(
+        setup,
+        sandbox,
+        case,
+        &plugin,
+        &project,
+        &api.base_url(),
+        &logs,
+    );
     let outcome = Outcome {
         project,
         requests: api.requests(),
@@ -323,12 +444,31 @@ fn with_project(reply: &Reply, project: &Path) -> Reply {
     )
 }
 
+/// The plugin directory the case runs with: the installed one, or a copy of it without its
+/// client (`bin/hook`), which every hook then fails to start.
+fn plugin_for(setup: &Setup, sandbox: &Sandbox, case: &cases::Case) -> Result<PathBuf, String> {
+    match case.plugin {
+        cases::Plugin::Installed => Ok(setup.plugin.clone()),
+        cases::Plugin::WithoutClient => {
+            let copy = sandbox.dir.join("plugins").join(case.name);
+            let _ = std::fs::remove_dir_all(&copy);
+            crate::copy_dir(&setup.plugin, &copy)
+                .map_err(|e| format!("copying the plugin to {}: {e:#}", copy.display()))?;
+            let client = copy.join("bin/hook");
+            std::fs::remove_file(&client)
+                .map_err(|e| format!("removing {}: {e}", client.display()))?;
+            Ok(copy)
+        }
+    }
+}
+
 /// Runs `claude -p` for the case with an isolated environment; stdout, stderr and Claude
 /// Code's debug log go to `logs`.
 fn run_claude(
     setup: &Setup,
     sandbox: &Sandbox,
     case: &cases::Case,
+    plugin: &Path,
     project: &Path,
     base_url: &str,
     logs: &Path,
@@ -366,7 +506,7 @@ fn run_claude(
         .arg("--include-hook-events")
         .arg("--strict-mcp-config")
         .arg("--plugin-dir")
-        .arg(&setup.plugin)
+        .arg(plugin)
         .arg("--debug-file")
         .arg(logs.join("debug.log"))
         .args(case.mode.args())
@@ -386,45 +526,74 @@ fn run_claude(
     let mut child = cmd
         .spawn()
         .map_err(|e| format!("starting {}: {e}", setup.claude.display()))?;
-    if let Some(mut stdin) = child.stdin.take() {
-        // Several prompts: one stream-json user message each (raw lines as they are); closing
-        // stdin ends the session.
-        let lines: String = case
-            .prompts
+    // Several prompts: one stream-json user message each, and raw lines as they are; a raw
+    // line (an SDK control request) waits until every prompt before it has its result, so it
+    // lands between turns as a client's would. Closing stdin ends the session.
+    let mut stdin = child.stdin.take();
+    let mut pending: std::collections::VecDeque<(bool, String)> = if stdin.is_some() {
+        case.prompts
             .iter()
             .map(|p| {
-                let line = if p.starts_with('{') {
-                    p.replace("{P}", &project.display().to_string())
+                if p.starts_with('{') {
+                    (true, p.replace("{P}", &project.display().to_string()))
                 } else {
-                    serde_json::json!({"type": "user", "message": {"role": "user", "content": p}})
-                        .to_string()
-                };
-                format!("{line}\n")
+                    let message = serde_json::json!({"type": "user", "message": {"role": "user", "content": p}});
+                    (false, message.to_string())
+                }
             })
-            .collect();
-        if let Err(e) = stdin.write_all(lines.as_bytes()) {
-            let _ = child.kill();
-            let _ = child.wait();
-            return Err(format!("writing the prompts: {e}"));
-        }
-    }
+            .collect()
+    } else {
+        Default::default()
+    };
+    let mut prompts_sent = 0;
     // The exit status is not a verdict: a turn that ends in an API error exits 1 by design.
     let deadline = Instant::now() + RUN_TIMEOUT;
     loop {
         match child.try_wait() {
             Ok(Some(_)) => return Ok(()),
-            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(20)),
+            Ok(None) if Instant::now() < deadline => {}
             Ok(None) => {
                 let _ = child.kill();
                 let _ = child.wait();
                 return Err(format!(
-                    "Claude Code did not finish within {} s",
-                    RUN_TIMEOUT.as_secs()
+                    "Claude Code did not finish within {} s{}",
+                    RUN_TIMEOUT.as_secs(),
+                    if pending.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" ({} input lines never sent)", pending.len())
+                    }
                 ));
             }
             Err(e) => return Err(format!("waiting for Claude Code: {e}")),
         }
+        if let Some(input) = stdin.as_mut() {
+            while let Some((raw, line)) = pending.front() {
+                if *raw && results(&logs.join("stdout.jsonl")) < prompts_sent {
+                    break;
+                }
+                if let Err(e) = writeln!(input, "{line}").and_then(|()| input.flush()) {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    return Err(format!("writing the prompts: {e}"));
+                }
+                prompts_sent += usize::from(!*raw);
+                pending.pop_front();
+            }
+            if pending.is_empty() {
+                stdin = None;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(20));
     }
+}
+
+/// How many `result` messages (one per finished prompt) Claude Code has printed so far.
+fn results(stdout: &Path) -> usize {
+    read_lines(stdout)
+        .iter()
+        .filter(|v| v["type"] == "result")
+        .count()
 }
 
 /// The `claude` an LLM hook's judge runs: the pinned CLI (not on PATH) pointed at this case's
@@ -670,6 +839,42 @@ mod tests {
         let rejected = o.rejected_output();
         assert_eq!(rejected.len(), 1);
         assert!(rejected[0].starts_with("Hook JSON output had unrecognized keys"));
+    }
+
+    /// The report shapes `claude plugin validate --json` prints in 2.1.332: a clean one, and
+    /// one with a guard entry Claude Code cannot load.
+    #[test]
+    fn validation_reports_fail_on_any_error() {
+        let clean = serde_json::json!({
+            "success": true,
+            "manifest": {"file": "m.json", "errors": [], "warnings": [{"path": "author"}]},
+            "contents": [{"file": "plugin.json", "errors": [], "warnings": [{"path": "author"}]}],
+            "provides": {"hooks": [{"event": "PreToolUse"}, {"event": "Stop"}]}
+        });
+        assert_eq!(
+            validation_verdict(&clean, true).unwrap(),
+            "claude plugin validate: the installed plugin loads (2 hooks, 2 warnings)"
+        );
+        assert!(validation_verdict(&clean, false).is_err());
+        let broken = serde_json::json!({
+            "success": false,
+            "manifest": {"file": "m.json", "errors": [], "warnings": []},
+            "contents": [{"file": "hooks/hooks.json", "errors": [
+                {"path": "hooks", "message": "hooks.PreToolUse.0.hooks.0: Invalid command hook"}
+            ], "warnings": []}]
+        });
+        let err = validation_verdict(&broken, false).unwrap_err();
+        assert_eq!(
+            err,
+            "hooks/hooks.json: hooks: hooks.PreToolUse.0.hooks.0: Invalid command hook"
+        );
+        let mut silent = clean.clone();
+        silent["success"] = false.into();
+        assert!(
+            validation_verdict(&silent, true)
+                .unwrap_err()
+                .contains("without naming an error")
+        );
     }
 
     #[test]
