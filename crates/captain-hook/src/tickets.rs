@@ -988,6 +988,10 @@ fn jev_alone(evt: &Event, d: &Decide, schema: &VerdictSchema) -> Result<(), Stri
 fn names_word(text: &str, word: &str) -> bool {
     let lower = text.to_lowercase();
     let word = word.to_lowercase();
+    // Nothing is not a name; searching for it would step past the text's end.
+    if word.is_empty() {
+        return false;
+    }
     let is_word = |c: char| c.is_alphanumeric() || c == '_' || c == '-';
     let mut from = 0;
     while let Some(i) = lower[from..].find(&word) {
@@ -998,7 +1002,7 @@ fn names_word(text: &str, word: &str) -> bool {
         if before.is_none_or(|c| !is_word(c)) && after.is_none_or(|c| !is_word(c)) {
             return true;
         }
-        from = start + word.len().max(1);
+        from = end;
     }
     false
 }

@@ -394,6 +394,16 @@ fn templates_fill_escaped_values_and_skip_regex_braces() {
     assert!(check_template("post(").is_err());
     assert!(names_word("post to #deploys now", "deploys"));
     assert!(!names_word("post to #deploys-old", "deploys"));
+    // Non-ASCII text and words, and an empty word, never split a character or run off the end.
+    assert!(names_word(
+        "déployer sur #déploiements à 9h",
+        "DÉPLOIEMENTS"
+    ));
+    assert!(!names_word("#déploiementsé", "déploiements"));
+    assert!(names_word("İstanbul ölçüm", "ölçüm"));
+    for text in ["", "abc", "é", "déploiements"] {
+        assert!(!names_word(text, ""), "{text:?}");
+    }
     assert_eq!(
         answer_pairs("User has answered your questions: \"A?\"=\"x\", \"B?\"=\"y\"."),
         vec![("A?".into(), "x".into()), ("B?".into(), "y".into())]
