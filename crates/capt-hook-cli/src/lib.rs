@@ -4,12 +4,11 @@
 //! expressed in the JSON, never by exit 2), 1 for usage errors, unknown events, failed tests and
 //! hook files that do not load.
 
-use std::io::{IsTerminal, Read};
+use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use anyhow::Context as _;
 use capt_hook_core::{EventContext, EventKind, envelope};
 use captain_hook::project::resolve_root;
 use captain_hook::testing::{TestOutcome, all_passed, human_report, json_report, run_test};
@@ -307,11 +306,15 @@ fn prepare(
         eprintln!("{e}");
         return Ok(Err(ExitCode::from(1)));
     }
-    let mut stdin = Vec::new();
-    std::io::stdin()
-        .lock()
-        .read_to_end(&mut stdin)
-        .context("reading stdin")?;
+    let stdin = match captain_hook::project::read_input(name, std::io::stdin().lock()) {
+        Ok(stdin) => stdin,
+        Err(rejected) => {
+            for line in &rejected.stderr {
+                eprintln!("{line}");
+            }
+            return Ok(Err(ExitCode::from(1)));
+        }
+    };
     let mut root = PathBuf::new();
     let context = |cwd: Option<&str>| {
         root = project_root(root_flag, cwd);
@@ -364,11 +367,12 @@ fn run(
         }
         return Ok(ExitCode::SUCCESS);
     }
-    let mut stdin = Vec::new();
-    std::io::stdin()
-        .lock()
-        .read_to_end(&mut stdin)
-        .context("reading stdin")?;
+    // At most the client's limit: a larger payload is answered (the user decides a guarded
+    // call) without reading the rest.
+    let stdin = match captain_hook::project::read_input(event, std::io::stdin().lock()) {
+        Ok(stdin) => stdin,
+        Err(rejected) => return Ok(captain_hook::worker::run::print(&rejected)),
+    };
     let root = resolve_root(root.as_deref(), &stdin);
     let mut notice = None;
     if hooks.is_none() && capt_hook_build::is_rust_project(&root) {

@@ -203,6 +203,49 @@ fn run_edges_unknown_event_blank_and_malformed_stdin() {
     assert!(text(&out.stderr).starts_with("Malformed stdin: "));
 }
 
+/// stdin is read up to the client's limit (32 MiB) and no further: a larger payload, even an
+/// endless one, is answered at once, a guarded call asking the user and naming the limit.
+#[test]
+fn run_refuses_stdin_over_the_clients_limit_without_reading_on() {
+    let p = Project::new(&[("stash.toml", STASH)]);
+    let limit = capt_hook_proto::MAX_EVENT_INPUT;
+    let said = format!("over the {limit}-byte (32 MiB) limit");
+    let mut big = vec![b' '; limit + 1];
+    big[0] = b'{';
+    let out = p.run(&["run", "PreToolUse"], &big);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["hookSpecificOutput"]["permissionDecision"], "ask");
+    let reason = v["hookSpecificOutput"]["permissionDecisionReason"]
+        .as_str()
+        .unwrap();
+    assert!(reason.contains(&said), "{reason}");
+    assert!(text(&out.stderr).contains(&said), "{}", text(&out.stderr));
+    // Other events have no answer to give: stderr says why.
+    let out = p.run(&["run", "Stop"], &big);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(out.stdout.is_empty());
+    assert!(text(&out.stderr).contains(&said));
+    // At the limit the payload is read (and is then merely malformed: it never closes).
+    let out = p.run(&["run", "PreToolUse"], &big[..limit]);
+    assert!(text(&out.stderr).starts_with("Malformed stdin: "));
+    // An endless writer is not waited on.
+    let out = Command::new(bin())
+        .args(["run", "PreToolUse"])
+        .current_dir(p.root())
+        .env("CLAUDE_PROJECT_DIR", p.root())
+        .env("HOME", p.root().join("home"))
+        .stdin(std::fs::File::open("/dev/zero").unwrap())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert!(text(&out.stdout).contains(&said), "{}", text(&out.stdout));
+    // `explain` reads the same way, and fails.
+    let out = p.run(&["explain", "PreToolUse"], &big);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stderr).contains(&said));
+}
+
 #[test]
 fn check_fails_on_a_named_hooks_dir_that_is_missing_or_empty() {
     let p = Project::new(&[("stash.toml", STASH)]);

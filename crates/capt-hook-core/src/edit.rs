@@ -1,13 +1,28 @@
 //! The edited file's text before and after an Edit, Write or MultiEdit, at PreToolUse (the file
 //! on disk, the call applied to it) and PostToolUse (the file on disk, and before it Claude Code's
 //! `originalFile` or the edit undone). One owner, so every code hook sees the same text, and one
-//! rule for files that are not text: a file that is not UTF-8 (or not readable) has no images.
+//! rule for files that are not text: a file that is not UTF-8 (or not readable, or not a regular
+//! file) has no images. A file larger than [`MAX_EDITED_FILE`] is not read either, and
+//! [`refused`] says so, for the hooks that need its text to fail visibly instead of passing the
+//! edit unread.
+
+use std::path::Path;
+use std::sync::Arc;
 
 use serde_json::Value;
 
+use crate::capped::{self, ReadError};
 use crate::event::Event;
 use crate::events::EventKind;
 use crate::tool::{EditOp, ToolCall, apply_edit};
+
+/// The largest edited file read for an event: as large as an event's own payload may be
+/// ([`capt_hook_proto::MAX_EVENT_INPUT`]), so a Write's content and the file it replaces are
+/// bounded alike.
+pub const MAX_EDITED_FILE: u64 = capt_hook_proto::MAX_EVENT_INPUT as u64;
+
+/// Where [`compute`] keeps why it read no file, for [`refused`].
+const REFUSED: &str = "capt-hook-core.edit.refused";
 
 /// The file before and after the call.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -21,13 +36,29 @@ pub struct EditImages {
     pub whole_file: bool,
 }
 
-/// The file's text: `Ok(None)` when it is not there, `Err` when it exists but is not text.
-fn read_text(path: &str) -> Result<Option<String>, ()> {
-    match std::fs::read(path) {
+/// The file's text: `Ok(None)` when it is not there, `Err` when it exists but is not text, or
+/// is larger than [`MAX_EDITED_FILE`] (kept on `evt` for [`refused`]).
+fn read_text(evt: &Event, path: &str) -> Result<Option<String>, ()> {
+    match capped::read_file(Path::new(path), MAX_EDITED_FILE, "the edited file") {
         Ok(bytes) => String::from_utf8(bytes).map(Some).map_err(|_| ()),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) if e.is_not_found() => Ok(None),
+        Err(e @ ReadError::TooLarge { .. }) => {
+            evt.memo(REFUSED, || e);
+            Err(())
+        }
         Err(_) => Err(()),
     }
+}
+
+/// Why `evt`'s edit has no images although it edits a file: the file is larger than
+/// [`MAX_EDITED_FILE`] and was not read. `None` when there are images, and for the files that
+/// simply have none (not text, not a regular file, not an edit). A hook that needs the text
+/// fails with this message rather than letting the edit through unread.
+pub fn refused(evt: &Event) -> Option<Arc<ReadError>> {
+    if evt.edit_images().is_some() {
+        return None;
+    }
+    evt.memo_peek::<ReadError>(REFUSED)
 }
 
 /// Undoes edits on the post-edit text (PostToolUse without `originalFile`).
@@ -95,10 +126,7 @@ pub(crate) fn compute(evt: &Event) -> Option<EditImages> {
         ToolCall::MultiEdit { file_path, edits } => (file_path, edits.clone(), None),
         _ => return None,
     };
-    if std::path::Path::new(file).is_dir() {
-        return None;
-    }
-    let on_disk = read_text(file).ok()?;
+    let on_disk = read_text(evt, file).ok()?;
     match evt.kind() {
         EventKind::PreToolUse => {
             let pre = on_disk.unwrap_or_default();
@@ -201,5 +229,62 @@ mod tests {
             (images.pre.as_str(), images.post.as_str()),
             ("b = 1", "b = 2")
         );
+    }
+
+    #[test]
+    fn a_file_over_the_limit_is_not_read_and_says_why() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("huge.py");
+        // Sparse: as large as it says, without writing 32 MiB.
+        let file = std::fs::File::create(&f).unwrap();
+        file.set_len(super::MAX_EDITED_FILE + 1).unwrap();
+        for kind in [EventKind::PreToolUse, EventKind::PostToolUse] {
+            let e = edit(kind, &f, json!({}));
+            assert_eq!(e.edit_images(), None);
+            let why = super::refused(&e).expect("a reason").to_string();
+            assert_eq!(
+                why,
+                format!(
+                    "the edited file {} is 33554433 bytes (32.0 MiB), over the 32 MiB limit; \
+                     it was not read",
+                    f.display()
+                )
+            );
+        }
+        // At the limit it is read: no refusal (and, holding `b = 1` nowhere, no images).
+        file.set_len(super::MAX_EDITED_FILE).unwrap();
+        let e = edit(EventKind::PreToolUse, &f, json!({}));
+        assert_eq!(e.edit_images(), None);
+        assert!(super::refused(&e).is_none());
+    }
+
+    #[test]
+    fn files_with_images_or_none_to_have_are_not_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("a.py");
+        std::fs::write(&f, "b = 1\n").unwrap();
+        let e = edit(EventKind::PreToolUse, &f, json!({}));
+        assert!(e.edit_images().is_some());
+        assert!(super::refused(&e).is_none());
+        let bin = dir.path().join("a.bin");
+        std::fs::write(&bin, [0xff, 0xfe]).unwrap();
+        assert!(super::refused(&edit(EventKind::PreToolUse, &bin, json!({}))).is_none());
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_named_pipe_has_no_images_and_is_never_waited_on() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("pipe.py");
+        let made = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap();
+        assert!(made.success());
+        for kind in [EventKind::PreToolUse, EventKind::PostToolUse] {
+            let e = edit(kind, &fifo, json!({}));
+            assert_eq!(e.edit_images(), None);
+            assert!(super::refused(&e).is_none());
+        }
     }
 }

@@ -1,6 +1,7 @@
 //! The engine's data model: events, tool calls, conditions, results, the deny-wins fold and the
 //! output envelopes Claude Code reads. No I/O beyond reading the files an event names.
 
+pub mod capped;
 pub mod condition;
 pub mod edit;
 pub mod env;

@@ -18,7 +18,7 @@ use capt_hook_core::paths::is_project_path;
 use capt_hook_core::{Condition, Event, EventKind, EventSet, HookResult, Pattern, ToolCall};
 use serde_json::Value;
 
-use crate::hook::HandlerFn;
+use crate::hook::{HandlerError, HandlerFn};
 use crate::primitives::{CustomKind, DefError, HookDef, custom, rewrite_command_with};
 
 pub use capt_hook_code::{CodePattern, Lang, ParsedCode, StyleCheck, StyleRule, Violation};
@@ -147,10 +147,24 @@ fn parsed_post(evt: &Event, lang: Lang, post: &str) -> Arc<Option<ParsedCode>> {
     })
 }
 
+/// The event's edit images; an error when the edited file was too large to read, so a code
+/// hook fails visibly (on a guarded event the user decides) instead of passing the edit unread.
+fn images(evt: &Event) -> Result<Option<&EditImages>, HandlerError> {
+    match evt.edit_images() {
+        Some(images) => Ok(Some(images)),
+        None => match capt_hook_core::edit::refused(evt) {
+            Some(why) => Err(HandlerError::new(why.to_string())),
+            None => Ok(None),
+        },
+    }
+}
+
 /// The images a lint looks at, unless there is nothing to lint or its trigger text is absent.
-fn lint_images<'e>(evt: &'e Event, trigger: Option<&str>) -> Option<&'e EditImages> {
-    evt.edit_images()
-        .filter(|i| trigger.is_none_or(|t| i.post.contains(t)))
+fn lint_images<'e>(
+    evt: &'e Event,
+    trigger: Option<&str>,
+) -> Result<Option<&'e EditImages>, HandlerError> {
+    Ok(images(evt)?.filter(|i| trigger.is_none_or(|t| i.post.contains(t))))
 }
 
 fn render(options: &LintOptions, violations: &[Violation]) -> Option<HookResult> {
@@ -231,7 +245,7 @@ pub fn lint(check: LintCheck, options: LintOptions) -> HookDef {
     let inline = !check.is_callback();
     let opts = options.clone();
     let handler: HandlerFn = Arc::new(move |evt: &Event| {
-        let Some(img) = lint_images(evt, opts.trigger.as_deref()) else {
+        let Some(img) = lint_images(evt, opts.trigger.as_deref())? else {
             return Ok(None);
         };
         let changed = changed(evt);
@@ -271,7 +285,7 @@ where
     let opts = options.clone();
     let check: TreeDiffCheck = Arc::new(check);
     let handler: HandlerFn = Arc::new(move |evt: &Event| {
-        let Some(img) = lint_images(evt, opts.trigger.as_deref()) else {
+        let Some(img) = lint_images(evt, opts.trigger.as_deref())? else {
             return Ok(None);
         };
         let after = parsed_post(evt, opts.lang, &img.post);
@@ -290,7 +304,7 @@ pub fn diff_lint(pattern: CodePattern, options: LintOptions) -> HookDef {
     let identity = format!("{}\n{}", options.message, pattern.as_str());
     let opts = options.clone();
     let handler: HandlerFn = Arc::new(move |evt: &Event| {
-        let Some(img) = lint_images(evt, opts.trigger.as_deref()) else {
+        let Some(img) = lint_images(evt, opts.trigger.as_deref())? else {
             return Ok(None);
         };
         let after = parsed_post(evt, pattern.lang(), &img.post);
@@ -335,7 +349,7 @@ pub fn styleguide(rules: Vec<StyleRule>, block: bool, max_shown: usize) -> HookD
         let Some(lang) = evt.file().and_then(Lang::from_path) else {
             return Ok(None);
         };
-        let Some(img) = evt.edit_images() else {
+        let Some(img) = images(evt)? else {
             return Ok(None);
         };
         let changed = changed(evt);

@@ -684,6 +684,37 @@ pub fn read_event(
         .map_err(|e| malformed(&e))
 }
 
+/// Reads an event's payload from `input` (stdin) for [`read_event`], at most
+/// [`capt_hook_proto::MAX_EVENT_INPUT`] bytes: the hook client's limit, so a payload either
+/// reader takes the other takes too. A larger one is not read further (nor drained: an endless
+/// writer would never let go) and is answered as an unreadable payload is: a guarded event asks
+/// the user, naming the limit; stderr says why; exit 0.
+pub fn read_input(event: &str, input: impl std::io::Read) -> Result<Vec<u8>, Evaluation> {
+    use std::io::Read;
+    let limit = capt_hook_proto::MAX_EVENT_INPUT;
+    let mut bytes = Vec::new();
+    let why = match input
+        .take(u64::try_from(limit).unwrap_or(u64::MAX).saturating_add(1))
+        .read_to_end(&mut bytes)
+    {
+        Ok(_) if bytes.len() <= limit => return Ok(bytes),
+        Ok(_) => format!(
+            "the event input is over the {limit}-byte ({} MiB) limit",
+            limit / (1024 * 1024)
+        ),
+        Err(e) => format!("reading stdin: {e}"),
+    };
+    Err(Evaluation {
+        stdout: event
+            .parse::<EventKind>()
+            .ok()
+            .and_then(|k| unreadable(k, &why)),
+        stderr: vec![format!("capt-hook: {why}; no hook ran")],
+        exit_code: 0,
+        unchecked: true,
+    })
+}
+
 /// `Ok(None)` for blank input; an error for anything that is not one JSON object, read as
 /// leniently as Claude Code writes it.
 pub fn parse_payload(

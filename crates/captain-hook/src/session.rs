@@ -7,6 +7,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use capt_hook_core::capped::ReadError;
 use capt_hook_core::condition::is_waiting;
 use capt_hook_core::result::dedent;
 use capt_hook_core::{Condition, Event, EventKind, EventSet, HookResult, Pattern};
@@ -387,6 +388,10 @@ impl ArtifactSchema {
 /// A check of an artifact's JSON written in Rust: the problem to block with, or `None`.
 pub type ArtifactCheck = Arc<dyn Fn(&Value) -> Option<String> + Send + Sync>;
 
+/// The largest artifact a workflow reads: a larger one blocks the stop with a message naming
+/// it and this limit, unread.
+pub const MAX_ARTIFACT: u64 = 16 * 1024 * 1024;
+
 /// A file the workflow must have produced once its marker appears.
 #[derive(Clone)]
 pub struct Artifact {
@@ -454,14 +459,18 @@ impl Artifact {
         } else {
             base.join(path)
         };
-        let text = match std::fs::read_to_string(&full) {
+        let text = match capt_hook_core::capped::read_file(&full, MAX_ARTIFACT, "the artifact") {
             Ok(t) => t,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            Err(e) if e.is_not_found() => {
                 return Some(format!("{} not found.", self.path));
             }
-            Err(e) => return Some(format!("{} invalid: {e}", self.path)),
+            Err(ReadError::Io { source, .. }) => {
+                return Some(format!("{} invalid: {source}", self.path));
+            }
+            // Too large, or not a file: the message names the file (and the limit).
+            Err(e) => return Some(format!("{e}.")),
         };
-        let doc: Value = match serde_json::from_str(&text) {
+        let doc: Value = match serde_json::from_slice(&text) {
             Ok(v) => v,
             Err(e) => return Some(format!("{} invalid: {e}", self.path)),
         };

@@ -1080,3 +1080,168 @@ fn a_resource_pressure_warning_rides_the_sessions_next_tool_event() {
     );
     assert_eq!(tool("rp-1"), None, "delivered once");
 }
+
+/// A code hook never lints an edited file too large to read as if it were clean: on a guarded
+/// event the user decides, told which file and which limit; elsewhere the trace says so.
+#[test]
+fn an_edited_file_over_the_limit_is_left_to_the_user_not_passed() {
+    use captain_hook::code::{Lang, LintCheck, LintOptions, lint};
+    let root = tempfile::tempdir().unwrap();
+    let file = root.path().join("huge.py");
+    let f = std::fs::File::create(&file).unwrap();
+    // Sparse: as large as it says without writing it.
+    f.set_len(captain_hook::core::edit::MAX_EDITED_FILE + 1)
+        .unwrap();
+    let todo = || {
+        lint(
+            LintCheck::text(|t| {
+                t.lines()
+                    .filter(|l| l.contains("TODO"))
+                    .map(str::to_owned)
+                    .collect()
+            }),
+            LintOptions::new(Lang::Python, "no TODO"),
+        )
+    };
+    let mut reg = Registry::new();
+    reg.add("t", todo().events(&[EventKind::PreToolUse]))
+        .unwrap();
+    reg.add("t", todo().name("after")).unwrap();
+    let project = captain_hook::Project::from_registry(root.path(), reg);
+    let payload = |kind: &str| {
+        json!({
+            "session_id": "s1", "cwd": root.path(), "hook_event_name": kind, "tool_name": "Write",
+            "tool_input": {"file_path": file, "content": "x = 1  # TODO\n"},
+        })
+        .to_string()
+    };
+    let limit = format!(
+        "the edited file {} is 33554433 bytes (32.0 MiB), over the 32 MiB limit",
+        file.display()
+    );
+    let eval = project.evaluate(
+        "PreToolUse",
+        payload("PreToolUse").as_bytes(),
+        DispatchOptions::default(),
+    );
+    let v: Value = serde_json::from_str(&eval.stdout.expect("an answer")).unwrap();
+    assert_eq!(v["hookSpecificOutput"]["permissionDecision"], "ask", "{v}");
+    let reason = v["hookSpecificOutput"]["permissionDecisionReason"]
+        .as_str()
+        .unwrap();
+    assert!(reason.contains(&limit), "{reason}");
+    let (_, entry) = project.evaluate_traced(
+        "PostToolUse",
+        payload("PostToolUse").as_bytes(),
+        DispatchOptions::default(),
+        captain_hook::project::Origin::default(),
+    );
+    assert!(
+        entry.errors.iter().any(|e| e.contains(&limit)),
+        "{:?}",
+        entry.errors
+    );
+    // A file within the limit is linted as always.
+    std::fs::write(&file, "x = 0\n").unwrap();
+    let eval = project.evaluate(
+        "PreToolUse",
+        payload("PreToolUse").as_bytes(),
+        DispatchOptions::default(),
+    );
+    let out = eval.stdout.expect("the lint's warning");
+    assert!(out.contains("no TODO") && !out.contains("limit"), "{out}");
+}
+
+/// A workflow's artifact is read within a limit: too large, or not a file at all (a named pipe
+/// would block the read forever), blocks the stop saying so; a good one passes.
+#[test]
+fn workflow_artifacts_are_read_within_a_limit() {
+    use captain_hook::session::{Artifact, MAX_ARTIFACT, Step, Workflow, workflow};
+    let dir = tempfile::tempdir().unwrap();
+    let flow = Workflow {
+        label: "REVIEW".into(),
+        marker: "REVIEW DONE".into(),
+        steps: vec![Step {
+            name: "done".into(),
+            check: Arc::new(|_: &Event| true),
+            message: "Say REVIEW DONE.".into(),
+        }],
+        artifacts: vec![Artifact::model::<Value>("report.json")],
+        post_complete: Some(Arc::new(|_| Some(captain_hook::HookResult::warn("thanks")))),
+    };
+    let mut reg = Registry::new();
+    reg.add("wf", workflow(flow).unwrap()).unwrap();
+    let d = Dispatcher::new(Arc::new(reg), None);
+    let stop = |agent: &str| {
+        let transcript = captain_hook::core::history::transcript_from_values(&[json!({
+            "type": "assistant", "uuid": "a1", "timestamp": "2026-01-01T00:00:00Z",
+            "message": {"role": "assistant", "content": [{"type": "text", "text": "REVIEW DONE"}]}
+        })]);
+        let evt = Event::new(
+            EventKind::SubagentStop,
+            json!({"agent_id": agent, "agent_type": "reviewer", "cwd": dir.path()}),
+            EventContext::default(),
+        )
+        .unwrap()
+        .with_transcript(transcript);
+        d.dispatch(&Arc::new(evt), DispatchOptions::default())
+            .and_then(|r| r.message)
+            .unwrap_or_default()
+    };
+    let report = dir.path().join("report.json");
+    assert_eq!(stop("a1"), "REVIEW INCOMPLETE: report.json not found.");
+    let f = std::fs::File::create(&report).unwrap();
+    f.set_len(MAX_ARTIFACT + 1).unwrap();
+    assert_eq!(
+        stop("a2"),
+        format!(
+            "REVIEW INCOMPLETE: the artifact {} is 16777217 bytes (16.0 MiB), over the 16 MiB \
+             limit; it was not read.",
+            report.display()
+        )
+    );
+    std::fs::remove_file(&report).unwrap();
+    let made = std::process::Command::new("mkfifo")
+        .arg(&report)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let started = Instant::now();
+    assert_eq!(
+        stop("a3"),
+        format!(
+            "REVIEW INCOMPLETE: the artifact {} is not a regular file; it was not read.",
+            report.display()
+        )
+    );
+    assert!(started.elapsed() < Duration::from_secs(5));
+    std::fs::remove_file(&report).unwrap();
+    std::fs::write(&report, "{\"ok\": true}").unwrap();
+    assert_eq!(stop("a4"), "thanks");
+}
+
+/// `read_input` takes a payload up to the client's limit and refuses a larger one without
+/// reading on (an endless one included), as an unreadable payload is refused.
+#[test]
+fn read_input_stops_at_the_clients_limit() {
+    use captain_hook::project::read_input;
+    use std::io::Read;
+    let limit = capt_hook_proto::MAX_EVENT_INPUT;
+    let at = read_input("PreToolUse", std::io::repeat(b' ').take(limit as u64)).unwrap();
+    assert_eq!(at.len(), limit);
+    for event in ["PreToolUse", "Stop", "NotAnEvent"] {
+        let refused = read_input(event, std::io::repeat(b' ')).unwrap_err();
+        assert_eq!(refused.exit_code, 0);
+        assert!(refused.unchecked);
+        assert_eq!(
+            refused.stderr,
+            [format!(
+                "capt-hook: the event input is over the {limit}-byte (32 MiB) limit; no hook ran"
+            )]
+        );
+        let asks = refused.stdout.is_some_and(|o| {
+            o.contains("\"ask\"") && o.contains("over the 33554432-byte (32 MiB) limit")
+        });
+        assert_eq!(asks, event == "PreToolUse", "{event}");
+    }
+}

@@ -1103,6 +1103,10 @@ fn handler(o: LlmOptions, block: bool, name: String) -> HandlerFn {
             };
             matched = hit.into_iter().map(str::to_owned).collect();
         }
+        // The edit rides along as evidence: a judge never rules on an edit it cannot see.
+        if let Some(why) = capt_hook_core::edit::refused(evt) {
+            return Err(HandlerError::new(why.to_string()));
+        }
         let Some(blocks) = evidence_blocks(evt, &o) else {
             return Ok(None);
         };

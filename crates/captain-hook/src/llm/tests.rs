@@ -264,6 +264,41 @@ fn a_nudge_with_diff_makes_no_call_without_changes_and_keeps_its_fire() {
     assert_eq!(judge.calls(), 1, "no repository: no call");
 }
 
+/// An edited file too large to read is never judged unseen: the hook fails naming the file and
+/// the limit, so the guarded call goes to the user, and the judge is not called.
+#[test]
+fn an_edited_file_over_the_limit_fails_the_hook_without_a_call() {
+    let judge = Judge::new(PASS, 0.0);
+    let dir = tempfile::tempdir().unwrap();
+    let file: PathBuf = dir.path().join("huge.py");
+    let f = std::fs::File::create(&file).unwrap();
+    f.set_len(capt_hook_core::edit::MAX_EDITED_FILE + 1)
+        .unwrap();
+    let d = dispatcher(vec![
+        llm_gate(LlmOptions::gate("Safe edit?", "No."))
+            .unwrap()
+            .events(&[EventKind::PreToolUse]),
+    ]);
+    let edit = judge.event(
+        EventKind::PreToolUse,
+        json!({"tool_name": "Write", "tool_input": {"file_path": file, "content": "x = 1\n"}}),
+        None,
+    );
+    let outcome = d.outcome(&edit, soon());
+    assert_eq!(outcome.failures.len(), 1, "{outcome:?}");
+    let failure = outcome.failures[0].to_string();
+    assert!(
+        failure.contains(&format!("the edited file {}", file.display()))
+            && failure.contains("over the 32 MiB limit"),
+        "{failure}"
+    );
+    assert!(matches!(
+        outcome.verdict(EventKind::PreToolUse),
+        Verdict::Unchecked { .. }
+    ));
+    assert_eq!(judge.calls(), 0);
+}
+
 #[test]
 fn a_failing_judge_leaves_a_guarded_call_to_the_user_or_blocks_with_on_incomplete() {
     let judge = Judge::new("not json", 0.0);

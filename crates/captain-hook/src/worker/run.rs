@@ -2,21 +2,20 @@
 //! `capt-hook run` does it, for a Rust hook project's own build (`capt-hook run` hands the event
 //! here when the project's build is current, so its Rust hooks answer without a host).
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::path::Path;
 use std::process::ExitCode;
 
 use crate::dispatch::DispatchOptions;
-use crate::project::{Project, default_hooks_dir};
+use crate::project::{Evaluation, Project, default_hooks_dir};
 use crate::registry::Registry;
 
 /// Reads the payload on stdin, prints the envelope; exit codes as `capt-hook run`'s.
 pub fn run(event: &str, root: &Path, base: &Registry, run_async: bool) -> ExitCode {
-    let mut stdin = Vec::new();
-    if let Err(e) = std::io::stdin().lock().read_to_end(&mut stdin) {
-        eprintln!("capt-hook: reading stdin: {e}");
-        return ExitCode::from(1);
-    }
+    let stdin = match crate::project::read_input(event, std::io::stdin().lock()) {
+        Ok(stdin) => stdin,
+        Err(rejected) => return print(&rejected),
+    };
     let project = Project::load_with(root, &default_hooks_dir(root), base);
     evaluate_and_print(&project, event, &stdin, run_async)
 }
@@ -41,6 +40,30 @@ pub fn evaluate_and_print(
         },
         crate::project::Origin::default(),
     );
+    if !write(&eval) {
+        return ExitCode::from(1);
+    }
+    // The session log and ledger, as a worker writes them; an async twin's run is not an
+    // answer, and the host's workers do not journal theirs either.
+    if !run_async {
+        capt_hook_journal::submit(entry);
+        capt_hook_journal::flush(JOURNAL_FLUSH);
+    }
+    ExitCode::from(eval.exit_code)
+}
+
+/// Prints `eval` as `capt-hook run` does (a payload refused before any hook ran, say): its
+/// lines on stderr, the envelope on stdout; its exit code, or 1 when stdout is gone.
+pub fn print(eval: &Evaluation) -> ExitCode {
+    if write(eval) {
+        ExitCode::from(eval.exit_code)
+    } else {
+        ExitCode::from(1)
+    }
+}
+
+/// Writes `eval`'s lines to stderr and its envelope to stdout; false when stdout is gone.
+fn write(eval: &Evaluation) -> bool {
     for line in &eval.stderr {
         eprintln!("{line}");
     }
@@ -50,16 +73,10 @@ pub fn evaluate_and_print(
             .and_then(|()| stdout.flush())
             .is_err()
         {
-            return ExitCode::from(1);
+            return false;
         }
     }
-    // The session log and ledger, as a worker writes them; an async twin's run is not an
-    // answer, and the host's workers do not journal theirs either.
-    if !run_async {
-        capt_hook_journal::submit(entry);
-        capt_hook_journal::flush(JOURNAL_FLUSH);
-    }
-    ExitCode::from(eval.exit_code)
+    true
 }
 
 /// Longest wait for the journal before exiting. Ledger rows are in the spool within the first
