@@ -7,6 +7,7 @@ mod bench;
 mod bench_rust;
 mod cc_surface;
 mod e2e;
+mod pie;
 mod sandbox;
 
 use std::path::{Path, PathBuf};
@@ -104,7 +105,8 @@ fn build(release: bool) -> anyhow::Result<PathBuf> {
 /// statically in a build of their own ([`static_runtime`]): Claude Code starts the client for
 /// every event, and a cold start runs the host and a worker too, so their start-up is on the
 /// event's path. Whatever that build could not make comes from the workspace's normal release
-/// build, and dist prints which is which.
+/// build, and dist prints which is which. Every binary is position-independent (static-pie when
+/// static), so its code is address-randomised; dist fails on one that is not ([`pie::check`]).
 fn dist() -> anyhow::Result<PathBuf> {
     let target = target_dir()?;
     let statics = static_runtime(&target).unwrap_or_else(|e| {
@@ -123,6 +125,7 @@ fn dist() -> anyhow::Result<PathBuf> {
     };
     let dist = target.join("dist");
     std::fs::create_dir_all(&dist)?;
+    let mut placed = Vec::new();
     for bin in shipped {
         let (from, how) = match (statics.iter().find(|s| s.bin == *bin), &release) {
             (Some(s), _) => (s.path.clone(), s.how),
@@ -140,7 +143,9 @@ fn dist() -> anyhow::Result<PathBuf> {
             dist.join(bin).display(),
             size / 1024
         );
+        placed.push(dist.join(bin));
     }
+    pie::check(&placed)?;
     Ok(dist)
 }
 
@@ -214,9 +219,11 @@ impl StaticToolchain {
         self.is_musl() && self.musl_cc.is_some()
     }
 
-    /// `cargo <subcommand> <args>` building for this toolchain, at fixed addresses (no loader,
-    /// no relocations; see hookd/build.rs), in a target directory of its own under `target`.
-    /// `--target` keeps the flags off build scripts and proc macros.
+    /// `cargo <subcommand> <args>` building for this toolchain, in a target directory of its own
+    /// under `target`. `--target` keeps the flags off build scripts and proc macros. The
+    /// executables are static-pie: rustc's default relocation model for these targets with
+    /// `crt-static`, so their code is address-randomised like a dynamic PIE's (the start-up
+    /// applies their relative relocations itself; no loader runs).
     pub(crate) fn cargo(&self, target: &Path, subcommand: &str, args: &[&str]) -> Command {
         // musl links statically by default; glibc is asked to.
         let crt = if self.is_musl() {
@@ -224,10 +231,7 @@ impl StaticToolchain {
         } else {
             "-C target-feature=+crt-static"
         };
-        let flags = format!(
-            "{} {crt} -C relocation-model=static",
-            std::env::var("RUSTFLAGS").unwrap_or_default()
-        );
+        let flags = format!("{} {crt}", std::env::var("RUSTFLAGS").unwrap_or_default());
         let mut cmd = Command::new(cargo());
         // Before `args`, which may end in `-- <the program's arguments>`.
         cmd.args([subcommand, "--target", &self.triple])
