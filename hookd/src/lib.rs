@@ -1,9 +1,6 @@
 //! `capt-hookd`: the per-user host. One socket per user; one warm worker per project key;
 //! events multiplexed to workers over framed pipes.
 
-// Linked into the host: musl's copies are slow (see the crate).
-use capt_hook_mem as _;
-
 pub mod cli;
 mod conns;
 pub use conns::SHED_GRACE;

@@ -425,7 +425,6 @@ const SDK_CRATES: &[&str] = &[
     "capt-hook-core",
     "capt-hook-journal",
     "capt-hook-llm",
-    "capt-hook-mem",
     "capt-hook-proto",
     "capt-hook-shell",
     "capt-hook-state",

@@ -13,8 +13,6 @@
 //! ([`dispatch`]). `examples/rust` in the repository ports the seed documents' hooks with these.
 
 mod alloc;
-// Linked into every binary built on this crate: musl's copies are slow (see the crate).
-use capt_hook_mem as _;
 pub mod code;
 pub mod cond;
 pub mod dispatch;
