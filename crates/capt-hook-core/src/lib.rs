@@ -1,5 +1,6 @@
 //! The engine's data model: events, tool calls, conditions, results, the deny-wins fold and the
-//! output envelopes Claude Code reads. No I/O beyond reading the files an event names.
+//! output envelopes Claude Code reads. Its I/O is reading what an event names (the transcript,
+//! the edited file, capped in size) and the session's state store the event carries.
 
 pub mod capped;
 pub mod condition;
