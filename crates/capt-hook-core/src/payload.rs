@@ -439,8 +439,9 @@ fn null_kept<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Value>, D:
 }
 
 record! {
-    /// PreModelSwitch: a switch of the session's model was requested.
-    event PreModelSwitchPayload {
+    /// PreModelSwitch (a switch of the session's model was requested) and PostModelSwitch (it
+    /// changed): the same fields.
+    event ModelSwitchPayload {
         /// The resolved model id before the switch.
         from_model: String,
         /// The resolved model id after it (what matchers test, `[1m]` tags aside).
@@ -449,7 +450,8 @@ record! {
         /// as `Value::Null`, so it is written back as sent).
         #[serde(deserialize_with = "null_kept")]
         requested_model: Value,
-        /// `command` (`/model`, the config row, fast mode), `picker` or `sdk`.
+        /// `command` (`/model`, the config row, fast mode), `picker` or `sdk`; on
+        /// PostModelSwitch also `auto` (fallback) and `resume`.
         source: String,
         /// Prompt tokens the next request re-sends (0 before the first answer).
         context_tokens: serde_json::Number,
@@ -464,23 +466,10 @@ record! {
     }
 }
 
-record! {
-    /// PostModelSwitch: the session's model changed.
-    event PostModelSwitchPayload {
-        from_model: String,
-        to_model: String,
-        /// As PreModelSwitch's: `null` is the default model.
-        #[serde(deserialize_with = "null_kept")]
-        requested_model: Value,
-        /// As PreModelSwitch's, plus `auto` (fallback) and `resume`.
-        source: String,
-        context_tokens: serde_json::Number,
-        prompt_cache_warm: bool,
-        cache_ttl: String,
-        estimated_cache_write_usd: serde_json::Number,
-        pricing: String,
-    }
-}
+/// PreModelSwitch's payload.
+pub type PreModelSwitchPayload = ModelSwitchPayload;
+/// PostModelSwitch's payload.
+pub type PostModelSwitchPayload = ModelSwitchPayload;
 
 record! {
     /// PreSkillShellCommand: a shell command of a skill or slash-command file is about to run.

@@ -72,8 +72,7 @@ typed! {
     WorktreeRemovePayload: WorktreeRemove;
     ElicitationPayload: Elicitation;
     ElicitationResultPayload: ElicitationResult;
-    PreModelSwitchPayload: PreModelSwitch;
-    PostModelSwitchPayload: PostModelSwitch;
+    ModelSwitchPayload: PreModelSwitch | PostModelSwitch;
     PreSkillShellCommandPayload: PreSkillShellCommand;
     ResourcePressurePayload: ResourcePressure;
 }
@@ -149,8 +148,7 @@ mod tests {
         add::<WorktreeRemovePayload>(&mut seen);
         add::<ElicitationPayload>(&mut seen);
         add::<ElicitationResultPayload>(&mut seen);
-        add::<PreModelSwitchPayload>(&mut seen);
-        add::<PostModelSwitchPayload>(&mut seen);
+        add::<ModelSwitchPayload>(&mut seen);
         add::<PreSkillShellCommandPayload>(&mut seen);
         add::<ResourcePressurePayload>(&mut seen);
         for kind in EventKind::ALL {
