@@ -1,8 +1,9 @@
 //! The behaviour cases as snapshot tests of the envelope.
 //!
 //! Plays every case of `tests/fixtures/conformance/{engine,session,code}.jsonl` (the repository's
-//! copy of `../shared/conformance`) and of `tests/cases/*.jsonl` (our own) the way
-//! `../shared/conformance/run` does: a fresh project root holding the case's hooks in
+//! copy of the external behaviour cases; `tests/fixtures/README.md` says where they come from)
+//! and of `tests/cases/*.jsonl` (our own) the way the external case runner does (CI runs it in
+//! `.ci/run`); nothing here reads outside the repository: a fresh project root holding the case's hooks in
 //! `.claude/hooks/case.toml` and its `files`, `${ROOT}` substituted, each step sent to the built
 //! `capt-hook run <Event>` with the runner's environment. Each step is checked against the case's
 //! own `expect` exactly as the runner checks it, and every step's event, exit code and stdout are
