@@ -92,6 +92,12 @@ fn a_rust_hook_project_goes_live_and_follows_its_sources() {
         ("CAPT_HOOK_BUILD_DIR", builds.to_str().unwrap()),
         ("CARGO_HOME", &cargo_home),
         ("RUSTUP_HOME", &rustup_home),
+        // `capt-hook build` runs a real `cargo build --release`; cargo's own profile variables
+        // (which outrank the project's manifest) make that release build unoptimised, so a cold
+        // run compiles the SDK and its C grammars at debug speed. What this test checks (build,
+        // go live, rebuild on edit, retire a broken build) does not depend on optimisation.
+        ("CARGO_PROFILE_RELEASE_OPT_LEVEL", "0"),
+        ("CARGO_PROFILE_RELEASE_CODEGEN_UNITS", "256"),
     ]);
     let root = env.project("rusty", HOOKS);
     let src = root.join(".claude/hooks/src/main.rs");
