@@ -225,7 +225,7 @@ pub fn build(root: &Path, quiet: bool) -> anyhow::Result<Built> {
         .install(&hash, &built)
         .with_context(|| format!("installing {}", built.display()))?;
     if let Err(why) = check_identity(&exe) {
-        cache.record_failure(&hash, &why)?;
+        cache.record_failure(&hash, &why.to_string())?;
         eprintln!("capt-hook: {why}");
         return Ok(Built::Failed);
     }
@@ -256,26 +256,43 @@ fn settle_lock(dir: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Why a built worker cannot serve: recorded as the build's failure, which the host reads.
+#[derive(Debug, thiserror::Error)]
+enum IdentityError {
+    #[error("the built worker does not run: {0}")]
+    Spawn(#[source] std::io::Error),
+    #[error("the built worker's `version` is not JSON: {0}")]
+    NotJson(#[source] serde_json::Error),
+    #[error(
+        "the built worker is build {build:?} (protocol {protocol:?}) but this captain-hook is \
+         {} (protocol {}): point the project at this install's SDK",
+        capt_hook_proto::BUILD,
+        capt_hook_proto::PROTOCOL
+    )]
+    Mismatch {
+        build: Option<String>,
+        protocol: Option<u64>,
+    },
+}
+
 /// The built worker must speak this build's protocol, or the host would refuse it at hello.
-fn check_identity(exe: &Path) -> Result<(), String> {
+fn check_identity(exe: &Path) -> Result<(), IdentityError> {
     let out = Command::new(exe)
         .arg("version")
         .output()
-        .map_err(|e| format!("the built worker does not run: {e}"))?;
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout)
-        .map_err(|e| format!("the built worker's `version` is not JSON: {e}"))?;
+        .map_err(IdentityError::Spawn)?;
+    let v: serde_json::Value =
+        serde_json::from_slice(&out.stdout).map_err(IdentityError::NotJson)?;
     let (build, protocol) = (v["build"].as_str(), v["protocol"].as_u64());
     if build == Some(capt_hook_proto::BUILD)
         && protocol == Some(u64::from(capt_hook_proto::PROTOCOL))
     {
         Ok(())
     } else {
-        Err(format!(
-            "the built worker is build {build:?} (protocol {protocol:?}) but this captain-hook is \
-             {} (protocol {}): point the project at this install's SDK",
-            capt_hook_proto::BUILD,
-            capt_hook_proto::PROTOCOL
-        ))
+        Err(IdentityError::Mismatch {
+            build: build.map(str::to_owned),
+            protocol,
+        })
     }
 }
 

@@ -52,7 +52,7 @@ impl CodePattern {
         // When ast-grep refuses a pattern that also fails to parse, the parse error says more
         // ("near `)`") than "multiple AST nodes".
         let mut pattern =
-            compile(source, lang).map_err(|e| fail(syntax_error(source, lang).unwrap_or(e)))?;
+            compile(source, lang).map_err(|e| syntax_error(source, lang).map_or(e, fail))?;
         // The pattern's own parse may contain `ERROR` around the node it keeps (Rust reads a
         // bare `return $X` that way) and `MISSING` tokens (Go and Rust fragments have no
         // `package` or `;`); both are fine. An error inside the kept node is not: it would
@@ -170,13 +170,18 @@ fn tree_depth(root: tree_sitter::Node<'_>) -> usize {
     }
 }
 
-fn compile(source: &str, lang: Lang) -> Result<Pattern, String> {
+fn compile(source: &str, lang: Lang) -> Result<Pattern, CodeError> {
+    let refused = |reason: String| CodeError::Pattern {
+        pattern: source.to_owned(),
+        lang,
+        reason,
+    };
     // `Pattern::try_new` reports bad input as an error; the unwind guard is for any panic left
     // inside ast-grep, so a hostile pattern can never take the worker down.
     let built = catch_unwind(AssertUnwindSafe(|| Pattern::try_new(source, lang)))
-        .map_err(|_| "ast-grep could not compile the pattern".to_owned())?;
+        .map_err(|_| refused("ast-grep could not compile the pattern".to_owned()))?;
     // Messages quote the pre-processed text; show the author's `$` again.
-    built.map_err(|e| e.to_string().replace(lang.expando_char(), "$"))
+    built.map_err(|e| refused(e.to_string().replace(lang.expando_char(), "$")))
 }
 
 fn repeats_a_metavariable(node: &PatternNode) -> bool {

@@ -74,8 +74,23 @@ fn undo(post: &str, edits: &[EditOp]) -> Option<String> {
     Some(text)
 }
 
+/// Why an edit cannot be applied to the text given as the file before it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum EditError {
+    /// An Edit whose `old_string` the text does not hold.
+    #[error("the edit's `old_string` is not in the given text")]
+    EditMissing,
+    /// A MultiEdit one of whose `old_string`s is missing when its turn comes.
+    #[error("an edit's `old_string` is not in the given text")]
+    MultiEditMissing,
+    /// A call that edits no file.
+    #[error("only an Edit, MultiEdit or Write has a file before it")]
+    NotAnEdit,
+}
+
 /// The images of `evt`'s edit applied to `pre`, the file's text as the caller knows it.
-pub(crate) fn from_before(evt: &Event, pre: String) -> Result<EditImages, String> {
+pub(crate) fn from_before(evt: &Event, pre: String) -> Result<EditImages, EditError> {
     let post = match evt.tool() {
         ToolCall::Write { content, .. } => content.clone(),
         ToolCall::Edit {
@@ -91,12 +106,12 @@ pub(crate) fn from_before(evt: &Event, pre: String) -> Result<EditImages, String
                 replace_all: *replace_all,
             },
         )
-        .ok_or("the edit's `old_string` is not in the given text")?,
+        .ok_or(EditError::EditMissing)?,
         ToolCall::MultiEdit { edits, .. } => edits
             .iter()
             .try_fold(pre.clone(), |text, op| apply_edit(&text, op))
-            .ok_or("an edit's `old_string` is not in the given text")?,
-        _ => return Err("only an Edit, MultiEdit or Write has a file before it".into()),
+            .ok_or(EditError::MultiEditMissing)?,
+        _ => return Err(EditError::NotAnEdit),
     };
     Ok(EditImages {
         pre,

@@ -531,7 +531,7 @@ impl Event {
     /// The event with the edited file's text before the call given instead of read from disk
     /// (an inline test's file does not exist): the images are `before` and the call applied to
     /// it. `Err` says why the call cannot apply (not an edit, or `old_string` not in `before`).
-    pub fn with_file_before(self, before: String) -> Result<Event, String> {
+    pub fn with_file_before(self, before: String) -> Result<Event, crate::edit::EditError> {
         let images = crate::edit::from_before(&self, before)?;
         // A fresh event has computed nothing yet; set it before anyone reads.
         let _ = self.images.set(Some(images));

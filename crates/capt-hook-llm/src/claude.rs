@@ -183,14 +183,19 @@ impl Claude {
                 &argv,
                 "",
                 &done,
-                "auto-mode rules without a single block rule".into(),
+                "auto-mode rules without a single block rule",
             ));
         }
         Ok(rules)
     }
 }
 
-fn bad(argv: &[String], call: &Call<'_>, done: &Finished, why: String) -> CallError {
+fn bad(
+    argv: &[String],
+    call: &Call<'_>,
+    done: &Finished,
+    why: impl std::fmt::Display,
+) -> CallError {
     process::bad_output("claude", argv, call.prompt, done, why)
 }
 
@@ -202,20 +207,30 @@ struct CliResult {
     error: Option<String>,
 }
 
+/// Why the CLI's stdout holds no result.
+#[derive(Debug, thiserror::Error)]
+enum OutputError {
+    #[error("stdout is not JSON ({0})")]
+    NotJson(#[source] serde_json::Error),
+    #[error("no result entry in the output")]
+    NoResult,
+    #[error("expected a result object, got {0}")]
+    NotAResult(Value),
+}
+
 /// Reads the CLI's output: one result object, or a list of messages whose `result` entry
 /// carries the structured output (older releases printed the list).
-fn parse_output(stdout: &str) -> Result<CliResult, String> {
-    let value: Value =
-        serde_json::from_str(stdout.trim()).map_err(|e| format!("stdout is not JSON ({e})"))?;
+fn parse_output(stdout: &str) -> Result<CliResult, OutputError> {
+    let value: Value = serde_json::from_str(stdout.trim()).map_err(OutputError::NotJson)?;
     let result = match &value {
         Value::Array(items) => items
             .iter()
             .find(|v| v["type"] == "result" && v.get("structured_output").is_some())
             .or_else(|| items.iter().rev().find(|v| v["type"] == "result"))
             .cloned()
-            .ok_or("no result entry in the output")?,
+            .ok_or(OutputError::NoResult)?,
         Value::Object(_) => value,
-        other => return Err(format!("expected a result object, got {other}")),
+        other => return Err(OutputError::NotAResult(other.clone())),
     };
     let is_error = result["is_error"].as_bool() == Some(true);
     Ok(CliResult {

@@ -112,7 +112,7 @@ impl Backend for Codex {
                 &argv,
                 call.prompt,
                 &done,
-                "no JSON object on stdout".into(),
+                "no JSON object on stdout",
             )
         })?;
         let verdict = call

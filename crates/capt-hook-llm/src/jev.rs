@@ -32,6 +32,38 @@ pub struct Jev {
     pub api_key: Option<String>,
 }
 
+/// Why Jev cannot be asked for a verdict, or its answers make none.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum JevError {
+    /// A field no closed question can decide.
+    #[error("field `{0}` is not a yes/no, a choice or a small bounded score")]
+    Undecidable(String),
+    /// A schema with nothing but text fields.
+    #[error("the verdict has no field Jev can decide")]
+    NothingToDecide,
+    /// The answers skip a field.
+    #[error("no answer for `{0}`")]
+    NoAnswer(String),
+    /// Jev refused a question.
+    #[error("Jev declined to answer `{0}`")]
+    Declined(String),
+    /// A yes/no answer without its probability.
+    #[error("`{0}`: no p_yes")]
+    NoProbability(String),
+    /// A score that is not a number.
+    #[error("`{field}`: bad value {value}")]
+    BadScore {
+        /// The field.
+        field: String,
+        /// The answer given.
+        value: Value,
+    },
+    /// The answers, read, do not fit the schema.
+    #[error(transparent)]
+    Shape(#[from] crate::schema::ShapeError),
+}
+
 /// True when every field of `schema` is one Jev can decide or fill.
 pub fn can_answer(schema: &crate::VerdictSchema) -> bool {
     schema.fields().iter().all(|f| question(f, "").is_some())
@@ -86,7 +118,7 @@ impl Jev {
     }
 
     /// The request body for `call`.
-    pub fn body(call: &Call<'_>) -> Result<Value, String> {
+    pub fn body(call: &Call<'_>) -> Result<Value, JevError> {
         let mut questions = Map::new();
         for f in call.schema.fields() {
             match question(f, call.task) {
@@ -94,22 +126,17 @@ impl Jev {
                 Some(q) => {
                     questions.insert(f.name.clone(), q);
                 }
-                None => {
-                    return Err(format!(
-                        "field `{}` is not a yes/no, a choice or a small bounded score",
-                        f.name
-                    ));
-                }
+                None => return Err(JevError::Undecidable(f.name.clone())),
             }
         }
         if questions.is_empty() {
-            return Err("the verdict has no field Jev can decide".into());
+            return Err(JevError::NothingToDecide);
         }
         Ok(json!({"state": call.prompt, "model": MODEL, "questions": questions}))
     }
 
     /// The verdict from Jev's answers; a refused or missing answer is an error.
-    fn verdict(call: &Call<'_>, answers: &Value) -> Result<Map<String, Value>, String> {
+    fn verdict(call: &Call<'_>, answers: &Value) -> Result<Map<String, Value>, JevError> {
         let mut out = Map::new();
         let mut decided = Vec::new();
         for f in call.schema.fields() {
@@ -118,23 +145,36 @@ impl Jev {
             }
             let a = answers
                 .get(&f.name)
-                .ok_or_else(|| format!("no answer for `{}`", f.name))?;
+                .ok_or_else(|| JevError::NoAnswer(f.name.clone()))?;
             if a["refused"].as_bool() == Some(true) {
-                return Err(format!("Jev declined to answer `{}`", f.name));
+                return Err(JevError::Declined(f.name.clone()));
             }
             let v = match &f.ty {
                 // Strictly above one half: an even answer does not fire a hook.
                 FieldType::Bool => json!(
                     a["p_yes"]
                         .as_f64()
-                        .ok_or_else(|| format!("`{}`: no p_yes", f.name))?
+                        .ok_or_else(|| JevError::NoProbability(f.name.clone()))?
                         > 0.5
                 ),
                 FieldType::Choice(_) => a["choice"].clone(),
                 FieldType::Integer { .. } => match &a["value"] {
                     Value::Number(n) => json!(n.as_f64().unwrap_or(0.0).round() as i64),
-                    Value::String(s) => json!(s.parse::<i64>().map_err(|e| e.to_string())?),
-                    other => return Err(format!("`{}`: bad value {other}", f.name)),
+                    Value::String(s) => match s.parse::<i64>() {
+                        Ok(n) => json!(n),
+                        Err(_) => {
+                            return Err(JevError::BadScore {
+                                field: f.name.clone(),
+                                value: a["value"].clone(),
+                            });
+                        }
+                    },
+                    other => {
+                        return Err(JevError::BadScore {
+                            field: f.name.clone(),
+                            value: other.clone(),
+                        });
+                    }
                 },
                 FieldType::String => continue,
             };
@@ -147,7 +187,7 @@ impl Jev {
                 out.insert(f.name.clone(), json!(summary));
             }
         }
-        call.schema.validate(&Value::Object(out))
+        Ok(call.schema.validate(&Value::Object(out))?)
     }
 }
 
@@ -167,7 +207,7 @@ impl Backend for Jev {
             ));
         };
         let body = Jev::body(call)
-            .map_err(|why| self.fail(CallErrorKind::Unsupported(why), call, None, ""))?
+            .map_err(|why| self.fail(CallErrorKind::Unsupported(why.to_string()), call, None, ""))?
             .to_string();
         let url = format!("{}/v1/systemone", self.base_url.trim_end_matches('/'));
         let mut backoff = Duration::from_millis(200);
@@ -232,8 +272,14 @@ impl Backend for Jev {
                     &text,
                 )
             })?;
-            let verdict = Jev::verdict(call, &value["answers"])
-                .map_err(|why| self.fail(CallErrorKind::BadOutput(why), call, Some(200), &text))?;
+            let verdict = Jev::verdict(call, &value["answers"]).map_err(|why| {
+                self.fail(
+                    CallErrorKind::BadOutput(why.to_string()),
+                    call,
+                    Some(200),
+                    &text,
+                )
+            })?;
             return Ok(Answer {
                 verdict,
                 backend: "jev",

@@ -27,8 +27,8 @@ use std::time::{Duration, Instant};
 use serde_json::{Map, Value};
 
 pub use prompt::{Block, Template, render};
-pub use schema::{Field, FieldType, VerdictSchema};
-pub use settings::{BackendChoice, Settings, Specialties, Specialty};
+pub use schema::{Field, FieldType, ShapeError, VerdictSchema};
+pub use settings::{BackendChoice, Settings, SettingsError, Specialties, Specialty};
 
 /// How capable (and costly) a model the judge gets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

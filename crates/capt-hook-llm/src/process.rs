@@ -192,14 +192,14 @@ pub(crate) fn bad_output(
     argv: &[String],
     prompt: &str,
     done: &Finished,
-    why: String,
+    why: impl std::fmt::Display,
 ) -> CallError {
     let mut rec = record(backend, argv, prompt);
     rec.exit_code = done.status.code();
     rec.stderr_tail = tail(&format!("{}\n{}", done.stderr, done.stdout), TAIL_CHARS);
     CallError {
         backend,
-        kind: CallErrorKind::BadOutput(why),
+        kind: CallErrorKind::BadOutput(why.to_string()),
         record: Box::new(rec),
     }
 }

@@ -196,13 +196,13 @@ impl VerdictSchema {
 
     /// The verdict when `value` has this shape; otherwise what is wrong with it. Unknown keys
     /// are an error: a model that invents fields has not followed the schema.
-    pub fn validate(&self, value: &Value) -> Result<Map<String, Value>, String> {
+    pub fn validate(&self, value: &Value) -> Result<Map<String, Value>, ShapeError> {
         let Value::Object(obj) = value else {
-            return Err(format!("expected a JSON object, got {value}"));
+            return Err(ShapeError::NotAnObject(value.clone()));
         };
         for f in &self.fields {
             let Some(v) = obj.get(&f.name) else {
-                return Err(format!("missing field `{}`", f.name));
+                return Err(ShapeError::Missing(f.name.clone()));
             };
             let ok = match &f.ty {
                 FieldType::Bool => v.is_boolean(),
@@ -213,11 +213,14 @@ impl VerdictSchema {
                 FieldType::Choice(c) => v.as_str().is_some_and(|s| c.iter().any(|x| x == s)),
             };
             if !ok {
-                return Err(format!("field `{}` has a bad value: {v}", f.name));
+                return Err(ShapeError::BadValue {
+                    field: f.name.clone(),
+                    value: v.clone(),
+                });
             }
         }
         if let Some(extra) = obj.keys().find(|k| self.field(k).is_none()) {
-            return Err(format!("unexpected field `{extra}`"));
+            return Err(ShapeError::Unexpected(extra.clone()));
         }
         Ok(obj.clone())
     }
@@ -241,6 +244,29 @@ impl VerdictSchema {
             })
             .collect()
     }
+}
+
+/// Why a value is not a verdict of a schema's shape.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ShapeError {
+    /// The value is not a JSON object.
+    #[error("expected a JSON object, got {0}")]
+    NotAnObject(Value),
+    /// A field of the schema is absent.
+    #[error("missing field `{0}`")]
+    Missing(String),
+    /// A field's value is not of its type or outside its range or choices.
+    #[error("field `{field}` has a bad value: {value}")]
+    BadValue {
+        /// The field.
+        field: String,
+        /// What the value was.
+        value: Value,
+    },
+    /// A key the schema does not have.
+    #[error("unexpected field `{0}`")]
+    Unexpected(String),
 }
 
 #[cfg(test)]
@@ -269,13 +295,13 @@ mod tests {
         let e = s
             .validate(&json!({"block": "yes", "reasoning": "r"}))
             .unwrap_err();
-        assert!(e.contains("`block`"), "{e}");
+        assert!(e.to_string().contains("`block`"), "{e}");
         let e = s.validate(&json!({"reasoning": "r"})).unwrap_err();
-        assert!(e.contains("missing field `block`"), "{e}");
+        assert!(e.to_string().contains("missing field `block`"), "{e}");
         let e = s
             .validate(&json!({"block": true, "reasoning": "r", "x": 1}))
             .unwrap_err();
-        assert!(e.contains("unexpected field `x`"), "{e}");
+        assert!(e.to_string().contains("unexpected field `x`"), "{e}");
         assert!(s.validate(&json!([1])).is_err());
     }
 

@@ -115,19 +115,34 @@ pub struct Settings {
     pub jev: Jev,
 }
 
+/// A judge setting that cannot be used; the message names the variable to fix.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SettingsError {
+    /// `CAPT_HOOK_LLM_BACKEND` names no judge.
+    #[error("{CAPT_HOOK_LLM_BACKEND}={0:?} is not a judge; use one of {names}", names = BackendChoice::NAMES)]
+    NotAJudge(String),
+    /// `CAPT_HOOK_CLAUDE_MODELS` is not three names.
+    #[error("{CAPT_HOOK_CLAUDE_MODELS}={0:?}: give three model names (small,medium,large)")]
+    NotThreeModels(String),
+    /// The `command` judge was chosen without a command.
+    #[error(
+        "the `command` judge needs {CAPT_HOOK_LLM_COMMAND} (a command that reads the request on \
+         stdin and prints the verdict)"
+    )]
+    NoCommand,
+}
+
 impl Settings {
     /// Reads the settings through `get` (a variable's value, or `None` when unset). A bad
     /// `CAPT_HOOK_LLM_BACKEND` or model list is an error naming the variable.
-    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Settings, String> {
+    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Settings, SettingsError> {
         let get = |k: &str| get(k).filter(|v| !v.trim().is_empty());
         let default = match get(CAPT_HOOK_LLM_BACKEND) {
             None => BackendChoice::Auto,
-            Some(v) => BackendChoice::parse(v.trim()).ok_or_else(|| {
-                format!(
-                    "{CAPT_HOOK_LLM_BACKEND}={v:?} is not a judge; use one of {}",
-                    BackendChoice::NAMES
-                )
-            })?,
+            Some(v) => {
+                BackendChoice::parse(v.trim()).ok_or_else(|| SettingsError::NotAJudge(v.clone()))?
+            }
         };
         let mut claude = Claude::default();
         if let Some(bin) = get(CAPT_HOOK_CLAUDE_BIN) {
@@ -137,12 +152,7 @@ impl Settings {
             let names: Vec<String> = models.split(',').map(|m| m.trim().to_owned()).collect();
             match <[String; 3]>::try_from(names) {
                 Ok(m) if m.iter().all(|n| !n.is_empty()) => claude.models = m,
-                _ => {
-                    return Err(format!(
-                        "{CAPT_HOOK_CLAUDE_MODELS}={models:?}: give three model names \
-                         (small,medium,large)"
-                    ));
-                }
+                _ => return Err(SettingsError::NotThreeModels(models)),
             }
         }
         let mut codex = Codex::default();
@@ -183,7 +193,7 @@ impl Settings {
         &self,
         choice: Option<BackendChoice>,
         schema: &VerdictSchema,
-    ) -> Result<&dyn Backend, String> {
+    ) -> Result<&dyn Backend, SettingsError> {
         let choice = choice.unwrap_or(self.default);
         Ok(match choice {
             BackendChoice::Auto => {
@@ -198,12 +208,7 @@ impl Settings {
             BackendChoice::Jev => &self.jev,
             BackendChoice::Command => match &self.command {
                 Some(c) => c,
-                None => {
-                    return Err(format!(
-                        "the `command` judge needs {CAPT_HOOK_LLM_COMMAND} (a command that \
-                         reads the request on stdin and prints the verdict)"
-                    ));
-                }
+                None => return Err(SettingsError::NoCommand),
             },
         })
     }
@@ -214,7 +219,7 @@ mod tests {
     use super::*;
     use std::collections::HashMap;
 
-    fn settings(vars: &[(&str, &str)]) -> Result<Settings, String> {
+    fn settings(vars: &[(&str, &str)]) -> Result<Settings, SettingsError> {
         let map: HashMap<String, String> = vars
             .iter()
             .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
@@ -256,7 +261,7 @@ mod tests {
             .backend(Some(BackendChoice::Command), &gate)
             .err()
             .unwrap();
-        assert!(e.contains(CAPT_HOOK_LLM_COMMAND), "{e}");
+        assert!(e.to_string().contains(CAPT_HOOK_LLM_COMMAND), "{e}");
         let s = settings(&[(CAPT_HOOK_LLM_COMMAND, "my-judge --x")]).unwrap();
         assert_eq!(
             s.backend(Some(BackendChoice::Command), &gate)
@@ -289,7 +294,7 @@ mod tests {
         assert!(table.get("secruity").is_none());
         assert_eq!(table.names(), "debugging, general, review, security");
         let e = settings(&[(CAPT_HOOK_LLM_BACKEND, "gpt")]).unwrap_err();
-        assert!(e.contains("auto, claude"), "{e}");
+        assert!(e.to_string().contains("auto, claude"), "{e}");
         assert!(settings(&[(CAPT_HOOK_CLAUDE_MODELS, "a,b")]).is_err());
     }
 }

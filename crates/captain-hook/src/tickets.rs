@@ -972,8 +972,12 @@ fn jev_alone(evt: &Event, d: &Decide, schema: &VerdictSchema) -> Result<(), Stri
     {
         return Ok(());
     }
-    let settings = capt_hook_llm::Settings::from_lookup(|k| crate::llm::env_var(evt, k))?;
-    let name = settings.backend(d.backend, schema)?.name();
+    let settings = capt_hook_llm::Settings::from_lookup(|k| crate::llm::env_var(evt, k))
+        .map_err(|e| e.to_string())?;
+    let name = settings
+        .backend(d.backend, schema)
+        .map_err(|e| e.to_string())?
+        .name();
     if matches!(name, "claude" | "codex") {
         return Err(format!(
             "`llm = false` leaves the verdict to Jev alone, but the judge resolved to `{name}` \

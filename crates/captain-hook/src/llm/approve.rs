@@ -231,7 +231,7 @@ pub fn llm_approve(o: ApproveOptions) -> Result<HookDef, DefError> {
             RubricDefaults::Claude if stub.active => Some(Arc::new(builtin_rules())),
             RubricDefaults::Claude => {
                 let settings = capt_hook_llm::Settings::from_lookup(|k| super::env_var(evt, k))
-                    .map_err(HandlerError::new)?;
+                    .map_err(|e| HandlerError::new(e.to_string()))?;
                 Some(claude_rules(evt, &settings.claude))
             }
         };
@@ -357,7 +357,7 @@ pub fn prompt_check(evt: &Event, check: &PromptCheck) -> HandlerResult {
         escalate: None,
     };
     let name = format!("prompt_check_{}", short_hash(&check.template));
-    let v = ask(evt, &q, &name).map_err(HandlerError::new)?;
+    let v = ask(evt, &q, &name).map_err(|e| HandlerError::new(e.to_string()))?;
     let reason = v.get("reason").and_then(Value::as_str).unwrap_or("");
     let message = format!("{}: {reason}{}", check.prefix, check.suffix);
     Ok(match v.get("action").and_then(Value::as_str) {

@@ -982,8 +982,12 @@ pub(crate) fn ask(evt: &Event, q: &Question<'_>, name: &str) -> Result<Map<Strin
             table.names()
         )
     })?;
-    let settings = Settings::from_lookup(|k| env_var(evt, k))?.for_specialty(specialty);
-    let backend = settings.backend(q.backend, q.schema)?;
+    let settings = Settings::from_lookup(|k| env_var(evt, k))
+        .map_err(|e| e.to_string())?
+        .for_specialty(specialty);
+    let backend = settings
+        .backend(q.backend, q.schema)
+        .map_err(|e| e.to_string())?;
     let call = Call {
         prompt: q.prompt,
         task: q.task,
