@@ -73,6 +73,7 @@ pub const SCHEMA_VERSION: i64 = 2;
 
 /// A ledger that cannot be used.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum LedgerError {
     /// No ledger exists at the path (nothing has been recorded there yet).
     #[error(

@@ -123,6 +123,7 @@ pub fn tail(text: &str, n: usize) -> String {
 
 /// Why a call gave no verdict.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum CallErrorKind {
     /// The program could not be started.
     #[error("could not start {program}: {reason}")]

@@ -7,6 +7,7 @@ use serde::de::DeserializeOwned;
 
 /// Why a frame could not be read or decoded.
 #[derive(Debug)]
+#[non_exhaustive]
 pub enum FrameError {
     /// The underlying stream failed (includes a stream that ended inside a frame).
     Io(io::Error),

@@ -24,6 +24,7 @@ pub const MAX_DEPTH: usize = 100;
 
 /// Why a payload could not be read.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum PayloadError {
     /// The payload is JSON, but not an object.
     NotAnObject(&'static str),
