@@ -1,43 +1,20 @@
-//! UTC timestamps without a date library: formatting for log lines and parsing for `--since`.
+//! UTC timestamps for log lines, and the times `--since` accepts (ages, dates, Unix ms), on
+//! `jiff`'s calendar arithmetic.
 
 use std::time::Duration;
 
-/// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's `days_from_civil`).
-fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = if y >= 0 { y } else { y - 399 } / 400;
-    let yoe = y - era * 400;
-    let m = i64::from(m);
-    let doy = (153 * (if m > 2 { m - 3 } else { m + 9 }) + 2) / 5 + i64::from(d) - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
-}
+use jiff::Timestamp;
+use jiff::civil::{Date, DateTime};
+use jiff::tz::TimeZone;
 
-/// The date of a day count since 1970-01-01 (`civil_from_days`).
-fn civil_from_days(z: i64) -> (i64, u32, u32) {
-    let z = z + 719_468;
-    let era = if z >= 0 { z } else { z - 146_096 } / 146_097;
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    (yoe + era * 400 + i64::from(m <= 2), m, d)
-}
-
-/// `2026-12-01T17:00:01.123Z` for Unix milliseconds.
+/// `2026-12-01T17:00:01.123Z` for Unix milliseconds (always three fractional digits, so log
+/// lines line up and sort as text).
 pub fn utc(unix_ms: u64) -> String {
-    let secs = (unix_ms / 1000) as i64;
-    let (y, mo, d) = civil_from_days(secs.div_euclid(86_400));
-    let rem = secs.rem_euclid(86_400);
-    format!(
-        "{y:04}-{mo:02}-{d:02}T{:02}:{:02}:{:02}.{:03}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60,
-        unix_ms % 1000
-    )
+    let ts = i64::try_from(unix_ms)
+        .ok()
+        .and_then(|ms| Timestamp::from_millisecond(ms).ok())
+        .unwrap_or(Timestamp::UNIX_EPOCH);
+    ts.strftime("%Y-%m-%dT%H:%M:%S%.3fZ").to_string()
 }
 
 /// Why a time given on the command line could not be read.
@@ -55,42 +32,30 @@ pub fn parse_time(text: &str, now_ms: u64) -> Result<u64, TimeError> {
     let bad = || TimeError(text.to_owned());
     let t = text.trim();
     if let Some(age) = parse_age(t) {
-        return Ok(now_ms.saturating_sub(age.as_millis() as u64));
+        return Ok(now_ms.saturating_sub(u64::try_from(age.as_millis()).unwrap_or(u64::MAX)));
     }
     if !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit()) {
         return t.parse().map_err(|_| bad());
     }
-    let (date, clock) = match t.split_once(['T', ' ']) {
-        Some((d, c)) => (d, Some(c.trim_end_matches('Z'))),
-        None => (t, None),
-    };
-    let mut parts = date.splitn(3, '-');
-    let (Some(y), Some(m), Some(d)) = (parts.next(), parts.next(), parts.next()) else {
-        return Err(bad());
-    };
-    let (y, m, d): (i64, u32, u32) = (
-        y.parse().map_err(|_| bad())?,
-        m.parse().map_err(|_| bad())?,
-        d.parse().map_err(|_| bad())?,
-    );
-    if !(1..=12).contains(&m) || !(1..=31).contains(&d) || y < 1970 {
-        return Err(bad());
+    // A date-time without an offset is read as UTC, like one ending in `Z`.
+    let civil = match t.strip_suffix('Z') {
+        Some(clock) => clock.parse::<DateTime>(),
+        None => t.parse::<DateTime>(),
     }
-    let mut secs = days_from_civil(y, m, d) * 86_400;
-    if let Some(clock) = clock {
-        let mut f = clock.splitn(3, ':');
-        let h: i64 = f.next().ok_or_else(bad)?.parse().map_err(|_| bad())?;
-        let mi: i64 = f.next().unwrap_or("0").parse().map_err(|_| bad())?;
-        let s: f64 = f.next().unwrap_or("0").parse().map_err(|_| bad())?;
-        if !(0..24).contains(&h) || !(0..60).contains(&mi) || !(0.0..61.0).contains(&s) {
-            return Err(bad());
-        }
-        secs += h * 3600 + mi * 60 + s as i64;
-    }
-    u64::try_from(secs * 1000).map_err(|_| bad())
+    .or_else(|_| {
+        t.parse::<Date>()
+            .map(|d| d.to_datetime(jiff::civil::Time::midnight()))
+    })
+    .map_err(|_| bad())?;
+    let ms = civil
+        .to_zoned(TimeZone::UTC)
+        .map_err(|_| bad())?
+        .timestamp()
+        .as_millisecond();
+    u64::try_from(ms).map_err(|_| bad())
 }
 
-/// `90s`, `15m`, `2h`, `7d` as a duration.
+/// `90s`, `15m`, `2h`, `7d` as a duration: one number and one unit, days of 24 hours.
 fn parse_age(t: &str) -> Option<Duration> {
     let unit = t.chars().last()?;
     let n: u64 = t[..t.len() - unit.len_utf8()].parse().ok()?;
@@ -125,9 +90,17 @@ mod tests {
         for bad in ["", "yesterday", "2026-13-01", "2026-12-01T25:00", "5w"] {
             assert!(parse_time(bad, 0).is_err(), "{bad}");
         }
-        for days in [-1, 0, 59, 60, 365, 20_000, 50_000] {
-            let (y, m, d) = civil_from_days(days);
-            assert_eq!(days_from_civil(y, m, d), days);
-        }
+        assert_eq!(
+            parse_time("2026-12-01T17:00:01", 0).unwrap(),
+            1_796_144_401_000,
+            "no offset reads as UTC"
+        );
+        assert_eq!(parse_time("2024-02-29", 0).unwrap(), 1_709_164_800_000);
+        assert!(parse_time("2023-02-29", 0).is_err(), "no such day");
+        assert_eq!(
+            utc(u64::MAX),
+            utc(0),
+            "out of range: the epoch, never a panic"
+        );
     }
 }

@@ -7,7 +7,7 @@
 use std::fs::{File, OpenOptions, TryLockError};
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime};
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -152,34 +152,14 @@ pub(crate) fn move_aside(path: &Path) -> std::io::Result<PathBuf> {
     Ok(bak)
 }
 
-/// `YYYYMMDDTHHMMSSZ` in UTC.
+/// `YYYYMMDDTHHMMSSZ` in UTC (a time before the epoch, which a clock set wrong could give,
+/// reads as the epoch).
 pub(crate) fn utc_stamp(t: SystemTime) -> String {
-    let secs = t
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0);
-    let (days, rem) = (secs / 86_400, secs % 86_400);
-    let (y, m, d) = civil_from_days(days as i64);
-    format!(
-        "{y:04}{m:02}{d:02}T{:02}{:02}{:02}Z",
-        rem / 3600,
-        (rem % 3600) / 60,
-        rem % 60
-    )
-}
-
-/// Days since 1970-01-01 to a proleptic Gregorian (year, month, day).
-fn civil_from_days(z: i64) -> (i64, u32, u32) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    (y, m, d)
+    jiff::Timestamp::try_from(t)
+        .unwrap_or(jiff::Timestamp::UNIX_EPOCH)
+        .max(jiff::Timestamp::UNIX_EPOCH)
+        .strftime("%Y%m%dT%H%M%SZ")
+        .to_string()
 }
 
 /// How long to wait for a lock.
@@ -287,6 +267,7 @@ pub(crate) fn lock(lock: &Path, wait: LockWait) -> Result<LockGuard, StateError>
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::UNIX_EPOCH;
 
     #[test]
     fn stamps_are_utc_calendar_times() {
