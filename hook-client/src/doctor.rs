@@ -54,7 +54,7 @@ impl fmt::Display for Report {
 
 /// Where `xtask install` puts the binaries.
 pub fn install_dir(home: &Path) -> PathBuf {
-    home.join(".local/share/captain-hook/bin")
+    capt_hook_proto::paths::bin_dir(home)
 }
 
 /// Runs every check for the project at `root`, with `home` as the user's home.

@@ -380,7 +380,7 @@ fn install_service(bin: &Path) -> anyhow::Result<()> {
 
 /// Where `install` puts the binaries for the user whose home is `home`.
 fn installed_bin_dir(home: &Path) -> PathBuf {
-    home.join(".local/share/captain-hook/bin")
+    capt_hook_proto::paths::bin_dir(home)
 }
 
 /// Builds and installs the runtime and the plugin for the user whose home is `home`; returns

@@ -12,8 +12,6 @@ use std::collections::BTreeMap;
 use std::fs::File;
 use std::path::{Path, PathBuf};
 
-use capt_hook_proto::env::{CAPT_HOOK_BUILD_DIR, HOME, XDG_CACHE_HOME};
-
 use crate::{WORKER_BIN, crate_dir, sdk_id, source_hash};
 
 /// One root's build cache.
@@ -27,19 +25,10 @@ pub struct Cache {
 
 impl Cache {
     /// The cache of `root`, with variables read through `env` (the host passes the request's
-    /// semantic environment): `$CAPT_HOOK_BUILD_DIR`, else `$XDG_CACHE_HOME/captain-hook/rust`,
-    /// else `~/.cache/captain-hook/rust`, then a directory named by the root's hash.
+    /// semantic environment): [`capt_hook_proto::paths::build_base_in`], then a directory named by
+    /// the root's hash.
     pub fn for_root(root: &Path, env: impl Fn(&str) -> Option<String>) -> Cache {
-        let set = |name: &str| env(name).filter(|v| !v.is_empty()).map(PathBuf::from);
-        let base = set(CAPT_HOOK_BUILD_DIR)
-            .or_else(|| set(XDG_CACHE_HOME).map(|d| d.join("captain-hook").join("rust")))
-            .unwrap_or_else(|| {
-                set(HOME)
-                    .unwrap_or_else(|| "/".into())
-                    .join(".cache")
-                    .join("captain-hook")
-                    .join("rust")
-            });
+        let base = capt_hook_proto::paths::build_base_in(&|name: &str| env(name).map(Into::into));
         let key = blake3::hash(root.as_os_str().as_encoded_bytes()).to_hex();
         Cache {
             dir: base.join(&key[..16]),
@@ -285,8 +274,11 @@ mod tests {
     #[test]
     fn selection_follows_the_cache() {
         let (root, cache_dir) = project();
-        let env =
-            |d: PathBuf| move |n: &str| (n == CAPT_HOOK_BUILD_DIR).then(|| d.display().to_string());
+        let env = |d: PathBuf| {
+            move |n: &str| {
+                (n == capt_hook_proto::env::CAPT_HOOK_BUILD_DIR).then(|| d.display().to_string())
+            }
+        };
         let env = env(cache_dir.path().to_path_buf());
         let plain = tempfile::tempdir().unwrap();
         assert_eq!(select(plain.path(), None, &env), Selection::Stock);

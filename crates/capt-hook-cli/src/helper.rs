@@ -42,13 +42,10 @@ impl Manager {
     /// Where the definition is installed for the user whose home is `home`.
     pub fn file(self, home: &Path) -> PathBuf {
         match self {
-            Manager::Systemd => {
-                let config = std::env::var_os(capt_hook_proto::env::XDG_CONFIG_HOME)
-                    .filter(|d| !d.is_empty())
-                    .map(PathBuf::from)
-                    .unwrap_or_else(|| home.join(".config"));
-                config.join("systemd").join("user").join(SYSTEMD_UNIT)
-            }
+            Manager::Systemd => capt_hook_proto::paths::config_base(home)
+                .join("systemd")
+                .join("user")
+                .join(SYSTEMD_UNIT),
             Manager::Launchd => home
                 .join("Library")
                 .join("LaunchAgents")

@@ -40,8 +40,8 @@ vars! {
     CAPT_HOOK_CLIENT_TIMEOUT, read_by: "hook", default: "30";
     /// Root of session and durable state.
     CAPTAIN_HOOK_STATE_DIR, read_by: "capt-hook, workers", default: "`~/.claude/state`";
-    /// Directory for log files.
-    CAPTAIN_HOOK_LOG_DIR, read_by: "all", default: "`~/.cache/captain-hook/host-v1`";
+    /// Directory for log files (the host's, the CLI's, session and judge logs).
+    CAPTAIN_HOOK_LOG_DIR, read_by: "all", default: "the host state directory";
     /// Bytes past which the host log is rotated (to `capt-hookd.log.1`).
     CAPT_HOOK_LOG_MAX_BYTES, read_by: "capt-hookd", default: "10485760";
     /// The decision ledger (SQLite): one row per verdict a hook delivered.
@@ -104,8 +104,9 @@ vars! {
     CAPT_HOOK_SDK, read_by: "capt-hook", default: "`sdk/` beside the installed `bin/`";
     /// Where Rust hook projects' builds are cached (one directory per project root).
     CAPT_HOOK_BUILD_DIR, read_by: "capt-hook, capt-hookd, workers", default: "`$XDG_CACHE_HOME/captain-hook/rust`";
-    /// The user's cache directory.
-    XDG_CACHE_HOME, read_by: "capt-hook, capt-hookd, workers", default: "`~/.cache`";
+    /// The user's cache directory (absolute, else ignored); the host state directory is
+    /// `captain-hook/host-v1` under it (`~/Library/Caches` on macOS, which ignores it).
+    XDG_CACHE_HOME, read_by: "all", default: "`~/.cache`";
     /// The user's runtime directory; the host socket lives under it when set.
     XDG_RUNTIME_DIR, read_by: "hook, capt-hookd, capt-hook", default: "the host state directory";
     /// The user's home: the state, log and socket defaults hang off it.

@@ -17,10 +17,7 @@ pub fn state_root() -> PathBuf {
 }
 
 pub(crate) fn home() -> PathBuf {
-    std::env::var_os(HOME)
-        .filter(|h| !h.is_empty())
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("/"))
+    capt_hook_proto::paths::home()
 }
 
 /// `<root>/hooks/sessions`: one directory per Claude Code session.

@@ -98,6 +98,8 @@ impl Env {
             .env_remove("FACTORY_PROJECT_DIR")
             .env_remove("CAPT_HOOK_CLIENT_TIMEOUT")
             .env_remove("CAPT_HOOKD_WORKER")
+            // The host state directory follows it; this user's lives under the temp HOME.
+            .env_remove("XDG_CACHE_HOME")
             .envs(self.extra.iter().map(|(k, v)| (k, v)));
         cmd
     }
