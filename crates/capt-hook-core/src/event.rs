@@ -64,7 +64,7 @@ pub struct Event {
     store: OnceLock<capt_hook_state::SessionStore>,
     /// Values several hooks derive from this event (an edited file, its parse), kept so each
     /// is computed once per event.
-    memo: std::sync::Mutex<std::collections::HashMap<String, Memo>>,
+    memo: parking_lot::Mutex<std::collections::HashMap<String, Memo>>,
     /// PostToolBatch: one view per call of the batch, built on first use.
     batch: OnceLock<Vec<std::sync::Arc<Event>>>,
 }
@@ -236,11 +236,10 @@ impl Event {
         self.memo_map().get(key).cloned()?.downcast::<T>().ok()
     }
 
-    fn memo_map(&self) -> std::sync::MutexGuard<'_, std::collections::HashMap<String, Memo>> {
-        // A hook that panicked mid-insert leaves a usable map: entries are whole values.
-        self.memo
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    fn memo_map(&self) -> parking_lot::MutexGuard<'_, std::collections::HashMap<String, Memo>> {
+        // No poisoning: a hook that panicked mid-insert leaves a usable map (entries are whole
+        // values).
+        self.memo.lock()
     }
 
     /// The session's state store: null (nothing persists) without a session id or state root.

@@ -6,9 +6,9 @@
 //! exists); [`take_write_failure`] hands each such directory out once per process, so the engine
 //! can surface it as a `systemMessage` without repeating it on every event.
 
+use parking_lot::{Mutex, MutexGuard};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 
 /// A directory under which state could not be written.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -37,8 +37,8 @@ static LEDGER: Mutex<Ledger> = Mutex::new(Ledger {
     known: BTreeSet::new(),
 });
 
-fn ledger() -> std::sync::MutexGuard<'static, Ledger> {
-    LEDGER.lock().unwrap_or_else(|p| p.into_inner())
+fn ledger() -> MutexGuard<'static, Ledger> {
+    LEDGER.lock()
 }
 
 /// Notes that writing at `target` failed with `err`.

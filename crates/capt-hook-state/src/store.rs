@@ -3,7 +3,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
-use std::sync::{LazyLock, Mutex};
+use std::sync::LazyLock;
+
+use parking_lot::Mutex;
 
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
@@ -241,7 +243,7 @@ pub fn track<T: JsonSchema + 'static>() {
 
 /// Registers `T` with an explicit file stem and kind (used by the state traits).
 pub fn track_as<T: JsonSchema + 'static>(key: String, kind: ModelKind) {
-    let mut list = TRACKED.lock().unwrap_or_else(|p| p.into_inner());
+    let mut list = TRACKED.lock();
     let name = std::any::type_name::<T>();
     if !list.iter().any(|m| m.type_name == name) {
         list.push(entry::<T>(key, kind));
@@ -250,14 +252,14 @@ pub fn track_as<T: JsonSchema + 'static>(key: String, kind: ModelKind) {
 
 /// Removes `T` from the registry (tests and hot reloads).
 pub fn untrack<T: 'static>() {
-    let mut list = TRACKED.lock().unwrap_or_else(|p| p.into_inner());
+    let mut list = TRACKED.lock();
     let name = std::any::type_name::<T>();
     list.retain(|m| m.type_name != name);
 }
 
 /// Every tracked model, in registration order (the framework's own first).
 pub fn tracked_models() -> Vec<TrackedModel> {
-    TRACKED.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    TRACKED.lock().clone()
 }
 
 /// The slot `<dir>/<key>.json`, or a null slot without a directory: every store's slots.

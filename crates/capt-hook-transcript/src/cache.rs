@@ -8,7 +8,9 @@ use std::io::{Read, Seek, SeekFrom};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::sync::{Arc, OnceLock};
+
+use parking_lot::{Mutex, MutexGuard};
 use std::time::SystemTime;
 
 use crate::command::CommandMatcher;
@@ -66,9 +68,9 @@ impl Default for TranscriptCache {
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    // A panic while holding the lock leaves consistent data behind (every update is a whole
-    // replacement), so a poisoned lock is still usable.
-    m.lock().unwrap_or_else(|p| p.into_inner())
+    // No poisoning: a panic while holding the lock leaves consistent data behind (every update
+    // is a whole replacement).
+    m.lock()
 }
 
 impl TranscriptCache {

@@ -13,7 +13,9 @@
 use std::collections::HashMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, OnceLock};
+use std::sync::OnceLock;
+
+use parking_lot::Mutex;
 use std::time::Duration;
 
 use regex_syntax::hir::Hir;
@@ -132,7 +134,7 @@ impl FactsCache {
     /// (a ticket pattern filled from the tool input), and a long-lived worker must not grow
     /// with them.
     pub(super) fn learn(&self, flagged: &str, facts: &Facts) {
-        let mut learned = self.learned.lock().unwrap_or_else(|p| p.into_inner());
+        let mut learned = self.learned.lock();
         if learned.len() < MAX_ENTRIES {
             learned.insert(flagged.to_owned(), facts.clone());
         }
@@ -140,7 +142,7 @@ impl FactsCache {
 
     /// How many patterns were read from the file, and how many this process parsed since.
     pub fn counts(&self) -> (usize, usize) {
-        let learned = self.learned.lock().unwrap_or_else(|p| p.into_inner());
+        let learned = self.learned.lock();
         (self.known.len(), learned.len())
     }
 
@@ -148,7 +150,7 @@ impl FactsCache {
     /// place (a worker reading it meanwhile sees the old one or the new one); then removes the
     /// directory's files that were not written for [`KEEP`]. Returns whether it wrote.
     pub fn save(&self) -> std::io::Result<bool> {
-        let learned = self.learned.lock().unwrap_or_else(|p| p.into_inner());
+        let learned = self.learned.lock();
         if learned.is_empty() {
             return Ok(false);
         }
