@@ -7,6 +7,8 @@ mod bench;
 mod bench_rust;
 mod cc_surface;
 mod e2e;
+#[cfg(test)]
+mod layers;
 mod pie;
 mod sandbox;
 
@@ -423,11 +425,17 @@ const SDK_CRATES: &[&str] = &[
     "capt-hook-build",
     "capt-hook-code",
     "capt-hook-core",
+    "capt-hook-engine",
     "capt-hook-journal",
+    "capt-hook-kinds",
     "capt-hook-llm",
+    "capt-hook-packs",
     "capt-hook-proto",
+    "capt-hook-serve",
     "capt-hook-shell",
     "capt-hook-state",
+    "capt-hook-testing",
+    "capt-hook-toml",
     "capt-hook-transcript",
 ];
 
@@ -620,28 +628,11 @@ mod tests {
         let id = std::fs::read_to_string(sdk.join("BUILD-ID")).unwrap();
         assert_eq!(id.len(), 32, "{id}");
         assert!(
-            sdk.join("crates/captain-hook/packs/general/hooks/commands.toml")
+            sdk.join("crates/capt-hook-packs/packs/general/hooks/commands.toml")
                 .is_file(),
             "the builtin packs the SDK compiles in are shipped with it"
         );
-        let out = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
-            .args([
-                "metadata",
-                "--no-deps",
-                "--offline",
-                "--format-version",
-                "1",
-            ])
-            .arg("--manifest-path")
-            .arg(sdk.join("Cargo.toml"))
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let meta: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let meta = layers::metadata(&sdk.join("Cargo.toml"));
         let mut names: Vec<&str> = meta["packages"]
             .as_array()
             .unwrap()

@@ -154,8 +154,8 @@ pub fn all(conditions: Vec<Condition>) -> Condition {
 /// parameters) and pass [`CustomCondition::condition`] to `only_if` or `skip_if`.
 ///
 /// ```
-/// use captain_hook::cond::CustomCondition;
-/// use captain_hook::Event;
+/// use capt_hook_engine::cond::CustomCondition;
+/// use capt_hook_core::Event;
 ///
 /// /// The edited file lies under one of the given directories.
 /// struct Under(Vec<String>);

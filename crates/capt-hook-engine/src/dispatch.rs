@@ -23,7 +23,10 @@ use capt_hook_core::{Action, Event, EventKind, FoldInput, HookResult, fold};
 use capt_hook_journal::Fired;
 use capt_hook_state::{FireCounter, Reservation};
 
-use crate::hook::{Body, HandlerFn, Hook};
+// How a handler is called (its error or panic kept as a cause) belongs to the hook, so the
+// hook needs nothing from the dispatcher; the cause keeps its path here.
+pub use crate::hook::FailureCause;
+use crate::hook::{Body, Hook, call, panic_text};
 use crate::registry::Registry;
 
 /// How many handler jobs run at once in one process.
@@ -104,31 +107,6 @@ impl Trace {
         match self {
             Trace::Matched(_) | Trace::NoMatch(_) => None,
             other => Some(other.describe(hook)),
-        }
-    }
-}
-
-/// Why a hook that matched gave no verdict.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum FailureCause {
-    /// The handler returned an error.
-    Error(String),
-    /// The handler panicked.
-    Panic(String),
-    /// The handler was still running at the deadline.
-    Deadline,
-    /// The handler never ran: every pool thread was busy and the queue full (or it reached a
-    /// thread only after the deadline).
-    NotRun,
-}
-
-impl std::fmt::Display for FailureCause {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            FailureCause::Error(e) => write!(f, "failed: {e}"),
-            FailureCause::Panic(p) => write!(f, "panicked: {p}"),
-            FailureCause::Deadline => f.write_str("did not finish before the deadline"),
-            FailureCause::NotRun => f.write_str("could not run: every handler thread was busy"),
         }
     }
 }
@@ -274,31 +252,6 @@ fn run_body(hook: &Hook, evt: &Event) -> Ran {
         Body::Handler(h) if hook.max_fires != Some(0) => call(&hook.name, &h.func, evt),
         _ => Ok(hook.execute(evt)),
     }
-}
-
-/// Calls a handler, keeping its error or panic (logged) as a [`FailureCause`].
-pub(crate) fn call(name: &str, func: &HandlerFn, evt: &Event) -> Ran {
-    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| func(evt))) {
-        Ok(Ok(r)) => Ok(r),
-        Ok(Err(e)) => {
-            tracing::warn!(hook = name, error = %e, "hook handler failed; no result");
-            Err(FailureCause::Error(e.to_string()))
-        }
-        Err(panic) => {
-            let what = panic_text(panic.as_ref());
-            tracing::error!(hook = name, panic = %what, "hook handler panicked; no result");
-            Err(FailureCause::Panic(what))
-        }
-    }
-}
-
-/// A panic's message, when it carried one.
-fn panic_text(panic: &(dyn std::any::Any + Send)) -> String {
-    panic
-        .downcast_ref::<&str>()
-        .map(|s| (*s).to_owned())
-        .or_else(|| panic.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "unknown panic".to_owned())
 }
 
 /// One hook's state between the matching pass and the fold. Kept small, one per registered

@@ -3,9 +3,36 @@
 use std::fmt;
 use std::sync::Arc;
 
+use capt_hook_core::pattern::PatternError;
 use capt_hook_core::{Condition, Event, EventKind, EventSet, HookResult};
 
-use crate::testing::InlineTest;
+use crate::inline::InlineTest;
+
+/// Why a hook definition cannot be registered. `field` names the offending field.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{field}: {message}")]
+pub struct DefError {
+    /// The field at fault (`events`, `only_if[1]`, `argv`, …).
+    pub field: String,
+    /// What is wrong and how to fix it.
+    pub message: String,
+}
+
+impl DefError {
+    /// An error about `field`.
+    pub fn new(field: impl Into<String>, message: impl Into<String>) -> DefError {
+        DefError {
+            field: field.into(),
+            message: message.into(),
+        }
+    }
+}
+
+impl From<PatternError> for DefError {
+    fn from(e: PatternError) -> Self {
+        DefError::new("pattern", e.to_string())
+    }
+}
 
 /// A handler's failure; the hook then yields no result and the failure is logged.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -20,8 +47,8 @@ impl HandlerError {
 }
 
 /// A definition that fails while a handler builds it (a condition compiled on the fly).
-impl From<crate::primitives::DefError> for HandlerError {
-    fn from(e: crate::primitives::DefError) -> HandlerError {
+impl From<DefError> for HandlerError {
+    fn from(e: DefError) -> HandlerError {
         HandlerError(e.to_string())
     }
 }
@@ -183,7 +210,61 @@ impl Hook {
 
 /// Calls a handler, turning an error or a panic into no result (both are logged).
 pub fn run_handler(name: &str, func: &HandlerFn, evt: &Event) -> Option<HookResult> {
-    crate::dispatch::call(name, func, evt).unwrap_or(None)
+    call(name, func, evt).unwrap_or(None)
+}
+
+/// Why a hook that matched gave no verdict.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FailureCause {
+    /// The handler returned an error.
+    Error(String),
+    /// The handler panicked.
+    Panic(String),
+    /// The handler was still running at the deadline.
+    Deadline,
+    /// The handler never ran: every pool thread was busy and the queue full (or it reached a
+    /// thread only after the deadline).
+    NotRun,
+}
+
+impl std::fmt::Display for FailureCause {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            FailureCause::Error(e) => write!(f, "failed: {e}"),
+            FailureCause::Panic(p) => write!(f, "panicked: {p}"),
+            FailureCause::Deadline => f.write_str("did not finish before the deadline"),
+            FailureCause::NotRun => f.write_str("could not run: every handler thread was busy"),
+        }
+    }
+}
+
+/// Calls a handler, keeping its error or panic (logged) as a [`FailureCause`].
+pub(crate) fn call(
+    name: &str,
+    func: &HandlerFn,
+    evt: &Event,
+) -> Result<Option<HookResult>, FailureCause> {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| func(evt))) {
+        Ok(Ok(r)) => Ok(r),
+        Ok(Err(e)) => {
+            tracing::warn!(hook = name, error = %e, "hook handler failed; no result");
+            Err(FailureCause::Error(e.to_string()))
+        }
+        Err(panic) => {
+            let what = panic_text(panic.as_ref());
+            tracing::error!(hook = name, panic = %what, "hook handler panicked; no result");
+            Err(FailureCause::Panic(what))
+        }
+    }
+}
+
+/// A panic's message, when it carried one.
+pub(crate) fn panic_text(panic: &(dyn std::any::Any + Send)) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".to_owned())
 }
 
 /// Lower-case, runs of anything but `[a-z0-9]` as one `_`, trimmed.

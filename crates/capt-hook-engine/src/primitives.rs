@@ -8,39 +8,15 @@ use std::sync::Arc;
 use capt_hook_core::condition::never_matches;
 use capt_hook_core::events::{DECISION_EVENTS, GUARD_EVENTS, SHELL_GUARD_EVENTS};
 use capt_hook_core::{
-    Condition, Event, EventKind, EventSet, HookResult, Mode, Pattern, Tokens,
-    pattern::PatternError, tokens::TokenError,
+    Condition, Event, EventKind, EventSet, HookResult, Mode, Pattern, Tokens, tokens::TokenError,
 };
 use serde_json::Value;
 
+// The definition error lives with the hook it fails to become (so `hook` needs nothing from
+// this module); its path here is the one users know.
+pub use crate::hook::DefError;
 use crate::hook::{Body, Handler, HandlerFn, HandlerResult, Hook, Source, short_hash, slug};
-use crate::testing::{Expect, InlineTest, Input};
-
-/// Why a hook definition cannot be registered. `field` names the offending field.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{field}: {message}")]
-pub struct DefError {
-    /// The field at fault (`events`, `only_if[1]`, `argv`, …).
-    pub field: String,
-    /// What is wrong and how to fix it.
-    pub message: String,
-}
-
-impl DefError {
-    /// An error about `field`.
-    pub fn new(field: impl Into<String>, message: impl Into<String>) -> DefError {
-        DefError {
-            field: field.into(),
-            message: message.into(),
-        }
-    }
-}
-
-impl From<PatternError> for DefError {
-    fn from(e: PatternError) -> Self {
-        DefError::new("pattern", e.to_string())
-    }
-}
+use crate::inline::{Expect, InlineTest, Input};
 
 /// How a command primitive recognises its command.
 #[derive(Debug, Clone)]
@@ -98,6 +74,16 @@ impl CommandMatch {
 pub trait CommandRewriter: Send + Sync {
     /// The new command, or `None` to leave it unchanged.
     fn rewrite(&self, command: &str) -> Option<String>;
+}
+
+/// A layer put around a hook's body once its name is known: the registration point through
+/// which a kind defined above the engine changes what any hook does. The LLM kinds' `Confirm`
+/// (a judge that must agree before a block stands) is the one there is; the engine only knows
+/// this trait, so it needs nothing from the crates built on it.
+pub trait BodyLayer: Send + Sync {
+    /// `body` with the layer around it, for the hook named `name`; `Err` for a layer whose
+    /// definition cannot work.
+    fn wrap(&self, body: Body, name: String) -> Result<Body, DefError>;
 }
 
 /// A `to` function for the conditional rewrite form.
@@ -231,7 +217,7 @@ pub struct HookDef {
     mandatory: bool,
     approve: bool,
     repeat: Option<bool>,
-    confirm: Option<crate::llm::Confirm>,
+    confirm: Option<Arc<dyn BodyLayer>>,
     specialty: Option<String>,
     when: Vec<WhenFn>,
     tests: Vec<InlineTest>,
@@ -504,10 +490,11 @@ impl HookDef {
         self
     }
 
-    /// A blocking hook's block stands only when a judge agrees the call is what `confirm.rule`
-    /// protects against; a judge that cannot answer in time allows, with a note.
-    pub fn confirm(mut self, confirm: crate::llm::Confirm) -> Self {
-        self.confirm = Some(confirm);
+    /// Puts a layer around the hook's body. With the LLM kinds' `Confirm`, a blocking hook's
+    /// block stands only when a judge agrees the call is what `confirm.rule` protects against;
+    /// a judge that cannot answer in time allows, with a note.
+    pub fn confirm(mut self, confirm: impl BodyLayer + 'static) -> Self {
+        self.confirm = Some(Arc::new(confirm));
         self
     }
 
@@ -638,7 +625,7 @@ impl HookDef {
             manages_repetition,
         } = self.kind.clone().lower()?;
         if let Some(c) = self.confirm {
-            body = crate::llm::confirmed(body, c, name.clone())?;
+            body = c.wrap(body, name.clone())?;
             // Its block now waits on a judge: after another hook's block it would only add a
             // paid call to a call that is refused anyway.
             declarative = false;
@@ -720,7 +707,7 @@ impl HookDef {
 
     /// Marks the definition as asking a judge of `specialty`, so loading the project can check
     /// that its `config.toml` knows it.
-    pub(crate) fn with_specialty(mut self, specialty: String) -> HookDef {
+    pub fn with_specialty(mut self, specialty: String) -> HookDef {
         self.specialty = Some(specialty);
         self
     }

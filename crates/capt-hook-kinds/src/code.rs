@@ -18,8 +18,8 @@ use capt_hook_core::paths::is_project_path;
 use capt_hook_core::{Condition, Event, EventKind, EventSet, HookResult, Pattern, ToolCall};
 use serde_json::Value;
 
-use crate::hook::{HandlerError, HandlerFn};
-use crate::primitives::{CustomKind, DefError, HookDef, custom, rewrite_command_with};
+use capt_hook_engine::hook::{HandlerError, HandlerFn};
+use capt_hook_engine::primitives::{CustomKind, DefError, HookDef, custom, rewrite_command_with};
 
 pub use capt_hook_code::{CodePattern, Lang, ParsedCode, StyleCheck, StyleRule, Violation};
 /// A node of a parsed file, as lint and style callbacks walk it (`ParsedCode::ts_root`).
@@ -509,7 +509,7 @@ pub fn rewrite_code(
 
 struct Structural(CommandRewrite);
 
-impl crate::primitives::CommandRewriter for Structural {
+impl capt_hook_engine::primitives::CommandRewriter for Structural {
     fn rewrite(&self, command: &str) -> Option<String> {
         self.0.rewrite(command)
     }

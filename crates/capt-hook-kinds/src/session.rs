@@ -16,8 +16,8 @@ use capt_hook_transcript::Transcript;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use crate::hook::{HandlerFn, HandlerResult};
-use crate::primitives::{CustomKind, DefError, HookDef, custom};
+use capt_hook_engine::hook::{HandlerFn, HandlerResult};
+use capt_hook_engine::primitives::{CustomKind, DefError, HookDef, custom};
 
 /// Which prose a signal-scored nudge reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -225,7 +225,7 @@ pub fn nudge(options: NudgeOptions) -> HookDef {
         Some(1)
     };
     let identity = options.message.clone();
-    let ledger_key = format!("nudge_{}", crate::hook::short_hash(&identity));
+    let ledger_key = format!("nudge_{}", capt_hook_engine::hook::short_hash(&identity));
     let block = options.block;
     // A `when` closure is user code: it runs on the pool, under the deadline.
     let inline = options.when.is_none();
@@ -543,7 +543,10 @@ pub fn workflow(flow: Workflow) -> Result<HookDef, DefError> {
     // The seeds: the guard blocks every stop of an agent until its checklist passes, and once it
     // lets that agent stop it never fires for it again this session. A fire counter cannot say
     // that (it counts blocks), so the released agents are recorded instead.
-    let released_key = format!("workflow_released_{}", crate::hook::slug(&flow.label));
+    let released_key = format!(
+        "workflow_released_{}",
+        capt_hook_engine::hook::slug(&flow.label)
+    );
     let handler: HandlerFn = Arc::new(move |evt: &Event| {
         let agent = evt.agent_id().unwrap_or("main").to_owned();
         let released = evt

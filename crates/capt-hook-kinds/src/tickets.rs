@@ -20,11 +20,11 @@ use serde_json::{Map, Value, json};
 
 pub use capt_hook_state::tickets::{Evidence, Reach, Revoked, Ticket, TicketStore, new_ticket_id};
 
-use crate::hook::{HandlerFn, HandlerResult};
 use crate::llm::{
     BackendChoice, Context, EscalateFn, Field, FieldType, Question, Size, VerdictSchema, ask,
 };
-use crate::primitives::{CustomKind, DefError, HookDef, custom};
+use capt_hook_engine::hook::{HandlerFn, HandlerResult};
+use capt_hook_engine::primitives::{CustomKind, DefError, HookDef, custom};
 
 /// How long an [`Tickets::unchecked`] ticket lives: long enough for the one action it covers.
 pub const UNCHECKED_TTL: Duration = Duration::from_secs(10 * 60);
@@ -1096,4 +1096,41 @@ pub fn tickets(decl: Tickets) -> Result<HookDef, DefError> {
 }
 
 #[cfg(test)]
-mod tests;
+mod tests {
+    use super::*;
+
+    #[test]
+    fn templates_fill_escaped_values_and_skip_regex_braces() {
+        let v = |k: &str| (k == "channel").then(|| "a.b".to_owned());
+        assert_eq!(fill("x{channel}y{2,3}", &v, true).unwrap(), "xa\\.by{2,3}");
+        assert!(fill("{nope}", &v, true).is_err());
+        assert!(check_template("post.*{channel}").is_ok());
+        assert!(check_template("post(").is_err());
+        assert!(names_word("post to #deploys now", "deploys"));
+        assert!(!names_word("post to #deploys-old", "deploys"));
+        // Non-ASCII text and words, and an empty word, never split a character or run off the end.
+        assert!(names_word(
+            "déployer sur #déploiements à 9h",
+            "DÉPLOIEMENTS"
+        ));
+        assert!(!names_word("#déploiementsé", "déploiements"));
+        assert!(names_word("İstanbul ölçüm", "ölçüm"));
+        for text in ["", "abc", "é", "déploiements"] {
+            assert!(!names_word(text, ""), "{text:?}");
+        }
+        assert_eq!(
+            answer_pairs("User has answered your questions: \"A?\"=\"x\", \"B?\"=\"y\"."),
+            vec![("A?".into(), "x".into()), ("B?".into(), "y".into())]
+        );
+        // Every escaped place value compiles and matches itself literally, whichever engine runs.
+        for value in ["a b#c-d~e&f", "x.y*z", "(team) [ops]", "{c}", "naïve"] {
+            let v = |_: &str| Some(value.to_owned());
+            for template in ["{channel}", "(?<=to ){channel}"] {
+                let p = Pattern::new(&fill(template, &v, true).unwrap(), Mode::IgnoreCase)
+                    .unwrap_or_else(|e| panic!("{value}: {e}"));
+                assert!(p.is_match(&format!("post to {value}")), "{value}");
+                assert!(!p.is_match("post to ab"), "{value}");
+            }
+        }
+    }
+}

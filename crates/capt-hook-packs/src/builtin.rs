@@ -23,8 +23,8 @@ macro_rules! pack {
     ($name:literal, [$($file:literal),* $(,)?]) => {
         Builtin {
             name: $name,
-            manifest: include_str!(concat!("../../packs/", $name, "/pack.toml")),
-            hooks: &[$(($file, include_str!(concat!("../../packs/", $name, "/hooks/", $file)))),*],
+            manifest: include_str!(concat!("../packs/", $name, "/pack.toml")),
+            hooks: &[$(($file, include_str!(concat!("../packs/", $name, "/hooks/", $file)))),*],
             runtime: &[$((
                 $file,
                 include_str!(concat!(env!("OUT_DIR"), "/packs/", $name, "/hooks/", $file)),
@@ -71,7 +71,8 @@ mod tests {
             "every directory under packs/ is a builtin pack"
         );
         for b in BUILTINS {
-            let hooks = crate::loader::hook_files(&dir.join(b.name).join("hooks")).unwrap();
+            let hooks =
+                capt_hook_toml::loader::hook_files(&dir.join(b.name).join("hooks")).unwrap();
             let names: Vec<String> = hooks
                 .iter()
                 .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())

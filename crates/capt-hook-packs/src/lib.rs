@@ -20,8 +20,8 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use crate::loader::{CONFIG_FILE, LoadError, hook_files, load_source};
-use crate::registry::Registry;
+use capt_hook_engine::registry::Registry;
+use capt_hook_toml::loader::{CONFIG_FILE, LoadError, hook_files, load_source};
 
 /// A pack's `pack.toml`.
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -68,7 +68,7 @@ pub struct LlmConfig {
 #[serde(deny_unknown_fields)]
 pub struct SpecialtyConfig {
     /// Its judge.
-    pub backend: Option<crate::spec::BackendSpec>,
+    pub backend: Option<capt_hook_toml::spec::BackendSpec>,
     /// Model names for small, medium and large (`claude` and `codex`); spanned so an error
     /// in the list is reported at its line.
     pub models: Option<toml::Spanned<Vec<String>>>,
@@ -105,7 +105,7 @@ pub fn read_config(hooks_dir: &Path) -> Result<Config, LoadError> {
 }
 
 /// The 1-based line and column of byte `offset` in `text`.
-pub(crate) fn line_col(text: &str, offset: usize) -> (usize, usize) {
+pub fn line_col(text: &str, offset: usize) -> (usize, usize) {
     let before = &text[..offset.min(text.len())];
     let line = before.matches('\n').count() + 1;
     let column = before
@@ -498,4 +498,38 @@ fn load_builtin_files(
 }
 
 #[cfg(test)]
-mod tests;
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+
+    /// What a worker loads of each builtin pack (the copy without inline tests that build.rs
+    /// writes) is what `load_builtin` loads of the real files, tests aside: the same hooks, with
+    /// the same events, conditions and source lines.
+    #[test]
+    fn the_runtime_copies_are_the_packs_without_their_tests() {
+        let shape = |h: &Arc<capt_hook_engine::Hook>| {
+            format!(
+                "{} {} {:?} {:?} {:?} {:?} {:?}",
+                h.name, h.kind, h.events, h.only_if, h.skip_if, h.source, h.max_fires
+            )
+        };
+        for b in builtin::BUILTINS {
+            let mut whole = Registry::new();
+            assert!(load_builtin(b, &mut whole).is_empty(), "{}", b.name);
+            let mut runtime = Registry::new();
+            assert_eq!(b.runtime.len(), b.hooks.len());
+            for ((name, text), (real, whole_text)) in b.runtime.iter().zip(b.hooks) {
+                assert_eq!(name, real);
+                assert_eq!(text.lines().count(), whole_text.lines().count(), "{name}");
+                assert!(!text.contains("[[hook.test]]"), "{name}");
+            }
+            let errors = load_builtin_files(b, b.runtime, &mut runtime);
+            assert!(errors.is_empty(), "{}: {errors:?}", b.name);
+            let shapes = |r: &Registry| r.hooks().iter().map(shape).collect::<Vec<_>>();
+            assert_eq!(shapes(&runtime), shapes(&whole), "{}", b.name);
+            assert!(runtime.hooks().iter().all(|h| h.tests.is_empty()));
+            assert!(whole.hooks().iter().all(|h| !h.tests.is_empty()));
+        }
+    }
+}

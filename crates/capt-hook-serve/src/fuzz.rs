@@ -13,9 +13,11 @@ use capt_hook_core::{EventContext, EventKind};
 use capt_hook_proto::payload::{self, MAX_DEPTH};
 use serde_json::Value;
 
-use crate::dispatch::DispatchOptions;
-use crate::loader::load_str;
-use crate::{Dispatcher, Event, Project, Registry};
+use crate::project::Project;
+use capt_hook_core::Event;
+use capt_hook_engine::dispatch::DispatchOptions;
+use capt_hook_engine::{Dispatcher, Registry};
+use capt_hook_toml::loader::load_str;
 
 /// Longer than any input may take; a slower one counts as a hang.
 const PER_INPUT: Duration = Duration::from_secs(2);

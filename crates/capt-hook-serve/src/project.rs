@@ -10,11 +10,11 @@ use capt_hook_journal::Entry;
 use capt_hook_proto::failure::Unchecked;
 use serde_json::Value;
 
-use crate::Event;
-use crate::dispatch::{DispatchOptions, Dispatcher, Verdict, is_guarded};
-use crate::loader::{LoadError, hook_files, load_dir};
-use crate::packs::Packs;
-use crate::registry::Registry;
+use capt_hook_core::Event;
+use capt_hook_engine::dispatch::{DispatchOptions, Dispatcher, Verdict, is_guarded};
+use capt_hook_engine::registry::Registry;
+use capt_hook_packs::Packs;
+use capt_hook_toml::loader::{LoadError, hook_files, load_dir};
 
 /// What evaluating one event printed and how the process should exit.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -98,7 +98,9 @@ impl Project {
     pub fn load_with(root: &Path, hooks_dir: &Path, base: &Registry) -> Project {
         let mut registry = base.clone();
         let mut errors = load_dir(hooks_dir, &mut registry);
-        errors.extend(crate::llm::check_specialties(root, hooks_dir, &registry));
+        errors.extend(crate::specialties::check_specialties(
+            root, hooks_dir, &registry,
+        ));
         for e in &errors {
             tracing::error!(error = %e, "hook file did not load");
         }
@@ -126,7 +128,7 @@ impl Project {
         let ((mut registry, mut errors), (packs, pack_hooks)) = std::thread::scope(|s| {
             let packs = s.spawn(|| {
                 let mut hooks = Registry::new();
-                let packs = crate::packs::load(root, hooks_dir, &claude_dir, &mut hooks);
+                let packs = capt_hook_packs::load(root, hooks_dir, &claude_dir, &mut hooks);
                 (packs, hooks)
             });
             let mut registry = base.clone();
@@ -138,7 +140,7 @@ impl Project {
         });
         registry.extend(pack_hooks);
         errors.extend(packs.errors.iter().cloned());
-        errors.extend(crate::llm::check_specialties_in(
+        errors.extend(crate::specialties::check_specialties_in(
             root,
             hooks_dir,
             &packs.config,
@@ -555,16 +557,16 @@ fn hold_pressure_notice(evt: &Event, verdict: &Verdict) {
     if let Some(secs) = field("runtime_s").and_then(Value::as_f64) {
         facts.push_str(&format!(", running {secs:.0} s"));
     }
-    crate::notices::post(evt.store(), format!("capt-hook: {said} ({facts})"));
+    capt_hook_engine::notices::post(evt.store(), format!("capt-hook: {said} ({facts})"));
 }
 
-/// Adds the notices waiting for this session (see [`crate::notices`]) to a tool event's
-/// verdict: the user sees them, and so does the agent when no hook said anything else.
+/// Adds the notices waiting for this session (see [`capt_hook_engine::notices`]) to a tool
+/// event's verdict: the user sees them, and so does the agent when no hook said anything else.
 fn with_pending_notice(evt: &Event, verdict: Verdict, epoch: Option<u64>) -> Verdict {
     if !carries_notices(evt.kind()) {
         return verdict;
     }
-    let Some(notice) = crate::notices::take_after(evt.store(), epoch) else {
+    let Some(notice) = capt_hook_engine::notices::take_after(evt.store(), epoch) else {
         return verdict;
     };
     let add = |r: Option<HookResult>| {
@@ -791,7 +793,7 @@ mod tests {
         std::fs::remove_file(hooks.join("b.toml")).unwrap();
         assert!(p.is_stale(), "a file removed");
         let p = load();
-        std::fs::write(hooks.join(crate::loader::CONFIG_FILE), "").unwrap();
+        std::fs::write(hooks.join(capt_hook_toml::loader::CONFIG_FILE), "").unwrap();
         assert!(p.is_stale(), "a watched file appeared");
         assert!(!load().is_stale());
     }

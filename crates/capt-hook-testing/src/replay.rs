@@ -9,8 +9,8 @@ use std::sync::Arc;
 use capt_hook_core::{EventContext, EventKind, HookResult, envelope};
 use serde_json::{Map, Value, json};
 
-use crate::Event;
-use crate::dispatch::{DispatchOptions, Dispatcher, Trace};
+use capt_hook_core::Event;
+use capt_hook_engine::dispatch::{DispatchOptions, Dispatcher, Trace};
 
 /// Why a transcript could not be replayed.
 #[derive(Debug, thiserror::Error)]

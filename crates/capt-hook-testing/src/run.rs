@@ -8,12 +8,13 @@ use std::time::{Duration, Instant};
 use capt_hook_core::{Action, Event, EventContext, HookResult, Mode, Pattern};
 use serde_json::Value;
 
-use super::input::{build_payload, load_transcript, py_str};
-use super::report::{Status, TestOutcome};
-use super::{Expect, InlineTest, Verdict};
-use crate::dispatch::{DispatchOptions, Dispatcher, Trace};
-use crate::hook::Hook;
-use crate::registry::Registry;
+use crate::payload::build_payload;
+use crate::report::{Status, TestOutcome};
+use capt_hook_engine::dispatch::{DispatchOptions, Dispatcher, Trace};
+use capt_hook_engine::hook::Hook;
+use capt_hook_engine::inline::{Expect, InlineTest, Verdict};
+use capt_hook_engine::inline::{load_transcript, py_str};
+use capt_hook_engine::registry::Registry;
 
 fn describe(r: Option<&HookResult>) -> String {
     match r {
@@ -152,9 +153,11 @@ pub fn run_test(hook: &Hook, test: &InlineTest, root: Option<&Path>) -> TestOutc
         return outcome(Status::Error, format!("tickets: {e}"));
     }
     // Inline tests never reach a model: every LLM hook answers from the stub.
-    evt.memo(crate::llm::STUB_KEY, || crate::llm::LlmStub {
-        active: true,
-        values: test.input.llm.clone().unwrap_or_default(),
+    evt.memo(capt_hook_kinds::llm::STUB_KEY, || {
+        capt_hook_kinds::llm::LlmStub {
+            active: true,
+            values: test.input.llm.clone().unwrap_or_default(),
+        }
     });
     let (result, trace) = evaluate_traced(hook, &Arc::new(evt), root);
     // A hook that failed gave no verdict of its own: an expectation of "allow" or "ask" must
@@ -265,13 +268,18 @@ fn check(name: &str, expect: &Expect, r: Option<&HookResult>) -> Result<(), Chec
 }
 
 /// Puts a test's tickets in the scratch store of its project, minted `age` before now.
-fn preload_tickets(evt: &Event, tickets: &[super::TicketInput]) -> Result<(), String> {
-    use crate::tickets::{
+fn preload_tickets(
+    evt: &Event,
+    tickets: &[capt_hook_engine::inline::TicketInput],
+) -> Result<(), String> {
+    use capt_hook_kinds::tickets::{
         Evidence, Proposal, Reach, Ticket, new_ticket_id, store_for, tool_payload,
     };
     let store = store_for(evt)?;
     let now = capt_hook_proto::clock::now_unix_ms();
-    let ms = |d: &Option<crate::spec::DurationSpec>, field: &str| -> Result<Option<u64>, String> {
+    let ms = |d: &Option<capt_hook_engine::inline::DurationSpec>,
+              field: &str|
+     -> Result<Option<u64>, String> {
         d.as_ref()
             .map(|d| {
                 d.to_duration()
@@ -292,7 +300,7 @@ fn preload_tickets(evt: &Event, tickets: &[super::TicketInput]) -> Result<(), St
     for (i, t) in tickets.iter().enumerate() {
         let minted_at = now.saturating_sub(ms(&t.age, &format!("tickets[{i}].age"))?.unwrap_or(0));
         let reach = match t.reach {
-            Some(crate::spec::ReachSpec::Action) => Reach::Action,
+            Some(capt_hook_engine::inline::ReachSpec::Action) => Reach::Action,
             _ => Reach::Place,
         };
         let ticket = Ticket {
@@ -307,7 +315,10 @@ fn preload_tickets(evt: &Event, tickets: &[super::TicketInput]) -> Result<(), St
                 text: "put in the store by the inline test".to_owned(),
             }],
             session: evt.session_id().map(str::to_owned),
-            tree: t.tree.clone().or_else(|| crate::tickets::tree(evt)),
+            tree: t
+                .tree
+                .clone()
+                .or_else(|| capt_hook_kinds::tickets::tree(evt)),
             author: Some("test".to_owned()),
             minted_at,
             expires_at: ms(&t.ttl, &format!("tickets[{i}].ttl"))?.map(|ttl| minted_at + ttl),

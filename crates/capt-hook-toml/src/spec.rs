@@ -472,7 +472,7 @@ pub enum ExpectSpec {
 pub struct TestSpec {
     /// The simulated event.
     #[serde(default)]
-    pub input: crate::testing::Input,
+    pub input: capt_hook_engine::inline::Input,
     /// The verdict the hook must give.
     pub expect: ExpectSpec,
     /// Regex the message must contain (rewrite: substring of the new `command`).
@@ -941,53 +941,10 @@ kind_spec!(
     }
 );
 
-/// How far a minted ticket reaches.
-#[derive(Debug, Clone, Copy, Deserialize, JsonSchema, PartialEq, Eq)]
-#[serde(rename_all = "lowercase")]
-pub enum ReachSpec {
-    /// This one action (the same tool input).
-    Action,
-    /// Every later action at the same place.
-    Place,
-}
-
-/// A duration: seconds, or a number with a unit (`"90s"`, `"30m"`, `"8h"`, `"7d"`).
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize, JsonSchema)]
-#[serde(untagged)]
-pub enum DurationSpec {
-    /// Seconds.
-    Seconds(u64),
-    /// A number with a unit: `s`, `m`, `h` or `d`.
-    Text(String),
-}
-
-impl DurationSpec {
-    /// The duration, or why the text is not one.
-    pub fn to_duration(&self) -> Result<std::time::Duration, String> {
-        let secs = match self {
-            DurationSpec::Seconds(n) => *n,
-            DurationSpec::Text(t) => {
-                let t = t.trim();
-                let (num, unit) =
-                    t.split_at(t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len()));
-                let n: u64 = num.parse().map_err(|_| {
-                    format!(
-                        "`{t}` is not a duration; write seconds or e.g. \"30m\", \"8h\", \"7d\""
-                    )
-                })?;
-                let scale = match unit.trim() {
-                    "" | "s" => 1,
-                    "m" => 60,
-                    "h" => 3600,
-                    "d" => 86_400,
-                    u => return Err(format!("unknown unit `{u}`; use s, m, h or d")),
-                };
-                n.saturating_mul(scale)
-            }
-        };
-        Ok(std::time::Duration::from_secs(secs))
-    }
-}
+// A ticket's reach and a duration are read by an inline test's `tickets` input too, which
+// every hook carries, so they live with that input in the engine; this is their path in the
+// format.
+pub use capt_hook_engine::inline::{DurationSpec, ReachSpec};
 
 /// `user_said` in a ticket rule: a regex template, or options.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]

@@ -1,14 +1,11 @@
-//! The simulated event of an inline test, one definition for the SDK and hook files, and the
-//! payload Claude Code would send for it.
+//! The simulated event of an inline test, one definition for the SDK and hook files.
 
 use std::path::Path;
 
-use capt_hook_core::{Condition, EventKind};
+use capt_hook_core::EventKind;
 use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{Map, Value, json};
-
-use crate::hook::Hook;
+use serde_json::{Map, Value};
 
 /// The simulated event of an inline test: `input = { … }` in a hook file, `Input { … }` in
 /// Rust. Unset fields are left out of the payload.
@@ -81,11 +78,11 @@ pub struct TicketInput {
     /// The place keys and their values.
     pub place: std::collections::BTreeMap<String, String>,
     /// `place` (default): every call at the place; `action`: the test's own tool call only.
-    pub reach: Option<crate::spec::ReachSpec>,
+    pub reach: Option<ReachSpec>,
     /// How long ago it was minted (default 0).
-    pub age: Option<crate::spec::DurationSpec>,
+    pub age: Option<DurationSpec>,
     /// Its lifetime from minting (default: until revoked).
-    pub ttl: Option<crate::spec::DurationSpec>,
+    pub ttl: Option<DurationSpec>,
     /// It was revoked (just before the event).
     #[serde(default)]
     pub revoked: bool,
@@ -290,7 +287,8 @@ impl Input {
     }
 }
 
-pub(super) fn py_str(s: &str) -> String {
+/// `s` quoted the way Python's `repr` quotes a string, for test ids and reports.
+pub fn py_str(s: &str) -> String {
     let quote = if s.contains('\'') && !s.contains('"') {
         '"'
     } else {
@@ -313,197 +311,6 @@ pub(super) fn py_str(s: &str) -> String {
     }
     out.push(quote);
     out
-}
-
-/// The tool the test simulates.
-fn infer_tool(hook: &Hook, input: &Input) -> String {
-    if let Some(t) = &input.tool {
-        return t.clone();
-    }
-    let from_fields = if input.old.is_some() {
-        "Edit"
-    } else if input.content.is_some() {
-        "Write"
-    } else if input.prompt.is_some() || input.model.is_some() || input.agent_type.is_some() {
-        "Agent"
-    } else if input.offset.is_some() || input.limit.is_some() {
-        "Read"
-    } else if input.command.is_some() {
-        "Bash"
-    } else if input.file.is_some() {
-        "Read"
-    } else {
-        "Bash"
-    };
-    let named: Vec<&String> = hook
-        .only_if
-        .iter()
-        .filter_map(|c| match c {
-            Condition::Tool(names) => Some(names),
-            _ => None,
-        })
-        .flatten()
-        .collect();
-    let spellings = capt_hook_core::tool::tool_spellings(from_fields);
-    if let Some(hit) = named.iter().find(|n| spellings.contains(&n.as_str())) {
-        return (*hit).clone();
-    }
-    named
-        .first()
-        .map(|n| (*n).clone())
-        .unwrap_or_else(|| from_fields.to_owned())
-}
-
-/// Builds the payload Claude Code would send for the test input.
-pub fn build_payload(hook: &Hook, input: &Input, event: EventKind) -> Value {
-    let mut p = Map::new();
-    p.insert("hook_event_name".into(), event.name().into());
-    let mut put = |k: &str, v: &Option<String>| {
-        if let Some(v) = v {
-            p.insert(k.into(), v.clone().into());
-        }
-    };
-    put("agent_id", &input.agent_id);
-    put("permission_mode", &input.permission_mode);
-    put("cwd", &input.cwd);
-    put("error", &input.error);
-    match event {
-        EventKind::UserPromptSubmit => put("prompt", &input.prompt),
-        EventKind::SessionStart => {
-            put("model", &input.model);
-            p.insert(
-                "source".into(),
-                input
-                    .source
-                    .clone()
-                    .unwrap_or_else(|| "startup".into())
-                    .into(),
-            );
-        }
-        // `model` is where the switch goes; `source` what asked for it.
-        EventKind::PreModelSwitch | EventKind::PostModelSwitch => {
-            put("to_model", &input.model);
-            p.insert(
-                "source".into(),
-                input
-                    .source
-                    .clone()
-                    .unwrap_or_else(|| "command".into())
-                    .into(),
-            );
-        }
-        EventKind::SessionEnd => {
-            p.insert(
-                "reason".into(),
-                input
-                    .reason
-                    .clone()
-                    .unwrap_or_else(|| "other".into())
-                    .into(),
-            );
-        }
-        EventKind::SubagentStart | EventKind::SubagentStop => {
-            p.insert(
-                "agent_type".into(),
-                input.agent_type.clone().unwrap_or_default().into(),
-            );
-        }
-        EventKind::FileChanged | EventKind::InstructionsLoaded | EventKind::ConfigChange => {
-            put("file_path", &input.file);
-        }
-        // One call in the batch, in the batch's own shape.
-        EventKind::PostToolBatch => {
-            let tool = infer_tool(hook, input);
-            let tool_input = input
-                .tool_input
-                .clone()
-                .unwrap_or_else(|| synthesise_input(&tool, input));
-            p.insert(
-                "tool_calls".into(),
-                json!([{
-                    "tool_name": tool,
-                    "tool_input": tool_input,
-                    "tool_use_id": "toolu_test",
-                    "tool_response": input.output.clone().unwrap_or(Value::Null),
-                }]),
-            );
-        }
-        k if k.has_tool() => {
-            let tool = infer_tool(hook, input);
-            let tool_input = input
-                .tool_input
-                .clone()
-                .unwrap_or_else(|| synthesise_input(&tool, input));
-            p.insert("tool_name".into(), tool.into());
-            p.insert("tool_input".into(), Value::Object(tool_input));
-            if let Some(a) = &input.agent_type {
-                p.insert("agent_type".into(), a.clone().into());
-            }
-            if let Some(o) = &input.output {
-                p.insert("tool_response".into(), o.clone());
-            }
-        }
-        _ => {}
-    }
-    Value::Object(p)
-}
-
-fn synthesise_input(tool: &str, input: &Input) -> Map<String, Value> {
-    let s = |v: &Option<String>| Value::String(v.clone().unwrap_or_default());
-    let mut m = Map::new();
-    match capt_hook_core::tool::canonical_tool(tool) {
-        "Bash" => {
-            m.insert("command".into(), s(&input.command));
-        }
-        "Edit" => {
-            m.insert("file_path".into(), s(&input.file));
-            m.insert("old_string".into(), s(&input.old));
-            m.insert("new_string".into(), s(&input.content));
-        }
-        "MultiEdit" => {
-            m.insert("file_path".into(), s(&input.file));
-            m.insert(
-                "edits".into(),
-                json!([{"old_string": s(&input.old), "new_string": s(&input.content)}]),
-            );
-        }
-        "Write" => {
-            m.insert("file_path".into(), s(&input.file));
-            m.insert("content".into(), s(&input.content));
-        }
-        "Read" => {
-            m.insert("file_path".into(), s(&input.file));
-            if let Some(l) = input.limit {
-                m.insert("limit".into(), l.into());
-            }
-            if let Some(o) = input.offset {
-                m.insert("offset".into(), o.into());
-            }
-        }
-        "Agent" => {
-            let prompt = input.prompt.clone().or_else(|| input.content.clone());
-            m.insert("prompt".into(), prompt.unwrap_or_default().into());
-            if let Some(a) = &input.agent_type {
-                m.insert("subagent_type".into(), a.clone().into());
-            }
-            if let Some(a) = &input.model {
-                m.insert("model".into(), a.clone().into());
-            }
-        }
-        _ => {
-            for (k, v) in [
-                ("command", &input.command),
-                ("file_path", &input.file),
-                ("new_string", &input.content),
-                ("old_string", &input.old),
-            ] {
-                if let Some(v) = v {
-                    m.insert(k.into(), v.clone().into());
-                }
-            }
-        }
-    }
-    m
 }
 
 /// A test's transcript: lines inline, or a fixture file.
@@ -549,4 +356,52 @@ pub fn load_transcript(spec: &TranscriptInput, base: &Path) -> Result<Vec<Value>
         }
     }
     Ok(lines)
+}
+
+/// How far a minted ticket reaches.
+#[derive(Debug, Clone, Copy, Deserialize, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum ReachSpec {
+    /// This one action (the same tool input).
+    Action,
+    /// Every later action at the same place.
+    Place,
+}
+
+/// A duration: seconds, or a number with a unit (`"90s"`, `"30m"`, `"8h"`, `"7d"`).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum DurationSpec {
+    /// Seconds.
+    Seconds(u64),
+    /// A number with a unit: `s`, `m`, `h` or `d`.
+    Text(String),
+}
+
+impl DurationSpec {
+    /// The duration, or why the text is not one.
+    pub fn to_duration(&self) -> Result<std::time::Duration, String> {
+        let secs = match self {
+            DurationSpec::Seconds(n) => *n,
+            DurationSpec::Text(t) => {
+                let t = t.trim();
+                let (num, unit) =
+                    t.split_at(t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len()));
+                let n: u64 = num.parse().map_err(|_| {
+                    format!(
+                        "`{t}` is not a duration; write seconds or e.g. \"30m\", \"8h\", \"7d\""
+                    )
+                })?;
+                let scale = match unit.trim() {
+                    "" | "s" => 1,
+                    "m" => 60,
+                    "h" => 3600,
+                    "d" => 86_400,
+                    u => return Err(format!("unknown unit `{u}`; use s, m, h or d")),
+                };
+                n.saturating_mul(scale)
+            }
+        };
+        Ok(std::time::Duration::from_secs(secs))
+    }
 }

@@ -1,14 +1,13 @@
-//! Inline tests: a simulated event and the verdict one hook must give for it. The input and
-//! the payload it becomes live in `input`, running a test through the dispatcher in `run`, and
-//! the reports `capt-hook test` prints in `report`.
+//! Inline tests as data: a simulated event and the verdict one hook must give for it. Every
+//! [`Hook`](crate::Hook) carries its tests, so their data lives in the engine; the payload an
+//! input becomes, running a test through the dispatcher and the reports `capt-hook test`
+//! prints are the runner's (`capt-hook-testing`).
 
 mod input;
-mod report;
-mod run;
 
-pub use input::{Input, TicketInput, TranscriptInput, build_payload, load_transcript};
-pub use report::{Status, TestOutcome, all_passed, human_report, json_report};
-pub use run::{evaluate_alone, run_registry, run_test};
+pub use input::{
+    DurationSpec, Input, ReachSpec, TicketInput, TranscriptInput, load_transcript, py_str,
+};
 
 /// The verdict a test expects.
 #[derive(Debug, Clone, PartialEq, Eq)]

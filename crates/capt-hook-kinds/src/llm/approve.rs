@@ -11,8 +11,8 @@ use capt_hook_llm::prompt::{Block, transcript_window};
 use serde_json::{Map, Value, json};
 
 use super::{BackendChoice, Budget, Question, Size, VerdictSchema, ask};
-use crate::hook::{Body, Handler, HandlerError, HandlerFn, HandlerResult, short_hash};
-use crate::primitives::{CustomKind, DefError, HookDef, custom};
+use capt_hook_engine::hook::{Body, Handler, HandlerError, HandlerFn, HandlerResult, short_hash};
+use capt_hook_engine::primitives::{BodyLayer, CustomKind, DefError, HookDef, custom};
 
 /// Where an `llm_approve` judge's base rules come from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -387,6 +387,15 @@ impl Confirm {
     }
 }
 
+/// The engine's registration point for a layer around any hook's body
+/// ([`HookDef::confirm`](capt_hook_engine::HookDef::confirm)): the engine knows nothing of
+/// judges.
+impl BodyLayer for Confirm {
+    fn wrap(&self, body: Body, name: String) -> Result<Body, DefError> {
+        confirmed(body, self.clone(), name)
+    }
+}
+
 /// The verdict a confirmation asks for.
 fn confirm_schema() -> VerdictSchema {
     VerdictSchema::new(vec![
@@ -401,7 +410,7 @@ fn confirm_schema() -> VerdictSchema {
 }
 
 /// `body` with its blocks confirmed by a judge; runs on the pool (it may wait on a model).
-pub(crate) fn confirmed(body: Body, confirm: Confirm, name: String) -> Result<Body, DefError> {
+fn confirmed(body: Body, confirm: Confirm, name: String) -> Result<Body, DefError> {
     if confirm.rule.trim().is_empty() {
         return Err(DefError::new(
             "confirm.rule",

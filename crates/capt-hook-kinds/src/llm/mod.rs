@@ -23,9 +23,9 @@ pub use capt_hook_llm::{
     BackendChoice, Field, FieldType, Size, Specialties, Specialty, Template, VerdictSchema,
 };
 
-use crate::hook::{HandlerError, HandlerFn, HandlerResult, short_hash};
-use crate::primitives::{CustomKind, DefError, HookDef, custom};
 use crate::session::{Signals, When, waiting_guard};
+use capt_hook_engine::hook::{HandlerError, HandlerFn, HandlerResult, short_hash};
+use capt_hook_engine::primitives::{CustomKind, DefError, HookDef, custom};
 
 /// A message computed from the verdict (Rust SDK).
 pub type MessageFn = Arc<dyn Fn(&Map<String, Value>) -> String + Send + Sync>;
@@ -205,8 +205,9 @@ pub const GENERAL_SPECIALTY: &str = "general";
 static SPECIALTIES: std::sync::Mutex<std::collections::BTreeMap<PathBuf, Arc<Specialties>>> =
     std::sync::Mutex::new(std::collections::BTreeMap::new());
 
-/// Records the specialties of the project at `root`.
-pub(crate) fn set_specialties(root: &std::path::Path, specialties: Specialties) {
+/// Records the specialties of the project at `root`: the registration point through which
+/// loading a project (`capt-hook-serve`, which reads its `config.toml`) tells its judges.
+pub fn set_specialties(root: &std::path::Path, specialties: Specialties) {
     SPECIALTIES
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -224,106 +225,6 @@ fn specialties(evt: &Event) -> Arc<Specialties> {
                 .cloned()
         })
         .unwrap_or_default()
-}
-
-/// Reads the project's specialties from `hooks_dir`'s `config.toml`, records them for its
-/// judges, and returns a load error for each hook of `registry` naming one it does not have.
-pub fn check_specialties(
-    root: &std::path::Path,
-    hooks_dir: &std::path::Path,
-    registry: &crate::registry::Registry,
-) -> Vec<crate::loader::LoadError> {
-    let config = crate::packs::read_config(hooks_dir).map_err(|e| e.to_string());
-    check_specialties_in(root, hooks_dir, &config, registry)
-}
-
-/// [`check_specialties`] with `config.toml` already read (the packs read it).
-pub fn check_specialties_in(
-    root: &std::path::Path,
-    hooks_dir: &std::path::Path,
-    config: &Result<crate::packs::Config, String>,
-    registry: &crate::registry::Registry,
-) -> Vec<crate::loader::LoadError> {
-    use crate::loader::LoadError;
-    let config_file = hooks_dir.join(crate::loader::CONFIG_FILE);
-    let mut errors = Vec::new();
-    let (table, unread) = match config {
-        Ok(c) => {
-            let mut configured = Vec::new();
-            for (name, sp) in c.llm.specialties.clone() {
-                let models = match sp.models {
-                    None => None,
-                    Some(m) => match <[String; 3]>::try_from(m.get_ref().clone()) {
-                        Ok(m) if m.iter().all(|n| !n.trim().is_empty()) => Some(m),
-                        _ => {
-                            // The file is read again only to name the list's line.
-                            let (line, column) = std::fs::read_to_string(&config_file)
-                                .map(|text| crate::packs::line_col(&text, m.span().start))
-                                .unwrap_or((0, 0));
-                            errors.push(LoadError {
-                                file: config_file.clone(),
-                                line,
-                                column,
-                                field: Some(format!("llm.specialties.{name}.models")),
-                                message: "give three model names: small, medium, large".into(),
-                            });
-                            continue;
-                        }
-                    },
-                };
-                let specialty = Specialty {
-                    backend: backend_of(sp.backend),
-                    models,
-                };
-                configured.push((name, specialty));
-            }
-            (Specialties::with(configured), None)
-        }
-        Err(e) => (Specialties::builtin(), Some(e.clone())),
-    };
-    for hook in registry.hooks() {
-        let Some(name) = hook.specialty.as_deref() else {
-            continue;
-        };
-        if table.get(name).is_some() {
-            continue;
-        }
-        // At the `specialty` line of the hook's file when it can be read there; else the hook.
-        let (file, line, column, field) = match &hook.source {
-            Some(s) => {
-                let file = std::path::PathBuf::from(&s.file);
-                match crate::loader::locate_hook_key(&file, s.line, "specialty") {
-                    Some((line, column, field)) => (file, line, column, field),
-                    None => (file, s.line, 1, "specialty".to_owned()),
-                }
-            }
-            None => (
-                std::path::PathBuf::from(&hook.name),
-                0,
-                0,
-                "specialty".to_owned(),
-            ),
-        };
-        let mut message = format!(
-            "{}: no specialty `{name}`; define it under [llm.specialties.{name}] in {} or use \
-             one of {}",
-            hook.name,
-            config_file.display(),
-            table.names()
-        );
-        if let Some(why) = &unread {
-            message.push_str(&format!(" ({why})"));
-        }
-        errors.push(LoadError {
-            file,
-            line,
-            column,
-            field: Some(field),
-            message,
-        });
-    }
-    set_specialties(root, table);
-    errors
 }
 
 /// How long a judge may take when the event has no deadline of its own.
@@ -610,233 +511,6 @@ fn build(o: LlmOptions, block: bool) -> Result<HookDef, DefError> {
     })
 }
 
-/// The definition a hook file's `llm_gate` (`block`) or `llm_nudge` table lowers to, with its
-/// signals already compiled.
-#[track_caller]
-pub(crate) fn from_spec(
-    s: &crate::spec::LlmSpec,
-    block: bool,
-    signals: Option<Signals>,
-) -> Result<HookDef, DefError> {
-    use crate::spec::{ContextName, ContextSpec, ResponseTypeSpec};
-    let kind = if block { "llm_gate" } else { "llm_nudge" };
-    if s.name.is_some() && s.label.is_some() {
-        return Err(DefError::new("label", "give `label` or `name`, not both"));
-    }
-    if !block {
-        for (field, set) in [
-            ("on_incomplete", s.on_incomplete.is_some()),
-            ("guards_waiting", s.guards_waiting.is_some()),
-        ] {
-            if set {
-                return Err(DefError::new(
-                    field,
-                    format!("`{field}` applies to llm_gate only; {kind} never blocks"),
-                ));
-            }
-        }
-    }
-    let mut o = if block {
-        LlmOptions::gate(s.prompt.clone(), s.message.clone())
-    } else {
-        LlmOptions::nudge(s.prompt.clone(), s.message.clone())
-    };
-    if let Some(fields) = &s.response {
-        let mut out = Vec::new();
-        for (i, f) in fields.iter().enumerate() {
-            let at = |what: &str| format!("response[{i}].{what}");
-            let ty = match f.ty {
-                ResponseTypeSpec::Bool => FieldType::Bool,
-                ResponseTypeSpec::String => FieldType::String,
-                ResponseTypeSpec::Integer => FieldType::Integer {
-                    min: f.min,
-                    max: f.max,
-                },
-                ResponseTypeSpec::Choice => match &f.choices {
-                    Some(c) => FieldType::Choice(c.clone()),
-                    None => return Err(DefError::new(at("choices"), "a choice needs `choices`")),
-                },
-            };
-            if f.choices.is_some() && f.ty != ResponseTypeSpec::Choice {
-                return Err(DefError::new(
-                    at("choices"),
-                    "only a `choice` field has choices",
-                ));
-            }
-            if (f.min.is_some() || f.max.is_some()) && f.ty != ResponseTypeSpec::Integer {
-                return Err(DefError::new(
-                    at("min"),
-                    "only an `integer` field has bounds",
-                ));
-            }
-            out.push(Field::new(
-                &f.name,
-                ty,
-                f.description.as_deref().unwrap_or(""),
-            ));
-        }
-        o.response = VerdictSchema::new(out).map_err(|e| DefError::new("response", e.0))?;
-        if s.verdict.is_none() {
-            // A custom verdict keeps the default field name when it has it.
-            let default = if block { "block" } else { "fire" };
-            if o.response.field(default).is_none() {
-                return Err(DefError::new(
-                    "verdict",
-                    "a custom response needs `verdict`: the boolean field that fires the hook",
-                ));
-            }
-        }
-    }
-    if let Some(v) = &s.verdict {
-        o.verdict = v.clone();
-    }
-    o.label = s.label.clone();
-    o.signals = signals;
-    let mut contexts = Vec::new();
-    for (i, c) in s.contexts.iter().enumerate() {
-        let at = |what: &str| format!("contexts[{i}]{what}");
-        let (name, required, pattern, kinds) = match c {
-            ContextSpec::Name(n) => (*n, None, None, None),
-            ContextSpec::Options {
-                context,
-                required,
-                pattern,
-                kinds,
-            } => (*context, *required, pattern.as_ref(), kinds.as_ref()),
-        };
-        if name != ContextName::Introduced && (pattern.is_some() || kinds.is_some()) {
-            return Err(DefError::new(
-                at(""),
-                "`pattern` and `kinds` belong to the `introduced` context",
-            ));
-        }
-        contexts.push(match name {
-            ContextName::BeforeEdit => Context::BeforeEdit {
-                required: required.unwrap_or(false),
-            },
-            ContextName::AfterEdit => Context::AfterEdit {
-                required: required.unwrap_or(false),
-            },
-            ContextName::Introduced => {
-                let pattern = pattern
-                    .map(|p| capt_hook_code::AnyLangPattern::new(p).map(Arc::new))
-                    .transpose()
-                    .map_err(|e| DefError::new(at(".pattern"), e.to_string()))?;
-                let kinds = kinds.cloned().unwrap_or_default();
-                if pattern.is_none() && kinds.is_empty() {
-                    return Err(DefError::new(
-                        at(""),
-                        "`introduced` needs a `pattern` or `kinds` to look for",
-                    ));
-                }
-                Context::Introduced {
-                    pattern,
-                    kinds,
-                    required: required.unwrap_or(true),
-                }
-            }
-        });
-    }
-    o.contexts = contexts;
-    o.guards_waiting = s.guards_waiting;
-    o.once_per_turn = s.once_per_turn;
-    if let Some(m) = s.max_context {
-        o.max_context = m;
-    }
-    o.model = model_of(s.model);
-    if let Some(sp) = &s.specialty {
-        o.specialty = sp.clone();
-    }
-    o.backend = backend_of(s.backend);
-    if let Some(a) = s.agent {
-        o.agent = a;
-    }
-    if let Some(t) = s.transcript {
-        o.transcript = t;
-    }
-    o.tool_results = s.tool_results;
-    if let Some(b) = &s.budget {
-        let d = Budget::default();
-        o.budget = Budget {
-            prose: b.prose.unwrap_or(d.prose),
-            call: b.call.unwrap_or(d.call),
-            result: b.result.unwrap_or(d.result),
-        };
-    }
-    o.diff = s.diff;
-    o.on_incomplete = s.on_incomplete.clone();
-    o.timeout = s.timeout_s.map(|t| seconds("timeout_s", t)).transpose()?;
-    o.escalate = s.escalate.map(|on| {
-        let field = o.verdict.clone();
-        Arc::new(move |v: &Map<String, Value>| on && v.get(&field) == Some(&Value::Bool(true)))
-            as EscalateFn
-    });
-    build(o, block)
-}
-
-/// A seconds value from a hook file as a duration; `field` names it in the error.
-pub(crate) fn seconds(field: &str, value: f64) -> Result<Duration, DefError> {
-    if value.is_finite() && value > 0.0 {
-        Ok(Duration::from_secs_f64(value))
-    } else {
-        Err(DefError::new(field, "give a positive number of seconds"))
-    }
-}
-
-pub(crate) fn model_of(m: Option<crate::spec::ModelSpec>) -> Size {
-    use crate::spec::ModelSpec;
-    match m {
-        None | Some(ModelSpec::Small) => Size::Small,
-        Some(ModelSpec::Medium) => Size::Medium,
-        Some(ModelSpec::Large) => Size::Large,
-    }
-}
-
-pub(crate) fn backend_of(b: Option<crate::spec::BackendSpec>) -> Option<BackendChoice> {
-    use crate::spec::BackendSpec;
-    b.map(|b| match b {
-        BackendSpec::Auto => BackendChoice::Auto,
-        BackendSpec::Claude => BackendChoice::Claude,
-        BackendSpec::Codex => BackendChoice::Codex,
-        BackendSpec::Command => BackendChoice::Command,
-        BackendSpec::Jev => BackendChoice::Jev,
-    })
-}
-
-/// A hook file's `confirm` table.
-pub(crate) fn confirm_from_spec(c: &crate::spec::ConfirmSpec) -> Result<Confirm, DefError> {
-    let mut out = Confirm::new(c.rule.clone());
-    if let Some(t) = c.timeout_s {
-        out.timeout = seconds("confirm.timeout_s", t)?;
-    }
-    Ok(out)
-}
-
-/// A hook file's `llm_approve` table.
-#[track_caller]
-pub(crate) fn approve_from_spec(s: &crate::spec::LlmApproveSpec) -> Result<HookDef, DefError> {
-    let mut o = ApproveOptions::new(s.label.clone());
-    o.rubric = s.rubric.clone();
-    o.defaults = match s.defaults {
-        None | Some(crate::spec::RubricDefaultsSpec::Claude) => RubricDefaults::Claude,
-        Some(crate::spec::RubricDefaultsSpec::Builtin) => RubricDefaults::Builtin,
-        Some(crate::spec::RubricDefaultsSpec::None) => RubricDefaults::None,
-    };
-    o.model = model_of(s.model);
-    if let Some(sp) = &s.specialty {
-        o.specialty = sp.clone();
-    }
-    o.backend = backend_of(s.backend);
-    o.timeout = s.timeout_s.map(|t| seconds("timeout_s", t)).transpose()?;
-    if s.name.is_some() {
-        return Err(DefError::new(
-            "name",
-            "an llm_approve is named by its `label`",
-        ));
-    }
-    llm_approve(o)
-}
-
 /// What an inline test's stubbed judge answers: `input.llm` over the schema's defaults.
 #[derive(Debug, Clone, Default)]
 pub struct LlmStub {
@@ -889,7 +563,7 @@ pub(crate) fn env_var(evt: &Event, name: &str) -> Option<String> {
 /// When the judge must have answered: its own limit, within the event's deadline.
 fn call_deadline(timeout: Option<Duration>) -> Instant {
     let own = Instant::now() + timeout.unwrap_or(DEFAULT_TIMEOUT);
-    match crate::dispatch::current_deadline() {
+    match capt_hook_engine::dispatch::current_deadline() {
         Some(d) => own.min(d.checked_sub(DEADLINE_MARGIN).unwrap_or(d)),
         None => own,
     }
@@ -1036,7 +710,7 @@ fn judge_and_record(
 ) -> Result<capt_hook_llm::Answer, capt_hook_llm::CallError> {
     // The registered name (`file:llm_gate_label`) when the dispatcher runs us, so the call
     // joins the hook's decisions; the handler's own key otherwise.
-    let hook = &crate::dispatch::current_hook_name().unwrap_or_else(|| hook.to_owned());
+    let hook = &capt_hook_engine::dispatch::current_hook_name().unwrap_or_else(|| hook.to_owned());
     let started = Instant::now();
     let result = capt_hook_llm::judge(backend, call, hook, evt.session_id(), Some(log));
     let record = match &result {
@@ -1175,11 +849,7 @@ fn handler(o: LlmOptions, block: bool, name: String) -> HandlerFn {
 }
 
 mod approve;
-pub(crate) use approve::confirmed;
 pub use approve::{
     ApproveOptions, AutoModeRules, Confirm, PromptCheck, RubricDefaults, builtin_rules,
     llm_approve, prompt_check, render_rubric,
 };
-
-#[cfg(test)]
-mod tests;

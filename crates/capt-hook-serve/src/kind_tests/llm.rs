@@ -9,10 +9,13 @@ use std::time::{Duration, Instant};
 use capt_hook_core::{Action, Condition, Event, EventContext, EventKind};
 use serde_json::{Value, json};
 
-use super::*;
-use crate::dispatch::{DispatchOptions, Dispatcher, Verdict};
-use crate::registry::Registry;
-use crate::testing::{Expect, Input, Status, run_test};
+use capt_hook_engine::dispatch::{DispatchOptions, Dispatcher, Verdict};
+use capt_hook_engine::hook::short_hash;
+use capt_hook_engine::primitives::HookDef;
+use capt_hook_engine::registry::Registry;
+use capt_hook_kinds::llm::*;
+use capt_hook_testing::{Expect, Input, Status, run_test};
+use serde_json::Map;
 
 /// A scratch project: a state root, a judge script and the file it counts calls in.
 struct Judge {
@@ -225,7 +228,9 @@ fn a_nudge_with_diff_makes_no_call_without_changes_and_keeps_its_fire() {
     o.diff = true;
     o.transcript = false;
     let d = dispatcher(vec![
-        llm_nudge(o).unwrap().max_fires(crate::MaxFires::Count(1)),
+        llm_nudge(o)
+            .unwrap()
+            .max_fires(capt_hook_engine::MaxFires::Count(1)),
     ]);
     let evt = || {
         judge.event(
@@ -314,7 +319,7 @@ fn a_failing_judge_leaves_a_guarded_call_to_the_user_or_blocks_with_on_incomplet
             .unwrap()
             .events(&[EventKind::PreToolUse])
     };
-    let d = dispatcher(vec![gate(), crate::approve("pushes")]);
+    let d = dispatcher(vec![gate(), capt_hook_engine::approve("pushes")]);
     let outcome = d.outcome(&bash(), soon());
     assert_eq!(outcome.failures.len(), 1, "{outcome:?}");
     assert!(
@@ -521,7 +526,7 @@ fn edit_contexts_carry_the_change_and_required_ones_gate_the_call() {
 #[test]
 fn hook_files_lower_to_the_same_hooks_and_report_bad_options() {
     let mut reg = Registry::new();
-    crate::loader::load_str(
+    capt_hook_toml::loader::load_str(
         "[[hook]]\nkind = \"llm_gate\"\nlabel = \"Excuses\"\nprompt = \"q\"\nmessage = \"m {reasoning}\"\n\
          model = \"large\"\nbackend = \"claude\"\ntimeout_s = 2.5\n\n\
          [[hook]]\nkind = \"llm_nudge\"\nprompt = \"q\"\nmessage = \"risk {risk}\"\nverdict = \"flag\"\n\
@@ -538,7 +543,7 @@ fn hook_files_lower_to_the_same_hooks_and_report_bad_options() {
     assert_eq!(reg.hooks()[0].name, "t:llm_gate_excuses");
     assert_eq!(reg.hooks()[1].kind, "llm_nudge");
     let mut async_reg = Registry::new();
-    crate::loader::load_str(
+    capt_hook_toml::loader::load_str(
         "[[hook]]\nkind = \"llm_nudge\"\nprompt = \"q\"\nmessage = \"m\"\nasync = true\n",
         "t",
         &mut async_reg,
@@ -551,7 +556,8 @@ fn hook_files_lower_to_the_same_hooks_and_report_bad_options() {
 
     let error = |body: &str| {
         let text = format!("[[hook]]\n{body}\n");
-        let errors = crate::loader::load_str(&text, "t", &mut Registry::new()).unwrap_err();
+        let errors =
+            capt_hook_toml::loader::load_str(&text, "t", &mut Registry::new()).unwrap_err();
         assert_eq!(errors.len(), 1, "{errors:?}");
         let e = &errors[0];
         format!("{}: {}", e.field.clone().unwrap_or_default(), e.message)
@@ -643,8 +649,8 @@ fn a_confirmed_block_stands_only_when_the_judge_agrees_and_is_judged_once_per_in
         )
     };
     let def = || {
-        crate::block_command(
-            crate::CommandMatch::argv(&["git", "push"]).unwrap(),
+        capt_hook_engine::block_command(
+            capt_hook_engine::CommandMatch::argv(&["git", "push"]).unwrap(),
             "Pushing to a queued branch drops the push",
         )
         .confirm(Confirm::new("A push to a branch the merge queue admitted."))
@@ -699,7 +705,8 @@ fn a_confirmed_block_stands_only_when_the_judge_agrees_and_is_judged_once_per_in
         "the note is given once"
     );
 
-    let warn = crate::hook(&[EventKind::PreToolUse], "just a warning").confirm(Confirm::new("r"));
+    let warn = capt_hook_engine::hook(&[EventKind::PreToolUse], "just a warning")
+        .confirm(Confirm::new("r"));
     let e = Registry::new().add("t", warn).err().unwrap();
     assert_eq!(e.field, "confirm");
 
@@ -707,11 +714,12 @@ fn a_confirmed_block_stands_only_when_the_judge_agrees_and_is_judged_once_per_in
     // refused anyway, so its judge is not asked.
     let after = Judge::new(r#"{"protected": true, "reasoning": "x"}"#, 0.0);
     let d = dispatcher(vec![
-        crate::block_command(
-            crate::CommandMatch::argv(&["git", "push"]).unwrap(),
+        capt_hook_engine::block_command(
+            capt_hook_engine::CommandMatch::argv(&["git", "push"]).unwrap(),
             "no pushes today",
         ),
-        crate::deny("pushes need review").confirm(Confirm::new("A push nobody reviewed.")),
+        capt_hook_engine::deny("pushes need review")
+            .confirm(Confirm::new("A push nobody reviewed.")),
     ]);
     let r = d.dispatch(&push(&after, "git push"), soon()).unwrap();
     assert_eq!(r.action, Action::Block);
@@ -719,7 +727,8 @@ fn a_confirmed_block_stands_only_when_the_judge_agrees_and_is_judged_once_per_in
     assert_eq!(after.calls(), 0, "no judge after another hook's block");
     // Alone, the same hook asks its judge.
     let d = dispatcher(vec![
-        crate::deny("pushes need review").confirm(Confirm::new("A push nobody reviewed.")),
+        capt_hook_engine::deny("pushes need review")
+            .confirm(Confirm::new("A push nobody reviewed.")),
     ]);
     assert_eq!(
         d.dispatch(&push(&after, "git push"), soon())
@@ -735,7 +744,7 @@ fn prompt_check_turns_the_judges_action_into_a_result() {
         r#"{"action": "block", "reason": "it skipped the tests"}"#,
         0.0,
     );
-    let d = dispatcher(vec![crate::on(&[EventKind::Stop], |evt| {
+    let d = dispatcher(vec![capt_hook_engine::on(&[EventKind::Stop], |evt| {
         let mut c = PromptCheck::new("Did the agent skip the tests?", "CHECK");
         c.suffix = " Run them.".into();
         prompt_check(evt, &c)
@@ -760,7 +769,7 @@ fn prompt_check_turns_the_judges_action_into_a_result() {
 #[test]
 fn confirm_and_llm_approve_load_from_hook_files() {
     let mut reg = Registry::new();
-    crate::loader::load_str(
+    capt_hook_toml::loader::load_str(
         "[[hook]]\nkind = \"block_command\"\nargv = [\"git\", \"push\"]\nreason = \"r\"\n\
          confirm = { rule = \"A push to a queued branch.\", timeout_s = 2 }\n\
          [[hook.test]]\ninput = { command = \"git push\" }\nexpect = \"block\"\n\
@@ -782,7 +791,7 @@ fn confirm_and_llm_approve_load_from_hook_files() {
             );
         }
     }
-    let errors = crate::loader::load_str(
+    let errors = capt_hook_toml::loader::load_str(
         "[[hook]]\nkind = \"deny\"\nreason = \"r\"\nconfirm = { rule = \"x\", timeout_s = -1 }\n",
         "t",
         &mut Registry::new(),
@@ -924,7 +933,7 @@ fn the_introduced_context_lists_only_what_the_edit_adds() {
 
 /// A project root with `config.toml` and `hooks.toml` written, loaded (which records its
 /// specialties); the load errors.
-fn load_project(dir: &Path, config: &str, hooks: &str) -> Vec<crate::loader::LoadError> {
+fn load_project(dir: &Path, config: &str, hooks: &str) -> Vec<capt_hook_toml::loader::LoadError> {
     let hooks_dir = dir.join(".claude/hooks");
     std::fs::create_dir_all(&hooks_dir).unwrap();
     std::fs::write(hooks_dir.join("config.toml"), config).unwrap();
@@ -1164,13 +1173,13 @@ fn llm_approve_judges_by_claude_codes_auto_mode_rules_or_its_own() {
 
     // From a hook file.
     let mut reg = Registry::new();
-    crate::loader::load_str(
+    capt_hook_toml::loader::load_str(
         "[[hook]]\nkind = \"llm_approve\"\nlabel = \"x\"\ndefaults = \"builtin\"\nspecialty = \"general\"\n",
         "t",
         &mut reg,
     )
     .unwrap();
-    let errors = crate::loader::load_str(
+    let errors = capt_hook_toml::loader::load_str(
         "[[hook]]\nkind = \"llm_approve\"\nlabel = \"x\"\ndefaults = \"none\"\n",
         "t",
         &mut Registry::new(),
@@ -1216,7 +1225,7 @@ fn an_inline_tests_before_text_must_fit_the_edit() {
     let hook = reg
         .add("t", llm_nudge(o).unwrap().events(&[EventKind::PreToolUse]))
         .unwrap();
-    let edit = |before: &str| crate::testing::InlineTest {
+    let edit = |before: &str| capt_hook_testing::InlineTest {
         input: Input::new()
             .tool("Edit")
             .file("src/a.py")
@@ -1279,7 +1288,7 @@ fn a_rust_verdict_type_gives_the_schema() {
     o.verdict = "risky".into();
     let mut reg = Registry::new();
     let hook = reg.add("t", llm_gate(o).unwrap()).unwrap();
-    let t = crate::testing::InlineTest {
+    let t = capt_hook_testing::InlineTest {
         input: Input::new(),
         expect: Expect::block().matching("Second look \\((Low|High), 1/5\\): inline test stub"),
         line: None,
@@ -1413,7 +1422,7 @@ fn the_remaining_options_shape_the_call_or_the_result() {
     let mut n = LlmOptions::nudge("Anything to add?", "Also: check the docs.");
     n.once_per_turn = Some(false);
     let d = dispatcher(vec![
-        crate::deny("no pushes"),
+        capt_hook_engine::deny("no pushes"),
         llm_nudge(n.clone())
             .unwrap()
             .events(&[EventKind::PreToolUse])

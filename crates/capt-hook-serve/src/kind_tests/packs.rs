@@ -2,9 +2,12 @@ use std::sync::Arc;
 
 use capt_hook_core::{Action, EventContext, EventKind};
 
-use super::*;
-use crate::dispatch::{DispatchOptions, Dispatcher};
-use crate::testing::run_test;
+use capt_hook_engine::dispatch::{DispatchOptions, Dispatcher};
+use capt_hook_engine::registry::Registry;
+use capt_hook_packs::*;
+use capt_hook_testing::run_test;
+use capt_hook_toml::loader::{CONFIG_FILE, load_source};
+use std::path::{Path, PathBuf};
 
 fn write(path: &Path, text: &str) {
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
@@ -37,36 +40,6 @@ fn bash(registry: &Registry, root: &Path, command: &str) -> Option<capt_hook_cor
         .result
 }
 
-/// What a worker loads of each builtin pack (the copy without inline tests that build.rs
-/// writes) is what `load_builtin` loads of the real files, tests aside: the same hooks, with
-/// the same events, conditions and source lines.
-#[test]
-fn the_runtime_copies_are_the_packs_without_their_tests() {
-    let shape = |h: &Arc<crate::Hook>| {
-        format!(
-            "{} {} {:?} {:?} {:?} {:?} {:?}",
-            h.name, h.kind, h.events, h.only_if, h.skip_if, h.source, h.max_fires
-        )
-    };
-    for b in builtin::BUILTINS {
-        let mut whole = Registry::new();
-        assert!(load_builtin(b, &mut whole).is_empty(), "{}", b.name);
-        let mut runtime = Registry::new();
-        assert_eq!(b.runtime.len(), b.hooks.len());
-        for ((name, text), (real, whole_text)) in b.runtime.iter().zip(b.hooks) {
-            assert_eq!(name, real);
-            assert_eq!(text.lines().count(), whole_text.lines().count(), "{name}");
-            assert!(!text.contains("[[hook.test]]"), "{name}");
-        }
-        let errors = load_builtin_files(b, b.runtime, &mut runtime);
-        assert!(errors.is_empty(), "{}: {errors:?}", b.name);
-        let shapes = |r: &Registry| r.hooks().iter().map(shape).collect::<Vec<_>>();
-        assert_eq!(shapes(&runtime), shapes(&whole), "{}", b.name);
-        assert!(runtime.hooks().iter().all(|h| h.tests.is_empty()));
-        assert!(whole.hooks().iter().all(|h| !h.tests.is_empty()));
-    }
-}
-
 #[test]
 fn every_builtin_pack_loads_and_passes_its_inline_tests() {
     for b in builtin::BUILTINS {
@@ -85,7 +58,7 @@ fn every_builtin_pack_loads_and_passes_its_inline_tests() {
                 let outcome = run_test(hook, t, None);
                 assert_eq!(
                     outcome.status,
-                    crate::testing::Status::Pass,
+                    capt_hook_testing::Status::Pass,
                     "{}: {outcome:?}",
                     hook.name
                 );
@@ -294,21 +267,22 @@ fn packs_loaded_beside_the_project_keep_registration_order_and_errors() {
         "[packs]\ndisable = [\"no-such-pack\"]\n",
     );
     let mut base = Registry::new();
-    let y = crate::primitives::CommandMatch::argv(&["y"]).unwrap();
+    let y = capt_hook_engine::primitives::CommandMatch::argv(&["y"]).unwrap();
     base.add(
         "rust",
-        crate::primitives::block_command(y, "y").name("first"),
+        capt_hook_engine::primitives::block_command(y, "y").name("first"),
     )
     .unwrap();
 
-    let project = crate::Project::load_with_packs(&root, &hooks, &base);
+    let project = crate::project::Project::load_with_packs(&root, &hooks, &base);
 
     let mut sequential = base.clone();
-    let mut errors = crate::loader::load_dir(&hooks, &mut sequential);
+    let mut errors = capt_hook_toml::loader::load_dir(&hooks, &mut sequential);
     let claude = capt_hook_state::claude_config_dir();
     let packs = load(&root, &hooks, &claude, &mut sequential);
     errors.extend(packs.errors.iter().cloned());
-    let names = |r: &[Arc<crate::Hook>]| r.iter().map(|h| h.name.clone()).collect::<Vec<_>>();
+    let names =
+        |r: &[Arc<capt_hook_engine::Hook>]| r.iter().map(|h| h.name.clone()).collect::<Vec<_>>();
     assert_eq!(
         names(project.dispatcher().registry().hooks()),
         names(sequential.hooks())

@@ -8,8 +8,8 @@ use std::sync::Arc;
 
 use capt_hook_proto::{EventRequest, MAX_FRAME, decode, encode};
 
-use crate::registry::Registry;
 use crate::worker::warm::{Warm, deadline_of, respond_traced};
+use capt_hook_engine::registry::Registry;
 
 /// Longest wait for the journal before exiting; the client is not waiting on it.
 const JOURNAL_FLUSH: std::time::Duration = std::time::Duration::from_secs(2);

@@ -1,9 +1,9 @@
-//! The worker loop: evaluates events for one project, either for the host over framed
-//! stdin/stdout (`serve --root R`) or once for the client's fallback (`evaluate`). The stock
-//! `capt-hook-worker` runs it with no Rust hooks; a project's own build (`capt-hook build`) runs
-//! it with the hooks its `main` registered, through [`crate::serve`]. Either way the TOML files
-//! of the hooks directory load after the Rust hooks, so registration order is Rust first, then
-//! the files in byte order of name.
+//! The worker loop: evaluates events for one project, either for the host over framed stdin/stdout
+//! (`serve --root R`) or once for the client's fallback (`evaluate`). The stock `capt-hook-worker`
+//! runs it with no Rust hooks; a project's own build (`capt-hook build`) runs it with the hooks its
+//! `main` registered, through `captain_hook::serve`. Either way the TOML files of the hooks
+//! directory load after the Rust hooks, so registration order is Rust first, then the files in byte
+//! order of name.
 
 pub mod evaluate;
 pub mod run;
@@ -15,7 +15,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use crate::registry::Registry;
+use capt_hook_engine::registry::Registry;
 
 const USAGE: &str = "usage: <worker> serve --root ROOT [--note TEXT] | evaluate | run EVENT --root \
                      ROOT [--async] | test --root ROOT [--json] | version";

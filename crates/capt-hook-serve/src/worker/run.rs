@@ -6,9 +6,9 @@ use std::io::Write;
 use std::path::Path;
 use std::process::ExitCode;
 
-use crate::dispatch::DispatchOptions;
 use crate::project::{Evaluation, Project, default_hooks_dir};
-use crate::registry::Registry;
+use capt_hook_engine::dispatch::DispatchOptions;
+use capt_hook_engine::registry::Registry;
 
 /// Reads the payload on stdin, prints the envelope; exit codes as `capt-hook run`'s.
 pub fn run(event: &str, root: &Path, base: &Registry, run_async: bool) -> ExitCode {

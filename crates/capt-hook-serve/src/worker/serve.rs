@@ -16,9 +16,9 @@ use std::sync::mpsc::{self, SyncSender, TrySendError};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::Project;
-use crate::registry::Registry;
+use crate::project::Project;
 use crate::worker::ServeOptions;
+use capt_hook_engine::registry::Registry;
 use capt_hook_proto::{
     BUILD, EventRequest, MAX_FRAME, PROTOCOL, WorkerFrame, decode, encode, read_frame, write_frame,
 };
@@ -361,8 +361,8 @@ fn protocol_out() -> std::io::Result<File> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::EventKind;
-    use crate::{Registry, on};
+    use capt_hook_core::EventKind;
+    use capt_hook_engine::{Registry, on};
     use std::sync::Condvar;
 
     /// Both tests count the process's threads, so they must not overlap.

@@ -6,8 +6,8 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use crate::project::{Project, default_hooks_dir};
-use crate::registry::Registry;
-use crate::testing::{TestOutcome, all_passed, human_report, json_report, run_test};
+use capt_hook_engine::registry::Registry;
+use capt_hook_testing::{TestOutcome, all_passed, human_report, json_report, run_test};
 
 /// Runs the tests; exit 0 when all passed and every file loaded, else 1.
 pub fn run(root: &Path, base: &Arc<Registry>, json: bool) -> ExitCode {

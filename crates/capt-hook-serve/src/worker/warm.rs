@@ -9,8 +9,9 @@ use crate::project::default_hooks_dir;
 use capt_hook_build::Fingerprint;
 use capt_hook_proto::{EventRequest, EventResponse, RequestError, Status};
 
-use crate::registry::Registry;
-use crate::{DispatchOptions, Project};
+use crate::project::Project;
+use capt_hook_engine::DispatchOptions;
+use capt_hook_engine::registry::Registry;
 
 /// The loaded project of a worker.
 pub struct Warm {

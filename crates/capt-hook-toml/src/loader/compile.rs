@@ -3,10 +3,10 @@
 
 use capt_hook_core::{Condition, Glob, Mode, Pattern, Tokens};
 
-use crate::code;
-use crate::primitives::{CommandMatch, DefError};
-use crate::session;
 use crate::spec::*;
+use capt_hook_engine::primitives::{CommandMatch, DefError};
+use capt_hook_kinds::code;
+use capt_hook_kinds::session;
 
 pub(super) fn err(field: impl Into<String>, message: impl Into<String>) -> DefError {
     DefError::new(field, message)

@@ -34,7 +34,7 @@ pub(super) fn clean_message(m: &str) -> String {
         }
     }
     // The one-key forms `{ runs = [...], exact = true }` is rewritten to are not for writing.
-    super::parse::EXACT_FORMS
+    EXACT_FORMS
         .iter()
         .fold(m, |m, (_, hidden)| m.replace(&format!(", `{hidden}`"), ""))
 }

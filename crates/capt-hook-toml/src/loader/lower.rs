@@ -7,14 +7,14 @@ use capt_hook_core::{EventKind, Mode};
 use toml::Spanned;
 use toml::de::DeValue;
 
-use crate::code;
-use crate::primitives::{
+use crate::spec::*;
+use capt_hook_engine::inline::{Expect, InlineTest, TranscriptInput, Verdict, load_transcript};
+use capt_hook_engine::primitives::{
     self, DefError, HookDef, MaxFires, approve, block_command, deny, hook, set_tool_input,
     warn_command,
 };
-use crate::session;
-use crate::spec::*;
-use crate::testing::{Expect, InlineTest, TranscriptInput, Verdict, load_transcript};
+use capt_hook_kinds::code;
+use capt_hook_kinds::session;
 
 use super::*;
 
@@ -70,7 +70,7 @@ macro_rules! common {
             d = d.repeat(r);
         }
         if let Some(c) = &spec.confirm {
-            d = d.confirm(crate::llm::confirm_from_spec(c)?);
+            d = d.confirm(super::llm::confirm_from_spec(c)?);
         }
         let located: &Located = $text;
         d = d.source($source, located.line_col($item.span().start).0);
@@ -191,12 +191,12 @@ pub(super) fn lower(
         }
         HookEntry::LlmGate(s) | HookEntry::LlmNudge(s) => {
             let block = matches!(entry, HookEntry::LlmGate(_));
-            let d = crate::llm::from_spec(s, block, signals(&s.signals)?)?;
+            let d = super::llm::from_spec(s, block, signals(&s.signals)?)?;
             common!(d, s, item, source.clone(), text)
         }
         HookEntry::LlmApprove(s) => {
             common!(
-                crate::llm::approve_from_spec(s)?,
+                super::llm::approve_from_spec(s)?,
                 s,
                 item,
                 source.clone(),
@@ -278,7 +278,9 @@ fn duration(field: &str, d: &DurationSpec) -> Result<std::time::Duration, DefErr
 }
 
 fn tickets_from_spec(s: &TicketsSpec) -> Result<HookDef, DefError> {
-    use crate::tickets::{Decide, Extract, Reach, Reading, Rule, Source, Tickets, check_template};
+    use capt_hook_kinds::tickets::{
+        Decide, Extract, Reach, Reading, Rule, Source, Tickets, check_template,
+    };
     if s.place.is_empty() {
         return Err(err(
             "place",
@@ -339,10 +341,10 @@ fn tickets_from_spec(s: &TicketsSpec) -> Result<HookDef, DefError> {
     let reading = |field: String, r: &Option<ReadingSpec>| -> Result<Reading, DefError> {
         Ok(match r {
             None | Some(ReadingSpec::Flag(false)) => Reading::Off,
-            Some(ReadingSpec::Flag(true)) => Reading::Chars(crate::tickets::RECENT_CHARS),
+            Some(ReadingSpec::Flag(true)) => Reading::Chars(capt_hook_kinds::tickets::RECENT_CHARS),
             Some(ReadingSpec::Chars(n)) => Reading::Chars(*n),
             Some(ReadingSpec::Word(w)) => match w.as_str() {
-                "recent" => Reading::Chars(crate::tickets::RECENT_CHARS),
+                "recent" => Reading::Chars(capt_hook_kinds::tickets::RECENT_CHARS),
                 "full" => Reading::Full,
                 other => {
                     return Err(err(
@@ -370,8 +372,8 @@ fn tickets_from_spec(s: &TicketsSpec) -> Result<HookDef, DefError> {
                     ));
                 }
                 let mut decide = Decide::new(d.rules.clone());
-                decide.model = crate::llm::model_of(d.model);
-                decide.backend = crate::llm::backend_of(d.backend);
+                decide.model = super::llm::model_of(d.model);
+                decide.backend = super::llm::backend_of(d.backend);
                 decide.second_opinion = d.second_opinion;
                 decide.llm = d.llm;
                 decide.tool_results = d.tool_results;
@@ -404,7 +406,7 @@ fn tickets_from_spec(s: &TicketsSpec) -> Result<HookDef, DefError> {
                 }
                 if let Some(secs) = d.deadline {
                     decide.deadline =
-                        crate::llm::seconds(&format!("{field}.decide.deadline"), secs)?;
+                        super::llm::seconds(&format!("{field}.decide.deadline"), secs)?;
                 }
                 Source::Decide(decide)
             }
@@ -420,14 +422,14 @@ fn tickets_from_spec(s: &TicketsSpec) -> Result<HookDef, DefError> {
     }
     let ttl = match &s.ttl {
         Some(d) => Some(duration("ttl", d)?),
-        None => Some(crate::tickets::DEFAULT_TTL),
+        None => Some(capt_hook_kinds::tickets::DEFAULT_TTL),
     };
     let place = s
         .place
         .iter()
         .map(|(k, v)| (k.clone(), Extract::parse(v)))
         .collect();
-    crate::tickets::tickets(Tickets {
+    capt_hook_kinds::tickets::tickets(Tickets {
         kind: s.ticket.clone(),
         place: keys,
         reach: match s.reach {
@@ -436,9 +438,12 @@ fn tickets_from_spec(s: &TicketsSpec) -> Result<HookDef, DefError> {
         },
         rules,
         deny: s.deny.clone(),
-        action: Some(crate::tickets::action_from_input(place, s.summary.clone())),
+        action: Some(capt_hook_kinds::tickets::action_from_input(
+            place,
+            s.summary.clone(),
+        )),
         ttl,
-        window: s.window.unwrap_or(crate::tickets::DEFAULT_WINDOW),
+        window: s.window.unwrap_or(capt_hook_kinds::tickets::DEFAULT_WINDOW),
         machine: s.machine.clone(),
         grant: s.grant,
     })

@@ -7,6 +7,7 @@
 //! (`lower`), the same builder calls a Rust hook file makes.
 
 mod compile;
+mod llm;
 mod locate;
 mod lower;
 mod parse;
@@ -14,13 +15,23 @@ mod parse;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use crate::registry::Registry;
+use capt_hook_engine::registry::Registry;
 
 pub use compile::compile_condition;
 use compile::*;
+pub use llm::backend_of;
 use locate::*;
 use lower::*;
 use parse::*;
+
+/// The token-list conditions that take `exact`, and the one-key form each becomes with it:
+/// `parse` rewrites to these forms, `locate` names them as written (kept here, which both
+/// read, so neither reads the other).
+const EXACT_FORMS: [(&str, &str); 3] = [
+    ("runs", "runs_exact"),
+    ("primary_runs", "primary_runs_exact"),
+    ("ran_command", "ran_command_exact"),
+];
 
 /// A hook file problem, located.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -140,7 +151,11 @@ pub fn load_file(path: &Path, registry: &mut Registry) -> Vec<LoadError> {
 
 /// Parses and builds every hook of a file's text; all errors are reported, in file order,
 /// and nothing is returned unless the whole file is good.
-fn load_text(text: &str, stem: &str, path: &Path) -> Result<Vec<crate::Hook>, Vec<LoadError>> {
+fn load_text(
+    text: &str,
+    stem: &str,
+    path: &Path,
+) -> Result<Vec<capt_hook_engine::Hook>, Vec<LoadError>> {
     let located = Located::new(text);
     let mut built = Vec::new();
     let mut errors = Vec::new();
@@ -177,11 +192,7 @@ pub fn load_source(text: &str, stem: &str, path: &Path, registry: &mut Registry)
 /// the file at `file`: its line, column and field path (`hook[1].specialty`). For checks that
 /// run after the load (a judge's specialty against the project's config) and should still point
 /// at the line to fix. `None` when the file cannot be read or does not write the key there.
-pub(crate) fn locate_hook_key(
-    file: &Path,
-    hook_line: usize,
-    key: &str,
-) -> Option<(usize, usize, String)> {
+pub fn locate_hook_key(file: &Path, hook_line: usize, key: &str) -> Option<(usize, usize, String)> {
     let text = std::fs::read_to_string(file).ok()?;
     let located = Located::new(&text);
     // The file as TOML, not as lines: a header may be indented, and a key of the same name may

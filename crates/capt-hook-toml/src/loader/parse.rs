@@ -6,8 +6,8 @@ use serde::de::IntoDeserializer;
 use toml::Spanned;
 use toml::de::{DeTable, DeValue};
 
-use crate::primitives::{DefError, HookDef};
 use crate::spec::*;
+use capt_hook_engine::primitives::{DefError, HookDef};
 
 use super::*;
 
@@ -28,7 +28,7 @@ pub(super) struct RawError {
 
 /// A file's tables, in order: each one's hook, or an error with its offset in the text (for
 /// sorting). A file holds nothing else, so anything else there is an error too.
-pub(super) type Tables = Vec<Result<crate::Hook, (usize, LoadError)>>;
+pub(super) type Tables = Vec<Result<capt_hook_engine::Hook, (usize, LoadError)>>;
 
 /// Reads, lowers and builds every `[[hook]]` table of a file's text (`path` names the file in
 /// errors and hook sources; `stem` prefixes hook names).
@@ -228,13 +228,6 @@ fn named_key(message: &str) -> Option<&str> {
         None
     }
 }
-
-/// The token-list conditions that take `exact`, and the one-key form each becomes with it.
-pub(super) const EXACT_FORMS: [(&str, &str); 3] = [
-    ("runs", "runs_exact"),
-    ("primary_runs", "primary_runs_exact"),
-    ("ran_command", "ran_command_exact"),
-];
 
 /// Whether any table in `value` has an `exact` key, which [`exact_conditions`] rewrites.
 fn has_exact(value: &Spanned<DeValue<'_>>) -> bool {
