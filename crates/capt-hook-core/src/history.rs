@@ -17,9 +17,10 @@ fn parsed(call: &ToolCall) -> capt_hook_transcript::Memo<'_, CommandLine> {
 }
 
 /// True when a Bash call ran a command these tokens match, seen as the `runs` condition sees
-/// the current call (wrappers, runners and nesting included).
+/// the current call (wrappers, runners and nesting included), except that package runners
+/// (`uv run pytest`) are read literally (see [`Tokens::matches_ran`]).
 pub fn call_runs(call: &ToolCall, tokens: &Tokens) -> bool {
-    tokens.matches_line(&parsed(call))
+    tokens.matches_ran(&parsed(call))
 }
 
 /// The matcher the transcript crate uses for its own `has_command` queries.

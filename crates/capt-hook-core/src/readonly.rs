@@ -57,7 +57,40 @@ const READ_ONLY: &[(&str, &[&str])] = &[
     ("find", &["-delete", "-exec", "-ok", "-fls", "-fprint"]),
     ("diff", &["--to-file"]),
     ("sort", &["--output", "--compress-program"]),
-    ("tree", &["-o"]),
+    // `tree -o FILE` writes its listing; `tree --fromfile` only reads.
+    ("tree", &["-o", "--output"]),
+];
+
+/// Short letters that write or change something, also inside a cluster (`tree -ao out`,
+/// `sort -uo out`, `date -us @0`), per program.
+const CLUSTER_FORBIDDEN: &[(&str, &str)] = &[
+    // `-o FILE` writes the listing; `-R` writes `00Tree.html` into every directory (with -H).
+    ("tree", "oR"),
+    ("sort", "o"),
+    // `fd -x` / `-X` run commands.
+    ("fd", "xX"),
+    // `date -s` sets the clock.
+    ("date", "s"),
+    // `file -C` compiles a magic file.
+    ("file", "C"),
+];
+
+/// `hostname` only reads with these flags (`-F FILE`/`--file` and `-b`/`--boot` set the name,
+/// and so does any operand).
+const HOSTNAME_READS: &str = "aAdfiIsyhV";
+const HOSTNAME_READS_LONG: &[&str] = &[
+    "--alias",
+    "--all-fqdns",
+    "--domain",
+    "--fqdn",
+    "--long",
+    "--ip-address",
+    "--all-ip-addresses",
+    "--short",
+    "--yp",
+    "--nis",
+    "--help",
+    "--version",
 ];
 
 /// Subcommand tools: (name, flags allowed before the subcommand, flags that take a value there,
@@ -103,6 +136,8 @@ const SUBCOMMAND_TOOLS: &[Subcommands] = &[
             "--open-files-in-pager",
             "--ext-diff",
             "--textconv",
+            // `git cat-file --filters` runs the repository's clean/smudge filter programs.
+            "--filters",
         ],
     ),
     (
@@ -167,10 +202,26 @@ fn read_only_subcommand(cmd: &Command, tool: &Subcommands) -> bool {
     false
 }
 
+/// True when some single-dash word of `cmd` holds a letter that writes for its program (see
+/// [`CLUSTER_FORBIDDEN`]).
+fn writing_letter(cmd: &Command) -> bool {
+    CLUSTER_FORBIDDEN
+        .iter()
+        .filter(|(n, _)| *n == cmd.executable)
+        .any(|(_, letters)| {
+            cmd.args.iter().any(|a| {
+                a.starts_with('-') && !a.starts_with("--") && a.contains(|c| letters.contains(c))
+            })
+        })
+}
+
 fn read_only_program(cmd: &Command) -> bool {
     let name = cmd.executable.as_str();
     if let Some(tool) = SUBCOMMAND_TOOLS.iter().find(|t| t.0 == name) {
         return read_only_subcommand(cmd, tool);
+    }
+    if writing_letter(cmd) {
+        return false;
     }
     match name {
         // `uniq in out` writes `out`.
@@ -182,24 +233,15 @@ fn read_only_program(cmd: &Command) -> bool {
                     .iter()
                     .all(|a| a.starts_with('-') || a.starts_with('+'))
         }
-        "hostname" => cmd.args.iter().all(|a| a.starts_with('-')),
-        // `fd -x cmd` / `fd -X cmd` run commands, also inside a flag cluster (`-Hx`).
-        "fd" if cmd
-            .args
-            .iter()
-            .any(|a| a.starts_with('-') && !a.starts_with("--") && a.contains(['x', 'X'])) =>
-        {
-            false
-        }
-        // `sort -o file` / `sort -uo file` write a file.
-        "sort"
-            if cmd
-                .args
-                .iter()
-                .any(|a| a.starts_with('-') && !a.starts_with("--") && a.contains('o')) =>
-        {
-            false
-        }
+        "hostname" => cmd.args.iter().all(|a| {
+            if a.starts_with("--") {
+                HOSTNAME_READS_LONG.contains(&a.as_str())
+            } else {
+                a.len() > 1
+                    && a.starts_with('-')
+                    && a[1..].chars().all(|c| HOSTNAME_READS.contains(c))
+            }
+        }),
         _ => READ_ONLY
             .iter()
             .find(|(n, _)| *n == name)
@@ -249,6 +291,16 @@ mod tests {
         assert!(ro("file README.md"));
         assert!(ro("sort -n data.txt"));
         assert!(ro("git log -p -3"));
+        assert!(ro("tree -a -L 2 src"));
+        assert!(ro("tree -aL 2 -I target"));
+        assert!(ro("hostname"));
+        assert!(ro("hostname -f"));
+        assert!(ro("hostname -sI"));
+        assert!(ro("hostname --fqdn"));
+        assert!(ro("date -u +%s"));
+        assert!(ro("git -- log --oneline"));
+        assert!(ro("sort -u -k1,1 data.txt"));
+        assert!(ro("file -b README.md"));
     }
 
     #[test]
@@ -310,6 +362,29 @@ mod tests {
             "git log -p --ext-diff",
             "sudo ls",
             "if true; then if true; then rm -rf /; fi; fi",
+            // Options that write a file or change the system, alone or inside a cluster.
+            "tree -o out.txt",
+            "tree -ao out.txt",
+            "tree -aoout.txt",
+            "tree --output=out.txt",
+            "tree -R -H . -L 1",
+            "hostname --file /etc/hostname",
+            "hostname --file=/etc/hostname",
+            "hostname -F /etc/hostname",
+            "hostname -F/etc/hostname",
+            "hostname -fF /etc/hostname",
+            "hostname -b",
+            "hostname --boot",
+            "hostname newname",
+            "date -us @0",
+            "date -s@0",
+            "file -bC -m magic",
+            "fd -Hx rm",
+            "git cat-file --filters HEAD:x",
+            // Runners and rebuilt command lines are not read-only programs.
+            "ssh host ls",
+            "printf / | xargs -I{} ls {}",
+            "git -c alias.l='!rm -rf /' l",
         ] {
             assert!(!ro(line), "{line}");
         }

@@ -294,17 +294,40 @@ impl Tokens {
     /// True when one of the argvs `cmd` runs (its own, or one behind a wrapper or runner)
     /// matches.
     pub fn matches_command(&self, cmd: &Command) -> bool {
+        self.matches_command_through(cmd, true)
+    }
+
+    /// [`Tokens::matches_command`], with or without the programs package runners launch
+    /// (`uv run pytest`, see [`Command::launched`]).
+    fn matches_command_through(&self, cmd: &Command, launchers: bool) -> bool {
         if cmd.words.is_empty() {
             return false;
         }
         // A plain loop: this runs for every token list on every command of every event.
         self.matches_words(&cmd.words)
             || cmd.runs.iter().any(|r| {
-                cmd.words
-                    .get(r.clone())
-                    .is_some_and(|ws| self.matches_words(ws))
+                (launchers || !cmd.launched.contains(r))
+                    && cmd
+                        .words
+                        .get(r.clone())
+                        .is_some_and(|ws| self.matches_words(ws))
             })
             || self.is_prefix_of_command(cmd)
+    }
+
+    /// [`Tokens::matches_line`] as `ran_command` reads a past call: the program a package
+    /// runner launches (`uv run pytest`, `npx jest`) does not count, as in the original, where
+    /// "ran pytest" means pytest itself or behind a wrapper such as `sudo` or `env`. Guards
+    /// (`runs`) see through the runner.
+    pub fn matches_ran(&self, line: &CommandLine) -> bool {
+        if self.exact {
+            return self.matches_line(line);
+        }
+        let found = line
+            .parts
+            .iter()
+            .any(|p| self.matches_command_through(&p.command, false));
+        found || (line.unreadable.is_some() && self.matches_raw_words(&line.raw))
     }
 
     /// The structural match of one argv: program by basename, git's global options skipped,
@@ -639,6 +662,94 @@ mod tests {
         assert!(runs(&["git", "checkout", "--", "."], "git checkout -- ."));
         assert!(!runs(&["git", "push"], "git stash push"));
         assert!(!runs(&["npm", "test"], "npm run test"));
+    }
+
+    /// Runners, substituted arguments, env's options, git's `--` and aliases: the command that
+    /// would run is what a list matches, and reads stay unmatched.
+    #[test]
+    fn runners_and_substitutions_are_seen() {
+        let root = ["rm", "-rf", "/"];
+        for line in [
+            "parallel bash -c 'rm -rf {}' ::: /",
+            "parallel rm -rf ::: /",
+            "parallel rm -rf {} ::: a /",
+            "printf / | xargs -I{} rm -rf {}",
+            "echo / | xargs rm -rf",
+            "xargs -I% rm -rf % <<< /",
+            "env -S 'rm -rf /'",
+            "env -S 'rm -rf' /",
+            "env - rm -rf /",
+            "env -i rm -rf /",
+            "env -P /usr/bin rm -rf /",
+            "uv run rm -rf /",
+            "uvx --python 3.12 rm -rf /",
+            "npx -y rm -rf /",
+            "pnpm exec rm -rf /",
+            "bunx rm -rf /",
+            "poetry run rm -rf /",
+            "strace -f -o trace.log rm -rf /",
+            "ltrace -e malloc rm -rf /",
+            "sg wheel -c 'rm -rf /'",
+            "sg wheel rm -rf /",
+            "chroot /mnt rm -rf /",
+            "firejail --private rm -rf /",
+            "systemd-run --user -p MemoryMax=1G rm -rf /",
+            "ssh -p 2222 -i ~/.ssh/id host 'rm -rf /'",
+            "ssh -l me -o BatchMode=yes -F cfg -J jump host rm -rf /",
+            "git -c alias.x='!rm -rf /' x",
+        ] {
+            assert!(runs(&root, line), "{line}");
+        }
+        // Without its argument, the runner's command is still seen as written.
+        assert!(runs(&["rm", "-rf"], "cat list | xargs -I{} rm -rf {}"));
+        assert!(runs(
+            &["git", "reset", "--hard"],
+            "env -S 'PATH=/x git reset --hard'"
+        ));
+        assert!(runs(&["git", "reset", "--hard"], "git -- reset --hard"));
+        // `ran_command` reads package runners literally; wrappers it still sees through.
+        let ran = |tokens: &[&str], line: &str| {
+            Tokens::new(tokens)
+                .unwrap()
+                .matches_ran(&CommandLine::parse(line))
+        };
+        for line in [
+            "uv run pytest",
+            "uvx pytest",
+            "npx pytest",
+            "uv run sudo pytest",
+        ] {
+            assert!(runs(&["pytest"], line), "{line}");
+            assert!(!ran(&["pytest"], line), "{line}");
+        }
+        for line in [
+            "pytest -q",
+            "sudo pytest",
+            "env A=1 pytest",
+            "strace -f pytest",
+        ] {
+            assert!(ran(&["pytest"], line), "{line}");
+        }
+        assert!(runs(
+            &["git", "reset", "--hard"],
+            "git -C d -- reset --hard"
+        ));
+        assert!(runs(
+            &["git", "reset", "--hard"],
+            "git -c alias.nuke='reset --hard' nuke"
+        ));
+        for line in [
+            "git -c alias.x='!rm -rf /' status",
+            "ssh -p 22 host ls /",
+            "uv run pytest -q",
+            "npx prettier --check .",
+            "parallel echo rm -rf ::: /",
+            "printf / | xargs -I{} echo rm -rf {}",
+            "strace -o rm ls -rf",
+            "env -P rm ls -rf /",
+        ] {
+            assert!(!runs(&root, line), "{line}");
+        }
     }
 
     #[test]

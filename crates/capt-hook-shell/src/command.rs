@@ -4,6 +4,7 @@ use std::ops::Range;
 
 use tree_sitter::Node;
 
+use crate::jobs;
 use crate::source::{Src, SrcMap};
 use crate::walk::{
     Level, MAX_DEPTH, StmtExtra, Walker, herestring_text, parse_redirect, read_heredoc,
@@ -259,9 +260,17 @@ impl Walker {
             tainted: words.iter().any(|w| w.value.is_none()),
             words,
             runs: Vec::new(),
+            launched: Vec::new(),
         };
         let mut command = command;
         let found = command.find_runs();
+        // What the command reads on stdin, for a runner substituting it (`xargs`): a heredoc
+        // or here-string, else the output of a literal `echo`/`printf` piped into it.
+        let input = if found.templates.is_empty() {
+            None
+        } else {
+            p.stdin.clone().or_else(|| self.piped_output(lvl))
+        };
         let host = self.parts.len();
         self.parts.push(Part { command, op: None });
         let nested = Level {
@@ -273,7 +282,7 @@ impl Walker {
         for n in p.scan {
             self.substitutions(n, src, nested, depth + 1);
         }
-        self.payloads(host, &found, p.stdin, &p.words, src, lvl, depth);
+        self.payloads(host, &found, p.stdin, input, &p.words, src, lvl, depth);
         self.tails(p.tails, src, lvl, depth);
     }
 
@@ -351,13 +360,39 @@ impl Walker {
         host: usize,
         found: &Found,
         stdin: Option<String>,
+        input: Option<String>,
         wsrc: &[(&str, Range<usize>)],
         src: &Src<'_>,
         lvl: Level,
         depth: usize,
     ) {
+        if found.too_many {
+            self.cut(Unreadable::TooManyJobs);
+        }
         let stdin = stdin.filter(|_| found.stdin_shell);
-        if found.strings.is_empty() && stdin.is_none() {
+        let mut texts = found.texts.clone();
+        if let Some(input) = input {
+            let words = self.parts[host].command.words.clone();
+            for t in &found.templates {
+                let Some(items) = jobs::split_input(&input, t.split) else {
+                    continue;
+                };
+                let list = jobs::template_jobs(t, items);
+                match jobs::expand(&words, t.command.clone(), &t.spec, &list) {
+                    Some(more) => texts.extend(more),
+                    None if list.len() > jobs::MAX_JOBS => self.cut(Unreadable::TooManyJobs),
+                    None => {}
+                }
+            }
+        }
+        // Every rebuilt line is parsed again, and may rebuild more: a budget for the whole
+        // line keeps `parallel bash -c "parallel …" ::: …` nested three deep from multiplying.
+        self.rebuilt += texts.len();
+        if self.rebuilt > jobs::MAX_REBUILT {
+            self.cut(Unreadable::TooManyJobs);
+            texts.clear();
+        }
+        if found.strings.is_empty() && stdin.is_none() && texts.is_empty() {
             return;
         }
         if src.payload_depth >= MAX_PAYLOAD_DEPTH {
@@ -367,10 +402,25 @@ impl Walker {
         for (range, skip) in &found.strings {
             self.payload(host, range.clone(), *skip, wsrc, src, lvl, depth);
         }
-        if let Some(text) = stdin {
+        // Rebuilt command lines (substituted arguments, git aliases) map to no source text.
+        for text in stdin.into_iter().chain(texts) {
             let inner = src.nested(&text, SrcMap::Unmapped, QuoteLayer::Bare);
             self.walk_nested(&inner, host, lvl, false, depth);
         }
+    }
+
+    /// What the command before this one at `lvl` writes into the pipe, when it is a literal
+    /// `echo` or `printf` joined to it by `|`.
+    fn piped_output(&self, lvl: Level) -> Option<String> {
+        let floor = lvl.floor.min(self.parts.len());
+        let prev = self.parts[floor..]
+            .iter()
+            .rev()
+            .find(|p| p.command.nesting == lvl.nesting && p.command.host == lvl.host)?;
+        if prev.op != Some(crate::Op::Pipe) || prev.command.tainted {
+            return None;
+        }
+        jobs::output_of(&prev.command.words)
     }
 
     /// Re-parses one command string: the words `indices` joined with blanks, the first

@@ -308,6 +308,7 @@ fn command(raw: &str, toks: &[Token]) -> Option<Read> {
         tainted: words.iter().any(|w| w.value.is_none()),
         words,
         runs: Vec::new(),
+        launched: Vec::new(),
     };
     let found = command.find_runs();
     Some(Read {
@@ -363,6 +364,18 @@ fn push_command(
 ) -> Option<()> {
     let read = command(raw, toks)?;
     let found = read.found;
+    // Rebuilt command lines (substituted arguments, git aliases) are the full walk's; so is a
+    // runner substituting what a literal `echo`/`printf` pipes into it.
+    if !found.texts.is_empty() || found.too_many {
+        return None;
+    }
+    if !found.templates.is_empty()
+        && let Some(prev) = parts.iter().rev().find(|p| p.command.nesting == 0)
+        && prev.op == Some(Op::Pipe)
+        && crate::jobs::output_of(&prev.command.words).is_some()
+    {
+        return None;
+    }
     let host = parts.len();
     parts.push(Part {
         command: read.command,

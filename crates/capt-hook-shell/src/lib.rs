@@ -11,9 +11,13 @@
 //! - words a redirect swallowed (`rm >log -rf /`) are arguments, as bash runs them, and the
 //!   command loses its span;
 //! - what a command runs through wrappers and runners (`sudo -u x rm`, `xargs rm`,
-//!   `find -exec rm {} +`) is listed in [`Command::runs`]; command strings (`sh -c`, `eval`,
-//!   `watch`, `parallel`, heredocs and here-strings fed to a shell) are re-parsed into nested
-//!   parts, up to three levels deep;
+//!   `uv run rm`, `find -exec rm {} +`) is listed in [`Command::runs`]; command strings
+//!   (`sh -c`, `eval`, `watch`, `parallel`, `ssh host cmd`, heredocs and here-strings fed to a
+//!   shell) are re-parsed into nested parts, up to three levels deep;
+//! - runners that substitute arguments (`parallel … ::: a`, `xargs -I{}` fed by a literal
+//!   `echo`/`printf` or a here-string) and git aliases that shell out
+//!   (`git -c alias.x='!…' x`) add the command lines that would run, rebuilt with the
+//!   arguments in place, as nested parts without spans;
 //! - nesting is capped (about 50 levels of `$(…)`), so hostile input cannot exhaust the stack;
 //!   a line cut short by a cap, by its length or by a syntax error says so in
 //!   [`CommandLine::unreadable`], so callers can fail closed.
@@ -23,6 +27,7 @@ use std::rc::Rc;
 
 mod command;
 mod fast;
+mod jobs;
 pub mod programs;
 mod source;
 mod splice;
@@ -50,6 +55,9 @@ pub enum Unreadable {
     TooLong,
     /// A syntax error: the parser had to guess where commands start and end.
     SyntaxError,
+    /// A runner (`parallel`, `xargs`) substitutes its arguments into more commands than the
+    /// parser follows.
+    TooManyJobs,
 }
 
 impl std::fmt::Display for Unreadable {
@@ -61,6 +69,9 @@ impl std::fmt::Display for Unreadable {
             }
             Unreadable::TooLong => "it is too long for the parser",
             Unreadable::SyntaxError => "it has a syntax error",
+            Unreadable::TooManyJobs => {
+                "it substitutes arguments into more commands (`parallel`, `xargs`) than the parser follows"
+            }
         })
     }
 }
@@ -145,6 +156,10 @@ pub struct Command {
     /// each wrapper (`sudo env A=1 rm x` → `env A=1 rm x`, `rm x`) and runner (`xargs rm`,
     /// `find -exec rm {} +`, `busybox rm`), in word order. Command strings are nested parts.
     pub runs: Vec<Range<usize>>,
+    /// The ranges of [`Command::runs`] reached through a package runner (`uv run pytest`,
+    /// `npx jest`, `poetry run …`): guards see what they launch, while a question about what
+    /// the session ran (`ran_command`) reads the launcher literally, as the original does.
+    pub launched: Vec<Range<usize>>,
 }
 
 impl Command {
@@ -184,6 +199,7 @@ impl Command {
     pub(crate) fn find_runs(&mut self) -> wrappers::Found {
         let found = wrappers::runs_in(&self.words);
         self.runs.clone_from(&found.runs);
+        self.launched.clone_from(&found.launched);
         found
     }
 }

@@ -51,11 +51,16 @@ pub const GIT_GLOBAL_OPTIONS: &[GitOption] = &[
 
 /// Reads git's global options at the start of `args` (the words after `git`): how many words
 /// they take, and whether every one of them is harmless for a read-only command. Stops at the
-/// first word that is not a known global option.
+/// first word that is not a known global option, or just after a `--` ending them.
 pub fn git_globals<S: AsRef<str>>(args: &[S]) -> (usize, bool) {
     let mut i = 0;
     let mut read_only = true;
     while let Some(arg) = args.get(i).map(AsRef::as_ref) {
+        // `git -- reset --hard`: the end of git's own options, then the subcommand.
+        if arg == "--" {
+            i += 1;
+            break;
+        }
         let (name, glued) = match arg.split_once('=') {
             Some((n, _)) if arg.starts_with("--") => (n, true),
             _ => (arg, false),
@@ -286,6 +291,8 @@ mod tests {
         assert_eq!(g("-P --bare log"), (2, true));
         assert_eq!(g("reset"), (0, true));
         assert_eq!(g("-C"), (1, true));
+        assert_eq!(g("-- reset --hard"), (1, true));
+        assert_eq!(g("-C d -- reset"), (3, true));
     }
 
     #[test]

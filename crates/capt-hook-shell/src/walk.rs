@@ -47,6 +47,8 @@ pub(crate) struct Walker {
     pub dead_end: Option<usize>,
     /// The first reason the line could not be read to the end.
     pub unreadable: Option<Unreadable>,
+    /// How many command lines were rebuilt with substituted arguments so far.
+    pub rebuilt: usize,
 }
 
 /// Statement containers: operator tokens among their children join the parts around them.
@@ -238,6 +240,7 @@ impl Walker {
                 tainted: false,
                 words: Vec::new(),
                 runs: Vec::new(),
+                launched: Vec::new(),
             },
             op: None,
         });

@@ -7,6 +7,8 @@
 
 use std::ops::Range;
 
+use crate::jobs;
+
 /// Shells whose `-c` option runs a command string.
 pub const SHELLS: &[&str] = &[
     "ash", "bash", "csh", "dash", "fish", "ksh", "mksh", "sh", "tcsh", "zsh",
@@ -29,6 +31,9 @@ enum Style {
 /// One wrapper or runner: how to find the program it runs among its arguments.
 struct Wrapper {
     name: &'static str,
+    /// Subcommand words that must follow the program for it to run another one (`uv run`,
+    /// `pnpm exec`); empty for a plain wrapper.
+    sub: &'static [&'static str],
     /// Options taking the next word as their value (a short one may also glue it: `-uroot`;
     /// a long one may use `=`).
     valued: &'static [&'static str],
@@ -40,18 +45,115 @@ struct Wrapper {
     operands: usize,
     /// `NAME=value` words before the program are assignments (`env`).
     assignments: bool,
+    /// A lone `-` is an option, not the program (`env -` is `env -i`, `sg -` a login shell).
+    dash: bool,
+    /// A package runner (`uv run`, `npx`): `runs` sees the program it launches, `ran_command`
+    /// reads the launcher literally (see [`Found::launched`]).
+    launcher: bool,
     style: Style,
 }
 
 const fn w(name: &'static str, valued: &'static [&'static str]) -> Wrapper {
     Wrapper {
         name,
+        sub: &[],
         valued,
         inert: &[],
         string: &[],
         operands: 0,
         assignments: false,
+        dash: false,
+        launcher: false,
         style: Style::Exec,
+    }
+}
+
+/// Options of `uv run` / `uv tool run` / `uvx` that take the next word as their value.
+const UV_VALUED: &[&str] = &[
+    "--with",
+    "--with-editable",
+    "--with-requirements",
+    "--from",
+    "-p",
+    "--python",
+    "--env-file",
+    "--directory",
+    "--project",
+    "--package",
+    "--extra",
+    "--group",
+    "--only-group",
+    "--no-group",
+    "--index",
+    "--default-index",
+    "--index-url",
+    "--extra-index-url",
+    "-f",
+    "--find-links",
+    "--index-strategy",
+    "--keyring-provider",
+    "--resolution",
+    "--prerelease",
+    "--exclude-newer",
+    "--link-mode",
+    "-C",
+    "--config-setting",
+    "--cache-dir",
+    "--config-file",
+    "--color",
+    "--python-platform",
+    "-P",
+    "--upgrade-package",
+    "--reinstall-package",
+    "--refresh-package",
+    "--no-binary-package",
+    "--no-build-package",
+    "--allow-insecure-host",
+];
+
+/// Options of `npx` / `npm exec` that take the next word as their value.
+const NPX_VALUED: &[&str] = &[
+    "-p",
+    "--package",
+    "--prefix",
+    "--userconfig",
+    "--registry",
+    "--cache",
+    "-w",
+    "--workspace",
+    "--loglevel",
+];
+
+/// Options of `pnpm exec` / `pnpm dlx` that take the next word as their value.
+const PNPM_VALUED: &[&str] = &[
+    "-C",
+    "--dir",
+    "-F",
+    "--filter",
+    "--workspace-concurrency",
+    "--reporter",
+    "--package",
+    "--allow-build",
+];
+
+/// A runner reached through a subcommand (`uv run`, `pnpm exec`).
+const fn sub(
+    name: &'static str,
+    sub: &'static [&'static str],
+    valued: &'static [&'static str],
+) -> Wrapper {
+    Wrapper {
+        sub,
+        launcher: true,
+        ..w(name, valued)
+    }
+}
+
+/// A package runner named by its own program (`uvx`, `npx`, `bunx`).
+const fn launcher(name: &'static str, valued: &'static [&'static str]) -> Wrapper {
+    Wrapper {
+        launcher: true,
+        ..w(name, valued)
     }
 }
 
@@ -102,7 +204,14 @@ const WRAPPERS: &[Wrapper] = &[
     Wrapper {
         string: &["-S", "--split-string"],
         assignments: true,
-        ..w("env", &["-u", "--unset", "-C", "--chdir"])
+        dash: true,
+        // `-P` is the BSD search path; `-a`/`--argv0` GNU's name for the program.
+        ..w(
+            "env",
+            &[
+                "-u", "--unset", "-C", "--chdir", "-P", "-a", "--argv0", "-L",
+            ],
+        )
     },
     w("nice", &["-n", "--adjustment"]),
     Wrapper {
@@ -223,10 +332,174 @@ const WRAPPERS: &[Wrapper] = &[
         style: Style::Joined,
         ..w("watch", &["-n", "--interval", "-q", "--equexit"])
     },
+    sub("uv", &["run"], UV_VALUED),
+    sub("uv", &["tool", "run"], UV_VALUED),
+    launcher("uvx", UV_VALUED),
+    Wrapper {
+        string: &["-c", "--call"],
+        ..launcher("npx", NPX_VALUED)
+    },
+    Wrapper {
+        string: &["-c", "--call"],
+        ..sub("npm", &["exec"], NPX_VALUED)
+    },
+    Wrapper {
+        string: &["-c", "--call"],
+        ..sub("npm", &["x"], NPX_VALUED)
+    },
+    // `pnpm exec -c` runs its command through a shell.
+    Wrapper {
+        string: &["-c", "--shell-mode"],
+        ..sub("pnpm", &["exec"], PNPM_VALUED)
+    },
+    Wrapper {
+        string: &["-c", "--shell-mode"],
+        ..sub("pnpm", &["dlx"], PNPM_VALUED)
+    },
+    launcher("bunx", &["-p", "--package"]),
+    sub("bun", &["x"], &["-p", "--package"]),
+    sub(
+        "poetry",
+        &["run"],
+        &["-C", "--directory", "-P", "--project"],
+    ),
+    sub("pipenv", &["run"], &[]),
+    sub("pdm", &["run"], &["-p", "--project"]),
+    w(
+        "strace",
+        &[
+            "-e",
+            "-o",
+            "-p",
+            "-s",
+            "-u",
+            "-E",
+            "-a",
+            "-b",
+            "-I",
+            "-O",
+            "-S",
+            "-P",
+            "-X",
+            "-U",
+            "--output",
+            "--attach",
+            "--string-limit",
+            "--user",
+            "--env",
+            "--trace",
+            "--signal",
+            "--status",
+            "--trace-path",
+            "--columns",
+            "--summary-columns",
+        ],
+    ),
+    w(
+        "ltrace",
+        &[
+            "-e",
+            "-o",
+            "-p",
+            "-s",
+            "-u",
+            "-n",
+            "-a",
+            "-A",
+            "-D",
+            "-F",
+            "-l",
+            "-x",
+            "--output",
+            "--indent",
+            "--align",
+            "--config",
+            "--library",
+        ],
+    ),
+    // `sg GROUP -c 'cmd'` and `sg GROUP cmd …`: sg hands the command to /bin/sh.
+    Wrapper {
+        string: &["-c"],
+        operands: 1,
+        dash: true,
+        style: Style::Joined,
+        ..w("sg", &[])
+    },
+    Wrapper {
+        operands: 1,
+        ..w("chroot", &["--userspec", "--groups"])
+    },
+    // firejail's valued options are written `--name=value`.
+    w("firejail", &[]),
+    w(
+        "systemd-run",
+        &[
+            "-u",
+            "--unit",
+            "-p",
+            "--property",
+            "-H",
+            "--host",
+            "-M",
+            "--machine",
+            "--description",
+            "--slice",
+            "-E",
+            "--setenv",
+            "--uid",
+            "--gid",
+            "--nice",
+            "-D",
+            "--working-directory",
+            "--on-active",
+            "--on-boot",
+            "--on-startup",
+            "--on-unit-active",
+            "--on-unit-inactive",
+            "--on-calendar",
+            "--timer-property",
+            "--path-property",
+            "--socket-property",
+            "--service-type",
+        ],
+    ),
+    // `ssh host CMD …`: the remote shell runs the words joined with blanks.
+    Wrapper {
+        inert: &["-V", "-G"],
+        operands: 1,
+        style: Style::Joined,
+        ..w(
+            "ssh",
+            &[
+                "-B", "-b", "-c", "-D", "-E", "-e", "-F", "-I", "-i", "-J", "-L", "-l", "-m", "-O",
+                "-o", "-p", "-Q", "-R", "-S", "-W", "-w",
+            ],
+        )
+    },
 ];
 
-fn wrapper(program: &str) -> Option<&'static Wrapper> {
-    WRAPPERS.iter().find(|w| w.name == program)
+/// The wrapper or runner at `words[start]`, and the index of its last word (the program, or
+/// the last word of its subcommand: `uv tool run`).
+fn wrapper<S: AsRef<str>>(
+    words: &[S],
+    start: usize,
+    end: usize,
+) -> Option<(&'static Wrapper, usize)> {
+    let program = basename(words.get(start)?.as_ref());
+    WRAPPERS
+        .iter()
+        .filter(|w| w.name == program)
+        .find(|w| {
+            w.sub.iter().enumerate().all(|(k, s)| {
+                start + 1 + k < end && words.get(start + 1 + k).is_some_and(|x| x.as_ref() == *s)
+            })
+        })
+        .map(|w| (w, start + w.sub.len()))
+}
+
+/// True when some wrapper or runner is named `program`.
+fn is_wrapper_name(program: &str) -> bool {
+    WRAPPERS.iter().any(|w| w.name == program)
 }
 
 /// True for `NAME=…` (a word-character name followed by `=`).
@@ -268,6 +541,10 @@ fn inner<S: AsRef<str>>(wr: &Wrapper, words: &[S], start: usize, end: usize) -> 
         }
         if wr.name == "parallel" && arg.starts_with(":::") {
             break;
+        }
+        if arg == "-" && wr.dash {
+            i += 1;
+            continue;
         }
         if !arg.starts_with('-') || arg == "-" {
             break;
@@ -331,6 +608,7 @@ fn inner<S: AsRef<str>>(wr: &Wrapper, words: &[S], start: usize, end: usize) -> 
     match wr.style {
         Style::Exec => Inner::Program(i),
         Style::Joined if wr.name == "watch" && has_exec_flag(words, start, i) => Inner::Program(i),
+        Style::Joined if wr.name != "parallel" => Inner::Joined(i),
         Style::Joined => {
             let cmd_end = (i..end).find(|&k| at(k).starts_with(":::")).unwrap_or(end);
             if cmd_end == i {
@@ -362,6 +640,17 @@ pub(crate) struct Found {
     /// A shell reading its commands from stdin (`bash`, `sh -s`): the heredoc or here-string
     /// feeding it is a command string.
     pub stdin_shell: bool,
+    /// Command lines rebuilt from the words: `parallel`'s command with its `:::` arguments
+    /// substituted, the body of a git alias the line defines and invokes.
+    pub texts: Vec<String>,
+    /// Commands run once per item their runner reads from stdin (`xargs`, `parallel` without
+    /// `:::`): the walker substitutes the items when it knows them (a here-string, `echo`).
+    pub templates: Vec<jobs::Template>,
+    /// A runner substitutes arguments into more commands than [`jobs::MAX_JOBS`].
+    pub too_many: bool,
+    /// The ranges of `runs` reached through a package runner (`uv run pytest`, `npx jest`):
+    /// the original reads those launchers literally for `ran_command`, and so do we.
+    pub launched: Vec<Range<usize>>,
 }
 
 /// Finds everything `words` (a command's word values, program first) runs. Linear in the
@@ -373,53 +662,71 @@ pub(crate) fn runs_in<S: AsRef<str>>(words: &[S]) -> Found {
         return found;
     };
     let program = basename(first.as_ref());
-    if wrapper(program).is_none()
-        && !matches!(program, "find" | "busybox" | "eval")
+    if !is_wrapper_name(program)
+        && !matches!(program, "find" | "busybox" | "eval" | "git")
         && !SHELLS.contains(&program)
     {
         return found;
     }
+    // Each range to read, and whether a package runner launched it.
     let mut todo = Vec::with_capacity(4);
-    todo.push(0..words.len());
-    while let Some(range) = todo.pop() {
+    todo.push((0..words.len(), false));
+    while let Some((range, launched)) = todo.pop() {
         let (start, end) = (range.start, range.end);
         if start >= end {
             continue;
         }
         let program = basename(words[start].as_ref());
-        if let Some(wr) = wrapper(program) {
-            match inner(wr, words, start, end) {
+        if let Some((wr, at)) = wrapper(words, start, end) {
+            match inner(wr, words, at, end) {
                 Inner::Program(i) => {
+                    let launched = launched || wr.launcher;
+                    if launched {
+                        found.launched.push(i..end);
+                    }
                     found.runs.push(i..end);
-                    todo.push(i..end);
+                    todo.push((i..end, launched));
+                    if wr.name == "xargs" {
+                        found
+                            .templates
+                            .extend(jobs::xargs_template(words, at, i, end));
+                    }
                 }
+                // `env -S STRING ARGS…` runs the split string followed by the arguments.
+                Inner::String(i, skip) if wr.name == "env" => found.strings.push((i..end, skip)),
                 Inner::String(i, skip) => found.strings.push((i..i + 1, skip)),
-                Inner::Joined(i) => {
-                    let cmd_end = (i..end)
-                        .find(|&k| words[k].as_ref().starts_with(":::"))
-                        .unwrap_or(end);
-                    found.strings.push((i..cmd_end, 0));
+                Inner::Joined(i) if wr.name == "parallel" => {
+                    parallel(words, at, i, end, &mut found)
                 }
+                Inner::Joined(i) => found.strings.push((i..end, 0)),
                 Inner::Nothing => {
-                    if program == "parallel" {
+                    if wr.name == "parallel" {
                         parallel_commands(words, start, end, &mut found);
                     }
                 }
             }
         } else if program == "find" {
             for r in find_exec(words, start, end) {
+                if launched {
+                    found.launched.push(r.clone());
+                }
                 found.runs.push(r.clone());
-                todo.push(r);
+                todo.push((r, launched));
             }
         } else if program == "busybox" {
             if start + 1 < end && !words[start + 1].as_ref().starts_with('-') {
+                if launched {
+                    found.launched.push(start + 1..end);
+                }
                 found.runs.push(start + 1..end);
-                todo.push(start + 1..end);
+                todo.push((start + 1..end, launched));
             }
         } else if program == "eval" {
             if start + 1 < end {
                 found.strings.push((start + 1..end, 0));
             }
+        } else if program == "git" {
+            found.texts.extend(jobs::git_alias(words, start, end));
         } else if SHELLS.contains(&program) {
             match shell_string(words, start, end) {
                 ShellInput::String(i) => found.strings.push((i..i + 1, 0)),
@@ -429,8 +736,46 @@ pub(crate) fn runs_in<S: AsRef<str>>(words: &[S]) -> Found {
         }
     }
     found.runs.sort_by_key(|r| r.start);
+    found.launched.sort_by_key(|r| r.start);
     found.strings.sort_by_key(|(r, _)| r.start);
     found
+}
+
+/// `parallel [opts] CMD … ::: args` (`words[at]` is parallel, its command at `cmd`): GNU
+/// parallel joins the words and runs them with a shell, moreutils' parallel (and `-q`) runs
+/// them as an argv; both readings count. With literal `:::` arguments the commands that
+/// would run are rebuilt with them substituted; without, the command is read as written, and
+/// the walker substitutes what stdin holds when it knows it.
+fn parallel<S: AsRef<str>>(words: &[S], at: usize, cmd: usize, end: usize, found: &mut Found) {
+    let cmd_end = (cmd..end)
+        .find(|&k| words[k].as_ref().starts_with(":::"))
+        .unwrap_or(end);
+    found.runs.push(cmd..cmd_end);
+    let Some((spec, split)) = jobs::parallel_spec(words, at, cmd) else {
+        found.strings.push((cmd..cmd_end, 0));
+        return;
+    };
+    if cmd_end == end {
+        found.strings.push((cmd..cmd_end, 0));
+        found.templates.push(jobs::Template {
+            command: cmd..cmd_end,
+            spec,
+            split,
+            per: 1,
+        });
+        return;
+    }
+    match jobs::parallel_sources(words, cmd_end, end) {
+        Some(Ok(list)) => match jobs::expand(words, cmd..cmd_end, &spec, &list) {
+            Some(texts) => found.texts.extend(texts),
+            None => found.strings.push((cmd..cmd_end, 0)),
+        },
+        Some(Err(())) => {
+            found.too_many = true;
+            found.strings.push((cmd..cmd_end, 0));
+        }
+        None => found.strings.push((cmd..cmd_end, 0)),
+    }
 }
 
 /// `parallel ::: "cmd a" "cmd b"` (no command given): each argument is a command line.
@@ -520,8 +865,8 @@ pub fn wrapper_prefix_len<S: AsRef<str>>(argv: &[S]) -> usize {
     let mut i = 0;
     while let Some(head) = argv.get(i) {
         let program = basename(head.as_ref());
-        let next = match wrapper(program) {
-            Some(wr) => match inner(wr, argv, i, argv.len()) {
+        let next = match wrapper(argv, i, argv.len()) {
+            Some((wr, at)) => match inner(wr, argv, at, argv.len()) {
                 Inner::Program(k) => k,
                 _ => return argv.len(),
             },
@@ -611,6 +956,39 @@ mod tests {
             ("git push", &[]),
             ("sudo", &[]),
             ("sudo --", &[]),
+            ("env - rm x", &["rm x"]),
+            ("env -i rm x", &["rm x"]),
+            ("env -P /bin rm x", &["rm x"]),
+            ("env -a name rm x", &["rm x"]),
+            ("env --argv0 name rm x", &["rm x"]),
+            ("uv run rm x", &["rm x"]),
+            ("uv run --with requests -p 3.12 rm x", &["rm x"]),
+            ("uv run -- rm x", &["rm x"]),
+            ("uv tool run --from pkg rm x", &["rm x"]),
+            ("uv sync", &[]),
+            ("uvx --python 3.12 rm x", &["rm x"]),
+            ("npx --yes -p pkg rm x", &["rm x"]),
+            ("npm exec -- rm x", &["rm x"]),
+            ("npm install x", &[]),
+            ("pnpm exec rm x", &["rm x"]),
+            ("pnpm dlx rm x", &["rm x"]),
+            ("pnpm install", &[]),
+            ("bunx rm x", &["rm x"]),
+            ("bun x rm x", &["rm x"]),
+            ("poetry run rm x", &["rm x"]),
+            ("poetry install", &[]),
+            ("strace -f -e trace=file -o log rm x", &["rm x"]),
+            ("ltrace -o log -e malloc rm x", &["rm x"]),
+            ("chroot /mnt rm x", &["rm x"]),
+            ("chroot --userspec=a:b /mnt rm x", &["rm x"]),
+            ("chroot /mnt", &[]),
+            ("firejail --net=none --private rm x", &["rm x"]),
+            (
+                "systemd-run --user -p MemoryMax=1G --unit x -E A=1 rm x",
+                &["rm x"],
+            ),
+            ("parallel rm -rf ::: a b", &["rm -rf"]),
+            ("parallel -j 4 rm ::: a", &["rm"]),
         ];
         for (line, expected) in cases {
             assert_eq!(runs(line), *expected, "{line}");
@@ -635,18 +1013,77 @@ mod tests {
             ("xargs sh -c x", &["x"]),
             ("watch rm -rf x", &["rm -rf x"]),
             ("watch -n 5 rm x", &["rm x"]),
-            ("parallel rm -rf ::: a b", &["rm -rf"]),
-            ("parallel -j 4 rm ::: a", &["rm"]),
             ("parallel ::: a b", &["a", "b"]),
+            ("parallel rm -rf :::: list", &["rm -rf"]),
+            ("parallel --pipe rm -rf ::: a", &["rm -rf"]),
+            ("parallel rm -rf", &["rm -rf"]),
             ("flock /tmp/l -c x", &["x"]),
             ("flock -c x", &["x"]),
             ("env -S x", &["x"]),
             ("env --split-string=x", &["x"]),
             ("env -Sx", &["x"]),
+            ("env -S rm -rf /", &["rm -rf /"]),
+            ("env - -S x", &["x"]),
+            ("sg wheel -c x", &["x"]),
+            ("sg - wheel rm -rf /", &["rm -rf /"]),
+            ("ssh -p 22 -i key host rm -rf /", &["rm -rf /"]),
+            ("ssh -o StrictHostKeyChecking=no -J jump host x", &["x"]),
+            ("ssh host", &[]),
+            ("ssh -V host x", &[]),
+            ("npx -c x", &["x"]),
+            ("npm exec -c x", &["x"]),
+            ("pnpm exec -c x", &["x"]),
         ];
         for (line, expected) in cases {
             assert_eq!(strings(line), *expected, "{line}");
         }
+    }
+
+    /// Command lines rebuilt with their arguments substituted, or a git alias's body.
+    #[test]
+    fn rebuilt_command_lines() {
+        let texts = |words: &[&str]| runs_in(words).texts;
+        let cases: &[(&[&str], &[&str])] = &[
+            (
+                &["parallel", "rm", "-rf", ":::", "a", "/"],
+                &["rm -rf a", "rm -rf /"],
+            ),
+            (
+                &["parallel", "bash", "-c", "rm -rf {}", ":::", "/"],
+                &["bash -c rm -rf /", "bash -c 'rm -rf /'"],
+            ),
+            (
+                &["parallel", "-q", "bash", "-c", "rm -rf {}", ":::", "/"],
+                &["bash -c 'rm -rf /'"],
+            ),
+            (
+                &["parallel", "-I", "X", "rm", "X/{}", ":::", "a"],
+                &["rm a/{}", "rm 'a/{}'"],
+            ),
+            (
+                &[
+                    "parallel", "-j", "4", "rm", "{1}", "{2}", ":::", "a", ":::", "b",
+                ],
+                &["rm a b"],
+            ),
+            (&["parallel", "rm", ":::", "a b"], &["rm 'a b'"]),
+            (&["git", "-c", "alias.x=!rm -rf /", "x"], &["rm -rf /"]),
+            (&["git", "-c", "alias.x=!rm -rf /", "status"], &[]),
+            (
+                &["sudo", "git", "-c", "alias.n=reset --hard", "n"],
+                &["git reset --hard"],
+            ),
+        ];
+        for (words, expected) in cases {
+            assert_eq!(texts(words), *expected, "{words:?}");
+        }
+        let many: Vec<String> = ["parallel", "rm", ":::"]
+            .into_iter()
+            .map(str::to_owned)
+            .chain((0..=jobs::MAX_JOBS).map(|n| n.to_string()))
+            .collect();
+        assert!(runs_in(&many).too_many);
+        assert!(!runs_in(&many[..many.len() - 1]).too_many);
     }
 
     #[test]

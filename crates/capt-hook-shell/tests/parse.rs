@@ -154,6 +154,27 @@ const FIXTURES: &[&str] = &[
     "parallel -j 4 rm -rf ::: a b",
     "flock /tmp/l -c 'git stash'",
     "env -S 'rm -rf x'",
+    // Arguments substituted into the command a runner runs.
+    "parallel bash -c 'rm -rf {}' ::: /",
+    "parallel -q rm -rf {.} ::: /a.b ::: c",
+    "parallel rm -rf :::: list",
+    "printf / | xargs -I{} rm -rf {}",
+    "echo / tmp | xargs rm -rf",
+    "xargs -I{} rm -rf {} <<< /",
+    "cat list | xargs -I{} rm -rf {}",
+    "printf '%s\n' a b | parallel rm {}",
+    // env's options that take no value or a command line.
+    "env -S 'PATH=/x git reset --hard' HEAD; env - rm -rf /; env -i A=1 rm x; env -P /bin rm x",
+    // Runners.
+    "uv run rm -rf /; uvx ruff check; npx -y rimraf /; pnpm exec rm -rf /; bunx rimraf x",
+    "poetry run rm -rf /; strace -f -o log rm -rf /; ltrace -e malloc rm x",
+    "sg wheel -c 'rm -rf /'; sg wheel rm -rf /; chroot /mnt rm -rf /",
+    "firejail --private rm -rf /; systemd-run --user -p MemoryMax=1G rm -rf /",
+    "ssh -p 22 -i key host 'rm -rf /'; ssh -o A=b host rm -rf /; ssh host",
+    // git: its own `--`, and aliases that shell out.
+    "git -- reset --hard",
+    "git -c alias.x='!rm -rf /' x",
+    "git -c alias.x='!rm -rf /' status",
     "\\rm -rf x; \"rm\" x; /usr/bin/rm x",
     // Command strings fed to a shell by heredoc and here-string.
     "bash <<EOF\nrm -rf /\nEOF",
@@ -673,6 +694,13 @@ const FRAGMENTS: &[&str] = &[
     " {} +",
     " \\;",
     "watch ",
+    "parallel ",
+    " ::: ",
+    "xargs -I{} ",
+    "printf / | ",
+    "ssh h ",
+    "env -S ",
+    "git -c alias.x='!rm' x",
     "rm -rf /",
     "é",
     "\t",
@@ -704,6 +732,8 @@ const STATEMENTS: &[&str] = &[
     "a | b |& c & d",
     "eval \"git stash\"",
     "sh <<< 'git stash'",
+    "printf 'a\\nb' | xargs -I{} rm {}",
+    "parallel bash -c 'rm {}' ::: a b",
 ];
 
 fn soup() -> impl proptest::strategy::Strategy<Value = String> {
@@ -788,5 +818,123 @@ proptest::proptest! {
             large < small * 24 + std::time::Duration::from_millis(30),
             "{} bytes: {small:?}, 8x: {large:?}", unit.len() * n
         );
+    }
+}
+
+/// Every argv the line runs, nested ones included, joined with blanks.
+fn argvs(raw: &str) -> Vec<String> {
+    let cl = parse(raw);
+    let mut out = Vec::new();
+    for c in cl.commands() {
+        for ws in c.run_words() {
+            out.push(ws.iter().map(|w| w.key()).collect::<Vec<_>>().join(" "));
+        }
+    }
+    out
+}
+
+#[test]
+fn runners_substitute_their_arguments() {
+    let cases: &[(&str, &str)] = &[
+        ("parallel bash -c 'rm -rf {}' ::: /", "rm -rf /"),
+        ("parallel rm -rf ::: a /", "rm -rf /"),
+        ("parallel -j4 --halt now,fail=1 rm -rf {} ::: /", "rm -rf /"),
+        ("parallel echo {1} {2} ::: a ::: /", "echo a /"),
+        ("printf / | xargs -I{} rm -rf {}", "rm -rf /"),
+        ("printf / | xargs -I {} rm -rf {}", "rm -rf /"),
+        ("echo / | xargs --replace rm -rf {}", "rm -rf /"),
+        ("echo / | xargs -I% rm -rf %", "rm -rf /"),
+        ("echo / | xargs rm -rf", "rm -rf /"),
+        ("xargs -I{} rm -rf {} <<< /", "rm -rf /"),
+        ("printf '%s\\n' a / | parallel rm -rf", "rm -rf /"),
+        // Unknown input: the command as written.
+        ("cat list | xargs -I{} rm -rf {}", "rm -rf {}"),
+        ("env -S 'PATH=/x git reset --hard'", "git reset --hard"),
+        ("env -S 'rm -rf' /", "rm -rf /"),
+        ("env - rm -rf /", "rm -rf /"),
+        ("env -i PATH=/x rm -rf /", "rm -rf /"),
+        ("env -P /bin rm -rf /", "rm -rf /"),
+        ("uv run rm -rf /", "rm -rf /"),
+        ("uvx --from x rm -rf /", "rm -rf /"),
+        ("npx -y rimraf /", "rimraf /"),
+        ("pnpm exec rm -rf /", "rm -rf /"),
+        ("bunx rimraf /", "rimraf /"),
+        ("poetry run rm -rf /", "rm -rf /"),
+        ("strace -f -o log rm -rf /", "rm -rf /"),
+        ("ltrace -e malloc rm -rf /", "rm -rf /"),
+        ("sg wheel -c 'rm -rf /'", "rm -rf /"),
+        ("sg wheel rm -rf /", "rm -rf /"),
+        ("chroot /mnt rm -rf /", "rm -rf /"),
+        ("firejail --private rm -rf /", "rm -rf /"),
+        ("systemd-run --user -p MemoryMax=1G rm -rf /", "rm -rf /"),
+        ("ssh -p 22 -i key -l me host 'rm -rf /'", "rm -rf /"),
+        ("ssh -F cfg -J jump -o A=b host rm -rf /", "rm -rf /"),
+        ("git -c alias.x='!rm -rf /' x", "rm -rf /"),
+        ("git -c alias.x='!rm -rf' x /", "rm -rf /"),
+        ("git -c alias.n='reset --hard' n", "git reset --hard"),
+    ];
+    for (line, argv) in cases {
+        let seen = argvs(line);
+        assert!(
+            seen.iter().any(|a| a == argv),
+            "{line}: {argv:?} not among {seen:?}"
+        );
+    }
+    // Options that take a value never make it the program.
+    for (line, not) in [
+        ("ssh -p 22 host ls", "22 host ls"),
+        ("env -P /bin ls", "/bin ls"),
+        ("uv run --with rm ls", "rm ls"),
+        ("git -c alias.x='!rm -rf /' status", "rm -rf /"),
+    ] {
+        assert!(!argvs(line).iter().any(|a| a == not), "{line}");
+    }
+    assert_eq!(
+        parse(&format!("parallel rm ::: {}", vec!["x"; 17].join(" "))).unreadable,
+        Some(capt_hook_shell::Unreadable::TooManyJobs)
+    );
+    // Rebuilding nested three deep stays within a budget for the whole line.
+    let args = vec!["a"; 16].join(" ");
+    let line = format!(
+        "parallel bash -c \"parallel bash -c 'parallel rm {{}} ::: {args}' ::: {args}\" ::: {args}"
+    );
+    let start = std::time::Instant::now();
+    let cl = parse(&line);
+    assert!(start.elapsed() < std::time::Duration::from_secs(5));
+    assert!(cl.unreadable.is_some());
+    let line = format!("parallel bash -c 'parallel rm {{}} ::: {args}' ::: {args}");
+    assert_eq!(
+        parse(&line).unreadable,
+        Some(capt_hook_shell::Unreadable::TooManyJobs)
+    );
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::test_runner::Config {
+        cases: 64,
+        failure_persistence: None,
+        ..proptest::test_runner::Config::default()
+    })]
+
+    /// Whatever literal arguments a runner gets, the command it runs with each one is seen.
+    #[test]
+    fn substituted_arguments_are_seen(args in proptest::collection::vec("[a-z/. ]{1,6}", 1..5)) {
+        let quoted: Vec<String> = args.iter().map(|a| format!("'{a}'")).collect();
+        let line = format!("parallel rm -rf {{}} ::: {}", quoted.join(" "));
+        let seen = argvs(&line);
+        for a in &args {
+            let want = format!("rm -rf {a}");
+            proptest::prop_assert!(seen.contains(&want), "{line}: {want:?} not in {seen:?}");
+        }
+        let items: Vec<&String> = args.iter().filter(|a| !a.trim().is_empty()).collect();
+        let line = format!(
+            "printf '%s\\n' {} | xargs -I{{}} rm -rf {{}}",
+            items.iter().map(|a| format!("'{a}'")).collect::<Vec<_>>().join(" ")
+        );
+        let seen = argvs(&line);
+        for a in items {
+            let want = format!("rm -rf {}", a.trim_start());
+            proptest::prop_assert!(seen.contains(&want), "{line}: {want:?} not in {seen:?}");
+        }
     }
 }
