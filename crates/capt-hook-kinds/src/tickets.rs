@@ -62,8 +62,99 @@ pub fn tool_payload(tool: &str, input: &Value) -> Value {
     json!({"tool": tool, "input": input})
 }
 
-/// Maps an event to the action to cover, or says why it cannot.
-pub type ActionFn = Arc<dyn Fn(&Event) -> Result<Proposal, String> + Send + Sync>;
+/// Maps an event to the action to cover, or says why it cannot (`Err("…".into())`).
+pub type ActionFn = Arc<dyn Fn(&Event) -> Result<Proposal, TicketError> + Send + Sync>;
+
+/// Why a ticket check could not decide (the deny names it), or a declaration cannot be used.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum TicketError {
+    /// A `{key}` placeholder with no value to fill it.
+    #[error("`{{{0}}}` names no value")]
+    NoValue(String),
+    /// A pattern (after filling) that does not compile.
+    #[error("{0}")]
+    Pattern(String),
+    /// A JSON pointer the tool input does not hold.
+    #[error("the tool input has no {0}")]
+    NoPointer(String),
+    /// A place template whose field the tool input does not hold.
+    #[error("{0} in the tool input")]
+    InInput(Box<TicketError>),
+    /// A place value that could not be read.
+    #[error("cannot read place `{key}`: {why}")]
+    Place {
+        /// The place key.
+        key: String,
+        /// Why.
+        why: Box<TicketError>,
+    },
+    /// The root session's transcript could not be read.
+    #[error("cannot read the session's transcript {path}: {why}")]
+    Transcript {
+        /// Its path.
+        path: PathBuf,
+        /// Why.
+        why: String,
+    },
+    /// Neither the check nor the declaration gave an action.
+    #[error("the declaration has no action and none was passed")]
+    NoAction,
+    /// The action lacks one of the declaration's place keys.
+    #[error("the action carries no place key `{0}`")]
+    MissingPlace(String),
+    /// The action has other place keys than the declaration.
+    #[error("the action's place keys {got:?} are not the declaration's {want:?}")]
+    PlaceMismatch {
+        /// The action's keys.
+        got: Vec<String>,
+        /// The declaration's.
+        want: Vec<String>,
+    },
+    /// A judge asked to read evidence other than the user's words.
+    #[error("a judge reads only `user_said` and `user_answered` evidence")]
+    JudgeSource,
+    /// The judge's verdict schema could not be built.
+    #[error("{0}")]
+    Schema(String),
+    /// A required context block rendered nothing.
+    #[error("the `{0}` context is empty")]
+    EmptyContext(String),
+    /// The judge did not answer.
+    #[error("the judge gave no verdict ({0})")]
+    NoVerdict(#[source] crate::llm::AskError),
+    /// The ticket store failed.
+    #[error("{0}")]
+    Store(String),
+    /// The event names no project whose store could hold tickets.
+    #[error("the event names no project to keep tickets for")]
+    NoProject,
+    /// The judge settings cannot be used.
+    #[error(transparent)]
+    Settings(#[from] capt_hook_llm::SettingsError),
+    /// `llm = false` but the judge resolved to an LLM CLI.
+    #[error(
+        "`llm = false` leaves the verdict to Jev alone, but the judge resolved to `{0}` (set {key} \
+         or pick backend = \"jev\")",
+        key = capt_hook_proto::env::TYPESAFE_API_KEY
+    )]
+    NotJev(String),
+    /// A custom action's own reason.
+    #[error("{0}")]
+    Action(String),
+}
+
+impl From<String> for TicketError {
+    fn from(why: String) -> Self {
+        TicketError::Action(why)
+    }
+}
+
+impl From<&str> for TicketError {
+    fn from(why: &str) -> Self {
+        TicketError::Action(why.to_owned())
+    }
+}
 
 /// How much of a session's transcript a `Decide` judge reads besides the evidence items.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -261,7 +352,7 @@ fn fill(
     template: &str,
     values: &dyn Fn(&str) -> Option<String>,
     quote: bool,
-) -> Result<String, String> {
+) -> Result<String, TicketError> {
     let mut out = String::new();
     let mut rest = template;
     while let Some(start) = rest.find('{') {
@@ -279,7 +370,7 @@ fn fill(
             continue;
         }
         out.push_str(&rest[..start]);
-        let v = values(key).ok_or_else(|| format!("`{{{key}}}` names no value"))?;
+        let v = values(key).ok_or_else(|| TicketError::NoValue(key.to_owned()))?;
         out.push_str(&if quote { escape(&v) } else { v });
         rest = &rest[start + len + 1..];
     }
@@ -288,11 +379,11 @@ fn fill(
 }
 
 /// Checks a regex template at load time: placeholders stand for a plain word.
-pub fn check_template(template: &str) -> Result<(), String> {
+pub fn check_template(template: &str) -> Result<(), TicketError> {
     let probe = fill(template, &|_| Some("x".to_owned()), true)?;
     Pattern::new(&probe, Mode::IgnoreCase)
         .map(|_| ())
-        .map_err(|e| e.to_string())
+        .map_err(|e| TicketError::Pattern(e.to_string()))
 }
 
 /// How a TOML declaration reads one place value from the tool input.
@@ -314,11 +405,11 @@ impl Extract {
         }
     }
 
-    fn read(&self, input: &Value) -> Result<String, String> {
+    fn read(&self, input: &Value) -> Result<String, TicketError> {
         match self {
             Extract::Pointer(p) => match input.pointer(p) {
                 Some(Value::String(s)) => Ok(s.clone()),
-                Some(Value::Null) | None => Err(format!("the tool input has no {p}")),
+                Some(Value::Null) | None => Err(TicketError::NoPointer(p.clone())),
                 Some(v) => Ok(v.to_string()),
             },
             Extract::Template(t) => fill(
@@ -330,7 +421,7 @@ impl Extract {
                 },
                 false,
             )
-            .map_err(|e| format!("{e} in the tool input")),
+            .map_err(|e| TicketError::InInput(Box::new(e))),
         }
     }
 }
@@ -342,9 +433,10 @@ pub fn action_from_input(place: Vec<(String, Extract)>, summary: Option<String>)
         let input = Value::Object(evt.tool_input().cloned().unwrap_or_default());
         let mut values = BTreeMap::new();
         for (key, how) in &place {
-            let v = how
-                .read(&input)
-                .map_err(|e| format!("cannot read place `{key}`: {e}"))?;
+            let v = how.read(&input).map_err(|e| TicketError::Place {
+                key: key.clone(),
+                why: Box::new(e),
+            })?;
             values.insert(key.clone(), v);
         }
         let tool = evt.tool_name().unwrap_or("").to_owned();
@@ -385,7 +477,7 @@ impl Sessions {
     /// The tree of `evt`: the session's transcript, and for a subagent (an `agent_id`, or an
     /// `agent_transcript_path`) the root session's transcript (`transcript_path`) beside the
     /// subagent's own. A root transcript that cannot be read is an error, never "no words".
-    pub fn of(evt: &Event) -> Result<Sessions, String> {
+    pub fn of(evt: &Event) -> Result<Sessions, TicketError> {
         let acting = evt.transcript();
         let agent_path = evt
             .payload()
@@ -407,8 +499,9 @@ impl Sessions {
         let root = match &root_path {
             Some(p) if acting.path() != Some(p.as_path()) => capt_hook_core::history::transcripts()
                 .load(p)
-                .map_err(|e| {
-                    format!("cannot read the session's transcript {}: {e}", p.display())
+                .map_err(|e| TicketError::Transcript {
+                    path: p.clone(),
+                    why: e.to_string(),
                 })?,
             // An in-memory transcript (inline tests, replay) stands for the whole tree.
             _ => acting.clone(),
@@ -603,28 +696,27 @@ impl Tickets {
     }
 
     /// The store of the event's project, or why there is none.
-    pub fn store(&self, evt: &Event) -> Result<TicketStore, String> {
+    pub fn store(&self, evt: &Event) -> Result<TicketStore, TicketError> {
         store_for(evt)
     }
 
     /// The action of `evt`: `action` when given, else the declaration's own.
-    pub fn context(&self, evt: &Event, action: Option<Proposal>) -> Result<Proposal, String> {
+    pub fn context(&self, evt: &Event, action: Option<Proposal>) -> Result<Proposal, TicketError> {
         let p = match (action, &self.action) {
             (Some(p), _) => p,
             (None, Some(f)) => f(evt)?,
-            (None, None) => return Err("the declaration has no action and none was passed".into()),
+            (None, None) => return Err(TicketError::NoAction),
         };
         for key in &self.place {
             if !p.place.contains_key(key) {
-                return Err(format!("the action carries no place key `{key}`"));
+                return Err(TicketError::MissingPlace(key.clone()));
             }
         }
         if p.place.len() != self.place.len() {
-            return Err(format!(
-                "the action's place keys {:?} are not the declaration's {:?}",
-                p.place.keys().collect::<Vec<_>>(),
-                self.place
-            ));
+            return Err(TicketError::PlaceMismatch {
+                got: p.place.keys().cloned().collect(),
+                want: self.place.clone(),
+            });
         }
         Ok(p)
     }
@@ -644,7 +736,7 @@ impl Tickets {
         };
         let store = match self.store(evt) {
             Ok(s) => s,
-            Err(e) => return deny(e),
+            Err(e) => return deny(e.to_string()),
         };
         let now = capt_hook_proto::clock::now_unix_ms();
         match store.find(&self.kind, &p.place, &p.fingerprint(), &trees(evt), now) {
@@ -661,7 +753,7 @@ impl Tickets {
                 Ok(Some(evidence)) => {
                     return match self.mint(evt, &p, &rule.name, evidence) {
                         Ok(t) => Outcome::Minted(t),
-                        Err(e) => deny(e),
+                        Err(e) => deny(e.to_string()),
                     };
                 }
                 Ok(None) => {}
@@ -681,14 +773,14 @@ impl Tickets {
         sessions: &Sessions,
         p: &Proposal,
         source: &Source,
-    ) -> Result<Vec<Item>, String> {
+    ) -> Result<Vec<Item>, TicketError> {
         let value_of = |k: &str| p.place.get(k).cloned();
-        let compile = |pattern: &Option<String>| -> Result<Option<Pattern>, String> {
+        let compile = |pattern: &Option<String>| -> Result<Option<Pattern>, TicketError> {
             pattern
                 .as_ref()
                 .map(|t| {
                     Pattern::new(&fill(t, &value_of, true)?, Mode::IgnoreCase)
-                        .map_err(|e| e.to_string())
+                        .map_err(|e| TicketError::Pattern(e.to_string()))
                 })
                 .transpose()
         };
@@ -720,9 +812,7 @@ impl Tickets {
                     })
                     .collect())
             }
-            Source::Decide(_) | Source::Condition(_) => {
-                Err("a judge reads only `user_said` and `user_answered` evidence".to_owned())
-            }
+            Source::Decide(_) | Source::Condition(_) => Err(TicketError::JudgeSource),
         }
     }
 
@@ -730,10 +820,10 @@ impl Tickets {
     fn evidence(
         &self,
         evt: &Event,
-        sessions: &Result<Sessions, String>,
+        sessions: &Result<Sessions, TicketError>,
         p: &Proposal,
         rule: &Rule,
-    ) -> Result<Option<Vec<Evidence>>, String> {
+    ) -> Result<Option<Vec<Evidence>>, TicketError> {
         let found = |item: &Item| {
             vec![Evidence {
                 source: item.source.to_owned(),
@@ -767,7 +857,7 @@ impl Tickets {
         p: &Proposal,
         d: &Decide,
         rule: &str,
-    ) -> Result<Option<Vec<Evidence>>, String> {
+    ) -> Result<Option<Vec<Evidence>>, TicketError> {
         let mut items: Vec<Item> = Vec::new();
         for source in &d.over {
             for item in self.matching(sessions, p, source)? {
@@ -790,7 +880,7 @@ impl Tickets {
             ),
             Field::new("reasoning", FieldType::String, "one sentence why"),
         ])
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| TicketError::Schema(e.to_string()))?;
         if !d.llm {
             jev_alone(evt, d, &schema)?;
         }
@@ -809,7 +899,7 @@ impl Tickets {
             match c.render(evt) {
                 Some(text) => first_blocks.push(Block::new(c.tag(), text)),
                 None if c.required() => {
-                    return Err(format!("the `{}` context is empty", c.tag()));
+                    return Err(TicketError::EmptyContext(c.tag().to_owned()));
                 }
                 None => {}
             }
@@ -842,7 +932,7 @@ impl Tickets {
                 .is_none_or(|c| c == "none")
         });
         let ask_once =
-            |blocks: &[Block], task: &str, suffix: &str| -> Result<Option<usize>, String> {
+            |blocks: &[Block], task: &str, suffix: &str| -> Result<Option<usize>, TicketError> {
                 let prompt = capt_hook_llm::render(blocks, task);
                 let q = Question {
                     prompt: &prompt,
@@ -859,8 +949,7 @@ impl Tickets {
                 };
                 let name = format!("tickets_{}_{rule}{suffix}", self.kind);
                 // A judge that cannot answer in time found nothing; the deny says so.
-                let v =
-                    ask(evt, &q, &name).map_err(|e| format!("the judge gave no verdict ({e})"))?;
+                let v = ask(evt, &q, &name).map_err(TicketError::NoVerdict)?;
                 let cite = v.get("cite").and_then(Value::as_str).unwrap_or("none");
                 Ok(ids.iter().position(|id| id == cite))
             };
@@ -884,13 +973,13 @@ impl Tickets {
         p: &Proposal,
         rule: &str,
         evidence: Vec<Evidence>,
-    ) -> Result<Ticket, String> {
+    ) -> Result<Ticket, TicketError> {
         self.mint_for(evt, p, rule, evidence, self.reach, self.ttl)
     }
 
     /// Mints the one-action ticket that lets the action go ahead when the check itself could
     /// not finish, recording `cause` so the store says why nothing checked it.
-    pub fn unchecked(&self, evt: &Event, p: &Proposal, cause: &str) -> Result<Ticket, String> {
+    pub fn unchecked(&self, evt: &Event, p: &Proposal, cause: &str) -> Result<Ticket, TicketError> {
         let evidence = vec![Evidence {
             source: "unchecked".to_owned(),
             text: cause.to_owned(),
@@ -913,7 +1002,7 @@ impl Tickets {
         evidence: Vec<Evidence>,
         reach: Reach,
         ttl: Option<Duration>,
-    ) -> Result<Ticket, String> {
+    ) -> Result<Ticket, TicketError> {
         let store = self.store(evt)?;
         let now = capt_hook_proto::clock::now_unix_ms();
         let ticket = Ticket {
@@ -931,7 +1020,9 @@ impl Tickets {
             expires_at: ttl.map(|d| now + d.as_millis() as u64),
             revoked_at: None,
         };
-        store.mint(ticket.clone(), now).map_err(|e| e.to_string())?;
+        store
+            .mint(ticket.clone(), now)
+            .map_err(|e| TicketError::Store(e.to_string()))?;
         Ok(ticket)
     }
 }
@@ -949,7 +1040,7 @@ pub fn trees(evt: &Event) -> Vec<String> {
 
 /// The ticket store of the event's project (`<state root>/hooks/tickets/<project key>.json`),
 /// or why there is none.
-pub fn store_for(evt: &Event) -> Result<TicketStore, String> {
+pub fn store_for(evt: &Event) -> Result<TicketStore, TicketError> {
     let state_root = evt
         .context()
         .state_root
@@ -959,31 +1050,23 @@ pub fn store_for(evt: &Event) -> Result<TicketStore, String> {
         .project_root()
         .map(Path::to_path_buf)
         .or_else(|| evt.cwd().map(PathBuf::from))
-        .ok_or("the event names no project to keep tickets for")?;
+        .ok_or(TicketError::NoProject)?;
     Ok(TicketStore::for_project(&state_root, &project))
 }
 
 /// With the LLM off, Jev alone may judge: a judge that resolves to an LLM CLI is refused (the
 /// `command` judge, a program the project names, stands in for Jev in tests).
-fn jev_alone(evt: &Event, d: &Decide, schema: &VerdictSchema) -> Result<(), String> {
+fn jev_alone(evt: &Event, d: &Decide, schema: &VerdictSchema) -> Result<(), TicketError> {
     if evt
         .memo(crate::llm::STUB_KEY, crate::llm::LlmStub::default)
         .active
     {
         return Ok(());
     }
-    let settings = capt_hook_llm::Settings::from_lookup(|k| crate::llm::env_var(evt, k))
-        .map_err(|e| e.to_string())?;
-    let name = settings
-        .backend(d.backend, schema)
-        .map_err(|e| e.to_string())?
-        .name();
+    let settings = capt_hook_llm::Settings::from_lookup(|k| crate::llm::env_var(evt, k))?;
+    let name = settings.backend(d.backend, schema)?.name();
     if matches!(name, "claude" | "codex") {
-        return Err(format!(
-            "`llm = false` leaves the verdict to Jev alone, but the judge resolved to `{name}` \
-             (set {} or pick backend = \"jev\")",
-            capt_hook_proto::env::TYPESAFE_API_KEY
-        ));
+        return Err(TicketError::NotJev(name.to_owned()));
     }
     Ok(())
 }

@@ -187,7 +187,7 @@ pub struct Packs {
     pub watched: Vec<PathBuf>,
     /// `config.toml` as read for the packs (its `[llm]` judges the LLM hooks), or why it
     /// could not be read: read once per load, for both.
-    pub config: Result<Config, String>,
+    pub config: Result<Config, LoadError>,
 }
 
 impl Default for Packs {
@@ -224,7 +224,7 @@ pub fn load(root: &Path, hooks_dir: &Path, claude_dir: &Path, registry: &mut Reg
             out.notices.push(format!(
                 "{e}; no pack or hook is turned off until it is fixed"
             ));
-            out.config = Err(e.to_string());
+            out.config = Err(e.clone());
             Config::default()
         }
     };

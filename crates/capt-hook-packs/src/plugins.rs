@@ -164,30 +164,39 @@ struct Install {
 
 /// The installs by plugin id, from either roster version: v2 keeps a list of installs per id
 /// under `plugins`, v1 one object per id.
-fn installs_of(v: &Value) -> Result<BTreeMap<String, Vec<Install>>, String> {
+/// Why Claude Code's plugin roster cannot be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+enum RosterError {
+    #[error("`plugins` is not an object")]
+    PluginsNotObject,
+    #[error("the roster is not a JSON object")]
+    NotObject,
+    #[error("the entry for {0} is neither a list nor an object")]
+    BadEntry(String),
+    #[error("an install of {0} has no installPath")]
+    NoInstallPath(String),
+}
+
+fn installs_of(v: &Value) -> Result<BTreeMap<String, Vec<Install>>, RosterError> {
     let plugins = match v {
         Value::Object(top) => match top.get("plugins") {
             Some(Value::Object(p)) => p,
-            Some(_) => return Err("`plugins` is not an object".into()),
+            Some(_) => return Err(RosterError::PluginsNotObject),
             None => top,
         },
-        _ => return Err("the roster is not a JSON object".into()),
+        _ => return Err(RosterError::NotObject),
     };
     let mut out = BTreeMap::new();
     for (id, entry) in plugins {
         let records: Vec<&Value> = match entry {
             Value::Array(list) => list.iter().collect(),
             Value::Object(_) => vec![entry],
-            _ => {
-                return Err(format!(
-                    "the entry for {id} is neither a list nor an object"
-                ));
-            }
+            _ => return Err(RosterError::BadEntry(id.clone())),
         };
         let mut list = Vec::new();
         for r in records {
             let Some(path) = r.get("installPath").and_then(Value::as_str) else {
-                return Err(format!("an install of {id} has no installPath"));
+                return Err(RosterError::NoInstallPath(id.clone()));
             };
             list.push(Install {
                 path: PathBuf::from(path),

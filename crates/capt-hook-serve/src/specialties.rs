@@ -13,7 +13,7 @@ pub fn check_specialties(
     hooks_dir: &std::path::Path,
     registry: &capt_hook_engine::registry::Registry,
 ) -> Vec<LoadError> {
-    let config = capt_hook_packs::read_config(hooks_dir).map_err(|e| e.to_string());
+    let config = capt_hook_packs::read_config(hooks_dir);
     check_specialties_in(root, hooks_dir, &config, registry)
 }
 
@@ -21,7 +21,7 @@ pub fn check_specialties(
 pub fn check_specialties_in(
     root: &std::path::Path,
     hooks_dir: &std::path::Path,
-    config: &Result<capt_hook_packs::Config, String>,
+    config: &Result<capt_hook_packs::Config, LoadError>,
     registry: &capt_hook_engine::registry::Registry,
 ) -> Vec<LoadError> {
     let config_file = hooks_dir.join(capt_hook_toml::loader::CONFIG_FILE);

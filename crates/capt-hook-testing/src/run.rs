@@ -267,11 +267,25 @@ fn check(name: &str, expect: &Expect, r: Option<&HookResult>) -> Result<(), Chec
     Ok(())
 }
 
+/// Why a test's tickets could not be put in its store.
+#[derive(Debug, thiserror::Error)]
+enum PreloadError {
+    #[error(transparent)]
+    Store(#[from] capt_hook_kinds::tickets::TicketError),
+    #[error("{field}: {why}")]
+    Duration {
+        field: String,
+        why: capt_hook_engine::inline::DurationError,
+    },
+    #[error(transparent)]
+    Mint(#[from] capt_hook_state::StateError),
+}
+
 /// Puts a test's tickets in the scratch store of its project, minted `age` before now.
 fn preload_tickets(
     evt: &Event,
     tickets: &[capt_hook_engine::inline::TicketInput],
-) -> Result<(), String> {
+) -> Result<(), PreloadError> {
     use capt_hook_kinds::tickets::{
         Evidence, Proposal, Reach, Ticket, new_ticket_id, store_for, tool_payload,
     };
@@ -279,12 +293,15 @@ fn preload_tickets(
     let now = capt_hook_proto::clock::now_unix_ms();
     let ms = |d: &Option<capt_hook_engine::inline::DurationSpec>,
               field: &str|
-     -> Result<Option<u64>, String> {
+     -> Result<Option<u64>, PreloadError> {
         d.as_ref()
             .map(|d| {
                 d.to_duration()
                     .map(|d| d.as_millis() as u64)
-                    .map_err(|e| format!("{field}: {e}"))
+                    .map_err(|why| PreloadError::Duration {
+                        field: field.to_owned(),
+                        why,
+                    })
             })
             .transpose()
     };
@@ -325,7 +342,7 @@ fn preload_tickets(
             revoked_at: t.revoked.then_some(now),
         };
         // Minting prunes what expired before the time given; 0 keeps a test's expired tickets.
-        store.mint(ticket, 0).map_err(|e| e.to_string())?;
+        store.mint(ticket, 0)?;
     }
     Ok(())
 }

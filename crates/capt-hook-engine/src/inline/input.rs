@@ -323,24 +323,55 @@ pub enum TranscriptInput {
     File(String),
 }
 
+/// Why a test's transcript fixture could not be read.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum FixtureError {
+    /// The file could not be read.
+    #[error("cannot read {}: {source}", path.display())]
+    Read {
+        /// The fixture file.
+        path: std::path::PathBuf,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A line is not JSON.
+    #[error("{}:{line}: not JSON: {source}", path.display())]
+    NotJson {
+        /// The fixture file.
+        path: std::path::PathBuf,
+        /// The 1-based line.
+        line: usize,
+        /// The parser's error.
+        #[source]
+        source: serde_json::Error,
+    },
+}
+
 /// The transcript lines of a test, a fixture file read relative to `base`; fixture lines may
 /// leave out the envelope Claude Code always writes, which is filled in. The error names the
 /// file and line.
-pub fn load_transcript(spec: &TranscriptInput, base: &Path) -> Result<Vec<Value>, String> {
+pub fn load_transcript(spec: &TranscriptInput, base: &Path) -> Result<Vec<Value>, FixtureError> {
     let mut lines: Vec<Value> = match spec {
         TranscriptInput::Lines(l) => l.clone(),
         TranscriptInput::File(rel) => {
             let path = base.join(rel);
-            let text = std::fs::read_to_string(&path)
-                .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+            let text = std::fs::read_to_string(&path).map_err(|source| FixtureError::Read {
+                path: path.clone(),
+                source,
+            })?;
             let mut out = Vec::new();
             for (n, line) in text.lines().enumerate() {
                 if line.trim().is_empty() {
                     continue;
                 }
                 out.push(
-                    serde_json::from_str(line)
-                        .map_err(|e| format!("{}:{}: not JSON: {e}", path.display(), n + 1))?,
+                    serde_json::from_str(line).map_err(|source| FixtureError::NotJson {
+                        path: path.clone(),
+                        line: n + 1,
+                        source,
+                    })?,
                 );
             }
             out
@@ -378,26 +409,36 @@ pub enum DurationSpec {
     Text(String),
 }
 
+/// Why a duration's text is not one.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum DurationError {
+    /// No leading number.
+    #[error("`{0}` is not a duration; write seconds or e.g. \"30m\", \"8h\", \"7d\"")]
+    NotADuration(String),
+    /// A unit other than s, m, h or d.
+    #[error("unknown unit `{0}`; use s, m, h or d")]
+    UnknownUnit(String),
+}
+
 impl DurationSpec {
     /// The duration, or why the text is not one.
-    pub fn to_duration(&self) -> Result<std::time::Duration, String> {
+    pub fn to_duration(&self) -> Result<std::time::Duration, DurationError> {
         let secs = match self {
             DurationSpec::Seconds(n) => *n,
             DurationSpec::Text(t) => {
                 let t = t.trim();
                 let (num, unit) =
                     t.split_at(t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len()));
-                let n: u64 = num.parse().map_err(|_| {
-                    format!(
-                        "`{t}` is not a duration; write seconds or e.g. \"30m\", \"8h\", \"7d\""
-                    )
-                })?;
+                let n: u64 = num
+                    .parse()
+                    .map_err(|_| DurationError::NotADuration(t.to_owned()))?;
                 let scale = match unit.trim() {
                     "" | "s" => 1,
                     "m" => 60,
                     "h" => 3600,
                     "d" => 86_400,
-                    u => return Err(format!("unknown unit `{u}`; use s, m, h or d")),
+                    u => return Err(DurationError::UnknownUnit(u.to_owned())),
                 };
                 n.saturating_mul(scale)
             }

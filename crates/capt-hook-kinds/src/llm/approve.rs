@@ -481,7 +481,12 @@ fn confirmed(body: Body, confirm: Confirm, name: String) -> Result<Body, DefErro
 }
 
 /// Asks whether the call is what the rule protects against.
-fn judge_confirm(evt: &Event, c: &Confirm, message: &str, name: &str) -> Result<bool, String> {
+fn judge_confirm(
+    evt: &Event,
+    c: &Confirm,
+    message: &str,
+    name: &str,
+) -> Result<bool, super::AskError> {
     let schema = confirm_schema();
     let task = "Is this call what the rule protects against? protected = true only if it is.";
     let mut blocks = vec![

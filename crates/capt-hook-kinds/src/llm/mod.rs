@@ -523,16 +523,41 @@ pub struct LlmStub {
 /// The event memo key under which the test runner leaves the [`LlmStub`].
 pub const STUB_KEY: &str = "captain_hook.llm_stub";
 
+/// Why the judge (or the inline-test stub) gave no verdict.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum AskError {
+    /// An inline test's stub asked for a failure (`llm = { error = "…" }`).
+    #[error("stubbed judge failure: {0}")]
+    Stubbed(String),
+    /// An inline test's stub fields do not fit the verdict.
+    #[error("the test's `llm` stub does not fit the verdict: {0}")]
+    StubShape(#[source] capt_hook_llm::ShapeError),
+    /// The hook names a specialty the project's table lacks.
+    #[error("the specialty `{name}` is not configured (known: {known})")]
+    UnknownSpecialty {
+        /// The specialty asked for.
+        name: String,
+        /// The configured ones.
+        known: String,
+    },
+    /// The judge variables cannot be used.
+    #[error(transparent)]
+    Settings(#[from] capt_hook_llm::SettingsError),
+    /// The judge was asked and failed.
+    #[error(transparent)]
+    Call(#[from] capt_hook_llm::CallError),
+}
+
 impl LlmStub {
     fn answer(
         &self,
         schema: &VerdictSchema,
         base: Option<&Map<String, Value>>,
-    ) -> Result<Map<String, Value>, String> {
+    ) -> Result<Map<String, Value>, AskError> {
         if let Some(e) = self.values.get("error") {
-            return Err(format!(
-                "stubbed judge failure: {}",
-                e.as_str().map_or_else(|| e.to_string(), str::to_owned)
+            return Err(AskError::Stubbed(
+                e.as_str().map_or_else(|| e.to_string(), str::to_owned),
             ));
         }
         let mut verdict = schema.stub();
@@ -541,7 +566,7 @@ impl LlmStub {
         }
         schema
             .validate(&Value::Object(verdict))
-            .map_err(|e| format!("the test's `llm` stub does not fit the verdict: {e}"))
+            .map_err(AskError::StubShape)
     }
 }
 
@@ -643,25 +668,24 @@ pub(crate) struct Question<'a> {
 pub type EscalateFn = Arc<dyn Fn(&Map<String, Value>) -> bool + Send + Sync>;
 
 /// Asks the judge (or the inline-test stub).
-pub(crate) fn ask(evt: &Event, q: &Question<'_>, name: &str) -> Result<Map<String, Value>, String> {
+pub(crate) fn ask(
+    evt: &Event,
+    q: &Question<'_>,
+    name: &str,
+) -> Result<Map<String, Value>, AskError> {
     let stub = evt.memo(STUB_KEY, LlmStub::default);
     if stub.active {
         return stub.answer(q.schema, q.stub_base);
     }
     let table = specialties(evt);
-    let specialty = table.get(q.specialty).ok_or_else(|| {
-        format!(
-            "the specialty `{}` is not configured (known: {})",
-            q.specialty,
-            table.names()
-        )
-    })?;
-    let settings = Settings::from_lookup(|k| env_var(evt, k))
-        .map_err(|e| e.to_string())?
-        .for_specialty(specialty);
-    let backend = settings
-        .backend(q.backend, q.schema)
-        .map_err(|e| e.to_string())?;
+    let specialty = table
+        .get(q.specialty)
+        .ok_or_else(|| AskError::UnknownSpecialty {
+            name: q.specialty.to_owned(),
+            known: table.names(),
+        })?;
+    let settings = Settings::from_lookup(|k| env_var(evt, k))?.for_specialty(specialty);
+    let backend = settings.backend(q.backend, q.schema)?;
     let call = Call {
         prompt: q.prompt,
         task: q.task,
@@ -677,7 +701,7 @@ pub(crate) fn ask(evt: &Event, q: &Question<'_>, name: &str) -> Result<Map<Strin
         .unwrap_or_else(capt_hook_proto::paths::log_dir);
     let first = judge_and_record(evt, backend, &call, name, &log);
     let Some(escalate) = q.escalate.filter(|_| backend.name() == "jev") else {
-        return first.map(|a| a.verdict).map_err(|e| e.to_string());
+        return Ok(first?.verdict);
     };
     let quick = match first {
         Ok(a) if !escalate(&a.verdict) => return Ok(a.verdict),
@@ -694,9 +718,7 @@ pub(crate) fn ask(evt: &Event, q: &Question<'_>, name: &str) -> Result<Map<Strin
         prompt: &prompt,
         ..call
     };
-    judge_and_record(evt, &settings.claude, &call, name, &log)
-        .map(|a| a.verdict)
-        .map_err(|e| e.to_string())
+    Ok(judge_and_record(evt, &settings.claude, &call, name, &log)?.verdict)
 }
 
 /// Asks `backend`, logging the call (and a failure's record) under `log`, and records it on
@@ -809,7 +831,7 @@ fn handler(o: LlmOptions, block: bool, name: String) -> HandlerFn {
                         tracing::warn!(hook = %name, error = %e, "judge failed; blocking (on_incomplete)");
                         Ok(Some(HookResult::block(remedy.clone())))
                     }
-                    _ => Err(HandlerError::new(e)),
+                    _ => Err(HandlerError::new(e.to_string())),
                 };
             }
         };

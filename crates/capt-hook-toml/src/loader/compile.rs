@@ -8,8 +8,8 @@ use capt_hook_engine::primitives::{CommandMatch, DefError};
 use capt_hook_kinds::code;
 use capt_hook_kinds::session;
 
-pub(super) fn err(field: impl Into<String>, message: impl Into<String>) -> DefError {
-    DefError::new(field, message)
+pub(super) fn err(field: impl Into<String>, message: impl std::fmt::Display) -> DefError {
+    DefError::new(field, message.to_string())
 }
 
 pub(super) fn regex(field: &str, source: &str, mode: Mode) -> Result<Pattern, DefError> {

@@ -274,7 +274,7 @@ pub(super) fn lower(
 
 /// Seconds, or a number with a unit; `field` names it in the error.
 fn duration(field: &str, d: &DurationSpec) -> Result<std::time::Duration, DefError> {
-    d.to_duration().map_err(|e| err(field, e))
+    d.to_duration().map_err(|e| err(field, e.to_string()))
 }
 
 fn tickets_from_spec(s: &TicketsSpec) -> Result<HookDef, DefError> {
@@ -459,8 +459,8 @@ pub(super) fn lower_test(
     let mut input = t.input.clone();
     if let Some(spec) = &t.input.transcript {
         let base = Path::new(source).parent().unwrap_or(Path::new("."));
-        let lines =
-            load_transcript(spec, base).map_err(|e| err(format!("{field}.input.transcript"), e))?;
+        let lines = load_transcript(spec, base)
+            .map_err(|e| err(format!("{field}.input.transcript"), e.to_string()))?;
         input.transcript = Some(TranscriptInput::Lines(lines));
     }
     for (i, ticket) in t.input.tickets.iter().flatten().enumerate() {
