@@ -12,7 +12,10 @@
 
 use std::path::{Path, PathBuf};
 
-fn main() -> Result<(), String> {
+/// A build step's failure, shown by cargo as the build script's error.
+type Failed = Box<dyn std::error::Error>;
+
+fn main() -> Result<(), Failed> {
     let var = |name: &str| std::env::var(name).map_err(|e| format!("{name}: {e}"));
     let packs = PathBuf::from(var("CARGO_MANIFEST_DIR")?).join("packs");
     let out = PathBuf::from(var("OUT_DIR")?).join("packs");
@@ -39,7 +42,7 @@ fn main() -> Result<(), String> {
 }
 
 /// The entries of `dir`, sorted.
-fn entries(dir: &Path) -> Result<Vec<PathBuf>, String> {
+fn entries(dir: &Path) -> Result<Vec<PathBuf>, Failed> {
     let listing = |e: std::io::Error| format!("listing {}: {e}", dir.display());
     let mut list = std::fs::read_dir(dir)
         .map_err(listing)?
@@ -50,9 +53,9 @@ fn entries(dir: &Path) -> Result<Vec<PathBuf>, String> {
 }
 
 /// The last component of `path`.
-fn name(path: &Path) -> Result<&std::ffi::OsStr, String> {
+fn name(path: &Path) -> Result<&std::ffi::OsStr, Failed> {
     path.file_name()
-        .ok_or_else(|| format!("{} has no file name", path.display()))
+        .ok_or_else(|| format!("{} has no file name", path.display()).into())
 }
 
 /// `text` with every line of a `[[hook.test]]` table (its header, body and `[hook.test.*]`
@@ -90,7 +93,7 @@ fn header(line: &str) -> Option<String> {
 }
 
 /// Whether `blanked` parses to `text` with the `test` key of every `[[hook]]` table removed.
-fn check(text: &str, blanked: &str) -> Result<(), String> {
+fn check(text: &str, blanked: &str) -> Result<(), Failed> {
     let mut whole: toml::Table = toml::from_str(text).map_err(|e| e.to_string())?;
     let stripped: toml::Table = toml::from_str(blanked).map_err(|e| e.to_string())?;
     if let Some(toml::Value::Array(hooks)) = whole.get_mut("hook") {
