@@ -1,9 +1,13 @@
-//! Bounded fuzz loops on stable Rust for the two inputs others control: payload bytes (Claude
-//! Code, or whatever sits between) and hook files (the user). Each loop mutates seeds with a
-//! seeded generator for a fixed time (`CAPT_HOOK_FUZZ_SECS`, default 3; the seed is printed and
-//! `CAPT_HOOK_FUZZ_SEED` replays it) and asserts no panic, no hang (every input answers within
-//! [`PER_INPUT`]) and the fail-closed rule: a guarded event always gets an answer, and one whose
-//! payload cannot be read asks the user.
+//! Property tests (proptest) for the two inputs others control: payload bytes (Claude Code,
+//! or whatever sits between) and hook files (the user). Each property mutates seed inputs with
+//! shrinkable edits and asserts no panic, no hang (every input answers within [`PER_INPUT`]) and
+//! the fail-closed rule: a guarded event always gets an answer, and one whose payload cannot be
+//! read asks the user.
+//!
+//! The runs are reproducible: a fixed seed unless `CAPT_HOOK_FUZZ_SEED` names one (a number,
+//! or `random`), and `CAPT_HOOK_FUZZ_CASES` multiplies the cases for a long local run. A
+//! failure is shrunk and persisted under `proptest-regressions/`, which is committed, so every
+//! later run (CI included) tries it first.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -11,6 +15,10 @@ use std::time::{Duration, Instant};
 
 use capt_hook_core::{EventContext, EventKind};
 use capt_hook_proto::payload::{self, MAX_DEPTH};
+use proptest::prelude::*;
+use proptest::sample::Index;
+use proptest::strategy::ValueTree;
+use proptest::test_runner::{Config, RngSeed};
 use serde_json::Value;
 
 use crate::project::Project;
@@ -22,81 +30,128 @@ use capt_hook_toml::loader::load_str;
 /// Longer than any input may take; a slower one counts as a hang.
 const PER_INPUT: Duration = Duration::from_secs(2);
 
-fn budget() -> Duration {
-    let secs = std::env::var("CAPT_HOOK_FUZZ_SECS")
-        .ok()
-        .and_then(|s| s.parse::<f64>().ok())
-        .filter(|s| s.is_finite() && *s > 0.0)
-        .unwrap_or(3.0);
-    Duration::from_secs_f64(secs)
-}
+/// The seed CI runs with: the same inputs every time.
+const FIXED_SEED: u64 = 0x00c4_9700_4b00_5eed;
 
-fn rng(target: &str) -> fastrand::Rng {
-    let seed = std::env::var("CAPT_HOOK_FUZZ_SEED")
+/// The property config: `cases` (times `CAPT_HOOK_FUZZ_CASES`), the fixed seed unless
+/// `CAPT_HOOK_FUZZ_SEED` gives one, failures persisted beside the sources.
+fn config(cases: u32) -> Config {
+    let seed = match std::env::var("CAPT_HOOK_FUZZ_SEED").ok().as_deref() {
+        None | Some("") => FIXED_SEED,
+        Some("random") => std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(FIXED_SEED, |d| d.as_nanos() as u64),
+        Some(n) => n.parse().unwrap_or(FIXED_SEED),
+    };
+    let factor = std::env::var("CAPT_HOOK_FUZZ_CASES")
         .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| fastrand::u64(..));
-    eprintln!("fuzz {target}: seed {seed} (CAPT_HOOK_FUZZ_SEED replays it)");
-    fastrand::Rng::with_seed(seed)
-}
-
-/// Runs `check` on generated inputs until the budget is spent; returns how many ran.
-fn run_for(target: &str, mut check: impl FnMut(&mut fastrand::Rng)) {
-    let mut rng = rng(target);
-    let started = Instant::now();
-    let mut inputs = 0u64;
-    while started.elapsed() < budget() {
-        let one = Instant::now();
-        check(&mut rng);
-        let took = one.elapsed();
-        assert!(took < PER_INPUT, "{target}: one input took {took:?}");
-        inputs += 1;
+        .and_then(|s| s.parse::<u32>().ok())
+        .filter(|f| *f > 0)
+        .unwrap_or(1);
+    eprintln!("fuzz: seed {seed} (CAPT_HOOK_FUZZ_SEED replays it), {cases}x{factor} cases");
+    Config {
+        cases: cases.saturating_mul(factor),
+        rng_seed: RngSeed::Fixed(seed),
+        ..Config::default()
     }
-    eprintln!(
-        "fuzz {target}: {inputs} inputs in {:.1} s",
-        started.elapsed().as_secs_f64()
-    );
 }
 
-/// Applies one to four random edits drawn from `tokens` and a few structural moves.
-fn mutate(rng: &mut fastrand::Rng, base: &[u8], tokens: &[&str]) -> Vec<u8> {
+/// Fails the case when one input took longer than [`PER_INPUT`].
+fn in_time<T>(what: &str, run: impl FnOnce() -> T) -> Result<T, TestCaseError> {
+    let started = Instant::now();
+    let out = run();
+    let took = started.elapsed();
+    prop_assert!(took < PER_INPUT, "{what}: one input took {took:?}");
+    Ok(out)
+}
+
+/// One edit of an input; positions are fractions of its length at the time, so an edit list
+/// shrinks to fewer and smaller edits.
+#[derive(Debug, Clone)]
+enum Edit {
+    /// Overwrite one byte.
+    Byte(Index, u8),
+    /// Insert a token of the target's list.
+    Token(Index, Index),
+    /// Cut the rest.
+    Truncate(Index),
+    /// Repeat up to 64 bytes in place.
+    Duplicate(Index, usize),
+    /// Remove up to 64 bytes.
+    Delete(Index, usize),
+    /// Insert `n` opening brackets (arrays or objects), closed or not, around a `1`.
+    Deep {
+        at: Index,
+        n: usize,
+        array: bool,
+        closed: bool,
+    },
+    /// Insert a byte-order mark.
+    Bom(Index),
+}
+
+fn edits() -> impl Strategy<Value = Vec<Edit>> {
+    let edit = prop_oneof![
+        1 => (any::<Index>(), any::<u8>()).prop_map(|(at, b)| Edit::Byte(at, b)),
+        2 => (any::<Index>(), any::<Index>()).prop_map(|(at, t)| Edit::Token(at, t)),
+        1 => any::<Index>().prop_map(Edit::Truncate),
+        1 => (any::<Index>(), 1usize..64).prop_map(|(at, n)| Edit::Duplicate(at, n)),
+        1 => (any::<Index>(), 1usize..64).prop_map(|(at, n)| Edit::Delete(at, n)),
+        1 => (any::<Index>(), 1usize..3000, any::<bool>(), any::<bool>())
+            .prop_map(|(at, n, array, closed)| Edit::Deep { at, n, array, closed }),
+        1 => any::<Index>().prop_map(Edit::Bom),
+    ];
+    proptest::collection::vec(edit, 1..=4)
+}
+
+/// `base` with `edits` applied in order, tokens drawn from `tokens`.
+fn apply(base: &[u8], edits: &[Edit], tokens: &[&str]) -> Vec<u8> {
     let mut out = base.to_vec();
-    for _ in 0..rng.usize(1..=4) {
-        let at = rng.usize(..=out.len());
-        match rng.u8(..8) {
-            0 if !out.is_empty() => {
-                let i = rng.usize(..out.len());
-                out[i] = rng.u8(..);
+    for e in edits {
+        // An insertion point: 0..=len, never empty.
+        let point = |at: &Index, len: usize| at.index(len + 1);
+        match e {
+            Edit::Byte(at, b) if !out.is_empty() => {
+                let i = at.index(out.len());
+                out[i] = *b;
             }
-            1 | 2 => {
-                let t = tokens[rng.usize(..tokens.len())].as_bytes();
-                out.splice(at..at, t.iter().copied());
+            Edit::Byte(..) => {}
+            Edit::Token(at, t) => {
+                let at = point(at, out.len());
+                let token = tokens[t.index(tokens.len())].as_bytes();
+                out.splice(at..at, token.iter().copied());
             }
-            3 => out.truncate(at),
-            4 if at < out.len() => {
-                let end = rng.usize(at..=out.len().min(at + 64));
+            Edit::Truncate(at) => out.truncate(point(at, out.len())),
+            Edit::Duplicate(at, n) => {
+                let at = point(at, out.len());
+                let end = (at + n).min(out.len());
                 let piece = out[at..end].to_vec();
                 out.splice(at..at, piece);
             }
-            5 if at < out.len() => {
-                let end = rng.usize(at..=out.len());
+            Edit::Delete(at, n) => {
+                let at = point(at, out.len());
+                let end = (at + n).min(out.len());
                 out.drain(at..end);
             }
-            6 => {
-                let n = rng.usize(1..3000);
-                let (open, close) = if rng.bool() {
-                    ("[", "]")
-                } else {
-                    ("{\"k\":", "}")
-                };
-                let mut deep = open.repeat(n).into_bytes();
+            Edit::Deep {
+                at,
+                n,
+                array,
+                closed,
+            } => {
+                let at = point(at, out.len());
+                let (open, close) = if *array { ("[", "]") } else { ("{\"k\":", "}") };
+                let mut deep = open.repeat(*n).into_bytes();
                 deep.extend_from_slice(b"1");
-                if rng.bool() {
-                    deep.extend_from_slice(close.repeat(n).as_bytes());
+                if *closed {
+                    deep.extend_from_slice(close.repeat(*n).as_bytes());
                 }
                 out.splice(at..at, deep);
             }
-            _ => out.splice(at..at, "\u{feff}".bytes()).for_each(drop),
+            Edit::Bom(at) => {
+                let at = point(at, out.len());
+                out.splice(at..at, "\u{feff}".bytes());
+            }
         }
     }
     out
@@ -173,87 +228,103 @@ fn answering_project() -> Project {
     Project::from_registry(Path::new("/nonexistent-fuzz-root"), registry)
 }
 
-#[test]
-fn fuzz_payloads_read_leniently_and_fail_closed() {
-    let project = answering_project();
-    let opts = DispatchOptions::default();
-    let (mut readable, mut unreadable) = (0u64, 0u64);
-    run_for("payload", |rng| {
-        let seed = PAYLOAD_SEEDS[rng.usize(..PAYLOAD_SEEDS.len())].as_bytes();
-        let input = mutate(rng, seed, JSON_TOKENS);
-        let event = if rng.bool() {
-            "PreToolUse"
-        } else {
-            "PermissionRequest"
-        };
+proptest! {
+    #![proptest_config(config(1500))]
+
+    #[test]
+    fn fuzz_payloads_read_leniently_and_fail_closed(
+        seed in proptest::sample::select(PAYLOAD_SEEDS),
+        edits in edits(),
+        permission in any::<bool>(),
+    ) {
+        let project = answering_project();
+        let input = apply(seed.as_bytes(), &edits, JSON_TOKENS);
+        let event = if permission { "PermissionRequest" } else { "PreToolUse" };
         let parsed = payload::parse(&input);
         // Whatever a strict reader accepts, the lenient one reads the same.
         if let Ok(strict @ Value::Object(_)) = serde_json::from_slice::<Value>(&input) {
-            assert_eq!(parsed.as_ref().ok(), Some(&Some(strict)));
+            prop_assert_eq!(parsed.as_ref().ok(), Some(&Some(strict)));
         }
-        let eval = project.evaluate(event, &input, opts);
+        let eval = in_time("payload", || {
+            project.evaluate(event, &input, DispatchOptions::default())
+        })?;
         let what = String::from_utf8_lossy(&input);
         match &parsed {
-            Ok(None) => assert_eq!(eval.stdout, None),
+            Ok(None) => prop_assert_eq!(eval.stdout, None),
             Ok(Some(v)) => {
-                readable += 1;
-                assert!(v.is_object());
-                assert!(depth(v) <= MAX_DEPTH, "too deep a value from {what:.200}");
-                assert!(
-                    eval.stdout.is_some(),
-                    "{event} answered nothing: {what:.200}"
-                );
+                prop_assert!(v.is_object());
+                prop_assert!(depth(v) <= MAX_DEPTH, "too deep a value from {:.200}", what);
+                prop_assert!(eval.stdout.is_some(), "{} answered nothing: {:.200}", event, what);
             }
             Err(_) => {
-                unreadable += 1;
                 let out = eval.stdout.as_deref().unwrap_or_default();
                 let v: Value = serde_json::from_str(out).expect("one JSON answer");
                 let asks = v["hookSpecificOutput"]["permissionDecision"] == "ask"
                     || (event == "PermissionRequest" && v["systemMessage"].is_string());
-                assert!(asks, "unreadable {event} payload did not ask: {out}");
+                prop_assert!(asks, "unreadable {} payload did not ask: {}", event, out);
             }
         }
-    });
-    eprintln!("fuzz payload: {readable} readable, {unreadable} unreadable");
+    }
+}
+
+/// The edits reach both sides of the reader: seeds that stay readable and ones that break.
+#[test]
+fn the_payload_edits_explore_both_sides() {
+    let mut runner = proptest::test_runner::TestRunner::new(config(200));
+    let (mut readable, mut unreadable) = (0, 0);
+    for _ in 0..200 {
+        let seed = proptest::sample::select(PAYLOAD_SEEDS)
+            .new_tree(&mut runner)
+            .expect("a seed")
+            .current();
+        let e = edits().new_tree(&mut runner).expect("edits").current();
+        match payload::parse(&apply(seed.as_bytes(), &e, JSON_TOKENS)) {
+            Ok(Some(_)) => readable += 1,
+            Err(_) => unreadable += 1,
+            Ok(None) => {}
+        }
+    }
     assert!(
         readable > 0 && unreadable > 0,
-        "the mutations explore both sides"
+        "{readable} readable, {unreadable} unreadable"
     );
 }
 
-/// A random JSON value; strings may hold U+0001, which the writer below turns into a lone
-/// surrogate escape.
-fn value(rng: &mut fastrand::Rng, depth: usize) -> Value {
-    let leaf = depth == 0 || rng.u8(..4) == 0;
-    match rng.u8(..if leaf { 4 } else { 6 }) {
-        0 => Value::Null,
-        1 => Value::Bool(rng.bool()),
-        2 => Value::from(rng.i64(..)),
-        3 => {
-            let pool = ['a', 'é', '😀', '"', '\\', '\n', '\u{1}', ' ', '$', '('];
-            Value::String(
-                (0..rng.usize(..12))
-                    .map(|_| pool[rng.usize(..pool.len())])
-                    .collect(),
-            )
-        }
-        4 => Value::Array((0..rng.usize(..4)).map(|_| value(rng, depth - 1)).collect()),
-        _ => Value::Object(
-            (0..rng.usize(..4))
-                .map(|i| (format!("k{i}"), value(rng, depth - 1)))
-                .collect(),
-        ),
-    }
+/// A JSON value; strings may hold U+0001, which the writer below turns into a lone surrogate
+/// escape.
+fn json_value() -> impl Strategy<Value = Value> {
+    const POOL: &[char] = &['a', 'é', '😀', '"', '\\', '\n', '\u{1}', ' ', '$', '('];
+    let leaf = prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::Bool),
+        any::<i64>().prop_map(Value::from),
+        proptest::collection::vec(proptest::sample::select(POOL), 0..12)
+            .prop_map(|c| Value::String(c.into_iter().collect())),
+    ];
+    leaf.prop_recursive(8, 64, 4, |inner| {
+        prop_oneof![
+            proptest::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+            proptest::collection::vec(inner, 0..4).prop_map(|items| {
+                Value::Object(
+                    items
+                        .into_iter()
+                        .enumerate()
+                        .map(|(i, v)| (format!("k{i}"), v))
+                        .collect(),
+                )
+            }),
+        ]
+    })
 }
 
 /// `v` as Claude Code's runtime might write it: lone surrogates where the strings hold U+0001,
 /// sometimes a byte-order mark, sometimes bytes after the object.
-fn as_claude_writes(rng: &mut fastrand::Rng, v: &Value) -> String {
+fn as_claude_writes(v: &Value, bom: bool, trailing: bool) -> String {
     let mut text = v.to_string().replace("\\u0001", "\\ud800");
-    if rng.bool() {
+    if bom {
         text.insert(0, '\u{feff}');
     }
-    if rng.bool() {
+    if trailing {
         text.push_str("\n{\"next\":1}");
     }
     text
@@ -271,19 +342,26 @@ fn as_read(v: &Value) -> Value {
     }
 }
 
-#[test]
-fn fuzz_payloads_written_by_claude_code_read_back() {
-    run_for("payload-structured", |rng| {
+proptest! {
+    #![proptest_config(config(1500))]
+
+    #[test]
+    fn fuzz_payloads_written_by_claude_code_read_back(
+        input in json_value(),
+        bom in any::<bool>(),
+        trailing in any::<bool>(),
+    ) {
         let mut payload = serde_json::Map::new();
         payload.insert("tool_name".into(), "Bash".into());
-        payload.insert("tool_input".into(), value(rng, 8));
+        payload.insert("tool_input".into(), input);
         let v = Value::Object(payload);
-        let text = as_claude_writes(rng, &v);
-        let read = payload::parse(text.as_bytes())
-            .unwrap_or_else(|e| panic!("{e}: {text:.300}"))
-            .expect("an object");
-        assert_eq!(read, as_read(&v), "{text:.300}");
-    });
+        let text = as_claude_writes(&v, bom, trailing);
+        let read = in_time("payload-structured", || payload::parse(text.as_bytes()))?;
+        match read {
+            Ok(Some(read)) => prop_assert_eq!(read, as_read(&v), "{:.300}", text),
+            other => prop_assert!(false, "{:?}: {:.300}", other, text),
+        }
+    }
 }
 
 const TOML_SEEDS: &[&str] = &[
@@ -356,69 +434,92 @@ const TOML_TOKENS: &[&str] = &[
     "é",
 ];
 
-#[test]
-fn fuzz_hook_files_load_or_fail_with_a_location() {
-    let evt = Arc::new(
-        Event::new(
-            EventKind::PreToolUse,
-            serde_json::json!({"tool_name": "Bash", "tool_input": {"command": "git push origin main"}}),
-            EventContext::default(),
-        )
-        .expect("a fixed event"),
-    );
-    let (mut loaded, mut refused) = (0u64, 0u64);
-    run_for("hook-toml", |rng| {
-        let seed = TOML_SEEDS[rng.usize(..TOML_SEEDS.len())].as_bytes();
-        let bytes = mutate(rng, seed, TOML_TOKENS);
+proptest! {
+    #![proptest_config(config(800))]
+
+    #[test]
+    fn fuzz_hook_files_load_or_fail_with_a_location(
+        seed in proptest::sample::select(TOML_SEEDS),
+        edits in edits(),
+    ) {
+        let evt = Arc::new(
+            Event::new(
+                EventKind::PreToolUse,
+                serde_json::json!({"tool_name": "Bash", "tool_input": {"command": "git push origin main"}}),
+                EventContext::default(),
+            )
+            .expect("a fixed event"),
+        );
+        let bytes = apply(seed.as_bytes(), &edits, TOML_TOKENS);
         let text = String::from_utf8_lossy(&bytes);
         let mut registry = Registry::new();
-        match load_str(&text, "fuzz", &mut registry) {
+        let loaded = in_time("hook-toml", || load_str(&text, "fuzz", &mut registry))?;
+        match loaded {
             Ok(()) => {
-                loaded += 1;
                 // Whatever loads, dispatches.
                 let d = Dispatcher::new(Arc::new(registry), None);
-                let _ = d.dispatch(&evt, DispatchOptions::default());
+                in_time("hook-toml dispatch", || d.dispatch(&evt, DispatchOptions::default()))?;
             }
             Err(errors) => {
-                refused += 1;
-                assert!(!errors.is_empty());
+                prop_assert!(!errors.is_empty());
                 for e in &errors {
-                    assert!(e.line >= 1 && e.column >= 1, "unlocated: {e}");
-                    assert!(!e.message.is_empty(), "no message: {e}");
+                    prop_assert!(e.line >= 1 && e.column >= 1, "unlocated: {}", e);
+                    prop_assert!(!e.message.is_empty(), "no message: {}", e);
                 }
             }
         }
-    });
-    eprintln!("fuzz hook-toml: {loaded} loaded, {refused} refused");
-    assert!(
-        loaded > 0 && refused > 0,
-        "the mutations explore both sides"
-    );
+    }
+
+    #[test]
+    fn fuzz_broken_hook_files_never_let_a_guarded_call_pass_silently(
+        seed in proptest::sample::select(TOML_SEEDS),
+        edits in edits(),
+    ) {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let hooks = dir.path().join("hooks");
+        std::fs::create_dir_all(&hooks).expect("hooks dir");
+        let payload = br#"{"tool_name":"Bash","tool_input":{"command":"ls"}}"#;
+        std::fs::write(hooks.join("a.toml"), apply(seed.as_bytes(), &edits, TOML_TOKENS))
+            .expect("write");
+        let project = in_time("broken-file load", || Project::load(dir.path(), &hooks))?;
+        if !project.errors().is_empty() {
+            for event in ["PreToolUse", "PermissionRequest"] {
+                let eval = in_time("broken-file evaluate", || {
+                    project.evaluate(event, payload, DispatchOptions::default())
+                })?;
+                let out = eval
+                    .stdout
+                    .expect("a broken file never leaves a guarded call silent");
+                prop_assert!(
+                    !out.contains("\"allow\""),
+                    "approved with a file that did not load: {}",
+                    out
+                );
+                prop_assert!(out.contains("a.toml"), "the answer names the file: {}", out);
+            }
+        }
+    }
 }
 
+/// The edits reach both sides of the loader: files that still load and ones that break.
 #[test]
-fn fuzz_broken_hook_files_never_let_a_guarded_call_pass_silently() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let hooks = dir.path().join("hooks");
-    std::fs::create_dir_all(&hooks).expect("hooks dir");
-    let payload = br#"{"tool_name":"Bash","tool_input":{"command":"ls"}}"#;
-    run_for("broken-file-fail-closed", |rng| {
-        let seed = TOML_SEEDS[rng.usize(..TOML_SEEDS.len())].as_bytes();
-        std::fs::write(hooks.join("a.toml"), mutate(rng, seed, TOML_TOKENS)).expect("write");
-        let project = Project::load(dir.path(), &hooks);
-        for event in ["PreToolUse", "PermissionRequest"] {
-            let eval = project.evaluate(event, payload, DispatchOptions::default());
-            if project.errors().is_empty() {
-                continue;
-            }
-            let out = eval
-                .stdout
-                .expect("a broken file never leaves a guarded call silent");
-            assert!(
-                !out.contains("\"allow\""),
-                "approved with a file that did not load: {out}"
-            );
-            assert!(out.contains("a.toml"), "the answer names the file: {out}");
+fn the_hook_file_edits_explore_both_sides() {
+    let mut runner = proptest::test_runner::TestRunner::new(config(200));
+    let (mut loaded, mut refused) = (0, 0);
+    for _ in 0..200 {
+        let seed = proptest::sample::select(TOML_SEEDS)
+            .new_tree(&mut runner)
+            .expect("a seed")
+            .current();
+        let e = edits().new_tree(&mut runner).expect("edits").current();
+        let text = String::from_utf8_lossy(&apply(seed.as_bytes(), &e, TOML_TOKENS)).into_owned();
+        match load_str(&text, "fuzz", &mut Registry::new()) {
+            Ok(()) => loaded += 1,
+            Err(_) => refused += 1,
         }
-    });
+    }
+    assert!(
+        loaded > 0 && refused > 0,
+        "{loaded} loaded, {refused} refused"
+    );
 }
