@@ -529,10 +529,6 @@ const KNOWN_CYCLES: &[(&str, &[&str])] = &[
         "capt-hook-shell",
         &["lib.rs", "walk.rs", "command.rs", "source.rs"],
     ),
-    (
-        "capt-hook-transcript",
-        &["transcript.rs", "window.rs", "query.rs"],
-    ),
     // main.rs holds helpers the commands share and dispatches to the commands.
     (
         "xtask",

@@ -13,7 +13,6 @@ use crate::command::CommandMatcher;
 use crate::entry::{Data, Entry, LineSpan, ToolCall, ToolResult};
 use crate::error::TranscriptError;
 use crate::raw;
-use crate::window::{Scope, Window};
 
 /// Bytes remembered before the read position, to notice a file rewritten rather than appended.
 const TAIL: usize = 64;
@@ -263,7 +262,7 @@ impl Transcript {
         Transcript::assemble(path, source, Arc::new(data), Arc::new(index), None, None)
     }
 
-    /// Uses `matcher` for [`Window::has_command`] in this transcript and its subagents.
+    /// Uses `matcher` for [`crate::Window::has_command`] in this transcript and its subagents.
     pub fn with_matcher(mut self, matcher: Arc<dyn CommandMatcher>) -> Transcript {
         self.matcher = Some(matcher);
         self.subagents = OnceLock::new();
@@ -332,34 +331,6 @@ impl Transcript {
     /// Number of turns. Entries before the first prompt form turn 0 without a prompt.
     pub fn turn_count(&self) -> usize {
         self.index.turn_starts.len()
-    }
-
-    /// The whole session as a window.
-    pub fn session(&self) -> Window<'_> {
-        Window::new(self, 0, self.len())
-    }
-
-    /// The last turn as a window (empty for an empty transcript).
-    pub fn current_turn(&self) -> Window<'_> {
-        self.session().current_turn()
-    }
-
-    /// The current turn or the whole session.
-    pub fn scope(&self, scope: Scope) -> Window<'_> {
-        match scope {
-            Scope::Turn => self.current_turn(),
-            Scope::Session => self.session(),
-        }
-    }
-
-    /// The tool calls of the whole session (errored calls hidden; see [`crate::ToolCalls`]).
-    pub fn tool_calls(&self) -> crate::ToolCalls<'_> {
-        self.session().tool_calls()
-    }
-
-    /// The last `n` entries as a window.
-    pub fn recent(&self, n: usize) -> Window<'_> {
-        self.session().recent(n)
     }
 
     /// `<dir>/<stem>/subagents/`: where this session's subagent transcripts live.

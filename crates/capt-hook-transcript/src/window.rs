@@ -9,6 +9,37 @@ use crate::names::tool_name_matches;
 use crate::query::ToolCalls;
 use crate::transcript::{Subagent, Transcript};
 
+/// The windows of a transcript, made here so the transcript module needs nothing of this one.
+impl Transcript {
+    /// The whole session as a window.
+    pub fn session(&self) -> Window<'_> {
+        Window::new(self, 0, self.len())
+    }
+
+    /// The last turn as a window (empty for an empty transcript).
+    pub fn current_turn(&self) -> Window<'_> {
+        self.session().current_turn()
+    }
+
+    /// The current turn or the whole session.
+    pub fn scope(&self, scope: Scope) -> Window<'_> {
+        match scope {
+            Scope::Turn => self.current_turn(),
+            Scope::Session => self.session(),
+        }
+    }
+
+    /// The tool calls of the whole session (errored calls hidden; see [`crate::ToolCalls`]).
+    pub fn tool_calls(&self) -> ToolCalls<'_> {
+        self.session().tool_calls()
+    }
+
+    /// The last `n` entries as a window.
+    pub fn recent(&self, n: usize) -> Window<'_> {
+        self.session().recent(n)
+    }
+}
+
 /// Which part of the session a condition reads.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum Scope {
