@@ -523,19 +523,7 @@ fn the_layering_check_catches_upward_sideways_and_banned_dependencies() {
 /// Cycles of more than two files that predate this check, by crate and the files in them:
 /// each is to be untangled, and the test fails when one is gone but still listed, so this
 /// list only shrinks. Nothing may be added to it.
-const KNOWN_CYCLES: &[(&str, &[&str])] = &[
-    // main.rs holds helpers the commands share and dispatches to the commands.
-    (
-        "xtask",
-        &[
-            "main.rs",
-            "bench.rs",
-            "bench_rust.rs",
-            "sandbox.rs",
-            "e2e/mod.rs",
-        ],
-    ),
-];
+const KNOWN_CYCLES: &[(&str, &[&str])] = &[];
 
 #[test]
 fn no_crate_has_a_module_import_cycle_of_more_than_two_files() {
