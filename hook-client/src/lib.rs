@@ -5,6 +5,5 @@
 pub mod alloc;
 pub mod doctor;
 pub mod env;
-pub mod guard;
 pub mod run;
 pub mod transport;

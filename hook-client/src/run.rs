@@ -4,21 +4,24 @@
 //! fallback) answered; 1 for an infrastructure failure or bad input on an event that decides
 //! nothing. 2 only ever comes from a reply.
 //!
-//! A PreToolUse or PermissionRequest never ends in silence or exit 1: when the host cannot
-//! answer (any failure kind), the client evaluates the event itself with `capt-hook-worker
-//! evaluate`, and when that fails too it prints the ask answer naming what failed, so Claude
-//! Code's own permission prompt decides. One deadline, `CAPT_HOOK_CLIENT_TIMEOUT`, covers the
+//! A guarded call (PreToolUse, PermissionRequest, PreSkillShellCommand) never ends in silence
+//! or exit 1: when the host cannot answer (any failure kind), the client evaluates the event
+//! itself with `capt-hook-worker evaluate`, and when that fails too it prints the answer naming
+//! what failed ([`last_resort`]): Claude Code's own permission prompt decides, or a skill's
+//! command is refused. Which answers can stand is read from the reply's typed decision, never
+//! from the envelope it prints. One deadline, `CAPT_HOOK_CLIENT_TIMEOUT`, covers the
 //! host (two thirds of it, retries included) and the local evaluation (the rest).
 
 use std::io::{Read, Write};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use capt_hook_proto::failure::{Unchecked, is_guarded};
-use capt_hook_proto::serde_json::{self, Value};
-use capt_hook_proto::{EventRequest, EventResponse, MAX_EVENT_INPUT, Status, payload, request_env};
+use capt_hook_proto::failure::{is_guarded, last_resort};
+use capt_hook_proto::serde_json::Value;
+use capt_hook_proto::{
+    Decision, EventRequest, EventResponse, MAX_EVENT_INPUT, Status, payload, request_env,
+};
 
-use crate::guard;
 use crate::transport::{self, Kind};
 
 /// Left at the end of the deadline for printing our own answer after local evaluation failed.
@@ -99,8 +102,6 @@ pub fn main(args: &[String]) -> ExitCode {
         };
         return refuse(why);
     };
-    // A payload the guard cannot read might hide anything: treat it as mandatory.
-    let mandatory = guard::mandatory(event, payload) || (guarded && parsed.is_err());
     let req = EventRequest {
         schema: 1,
         event: event.to_owned(),
@@ -111,8 +112,8 @@ pub fn main(args: &[String]) -> ExitCode {
         client_pid: std::process::id(),
         client_ppid: std::os::unix::process::parent_id(),
         deadline_unix_ms: 0,
-        mandatory,
         notice_epoch: None,
+        notices: Vec::new(),
     };
     dispatch(&req, timeout)
 }
@@ -166,7 +167,7 @@ fn graded(event: &str, resp: &EventResponse, from: &str) -> ExitCode {
 
 /// `None` when a guarded event's reply can stand; otherwise why it cannot.
 fn grade(resp: &EventResponse) -> Option<Kind> {
-    if resp.exit == 2 || denies(&resp.stdout) {
+    if resp.exit == 2 || resp.decision == Decision::Deny {
         return None;
     }
     if resp.exit != 0 || resp.status == Status::Error {
@@ -177,39 +178,10 @@ fn grade(resp: &EventResponse) -> Option<Kind> {
     }
     // The worker knew its check was incomplete and said so itself (an ask, a notice): that
     // answer names the failure better than we can, as long as it approves nothing.
-    if !resp.stdout.trim().is_empty() && !approves(&resp.stdout) {
+    if !resp.stdout.trim().is_empty() && resp.decision != Decision::Allow {
         return None;
     }
     Some(Kind::NoVerdict)
-}
-
-fn decision(stdout: &str) -> Option<(String, String)> {
-    let stdout = stdout.trim();
-    // Most events answer with nothing. Not parsed: serde_json's error for empty input locates
-    // itself with memchr, whose first call probes the CPU (`cpuid`, trapped by a VM) — 5% of
-    // the client's time under load.
-    if stdout.is_empty() {
-        return None;
-    }
-    let v = serde_json::from_str::<Value>(stdout).ok()?;
-    let out = &v["hookSpecificOutput"];
-    Some((
-        out["permissionDecision"].as_str().unwrap_or("").to_owned(),
-        out["decision"]["behavior"]
-            .as_str()
-            .unwrap_or("")
-            .to_owned(),
-    ))
-}
-
-/// Whether the envelope denies the call (PreToolUse or PermissionRequest shape).
-fn denies(stdout: &str) -> bool {
-    decision(stdout).is_some_and(|(pre, perm)| pre == "deny" || perm == "deny")
-}
-
-/// Whether the envelope lets the call through without the user (or is not JSON at all).
-fn approves(stdout: &str) -> bool {
-    decision(stdout).is_none_or(|(pre, perm)| pre == "allow" || perm == "allow")
 }
 
 /// Prints a reply verbatim and exits with its code.
@@ -240,7 +212,7 @@ pub fn reason(kind: Kind, why: &str) -> String {
 /// Leaves a guarded call to the user, visibly: the ask answer on stdout, one line on stderr,
 /// exit 0.
 fn unchecked(event: &str, kind: Kind, why: &str) -> ExitCode {
-    if let Some(envelope) = Unchecked::because(reason(kind, why)).envelope(event) {
+    if let Some(envelope) = last_resort(event, &reason(kind, why)) {
         println!("{envelope}");
     }
     eprintln!("hook: could not check this call ({}): {why}", kind.as_str());
@@ -256,11 +228,12 @@ fn error(message: &str) -> ExitCode {
 mod tests {
     use super::*;
 
-    fn resp(stdout: &str, exit: i32, guard_completed: bool) -> EventResponse {
+    fn resp(stdout: &str, decision: Decision, exit: i32, guard_completed: bool) -> EventResponse {
         EventResponse {
             schema: 1,
             status: capt_hook_proto::Status::Ok,
             stdout: stdout.into(),
+            decision,
             stderr: String::new(),
             exit,
             elapsed_ms: 0.0,
@@ -271,22 +244,21 @@ mod tests {
 
     #[test]
     fn grading() {
-        let deny =
-            r#"{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny"}}"#;
-        let ask =
-            r#"{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"ask"}}"#;
-        let allow =
-            r#"{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"allow"}}"#;
-        assert_eq!(grade(&resp(deny, 0, false)), None);
-        assert_eq!(grade(&resp("", 2, false)), None);
-        assert_eq!(grade(&resp("", 1, true)), Some(Kind::WorkerError));
-        assert_eq!(grade(&resp("", 0, true)), None);
-        assert_eq!(grade(&resp("", 0, false)), Some(Kind::NoVerdict));
-        assert_eq!(grade(&resp(ask, 0, false)), None);
-        assert_eq!(grade(&resp(r#"{"systemMessage":"m"}"#, 0, false)), None);
-        assert_eq!(grade(&resp(allow, 0, false)), Some(Kind::NoVerdict));
-        assert_eq!(grade(&resp("not json", 0, false)), Some(Kind::NoVerdict));
-        let mut failed = resp("", 0, true);
+        use Decision::{Allow, Ask, Deny, None as Nothing};
+        let json = "{}";
+        // A deny stands even when the check was incomplete; so does an exit-2 block.
+        assert_eq!(grade(&resp(json, Deny, 0, false)), None);
+        assert_eq!(grade(&resp("", Nothing, 2, false)), None);
+        assert_eq!(grade(&resp("", Nothing, 1, true)), Some(Kind::WorkerError));
+        assert_eq!(grade(&resp("", Nothing, 0, true)), None);
+        assert_eq!(grade(&resp(json, Allow, 0, true)), None);
+        assert_eq!(grade(&resp("", Nothing, 0, false)), Some(Kind::NoVerdict));
+        assert_eq!(grade(&resp(json, Ask, 0, false)), None);
+        // A notice without a decision names the failure itself.
+        assert_eq!(grade(&resp(json, Nothing, 0, false)), None);
+        // An incomplete check never approves a call.
+        assert_eq!(grade(&resp(json, Allow, 0, false)), Some(Kind::NoVerdict));
+        let mut failed = resp("", Nothing, 0, true);
         failed.status = capt_hook_proto::Status::Error;
         assert_eq!(grade(&failed), Some(Kind::WorkerError));
     }

@@ -432,8 +432,8 @@ impl Sampler {
             client_pid: self.host_pid,
             client_ppid: agent,
             deadline_unix_ms: 0,
-            mandatory: false,
             notice_epoch: None,
+            notices: Vec::new(),
         }
     }
 }

@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, bail};
 use capt_hook_proto::{
     BUILD, EventRequest, HostReply, HostRequest, HostStatus, MAX_FRAME, Op, PROTOCOL, Refusal,
-    decode, encode, paths,
+    Status, decode, encode, paths,
 };
 use tokio::net::{UnixListener, UnixStream};
 use tokio::sync::{mpsc, watch};
@@ -577,15 +577,31 @@ async fn answer(req: HostRequest, host: &Host) -> HostReply {
             if let Some(monitor) = &host.pressure {
                 monitor.observe(&event);
             }
+            let mut event = event;
+            // Notices are the host's own to add.
+            event.notices.clear();
             let update = (event.event == "SessionStart")
                 .then(|| crate::update::Settings::from_request(&event.env));
+            // A newer release rides on this session start's answer, rendered by the worker
+            // with the hooks' own notices.
+            let telling = match &update {
+                Some(Some(_)) => host.update.take_untold(),
+                _ => None,
+            };
+            if let Some(latest) = &telling {
+                event.notices.push(crate::update::notice(latest));
+            }
             host.in_flight.fetch_add(1, Ordering::SeqCst);
-            let mut reply = host.pool.dispatch(event, Instant::now() + remaining).await;
+            let reply = host.pool.dispatch(event, Instant::now() + remaining).await;
             host.in_flight.fetch_sub(1, Ordering::SeqCst);
+            if let Some(latest) = telling {
+                // A SessionStart answer always carries notices (its output is JSON or nothing),
+                // so an answer of the worker's own is one that told.
+                let told =
+                    matches!(&reply, HostReply::Event(r) if r.status == Status::Ok && r.exit == 0);
+                host.update.told(latest, told);
+            }
             if let Some(settings) = update {
-                if let (HostReply::Event(r), Some(_)) = (&mut reply, &settings) {
-                    host.update.tell(r);
-                }
                 // Detached: the reply does not wait for the check.
                 host.update.after_session_start(settings);
             }

@@ -1,20 +1,23 @@
 //! The self-update check: after answering a SessionStart, the host asks the release URL for
 //! the latest release, at most once per `HOOKS_UPDATE_INTERVAL_MINUTES` across all sessions
 //! (the time of the last check is kept in `update.json` in the host state directory). When the
-//! release is newer than this build, the host logs it and adds one notice to the next
-//! SessionStart's answer. It never downloads or replaces anything, never delays a reply and
-//! never changes a verdict: the check runs detached, and every failure is a log line.
+//! release is newer than this build (semantic-version precedence), the host logs it and hands
+//! one notice to the next SessionStart's worker, which renders it into the answer after the
+//! hooks' own ([`capt_hook_proto::EventRequest::notices`]). It never downloads or replaces
+//! anything, never delays a reply and never changes a verdict: the check and every read or
+//! write of the record run on the blocking pool, off the thread that serves events, and every
+//! failure is a log line.
 //!
-//! The request goes through `curl` (present on macOS and most Linux systems), so the host
-//! carries no TLS stack of its own; without `curl` the check logs that and does nothing.
+//! The request goes through `ureq` with rustls, the HTTP client the engine already links for
+//! its judges, so nothing outside the host has to be installed for it.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use capt_hook_proto::{BUILD, EventResponse};
+use capt_hook_proto::BUILD;
 use serde::{Deserialize, Serialize};
 
 pub use capt_hook_proto::env::{
@@ -28,6 +31,8 @@ pub const DEFAULT_URL: &str =
 pub const RECORD: &str = "update.json";
 /// Longest a check may take.
 const FETCH_TIMEOUT: Duration = Duration::from_secs(15);
+/// Largest release document read (GitHub's is a few KiB, more with long release notes).
+const MAX_RELEASE_DOCUMENT: u64 = 1024 * 1024;
 
 /// What the last check found, kept across hosts.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -50,9 +55,10 @@ pub struct Updater {
     record: PathBuf,
     /// A check is running: a burst of session starts makes one request.
     checking: AtomicBool,
-    /// A newer release waits to be told (the SessionStart path reads only this).
-    pending: AtomicBool,
-    /// Serializes reads and writes of the record.
+    /// The newer release no session has been told about: what the SessionStart path reads,
+    /// in memory, so it never touches the disk. Taken by the one SessionStart that tells it.
+    untold: Mutex<Option<String>>,
+    /// Serializes reads and writes of the record (on the blocking pool).
     lock: Mutex<()>,
 }
 
@@ -96,14 +102,17 @@ impl Updater {
         let updater = Updater {
             record: state_dir.join(RECORD),
             checking: AtomicBool::new(false),
-            pending: AtomicBool::new(false),
+            untold: Mutex::new(None),
             lock: Mutex::new(()),
         };
+        // Once, as the host starts, before it serves anything.
         let r = updater.read();
+        *updater.untold() = newer_untold(&r);
         updater
-            .pending
-            .store(newer_untold(&r).is_some(), Ordering::SeqCst);
-        updater
+    }
+
+    fn untold(&self) -> std::sync::MutexGuard<'_, Option<String>> {
+        self.untold.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// The newer release the last check found, if any.
@@ -131,17 +140,19 @@ impl Updater {
 
     /// Starts a check in the background when one is due. Called once a SessionStart's reply
     /// is ready; returns at once (even the look at the record happens in the background).
-    pub fn after_session_start(self: &std::sync::Arc<Self>, settings: Option<Settings>) {
+    pub fn after_session_start(self: &Arc<Self>, settings: Option<Settings>) {
         let Some(settings) = settings else { return };
-        let me = std::sync::Arc::clone(self);
-        tokio::spawn(async move {
+        let me = Arc::clone(self);
+        // The record's I/O and the blocking HTTP request: on the blocking pool, never on the
+        // thread that serves events.
+        drop(tokio::task::spawn_blocking(move || {
             if !me.claim(&settings) {
                 return;
             }
-            let found = latest_release(&settings.url).await;
+            let found = latest_release(&settings.url);
             me.checking.store(false, Ordering::SeqCst);
             me.settle(found, &settings.url);
-        });
+        }));
     }
 
     /// True when a check is due and this caller runs it. The time is recorded before the
@@ -184,34 +195,44 @@ impl Updater {
                 r.error = Some(e);
             }
         }
-        self.pending
-            .store(newer_untold(&r).is_some(), Ordering::SeqCst);
+        *self.untold() = newer_untold(&r);
         self.write(&r);
     }
 
-    /// Adds the newer-release notice to a SessionStart answer, once per release. An answer
-    /// that is not a JSON object (or not exit 0) is left alone; a later session start tells.
-    pub fn tell(&self, response: &mut EventResponse) {
-        if !self.pending.load(Ordering::Relaxed) || response.exit != 0 {
-            return;
-        }
-        let _guard = self.lock.lock().unwrap_or_else(|p| p.into_inner());
-        let mut r = self.read();
-        let Some(latest) = newer_untold(&r) else {
-            self.pending.store(false, Ordering::SeqCst);
-            return;
-        };
-        let notice = format!(
-            "captain-hook {latest} is available (this is {BUILD}). Update it the way you \
-             installed it (`cargo xtask install` from a checkout), then run `capt-hookd shutdown`."
-        );
-        if !add_system_message(&mut response.stdout, &notice) {
-            return;
-        }
-        r.notified = Some(latest);
-        self.pending.store(false, Ordering::SeqCst);
-        self.write(&r);
+    /// The newer release a SessionStart should tell, taken so that concurrent session starts
+    /// tell it once: the caller hands [`notice`] of it to the worker with the event and then
+    /// calls [`Updater::told`] with whether the answer carried it.
+    pub fn take_untold(&self) -> Option<String> {
+        self.untold().take()
     }
+
+    /// After the SessionStart that was handed `latest`: when its answer carried the notice
+    /// (`told`), the record says so (on the blocking pool); otherwise a later session start
+    /// tells it.
+    pub fn told(self: &Arc<Self>, latest: String, told: bool) {
+        if !told {
+            let mut untold = self.untold();
+            if untold.is_none() {
+                *untold = Some(latest);
+            }
+            return;
+        }
+        let me = Arc::clone(self);
+        drop(tokio::task::spawn_blocking(move || {
+            let _guard = me.lock.lock().unwrap_or_else(|p| p.into_inner());
+            let mut r = me.read();
+            r.notified = Some(latest);
+            me.write(&r);
+        }));
+    }
+}
+
+/// What a session is told about a newer release.
+pub fn notice(latest: &str) -> String {
+    format!(
+        "captain-hook {latest} is available (this is {BUILD}). Update it the way you installed \
+         it (`cargo xtask install` from a checkout), then run `capt-hookd shutdown`."
+    )
 }
 
 /// The newer release a session has not been told about.
@@ -221,56 +242,26 @@ fn newer_untold(r: &Record) -> Option<String> {
         .filter(|l| is_newer(l, BUILD) && r.notified.as_deref() != Some(l))
 }
 
-/// Adds `notice` to the top-level `systemMessage` of a JSON answer (every hook answer may
-/// carry one; Claude Code shows it to the user). False when the answer is not a JSON object.
-pub fn add_system_message(stdout: &mut String, notice: &str) -> bool {
-    let mut map = if stdout.trim().is_empty() {
-        serde_json::Map::new()
-    } else {
-        match serde_json::from_str::<serde_json::Value>(stdout) {
-            Ok(serde_json::Value::Object(m)) => m,
-            _ => return false,
-        }
-    };
-    let joined = match map.get("systemMessage").and_then(|v| v.as_str()) {
-        Some(prior) if !prior.is_empty() => format!("{prior}\n\n{notice}"),
-        _ => notice.to_owned(),
-    };
-    map.insert("systemMessage".into(), joined.into());
-    *stdout = serde_json::Value::Object(map).to_string() + "\n";
-    true
-}
-
 /// Asks the release URL for the latest version: `tag_name` (GitHub's releases API) or
-/// `version`, with any leading `v` removed.
-async fn latest_release(url: &str) -> Result<String, String> {
-    let mut cmd = tokio::process::Command::new("curl");
-    cmd.args([
-        "-fsSL",
-        "--max-time",
-        "10",
-        "-H",
-        "Accept: application/json",
-        "-A",
-    ])
-    .arg(format!("capt-hookd/{BUILD}"))
-    .arg("--")
-    .arg(url)
-    .stdin(std::process::Stdio::null())
-    .stderr(std::process::Stdio::piped())
-    .kill_on_drop(true);
-    let out = tokio::time::timeout(FETCH_TIMEOUT, cmd.output())
-        .await
-        .map_err(|_| format!("no answer from {url} within {FETCH_TIMEOUT:?}"))?
-        .map_err(|e| format!("cannot run curl: {e}"))?;
-    if !out.status.success() {
-        return Err(format!(
-            "curl {url}: {} {}",
-            out.status,
-            String::from_utf8_lossy(&out.stderr).trim()
-        ));
-    }
-    parse_release(&out.stdout)
+/// `version`, with any leading `v` removed. Blocking: run it on the blocking pool.
+fn latest_release(url: &str) -> Result<String, String> {
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .timeout_global(Some(FETCH_TIMEOUT))
+        .user_agent(format!("capt-hookd/{BUILD}"))
+        .build()
+        .into();
+    let mut resp = agent
+        .get(url)
+        .header("Accept", "application/json")
+        .call()
+        .map_err(|e| format!("GET {url}: {e}"))?;
+    let body = resp
+        .body_mut()
+        .with_config()
+        .limit(MAX_RELEASE_DOCUMENT)
+        .read_to_vec()
+        .map_err(|e| format!("reading {url}: {e}"))?;
+    parse_release(&body)
 }
 
 /// The version a release document names.
@@ -285,24 +276,24 @@ pub fn parse_release(body: &[u8]) -> Result<String, String> {
         .ok_or_else(|| "the release document names no tag_name or version".to_owned())
 }
 
-/// True when version `a` is newer than `b`: dot-separated numbers compared in order; a
-/// pre-release (`1.2.0-rc1`) is older than its release.
+/// True when version `a` is newer than `b` by semantic-version precedence (a pre-release such
+/// as `1.2.0-rc1` is older than its release; build metadata does not count). A leading `v` is
+/// ignored; a version that is not semver is never newer, nor older (logged).
 pub fn is_newer(a: &str, b: &str) -> bool {
-    fn key(v: &str) -> (Vec<u64>, bool) {
-        let v = v.trim().trim_start_matches('v');
-        let (core, pre) = match v.split_once(['-', '+']) {
-            Some((c, p)) => (c, !p.is_empty() && v.as_bytes()[c.len()] == b'-'),
-            None => (v, false),
-        };
-        let nums = core.split('.').map(|n| n.parse().unwrap_or(0)).collect();
-        (nums, !pre)
+    let parse = |v: &str| semver::Version::parse(v.trim().trim_start_matches('v'));
+    match (parse(a), parse(b)) {
+        (Ok(a), Ok(b)) => a.cmp_precedence(&b) == std::cmp::Ordering::Greater,
+        (a_parsed, b_parsed) => {
+            tracing::debug!(
+                a,
+                b,
+                a_ok = a_parsed.is_ok(),
+                b_ok = b_parsed.is_ok(),
+                "not a semantic version"
+            );
+            false
+        }
     }
-    let (mut an, ar) = key(a);
-    let (mut bn, br) = key(b);
-    let len = an.len().max(bn.len());
-    an.resize(len, 0);
-    bn.resize(len, 0);
-    (an, ar) > (bn, br)
 }
 
 #[cfg(test)]
@@ -343,19 +334,99 @@ mod tests {
     }
 
     #[test]
-    fn the_notice_joins_a_json_answer_and_leaves_text_alone() {
-        let mut out = String::new();
-        assert!(add_system_message(&mut out, "new"));
-        assert_eq!(out, "{\"systemMessage\":\"new\"}\n");
-        let mut out = "{\"systemMessage\":\"old\",\"x\":1}\n".to_owned();
-        assert!(add_system_message(&mut out, "new"));
-        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
-        assert_eq!(
-            (v["systemMessage"].as_str(), v["x"].as_i64()),
-            (Some("old\n\nnew"), Some(1))
+    fn versions_that_are_not_semver_are_never_newer() {
+        assert!(!is_newer("1.2", "1.0.0"));
+        assert!(!is_newer("latest", "1.0.0"));
+        assert!(
+            !is_newer("1.0.0+b", "1.0.0+a"),
+            "build metadata has no precedence"
         );
-        let mut text = "plain context\n".to_owned();
-        assert!(!add_system_message(&mut text, "new"));
-        assert_eq!(text, "plain context\n");
+        assert!(
+            is_newer("1.0.0-rc.10", "1.0.0-rc.9"),
+            "numeric pre-release parts"
+        );
+    }
+
+    /// The notice is told once however many sessions start together, and again after an
+    /// answer that could not carry it; the record remembers who was told, off the runtime
+    /// thread.
+    #[tokio::test]
+    async fn a_newer_release_is_told_once() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join(RECORD),
+            r#"{"checked_at_unix_ms":1,"latest":"999.0.0"}"#,
+        )
+        .unwrap();
+        let updater = Arc::new(Updater::new(dir.path()));
+        let latest = updater.take_untold().unwrap();
+        assert_eq!(latest, "999.0.0");
+        assert!(notice(&latest).contains("captain-hook 999.0.0 is available"));
+        assert_eq!(
+            updater.take_untold(),
+            None,
+            "a second session start is not told"
+        );
+        updater.told(latest.clone(), false);
+        let latest = updater.take_untold().unwrap();
+        updater.told(latest, true);
+        assert_eq!(updater.take_untold(), None);
+        let record = dir.path().join(RECORD);
+        for _ in 0..200 {
+            let r: Record = serde_json::from_slice(&std::fs::read(&record).unwrap()).unwrap();
+            if r.notified.as_deref() == Some("999.0.0") {
+                assert!(
+                    Updater::new(dir.path()).take_untold().is_none(),
+                    "nor a new host"
+                );
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        panic!("the record never said the release was told");
+    }
+
+    /// The check asks the URL over HTTP (no `curl`) and keeps what it found.
+    #[tokio::test]
+    async fn the_check_reads_the_release_over_http() {
+        use std::io::{Read, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}/latest", listener.local_addr().unwrap());
+        let server = std::thread::spawn(move || {
+            let (mut conn, _) = listener.accept().unwrap();
+            let mut req = [0u8; 4096];
+            let n = conn.read(&mut req).unwrap();
+            let body = r#"{"tag_name":"v999.1.0"}"#;
+            write!(
+                conn,
+                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                body.len()
+            )
+            .unwrap();
+            String::from_utf8_lossy(&req[..n]).into_owned()
+        });
+        assert_eq!(
+            tokio::task::spawn_blocking({
+                let url = url.clone();
+                move || latest_release(&url)
+            })
+            .await
+            .unwrap(),
+            Ok("999.1.0".to_owned())
+        );
+        let request = server.join().unwrap();
+        assert!(request.starts_with("GET /latest "), "{request}");
+        assert!(
+            request
+                .to_ascii_lowercase()
+                .contains("user-agent: capt-hookd/"),
+            "{request}"
+        );
+
+        let dir = tempfile::tempdir().unwrap();
+        let updater = Arc::new(Updater::new(dir.path()));
+        updater.settle(Ok("999.1.0".into()), &url);
+        assert_eq!(updater.latest().as_deref(), Some("999.1.0"));
+        assert_eq!(updater.take_untold().as_deref(), Some("999.1.0"));
     }
 }

@@ -2,15 +2,17 @@
 
 Usage: python3 -I no_client.py [<Event>]  (payload on stdin; without an event, the payload's
 hook_event_name names it). Always exits 0 after printing:
-* for a PreToolUse/PermissionRequest/PreSkillShellCommand that the session guard flags, or in a
-  project with hook files (whose guards cannot run without the client): Claude Code's own
-  permission prompt decides (`permissionDecision: "ask"`, the shape capt_hook_proto::failure
-  prints), with the reason; a PermissionRequest gets the reason as a systemMessage and its dialog
+* for a PreToolUse/PermissionRequest/PreSkillShellCommand that may end or escape the session
+  (it names kill, pkill, shutdown, tmux, … or is TaskStop; the builtin packs that guard such
+  calls cannot run without the client), or in a project with hook files (whose guards cannot
+  run either): Claude Code's own permission prompt decides (`permissionDecision: "ask"`, the
+  shape capt_hook_proto::failure::last_resort prints), with the reason; a PermissionRequest gets the reason as a systemMessage and its dialog
   shows; a skill's shell command cannot wait for a prompt, so it is denied with the reason;
 * else, for the first event of a session: a systemMessage naming the install command;
 * else nothing.
 
-The guard's word lists mirror hook-client/src/guard.rs; a test there checks they agree.
+The word lists are this script's own: the client has no such prefilter (with the client
+installed, the packs themselves run); tests/tests/e2e.rs checks what this script answers.
 """
 
 import hashlib

@@ -611,6 +611,29 @@ fn shutdown_answers_events_in_flight() {
     assert!(!env.run_dir().join("capt-hookd.sock").exists());
 }
 
+/// The client decides whether a guarded answer stands from the reply's typed decision, never
+/// from the envelope's text: an incomplete check that approves is evaluated again locally even
+/// when its text reads "deny", and one that denies stands as it is.
+#[test]
+fn the_typed_decision_decides_what_stands() {
+    for (decision, stands) in [("allow", false), ("deny", true)] {
+        let env = Env::with(&[
+            ("CAPT_HOOKD_WORKER", Env::fake_worker()),
+            ("FAKE_WORKER_MODE", "typed"),
+            ("FAKE_WORKER_DECISION", decision),
+        ]);
+        let root = env.project("p", HOOKS);
+        let out = env.hook("PreToolUse", &bash(&root, "ls"), &[]);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        let v = json_out(&out);
+        assert_eq!(v["fake"] == true, stands, "{decision}: {v}");
+        if !stands {
+            // The local evaluation's answer: `ls` matches no hook.
+            assert_eq!(v, Value::Null, "{decision}");
+        }
+    }
+}
+
 /// A host that stops cleanly leaves no worker recorded, so the next one starts without a
 /// leftover to check and a record file to rewrite. The exits' own saves ran on the blocking
 /// pool, and the stopping runtime dropped about half of them unrun.
@@ -822,8 +845,8 @@ fn event_request(root: &std::path::Path) -> EventRequest {
         client_pid: std::process::id(),
         client_ppid: 1,
         deadline_unix_ms: 0,
-        mandatory: false,
         notice_epoch: None,
+        notices: Vec::new(),
     }
 }
 
@@ -2251,6 +2274,10 @@ fn update_check_after_session_start_tells_of_a_newer_release_once() {
         second["hookSpecificOutput"]["additionalContext"], "session context",
         "the hooks' answer is untouched"
     );
+    // The host records who was told off its serving thread, so a new host does not tell again.
+    env.wait_until("the record says the release was told", || {
+        std::fs::read_to_string(&record).is_ok_and(|r| r.contains("\"notified\":\"99.0.0\""))
+    });
     let third = start(&[]);
     assert!(!third.to_string().contains("99.0.0"), "told once: {third}");
     let version = env.cmd("capt-hookd").arg("version").output().unwrap();

@@ -465,8 +465,8 @@ fn direct_request(sandbox: &Sandbox, root: &Path, payload: &[u8]) -> anyhow::Res
         client_pid: std::process::id(),
         client_ppid: std::os::unix::process::parent_id(),
         deadline_unix_ms: capt_hook_proto::clock::unix_ms_in(std::time::Duration::from_secs(60)),
-        mandatory: false,
         notice_epoch: None,
+        notices: Vec::new(),
     };
     let body = capt_hook_proto::encode(&capt_hook_proto::HostRequest::event(
         std::process::id(),

@@ -1,9 +1,15 @@
-//! Renders a folded result as the output Claude Code reads for each event.
+//! Renders a folded result as the output Claude Code reads for each event: the one module that
+//! knows the envelope's shape. Everything an answer carries is gathered typed first (the hooks'
+//! result or an unchecked call, the typed [`Decision`], [`Notes`] from the project and the host)
+//! and rendered here once; nobody downstream reads or edits the JSON.
 
 use serde_json::{Map, Value, json};
 
 use crate::events::EventKind;
 use crate::result::{Action, HookResult};
+
+pub use capt_hook_proto::Decision;
+pub use capt_hook_proto::failure::CANNOT_ASK;
 
 /// What a hook command prints, and how it exits.
 #[derive(Debug, Clone, PartialEq)]
@@ -159,16 +165,22 @@ fn top_block(r: &HookResult) -> Value {
     json!({"decision": "block", "reason": msg(r)})
 }
 
+/// `permissionDecision: "deny"` with its reason: PreToolUse, PreSkillShellCommand and
+/// PreModelSwitch refuse a call this way.
+fn deny(kind: EventKind, reason: Value) -> Value {
+    specific(
+        kind,
+        vec![
+            ("permissionDecision", "deny".into()),
+            ("permissionDecisionReason", reason),
+        ],
+    )
+}
+
 fn pre_tool_use(r: &HookResult) -> Option<Value> {
     let kind = EventKind::PreToolUse;
     Some(match r.action {
-        Action::Block => specific(
-            kind,
-            vec![
-                ("permissionDecision", "deny".into()),
-                ("permissionDecisionReason", msg(r)),
-            ],
-        ),
+        Action::Block => deny(kind, msg(r)),
         // A warning adds context; only a hook that opted in (`approve`) also grants permission.
         Action::Warn => {
             let mut fields = vec![("additionalContext", msg(r))];
@@ -224,18 +236,10 @@ pub fn unrewritable(r: &HookResult) -> String {
 }
 
 fn skill_shell(r: &HookResult) -> Option<Value> {
-    let deny = |reason: Value| {
-        specific(
-            EventKind::PreSkillShellCommand,
-            vec![
-                ("permissionDecision", "deny".into()),
-                ("permissionDecisionReason", reason),
-            ],
-        )
-    };
+    let kind = EventKind::PreSkillShellCommand;
     match r.action {
-        Action::Block => Some(deny(msg(r))),
-        Action::Rewrite => Some(deny(unrewritable(r).into())),
+        Action::Block => Some(deny(kind, msg(r))),
+        Action::Rewrite => Some(deny(kind, unrewritable(r).into())),
         // The command runs unless a hook refuses it; a warning has no context field to ride.
         Action::Warn => notice(text(r)),
         Action::Allow => None,
@@ -245,13 +249,7 @@ fn skill_shell(r: &HookResult) -> Option<Value> {
 fn model_switch(r: &HookResult) -> Option<Value> {
     let kind = EventKind::PreModelSwitch;
     match r.action {
-        Action::Block => Some(specific(
-            kind,
-            vec![
-                ("permissionDecision", "deny".into()),
-                ("permissionDecisionReason", msg(r)),
-            ],
-        )),
+        Action::Block => Some(deny(kind, msg(r))),
         // An allow also skips Claude Code's own "the cache is lost" confirmation.
         Action::Allow => {
             let mut fields = vec![("permissionDecision", "allow".into())];
@@ -424,26 +422,177 @@ fn render_result(kind: EventKind, r: &HookResult) -> Option<Output> {
 pub fn envelope(kind: EventKind, result: Option<&HookResult>) -> Option<Output> {
     let r = result?;
     let out = render_result(kind, r);
-    let notice = r.system_message.as_ref().filter(|n| !n.is_empty());
-    match (out, notice) {
-        (out, None) => out,
-        (Some(Output::Json(Value::Object(mut map))), Some(n)) => {
-            match map.get("systemMessage").and_then(Value::as_str) {
-                Some(own) if !own.is_empty() => {
-                    let joined = format!("{own}\n\n{n}");
-                    map.insert("systemMessage".into(), joined.into());
-                }
-                _ => {
-                    map.insert("systemMessage".into(), n.clone().into());
-                }
-            }
-            Some(Output::Json(Value::Object(map)))
+    match r.system_message.as_ref().filter(|n| !n.is_empty()) {
+        None => out,
+        Some(n) => with_notes(
+            kind,
+            out,
+            &Notes {
+                notices: vec![n.clone()],
+                context: Vec::new(),
+            },
+        ),
+    }
+}
+
+/// The decision [`envelope`] gives the call, typed: deny, allow, or none. Only the events that
+/// decide a call (PreToolUse, PermissionRequest, PreSkillShellCommand, PreModelSwitch) give one.
+pub fn decision(kind: EventKind, result: Option<&HookResult>) -> Decision {
+    let Some(r) = result.filter(|r| !r.is_notice_only()) else {
+        return Decision::None;
+    };
+    match (Shape::of(kind), r.action) {
+        (
+            Shape::PreToolUse | Shape::PermissionRequest | Shape::SkillShell | Shape::ModelSwitch,
+            Action::Block,
+        ) => Decision::Deny,
+        // A skill's command cannot be rewritten: the rewrite refuses it, naming the command.
+        (Shape::SkillShell, Action::Rewrite) => Decision::Deny,
+        (Shape::PreToolUse, Action::Warn) if r.approve => Decision::Allow,
+        (Shape::PreToolUse | Shape::PermissionRequest, Action::Allow | Action::Rewrite)
+        | (Shape::ModelSwitch, Action::Allow) => Decision::Allow,
+        _ => Decision::None,
+    }
+}
+
+/// What an answer tells besides the hooks' verdict, in order: notices for the user (joined into
+/// `systemMessage` after the verdict's own) and text for the agent (joined into
+/// `additionalContext`).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Notes {
+    /// For the user: load errors, pack notices, the host's newer-release notice, …
+    pub notices: Vec<String>,
+    /// For the agent (a headless session shows the user no `systemMessage`).
+    pub context: Vec<String>,
+}
+
+impl Notes {
+    /// True when there is nothing to tell.
+    pub fn is_empty(&self) -> bool {
+        self.notices
+            .iter()
+            .chain(&self.context)
+            .all(String::is_empty)
+    }
+}
+
+/// Whether an answer of `kind` whose output is `out` can carry [`Notes`]: raw text and exit-2
+/// feedback have nowhere to put them, and WorktreeCreate reads stdout as a path, so JSON there
+/// would be taken for one. A notice that cannot ride waits for a later event.
+pub fn carries_notes(kind: EventKind, out: Option<&Output>) -> bool {
+    kind != EventKind::WorktreeCreate && matches!(out, None | Some(Output::Json(Value::Object(_))))
+}
+
+/// `out` with `notes` added: each notice joins `systemMessage` (after any the output has), each
+/// context line joins `hookSpecificOutput.additionalContext`. An output that cannot carry them
+/// ([`carries_notes`]) is returned as it is.
+pub fn with_notes(kind: EventKind, out: Option<Output>, notes: &Notes) -> Option<Output> {
+    if notes.is_empty() || !carries_notes(kind, out.as_ref()) {
+        return out;
+    }
+    let mut map = match out {
+        Some(Output::Json(Value::Object(map))) => map,
+        None => Map::new(),
+        other => return other,
+    };
+    for notice in notes.notices.iter().filter(|n| !n.is_empty()) {
+        join_text(&mut map, "systemMessage", notice);
+    }
+    for text in notes.context.iter().filter(|c| !c.is_empty()) {
+        let inner = map
+            .entry("hookSpecificOutput")
+            .or_insert_with(|| json!({ "hookEventName": kind.name() }));
+        if let Value::Object(inner) = inner {
+            join_text(inner, "additionalContext", text);
         }
-        // Raw text, a path or an exit code has nowhere to carry a notice.
-        (Some(other), Some(_)) => Some(other),
-        // WorktreeCreate reads stdout as a path: JSON there would be taken for one.
-        (None, Some(_)) if kind == EventKind::WorktreeCreate => None,
-        (None, Some(n)) => Some(Output::Json(json!({"systemMessage": n}))),
+    }
+    Some(Output::Json(Value::Object(map)))
+}
+
+/// Sets `key` to `text`, after the text it already holds (a blank line between).
+fn join_text(map: &mut Map<String, Value>, key: &str, text: &str) {
+    let joined = match map.get(key).and_then(Value::as_str) {
+        Some(prior) if !prior.is_empty() => format!("{prior}\n\n{text}"),
+        _ => text.to_owned(),
+    };
+    map.insert(key.into(), joined.into());
+}
+
+/// A guarded call that could not be fully evaluated (a hook that failed, a hook file that did
+/// not load, an unreadable payload) stays with the user, visibly, erring towards the guard.
+///
+/// PreToolUse answers `permissionDecision: "ask"` with the reason, so Claude Code's own prompt
+/// decides (an ask also forces the prompt in auto mode). PermissionRequest has no ask: it gives
+/// no decision, so the dialog shows, and a `systemMessage` says why. PreSkillShellCommand cannot
+/// wait for a prompt (Claude Code refuses the command for an ask), so it denies, saying the
+/// command could not be checked: fail closed, visibly.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Unchecked {
+    /// What failed, for the user: `capt-hook: <what> …`.
+    pub reason: String,
+    /// Context the hooks that did answer gave the agent (PreToolUse only).
+    pub context: Option<String>,
+    /// A rewrite the hooks that did answer proposed, shown in the prompt (PreToolUse only).
+    pub updated_input: Option<Map<String, Value>>,
+    /// A notice for the user besides the reason.
+    pub notice: Option<String>,
+}
+
+impl Unchecked {
+    /// An answer carrying only the reason.
+    pub fn because(reason: impl Into<String>) -> Unchecked {
+        Unchecked {
+            reason: reason.into(),
+            ..Unchecked::default()
+        }
+    }
+
+    /// The answer for `kind`; `None` for an event that is not guarded, which has no decision to
+    /// withhold.
+    pub fn output(&self, kind: EventKind) -> Option<Output> {
+        let notice = self.notice.as_deref().filter(|n| !n.is_empty());
+        let v = match kind {
+            EventKind::PreToolUse => {
+                let mut fields = vec![
+                    ("permissionDecision", "ask".into()),
+                    ("permissionDecisionReason", self.reason.clone().into()),
+                ];
+                if let Some(c) = self.context.as_deref().filter(|c| !c.is_empty()) {
+                    fields.push(("additionalContext", c.into()));
+                }
+                if let Some(input) = &self.updated_input {
+                    fields.push(("updatedInput", Value::Object(input.clone())));
+                }
+                specific(kind, fields)
+            }
+            EventKind::PreSkillShellCommand => {
+                deny(kind, format!("{} ({CANNOT_ASK})", self.reason).into())
+            }
+            // No decision: the dialog shows, with the reason.
+            EventKind::PermissionRequest => json!({ "systemMessage": self.reason }),
+            _ => return None,
+        };
+        with_notes(kind, Some(Output::Json(v)), &Notes::notice(notice))
+    }
+
+    /// The decision [`Unchecked::output`] gives: the user decides (ask, or PermissionRequest's
+    /// dialog), except for a skill's command, which is refused.
+    pub fn decision(kind: EventKind) -> Decision {
+        match kind {
+            EventKind::PreToolUse | EventKind::PermissionRequest => Decision::Ask,
+            EventKind::PreSkillShellCommand => Decision::Deny,
+            _ => Decision::None,
+        }
+    }
+}
+
+impl Notes {
+    /// One notice, or nothing.
+    fn notice(notice: Option<&str>) -> Notes {
+        Notes {
+            notices: notice.map(str::to_owned).into_iter().collect(),
+            context: Vec::new(),
+        }
     }
 }
 
@@ -546,6 +695,141 @@ mod tests {
         assert_eq!(
             render(EventKind::PostModelSwitch, HookResult::warn("w")).unwrap(),
             r#"{"hookSpecificOutput":{"hookEventName":"PostModelSwitch","additionalContext":"w"}}"#
+        );
+    }
+
+    /// The typed decision says what the rendered envelope says, for every event and verdict:
+    /// the client decides its fallbacks from the one and Claude Code reads the other.
+    #[test]
+    fn the_typed_decision_matches_the_rendered_one() {
+        let mut input = Map::new();
+        input.insert("command".into(), "ls".into());
+        let results = [
+            HookResult::block("no"),
+            HookResult::warn("w"),
+            HookResult::warn("w").approving(),
+            HookResult::allow(),
+            HookResult::rewrite(input, Some("n".into())),
+            HookResult::notice_only().with_system_message("n"),
+        ];
+        for kind in EventKind::ALL {
+            for r in &results {
+                let rendered = match envelope(kind, Some(r)) {
+                    Some(Output::Json(v)) => {
+                        let inner = &v["hookSpecificOutput"];
+                        let said = inner["permissionDecision"]
+                            .as_str()
+                            .or_else(|| inner["decision"]["behavior"].as_str());
+                        match said {
+                            Some("deny") => Decision::Deny,
+                            Some("allow") => Decision::Allow,
+                            Some("ask") => Decision::Ask,
+                            _ => Decision::None,
+                        }
+                    }
+                    _ => Decision::None,
+                };
+                assert_eq!(decision(kind, Some(r)), rendered, "{kind} {r:?}");
+            }
+            assert_eq!(decision(kind, None), Decision::None);
+        }
+    }
+
+    #[test]
+    fn unchecked_calls_ask_show_the_dialog_or_refuse() {
+        let mut u = Unchecked::because("capt-hook: x failed");
+        u.context = Some("ctx".into());
+        let Some(Output::Json(v)) = u.output(EventKind::PreToolUse) else {
+            panic!("PreToolUse is answered");
+        };
+        let out = &v["hookSpecificOutput"];
+        assert_eq!(out["permissionDecision"], "ask");
+        assert_eq!(out["permissionDecisionReason"], "capt-hook: x failed");
+        assert_eq!(out["additionalContext"], "ctx");
+        assert!(v.get("systemMessage").is_none());
+
+        let mut u = Unchecked::because("capt-hook: x failed");
+        u.notice = Some("n".into());
+        assert_eq!(
+            u.output(EventKind::PermissionRequest),
+            Some(Output::Json(
+                json!({"systemMessage": "capt-hook: x failed\n\nn"})
+            ))
+        );
+        assert_eq!(u.output(EventKind::Stop), None);
+
+        let Some(Output::Json(v)) =
+            Unchecked::because("capt-hook: x failed").output(EventKind::PreSkillShellCommand)
+        else {
+            panic!("PreSkillShellCommand is answered");
+        };
+        let out = &v["hookSpecificOutput"];
+        assert_eq!(out["permissionDecision"], "deny");
+        let reason = out["permissionDecisionReason"].as_str().unwrap();
+        assert!(reason.starts_with("capt-hook: x failed") && reason.contains(CANNOT_ASK));
+
+        assert_eq!(Unchecked::decision(EventKind::PreToolUse), Decision::Ask);
+        assert_eq!(
+            Unchecked::decision(EventKind::PermissionRequest),
+            Decision::Ask
+        );
+        assert_eq!(
+            Unchecked::decision(EventKind::PreSkillShellCommand),
+            Decision::Deny
+        );
+    }
+
+    /// The client's last resort (it links no engine, so `capt-hook-proto` writes it) is the
+    /// answer this module gives for the same reason, byte for byte.
+    #[test]
+    fn the_clients_last_resort_is_this_modules_answer() {
+        for name in capt_hook_proto::failure::GUARDED_EVENTS {
+            let kind: EventKind = name.parse().unwrap();
+            let reason = "capt-hook could not check this call (no-host): \"why\"";
+            assert_eq!(
+                capt_hook_proto::failure::last_resort(name, reason),
+                Unchecked::because(reason).output(kind).map(|o| o.render()),
+                "{name}"
+            );
+        }
+    }
+
+    #[test]
+    fn notes_join_the_message_and_the_context_or_wait() {
+        let notes = Notes {
+            notices: vec!["load".into(), "release".into()],
+            context: vec!["load".into()],
+        };
+        assert_eq!(
+            with_notes(EventKind::SessionStart, None, &notes).map(|o| o.render()),
+            Some(
+                r#"{"systemMessage":"load\n\nrelease","hookSpecificOutput":{"hookEventName":"SessionStart","additionalContext":"load"}}"#
+                    .to_owned()
+            )
+        );
+        let hooks = envelope(
+            EventKind::SessionStart,
+            Some(&HookResult::warn("ctx").with_system_message("own")),
+        );
+        assert_eq!(
+            with_notes(EventKind::SessionStart, hooks, &notes).map(|o| o.render()),
+            Some(
+                r#"{"hookSpecificOutput":{"hookEventName":"SessionStart","additionalContext":"ctx\n\nload"},"systemMessage":"own\n\nload\n\nrelease"}"#
+                    .to_owned()
+            )
+        );
+        // Raw text and a worktree's path have nowhere to carry them.
+        let text = Some(Output::Text("keep".into()));
+        assert!(!carries_notes(EventKind::PreCompact, text.as_ref()));
+        assert_eq!(
+            with_notes(EventKind::PreCompact, text.clone(), &notes),
+            text
+        );
+        assert_eq!(with_notes(EventKind::WorktreeCreate, None, &notes), None);
+        assert_eq!(
+            with_notes(EventKind::Stop, None, &Notes::default()),
+            None,
+            "nothing to tell prints nothing"
         );
     }
 

@@ -28,13 +28,16 @@ pub struct EventRequest {
     pub client_ppid: u32,
     /// Unix milliseconds after which nobody waits for the answer; 0 = none.
     pub deadline_unix_ms: u64,
-    /// The session guard flagged this event: it must never pass unchecked.
-    pub mandatory: bool,
     /// Set by the host: changes after each ResourcePressure event it had evaluated. A worker
     /// that found no waiting notice for a session under this value need not look on disk
     /// again until it changes. Clients leave it out; without it the worker always looks.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub notice_epoch: Option<u64>,
+    /// Set by the host: notices of its own for the user (a newer release), which the worker
+    /// renders into the answer's `systemMessage` after the hooks' own. Typed, so nobody edits
+    /// an envelope once it is rendered. Clients leave it empty.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notices: Vec<String>,
 }
 
 /// Why an event request cannot be served.
@@ -117,6 +120,23 @@ pub enum Status {
     Error,
 }
 
+/// What an answer tells Claude Code about the call it guards: read by the client to decide its
+/// fallbacks, so it never has to read the envelope back.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Decision {
+    /// The answer gives no decision (most events; a warning; a notice).
+    #[default]
+    None,
+    /// The call is approved without the user.
+    Allow,
+    /// The user decides, and is told why (`permissionDecision: "ask"`, or a PermissionRequest
+    /// left to its dialog with a message).
+    Ask,
+    /// The call is refused.
+    Deny,
+}
+
 /// The answer to one event: what `hook` prints and how it exits.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -125,8 +145,11 @@ pub struct EventResponse {
     pub schema: u32,
     /// Whether the event was dispatched.
     pub status: Status,
-    /// Bytes for the client's stdout, verbatim.
+    /// Bytes for the client's stdout, verbatim: the envelope, rendered once, by the worker.
     pub stdout: String,
+    /// The decision `stdout` gives, typed: what the client's fallbacks read.
+    #[serde(default)]
+    pub decision: Decision,
     /// Bytes for the client's stderr, verbatim.
     pub stderr: String,
     /// The client's exit code.
@@ -383,8 +406,8 @@ pub(crate) mod tests {
             client_pid: 1234,
             client_ppid: 1,
             deadline_unix_ms: 0,
-            mandatory: false,
             notice_epoch: None,
+            notices: Vec::new(),
         }
     }
 

@@ -5,9 +5,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Instant, SystemTime};
 
-use capt_hook_core::{Action, EventContext, EventKind, HookResult, Output, envelope};
+use capt_hook_core::envelope::{self, Decision, envelope};
+use capt_hook_core::{Action, EventContext, EventKind, HookResult, Output};
 use capt_hook_journal::Entry;
-use capt_hook_proto::failure::Unchecked;
 use serde_json::Value;
 
 use capt_hook_core::Event;
@@ -30,6 +30,8 @@ pub struct Evaluation {
     /// file that did not load, a hook that failed); on a guarded event the answer then asks
     /// the user or denies, and says why.
     pub unchecked: bool,
+    /// The decision `stdout` gives the call, typed (the client's fallbacks read it).
+    pub decision: Decision,
 }
 
 /// Where an event came from, when another process sent it.
@@ -41,6 +43,9 @@ pub struct Origin {
     pub env: Option<Arc<std::collections::BTreeMap<String, String>>>,
     /// The host's notice epoch ([`capt_hook_proto::EventRequest::notice_epoch`]).
     pub notice_epoch: Option<u64>,
+    /// The host's own notices for the user ([`capt_hook_proto::EventRequest::notices`]), told
+    /// after the hooks' and the project's.
+    pub notices: Vec<String>,
 }
 
 /// A project's loaded hooks.
@@ -317,6 +322,7 @@ impl Project {
         entry: &mut Entry,
     ) -> Evaluation {
         let notice_epoch = origin.notice_epoch;
+        let origin_notices = origin.notices;
         let context = |_: Option<&str>| EventContext {
             project_root: Some(self.root.clone()),
             skip_permissions: None,
@@ -364,33 +370,25 @@ impl Project {
             Verdict::Unchecked { .. } => Some("unchecked".to_owned()),
         };
         let unchecked = failed || !self.errors.is_empty();
-        let mut out = match verdict {
-            Verdict::Decided(r) => envelope(kind, r.as_ref()),
-            Verdict::Unchecked { reason, partial } => {
-                unchecked_answer(kind, reason, partial).map(Output::Json)
-            }
+        let (out, decision) = match verdict {
+            Verdict::Decided(r) => (
+                envelope(kind, r.as_ref()),
+                envelope::decision(kind, r.as_ref()),
+            ),
+            Verdict::Unchecked { reason, partial } => (
+                unchecked_answer(kind, reason, partial),
+                envelope::Unchecked::decision(kind),
+            ),
         };
-        self.announce_load_errors(&evt, &mut out);
-        if !self.notices.is_empty() {
-            let joined: Vec<String> = self
-                .notices
-                .iter()
-                .map(|n| format!("capt-hook: {n}"))
-                .collect();
-            let joined = joined.join("\n\n");
-            let key = blake3::hash(joined.as_bytes()).to_hex();
-            announce_once(&evt, &mut out, &key[..16], "capt-hook:pack-notices", joined);
-        }
-        if let Some(notice) = &self.notice {
-            let key = blake3::hash(notice.as_bytes()).to_hex();
-            announce_once(
-                &evt,
-                &mut out,
-                &key[..16],
-                "capt-hook:notice",
-                notice.clone(),
-            );
-        }
+        // What is told once per session, and the host's notices, ride on an answer that can
+        // carry them; otherwise they wait for a later event (their once-markers untouched).
+        let out = if envelope::carries_notes(kind, out.as_ref()) {
+            let mut notes = self.notes_once(&evt);
+            notes.notices.extend(origin_notices);
+            envelope::with_notes(kind, out, &notes)
+        } else {
+            out
+        };
         match out {
             // The events that only honour exit 2 get their feedback on stderr.
             Some(out) if out.blocking_stderr().is_some() => Evaluation {
@@ -402,14 +400,68 @@ impl Project {
                     .collect(),
                 exit_code: 2,
                 unchecked,
+                decision,
             },
             out => Evaluation {
                 stdout: out.map(|o| o.render()),
                 stderr: Vec::new(),
                 exit_code: 0,
                 unchecked,
+                decision,
             },
         }
+    }
+
+    /// What this session has not been told yet: hook files and packs that did not load (to the
+    /// user, and on SessionStart to the agent too), the packs' notices and the project's notice,
+    /// each once per session (and again when it changes). Stderr alone is hidden by Claude Code.
+    /// Call it only for an answer that carries notes: each one returned is marked as told.
+    fn notes_once(&self, evt: &Event) -> envelope::Notes {
+        let mut notes = envelope::Notes::default();
+        let once = |text: String, scope: &str| {
+            let key = blake3::hash(text.as_bytes()).to_hex();
+            evt.store().once(&key[..16], Some(scope)).then_some(text)
+        };
+        if !self.errors.is_empty() {
+            let listed: Vec<String> = self.errors.iter().map(ToString::to_string).collect();
+            let key = blake3::hash(listed.join("\n").as_bytes()).to_hex();
+            let notice = format!(
+                "capt-hook: {} did not load, so its hooks are not running: {}. Run `capt-hook \
+                 check` (project files) or `capt-hook pack list` (packs) after fixing it.",
+                if listed.len() == 1 {
+                    "a hook file".to_owned()
+                } else {
+                    format!("{} hook file errors", listed.len())
+                },
+                listed.join("; ")
+            );
+            // Keyed by the errors, not the sentence, as before: a session told about these
+            // errors is not told again.
+            if evt.store().once(&key[..16], Some("capt-hook:load-errors")) {
+                // A headless session (`claude -p`) shows a systemMessage to nobody: the agent
+                // is told too, once, so it can tell its user that a hook file is broken.
+                if evt.kind() == EventKind::SessionStart {
+                    notes.context.push(notice.clone());
+                }
+                notes.notices.push(notice);
+            }
+        }
+        if !self.notices.is_empty() {
+            let joined: Vec<String> = self
+                .notices
+                .iter()
+                .map(|n| format!("capt-hook: {n}"))
+                .collect();
+            notes
+                .notices
+                .extend(once(joined.join("\n\n"), "capt-hook:pack-notices"));
+        }
+        if let Some(notice) = &self.notice {
+            notes
+                .notices
+                .extend(once(notice.clone(), "capt-hook:notice"));
+        }
+        notes
     }
 
     /// On a guarded event, hooks that did not load might have denied the call: their
@@ -446,59 +498,6 @@ impl Project {
             },
         }
     }
-
-    /// Hook files and packs that did not load are told to the user once per session (and again
-    /// when the errors change), on whatever event comes first: stderr alone is hidden by Claude
-    /// Code.
-    fn announce_load_errors(&self, evt: &Event, out: &mut Option<Output>) {
-        if self.errors.is_empty() || matches!(out, Some(o) if !matches!(o, Output::Json(_))) {
-            // Raw text and exit-2 feedback have nowhere to carry a notice; a later event will.
-            return;
-        }
-        let listed: Vec<String> = self.errors.iter().map(ToString::to_string).collect();
-        let key = blake3::hash(listed.join("\n").as_bytes()).to_hex();
-        let notice = format!(
-            "capt-hook: {} did not load, so its hooks are not running: {}. Run `capt-hook \
-             check` (project files) or `capt-hook pack list` (packs) after fixing it.",
-            if listed.len() == 1 {
-                "a hook file".to_owned()
-            } else {
-                format!("{} hook file errors", listed.len())
-            },
-            listed.join("; ")
-        );
-        let told = announce_once(
-            evt,
-            out,
-            &key[..16],
-            "capt-hook:load-errors",
-            notice.clone(),
-        );
-        // A headless session (`claude -p`) shows a systemMessage to nobody: the agent is told
-        // too, once, so it can tell its user that a hook file is broken.
-        if told && evt.kind() == EventKind::SessionStart {
-            add_context(out, EventKind::SessionStart, &notice);
-        }
-    }
-}
-
-/// Adds `text` to the envelope's `hookSpecificOutput.additionalContext` (after any context a
-/// hook gave), creating the object for `kind` when the envelope has none.
-fn add_context(out: &mut Option<Output>, kind: EventKind, text: &str) {
-    let Some(Output::Json(Value::Object(map))) = out else {
-        return;
-    };
-    let inner = map
-        .entry("hookSpecificOutput")
-        .or_insert_with(|| serde_json::json!({ "hookEventName": kind.name() }));
-    let Some(inner) = inner.as_object_mut() else {
-        return;
-    };
-    let joined = match inner.get("additionalContext").and_then(Value::as_str) {
-        Some(prior) if !prior.is_empty() => format!("{prior}\n\n{text}"),
-        _ => text.to_owned(),
-    };
-    inner.insert("additionalContext".into(), joined.into());
 }
 
 /// The tool events a waiting notice rides on.
@@ -590,46 +589,14 @@ fn with_pending_notice(evt: &Event, verdict: Verdict, epoch: Option<u64>) -> Ver
     }
 }
 
-/// Adds `notice` to the envelope's `systemMessage` the first time this session sees `key` in
-/// `scope`: stderr alone is hidden by Claude Code. Raw text and exit-2 feedback have nowhere to
-/// carry a notice, so a later event will. True when the notice was added.
-fn announce_once(
-    evt: &Event,
-    out: &mut Option<Output>,
-    key: &str,
-    scope: &str,
-    notice: String,
-) -> bool {
-    // WorktreeCreate reads stdout as a path: JSON there would be taken for one.
-    if matches!(out, Some(o) if !matches!(o, Output::Json(_)))
-        || evt.kind() == EventKind::WorktreeCreate
-    {
-        return false;
-    }
-    if !evt.store().once(key, Some(scope)) {
-        return false;
-    }
-    let mut map = match out.take() {
-        Some(Output::Json(Value::Object(map))) => map,
-        Some(other) => {
-            *out = Some(other);
-            return false;
-        }
-        None => serde_json::Map::new(),
-    };
-    let joined = match map.get("systemMessage").and_then(Value::as_str) {
-        Some(prior) if !prior.is_empty() => format!("{prior}\n\n{notice}"),
-        _ => notice,
-    };
-    map.insert("systemMessage".into(), joined.into());
-    *out = Some(Output::Json(Value::Object(map)));
-    true
-}
-
 /// The ask answer for a call some hook could not check, carrying what the hooks that did answer
 /// said: their context, a rewrite to show in the prompt, their notices. Never their approval.
-fn unchecked_answer(kind: EventKind, reason: String, partial: Option<HookResult>) -> Option<Value> {
-    let mut answer = Unchecked::because(reason);
+fn unchecked_answer(
+    kind: EventKind,
+    reason: String,
+    partial: Option<HookResult>,
+) -> Option<Output> {
+    let mut answer = envelope::Unchecked::because(reason);
     if let Some(r) = partial {
         answer.notice = r.system_message.clone();
         match r.action {
@@ -641,16 +608,17 @@ fn unchecked_answer(kind: EventKind, reason: String, partial: Option<HookResult>
             Action::Block => {}
         }
     }
-    answer.to_value(kind.name())
+    answer.output(kind)
 }
 
 /// The answer for a guarded event whose payload could not be read: the user decides.
 fn unreadable(kind: EventKind, error: &dyn std::fmt::Display) -> Option<String> {
-    Unchecked::because(format!(
+    envelope::Unchecked::because(format!(
         "capt-hook could not read this {kind} payload ({error}), so no hook checked the call; \
          decide yourself."
     ))
-    .envelope(kind.name())
+    .output(kind)
+    .map(|o| o.render())
 }
 
 /// Turns an event name and stdin into an event, with Claude Code's conventions: an unknown name
@@ -674,6 +642,7 @@ pub fn read_event(
         stderr: vec![format!("Malformed stdin: {e}")],
         exit_code: 0,
         unchecked: true,
+        decision: envelope::Unchecked::decision(kind),
     };
     let payload = match parse_payload(stdin) {
         Ok(Some(v)) => v,
@@ -706,14 +675,13 @@ pub fn read_input(event: &str, input: impl std::io::Read) -> Result<Vec<u8>, Eva
         ),
         Err(e) => format!("reading stdin: {e}"),
     };
+    let kind = event.parse::<EventKind>().ok();
     Err(Evaluation {
-        stdout: event
-            .parse::<EventKind>()
-            .ok()
-            .and_then(|k| unreadable(k, &why)),
+        stdout: kind.and_then(|k| unreadable(k, &why)),
         stderr: vec![format!("capt-hook: {why}; no hook ran")],
         exit_code: 0,
         unchecked: true,
+        decision: kind.map_or(Decision::None, envelope::Unchecked::decision),
     })
 }
 

@@ -1003,6 +1003,7 @@ fn evaluate_traced_says_what_fired_and_what_failed() {
             [("CAPT_HOOK_SPAWNED".to_owned(), "1".to_owned())].into(),
         )),
         notice_epoch: None,
+        notices: Vec::new(),
     };
     let (_, entry) = project.evaluate_traced(
         "PreToolUse",

@@ -2,14 +2,17 @@
 //! * `hang`: says hello, then never answers an event;
 //! * `slow`: answers each event with `{"slow":true}` after 400 ms;
 //! * `garbage`: says hello, then answers the first event with bytes that are not a frame;
-//! * `badbuild`: says hello with another build.
+//! * `badbuild`: says hello with another build;
+//! * `typed`: answers each event at once with an envelope whose text says deny, and with the
+//!   typed decision `FAKE_WORKER_DECISION` (`allow` or `deny`) on a check it calls incomplete,
+//!   so a test sees which of the two the client reads.
 
 use std::io::Write;
 use std::time::Duration;
 
 use capt_hook_proto::{
-    BUILD, EventResponse, MAX_FRAME, PROTOCOL, Status, WorkerFrame, decode, encode, read_frame,
-    write_frame,
+    BUILD, Decision, EventResponse, MAX_FRAME, PROTOCOL, Status, WorkerFrame, decode, encode,
+    read_frame, write_frame,
 };
 
 fn main() {
@@ -44,6 +47,7 @@ fn main() {
                         schema: 1,
                         status: Status::Ok,
                         stdout: "{\"slow\":true}\n".into(),
+                        decision: Default::default(),
                         stderr: String::new(),
                         exit: 0,
                         elapsed_ms: 400.0,
@@ -52,6 +56,24 @@ fn main() {
                     };
                     send(&out, &encode(&WorkerFrame::Result { id, response }));
                 });
+            }
+            "typed" => {
+                let decision = match std::env::var("FAKE_WORKER_DECISION").as_deref() {
+                    Ok("deny") => Decision::Deny,
+                    _ => Decision::Allow,
+                };
+                let response = EventResponse {
+                    schema: 1,
+                    status: Status::Ok,
+                    stdout: "{\"fake\":true,\"hookSpecificOutput\":{\"hookEventName\":\"PreToolUse\",\"permissionDecision\":\"deny\"}}\n".into(),
+                    decision,
+                    stderr: String::new(),
+                    exit: 0,
+                    elapsed_ms: 0.0,
+                    guard_completed: false,
+                    stale_build: false,
+                };
+                send(&out, &encode(&WorkerFrame::Result { id, response }));
             }
             "garbage" => {
                 let mut o = out.lock().unwrap_or_else(|p| p.into_inner());

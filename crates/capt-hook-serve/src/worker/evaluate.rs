@@ -1,5 +1,5 @@
 //! `capt-hook-worker evaluate`: the client's one-shot fallback when the host cannot answer a
-//! mandatory event. Reads one [`EventRequest`] JSON on stdin, writes one [`EventResponse`] JSON
+//! guarded event. Reads one [`EventRequest`] JSON on stdin, writes one [`EventResponse`] JSON
 //! on stdout. Async hooks are dropped: nobody waits for them.
 
 use std::io::{Read, Write};

@@ -396,8 +396,8 @@ mod tests {
             client_pid: 2,
             client_ppid: 1,
             deadline_unix_ms: 0,
-            mandatory: false,
             notice_epoch: None,
+            notices: Vec::new(),
         }
     }
 

@@ -112,6 +112,7 @@ fn origin(req: &EventRequest) -> crate::project::Origin {
         pid: Some(req.client_pid),
         env: Some(Arc::new(req.env.clone())),
         notice_epoch: req.notice_epoch,
+        notices: req.notices.clone(),
     }
 }
 
@@ -149,11 +150,12 @@ pub fn respond_traced(
         schema: 1,
         status: Status::Ok,
         stdout: eval.stdout.map(|s| s + "\n").unwrap_or_default(),
+        decision: eval.decision,
         stderr,
         exit: i32::from(eval.exit_code),
         elapsed_ms: started.elapsed().as_secs_f64() * 1000.0,
         // Every matched hook gave its verdict from a payload that was read and hook files that
-        // all loaded. Otherwise the envelope already says so (ask, or deny for a mandatory hook).
+        // all loaded. Otherwise the answer already says so (ask, or deny for a mandatory hook).
         guard_completed: !eval.unchecked,
         stale_build: false,
     };
