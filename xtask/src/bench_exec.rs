@@ -12,6 +12,11 @@
 //! worker's evaluation. The `--async` line is the same client binary exiting right after
 //! reading its arguments, started through the same link, which splits that remainder into the
 //! client's start-up and the event itself.
+//!
+//! A second floor, the musl no-op, is an empty Rust program linked as the client is (musl,
+//! static-pie): what any program in the client's language and runtime costs to start. The
+//! issue's own "static no-op" was a normal static program, not a libc-free one; against that
+//! floor the ratio measures what the client does, not the runtime it is written in.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -40,6 +45,37 @@ fn panic(_: &core::panic::PanicInfo) -> ! {
     loop {}
 }
 "#;
+
+/// An empty Rust program: with the musl target, the same start-up as the client (musl's, std's,
+/// static-pie's self-relocation) and nothing else.
+const MUSL_NOOP: &str = "fn main() {}\n";
+
+/// Builds [`MUSL_NOOP`] into `dir` as `cargo xtask dist` links the client (static-pie, musl);
+/// `None` (said) when the musl target is not installed.
+fn build_musl_noop(dir: &Path) -> anyhow::Result<Option<PathBuf>> {
+    let triple = format!("{}-unknown-linux-musl", std::env::consts::ARCH);
+    let src = dir.join("musl_noop.rs");
+    let out = dir.join("musl-noop");
+    std::fs::write(&src, MUSL_NOOP)?;
+    let built = Command::new(std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into()))
+        .args(["--edition", "2024", "--target", &triple])
+        .args(["-C", "opt-level=3", "-C", "panic=abort", "-o"])
+        .arg(&out)
+        .arg(&src)
+        .output()
+        .context("running rustc for the musl no-op")?;
+    if !built.status.success() {
+        println!(
+            "exec  no musl no-op ({triple} not installed?): {}",
+            String::from_utf8_lossy(&built.stderr)
+                .lines()
+                .next()
+                .unwrap_or("")
+        );
+        return Ok(None);
+    }
+    Ok(Some(out))
+}
 
 /// Builds the static no-op into `dir`; returns its path.
 fn build_noop(dir: &Path) -> anyhow::Result<PathBuf> {
@@ -114,6 +150,10 @@ pub fn run(
     let mut idle = like(&template, &client);
     idle.args(["run", "PreToolUse", "--async"]);
     let mut noop = like(&template, &noop_path);
+    // The fairer floor for a client written in Rust: the same runtime's start-up, no work.
+    // When it cannot be built, the libc-free no-op stands in (its line then says so).
+    let musl_noop_path = build_musl_noop(&sandbox.dir)?;
+    let mut musl_noop = like(&template, musl_noop_path.as_deref().unwrap_or(&noop_path));
 
     // The exec form answers as `hook run` does; then a few untimed runs of each, so none pays
     // for its first start (page cache, the link's lookup).
@@ -131,34 +171,42 @@ pub fn run(
         );
     }
     for _ in 0..10 {
-        for cmd in [&mut exec, &mut shell, &mut idle, &mut noop] {
+        for cmd in [&mut exec, &mut shell, &mut idle, &mut noop, &mut musl_noop] {
             time(cmd, payload_path)?;
         }
     }
 
-    let mut lines: [Vec<f64>; 4] = Default::default();
+    let mut lines: [Vec<f64>; 5] = Default::default();
     for _ in 0..samples {
-        for (cmd, line) in [&mut exec, &mut shell, &mut idle, &mut noop]
+        for (cmd, line) in [&mut exec, &mut shell, &mut idle, &mut noop, &mut musl_noop]
             .into_iter()
             .zip(lines.iter_mut())
         {
             line.push(time(cmd, payload_path)?);
         }
     }
-    let [mut exec_ms, mut shell_ms, mut idle_ms, mut noop_ms] = lines;
-    let (exec_p50, shell_p50, idle_p50, noop_p50) = (
+    let [
+        mut exec_ms,
+        mut shell_ms,
+        mut idle_ms,
+        mut noop_ms,
+        mut musl_ms,
+    ] = lines;
+    let (exec_p50, shell_p50, idle_p50, noop_p50, musl_p50) = (
         median(&mut exec_ms),
         median(&mut shell_ms),
         median(&mut idle_ms),
         median(&mut noop_ms),
+        median(&mut musl_ms),
     );
     println!(
         "== exec form (installed plugin, warm host, 100-hook project, {samples} samples each, interleaved)"
     );
     println!(
-        "exec  bin/hook run PreToolUse (no shell)      median {exec_p50:7.3} ms   p90 {:7.3} ms   ratio {:.2}x static no-op (target <= 1.3), {:.2}x --async",
+        "exec  bin/hook run PreToolUse (no shell)      median {exec_p50:7.3} ms   p90 {:7.3} ms   ratio {:.2}x static no-op (target <= 1.3), {:.2}x musl no-op, {:.2}x --async",
         pct(&exec_ms, 0.9),
         exec_p50 / noop_p50,
+        exec_p50 / musl_p50,
         exec_p50 / idle_p50
     );
     println!(
@@ -174,6 +222,16 @@ pub fn run(
     println!(
         "      static no-op (exit_group(0), no libc)   median {noop_p50:7.3} ms   p90 {:7.3} ms",
         pct(&noop_ms, 0.9)
+    );
+    println!(
+        "      musl no-op (fn main() {{}}, static-pie)  median {musl_p50:7.3} ms   p90 {:7.3} ms   ratio {:.2}x{}",
+        pct(&musl_ms, 0.9),
+        musl_p50 / noop_p50,
+        if musl_noop_path.is_some() {
+            " (the client's runtime starting, nothing else)"
+        } else {
+            " (not built: the libc-free no-op again)"
+        }
     );
     Ok(())
 }
