@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use capt_hook_proto::failure::{is_guarded, last_resort};
 use capt_hook_proto::serde_json::Value;
 use capt_hook_proto::{
-    Decision, EventRequest, EventResponse, MAX_EVENT_INPUT, Status, payload, request_env,
+    Decision, EventRequest, EventResponse, MAX_EVENT_INPUT, Status, is_request_env, payload,
 };
 
 use crate::transport::{self, Kind};
@@ -107,7 +107,7 @@ pub fn main(args: &[String]) -> ExitCode {
         event: event.to_owned(),
         cwd: cwd.unwrap_or_else(|| root.clone()),
         root,
-        env: request_env(std::env::vars()),
+        env: own_env(),
         payload_raw,
         client_pid: std::process::id(),
         client_ppid: std::os::unix::process::parent_id(),
@@ -116,6 +116,19 @@ pub fn main(args: &[String]) -> ExitCode {
         notices: Vec::new(),
     };
     dispatch(&req, timeout)
+}
+
+/// The request-scoped variables of this process. `std::env::vars` would panic on any variable
+/// that is not UTF-8, anywhere in the environment (a guarded call then fails to Claude Code's
+/// own `onFailure`); one that is not, which no request variable is, is skipped instead. Names
+/// are checked before a value is copied out.
+fn own_env() -> std::collections::BTreeMap<String, String> {
+    std::env::vars_os()
+        .filter_map(|(name, value)| {
+            let name = name.into_string().ok().filter(|n| is_request_env(n))?;
+            Some((name, value.into_string().ok()?))
+        })
+        .collect()
 }
 
 fn dispatch(req: &EventRequest, timeout: Duration) -> ExitCode {

@@ -634,6 +634,34 @@ fn the_typed_decision_decides_what_stands() {
     }
 }
 
+/// A variable that is not UTF-8, anywhere in the environment, does not take the client down:
+/// the event is answered as without it.
+#[test]
+fn a_variable_that_is_not_utf8_is_skipped() {
+    use std::os::unix::ffi::OsStrExt;
+    let env = Env::new();
+    let root = env.project("p", HOOKS);
+    let mut child = env
+        .cmd("hook")
+        .args(["run", "PreToolUse"])
+        .env(
+            std::ffi::OsStr::from_bytes(b"LANGUAGE_\xff"),
+            std::ffi::OsStr::from_bytes(b"\xfe"),
+        )
+        .env("CLAUDE_X", std::ffi::OsStr::from_bytes(b"\xfe"))
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    std::io::Write::write_all(&mut stdin, &bash(&root, "git stash")).unwrap();
+    drop(stdin);
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(decision(&json_out(&out)), Some("deny"));
+}
+
 /// A host that stops cleanly leaves no worker recorded, so the next one starts without a
 /// leftover to check and a record file to rewrite. The exits' own saves ran on the blocking
 /// pool, and the stopping runtime dropped about half of them unrun.
