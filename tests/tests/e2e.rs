@@ -612,8 +612,8 @@ fn shutdown_answers_events_in_flight() {
 }
 
 /// The client decides whether a guarded answer stands from the reply's typed decision, never
-/// from the envelope's text: an incomplete check that approves is evaluated again locally even
-/// when its text reads "deny", and one that denies stands as it is.
+/// from the envelope's text: an incomplete check that approves is replaced by the client's ask
+/// (no-verdict) even when its text reads "deny", and one that denies stands as it is.
 #[test]
 fn the_typed_decision_decides_what_stands() {
     for (decision, stands) in [("allow", false), ("deny", true)] {
@@ -628,8 +628,11 @@ fn the_typed_decision_decides_what_stands() {
         let v = json_out(&out);
         assert_eq!(v["fake"] == true, stands, "{decision}: {v}");
         if !stands {
-            // The local evaluation's answer: `ls` matches no hook.
-            assert_eq!(v, Value::Null, "{decision}");
+            assert_eq!(
+                v["hookSpecificOutput"]["permissionDecision"], "ask",
+                "{decision}: {v}"
+            );
+            assert!(v.to_string().contains("no-verdict"), "{v}");
         }
     }
 }
