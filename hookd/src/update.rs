@@ -172,7 +172,7 @@ impl Updater {
     }
 
     /// Records a check's result and logs it.
-    fn settle(&self, found: Result<String, String>, url: &str) {
+    fn settle(&self, found: Result<String, ReleaseError>, url: &str) {
         let _guard = self.lock.lock().unwrap_or_else(|p| p.into_inner());
         let mut r = self.read();
         match found {
@@ -192,7 +192,7 @@ impl Updater {
             }
             Err(e) => {
                 tracing::warn!(url, error = %e, "the update check failed");
-                r.error = Some(e);
+                r.error = Some(e.to_string());
             }
         }
         *self.untold() = newer_untold(&r);
@@ -242,9 +242,39 @@ fn newer_untold(r: &Record) -> Option<String> {
         .filter(|l| is_newer(l, BUILD) && r.notified.as_deref() != Some(l))
 }
 
+/// Why the release check found no version.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ReleaseError {
+    /// The request failed (network, TLS, HTTP status).
+    #[error("GET {url}: {source}")]
+    Fetch {
+        /// The release URL.
+        url: String,
+        /// The client's error.
+        #[source]
+        source: ureq::Error,
+    },
+    /// The body could not be read (or was larger than the limit).
+    #[error("reading {url}: {source}")]
+    Read {
+        /// The release URL.
+        url: String,
+        /// The client's error.
+        #[source]
+        source: ureq::Error,
+    },
+    /// The body is not JSON.
+    #[error("the release document is not JSON: {0}")]
+    NotJson(#[source] serde_json::Error),
+    /// Neither `tag_name` nor `version` is there.
+    #[error("the release document names no tag_name or version")]
+    NoVersion,
+}
+
 /// Asks the release URL for the latest version: `tag_name` (GitHub's releases API) or
 /// `version`, with any leading `v` removed. Blocking: run it on the blocking pool.
-fn latest_release(url: &str) -> Result<String, String> {
+fn latest_release(url: &str) -> Result<String, ReleaseError> {
     let agent: ureq::Agent = ureq::Agent::config_builder()
         .timeout_global(Some(FETCH_TIMEOUT))
         .user_agent(format!("capt-hookd/{BUILD}"))
@@ -254,26 +284,31 @@ fn latest_release(url: &str) -> Result<String, String> {
         .get(url)
         .header("Accept", "application/json")
         .call()
-        .map_err(|e| format!("GET {url}: {e}"))?;
+        .map_err(|source| ReleaseError::Fetch {
+            url: url.to_owned(),
+            source,
+        })?;
     let body = resp
         .body_mut()
         .with_config()
         .limit(MAX_RELEASE_DOCUMENT)
         .read_to_vec()
-        .map_err(|e| format!("reading {url}: {e}"))?;
+        .map_err(|source| ReleaseError::Read {
+            url: url.to_owned(),
+            source,
+        })?;
     parse_release(&body)
 }
 
 /// The version a release document names.
-pub fn parse_release(body: &[u8]) -> Result<String, String> {
-    let v: serde_json::Value = serde_json::from_slice(body)
-        .map_err(|e| format!("the release document is not JSON: {e}"))?;
+pub fn parse_release(body: &[u8]) -> Result<String, ReleaseError> {
+    let v: serde_json::Value = serde_json::from_slice(body).map_err(ReleaseError::NotJson)?;
     ["tag_name", "version"]
         .iter()
         .find_map(|k| v.get(k).and_then(|t| t.as_str()))
         .map(|t| t.trim().trim_start_matches('v').to_owned())
         .filter(|t| !t.is_empty())
-        .ok_or_else(|| "the release document names no tag_name or version".to_owned())
+        .ok_or(ReleaseError::NoVersion)
 }
 
 /// True when version `a` is newer than `b` by semantic-version precedence (a pre-release such
@@ -411,8 +446,9 @@ mod tests {
                 move || latest_release(&url)
             })
             .await
-            .unwrap(),
-            Ok("999.1.0".to_owned())
+            .unwrap()
+            .ok(),
+            Some("999.1.0".to_owned())
         );
         let request = server.join().unwrap();
         assert!(request.starts_with("GET /latest "), "{request}");

@@ -71,7 +71,6 @@ fn the_example_worker_answers_a_real_request() {
         "client_pid": std::process::id(),
         "client_ppid": 1,
         "deadline_unix_ms": deadline,
-        "mandatory": false,
     });
     let bin = env!("CARGO_BIN_EXE_capt-hook-examples");
     let mut child = Command::new(bin)
