@@ -384,6 +384,11 @@ fn run(
         }
     }
     let project = match hooks {
+        // `--packs` holds with a named directory too: skipping them would let through what
+        // the same call with the default directory denies.
+        Some(dir) if with_packs && dir.is_dir() => {
+            Project::load_with_packs(&root, dir, &Registry::new())
+        }
         // A named directory that is missing is an error (its guards would silently not run).
         Some(dir) => Project::load_named(&root, dir),
         None if with_packs => {
@@ -411,7 +416,7 @@ fn explain(
         }
         Ok(Some(x)) => x,
     };
-    let registry = if with_packs && hooks.is_none() {
+    let registry = if with_packs && hooks.as_deref().is_none_or(Path::is_dir) {
         let project = Project::load_with_packs(&root, &hooks_dir(hooks, &root), &Registry::new());
         report_load_errors(project.errors());
         project.dispatcher().registry().clone()

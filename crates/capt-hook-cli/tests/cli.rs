@@ -1444,6 +1444,23 @@ fn run_loads_packs_only_when_asked() {
         "{}",
         text(&out.stdout)
     );
+    // A named hooks directory keeps the packs: an empty one must not switch them off.
+    let empty = p.root().join("empty-hooks");
+    std::fs::create_dir_all(&empty).unwrap();
+    let named = empty.to_str().unwrap();
+    let out = p.run(&["run", "PreToolUse", "--packs", "--hooks", named], payload);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {:?}", text(&out.stdout)));
+    assert_eq!(v["hookSpecificOutput"]["permissionDecision"], "deny");
+    let out = p.run(
+        &["explain", "PreToolUse", "--packs", "--hooks", named],
+        payload,
+    );
+    assert!(
+        text(&out.stdout).contains("general/commands:block_command_pkill"),
+        "{}",
+        text(&out.stdout)
+    );
 }
 
 #[test]
