@@ -91,6 +91,19 @@ pub enum Body {
     Handler(Handler),
 }
 
+impl Body {
+    /// What a fixed message answers: nothing when it is empty, else a block or a warning.
+    pub fn message_result(message: &str, block: bool) -> Option<HookResult> {
+        if message.is_empty() {
+            None
+        } else if block {
+            Some(HookResult::block(message))
+        } else {
+            Some(HookResult::warn(message))
+        }
+    }
+}
+
 impl fmt::Debug for Body {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -194,15 +207,7 @@ impl Hook {
             return None;
         }
         match &self.body {
-            Body::Message { message, block } => {
-                if message.is_empty() {
-                    None
-                } else if *block {
-                    Some(HookResult::block(message.clone()))
-                } else {
-                    Some(HookResult::warn(message.clone()))
-                }
-            }
+            Body::Message { message, block } => Body::message_result(message, *block),
             Body::Handler(h) => run_handler(&self.name, &h.func, evt),
         }
     }

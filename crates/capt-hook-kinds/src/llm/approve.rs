@@ -428,15 +428,7 @@ fn confirmed(body: Body, confirm: Confirm, name: String) -> Result<Body, DefErro
     let notes_key = format!("confirm_notes_{}", short_hash(&name));
     let func: HandlerFn = Arc::new(move |evt: &Event| -> HandlerResult {
         let result = match &inner {
-            Body::Message { message, block } => {
-                if message.is_empty() {
-                    None
-                } else if *block {
-                    Some(HookResult::block(message.clone()))
-                } else {
-                    Some(HookResult::warn(message.clone()))
-                }
-            }
+            Body::Message { message, block } => Body::message_result(message, *block),
             Body::Handler(h) => (h.func)(evt)?,
         };
         let r = match result {
