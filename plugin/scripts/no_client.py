@@ -12,7 +12,7 @@ hook_event_name names it). Always exits 0 after printing:
 * else nothing.
 
 The word lists are this script's own: the client has no such prefilter (with the client
-installed, the packs themselves run); tests/tests/e2e.rs checks what this script answers.
+installed, the packs themselves run); crates/capt-hook-e2e/tests/e2e.rs checks what this script answers.
 """
 
 import hashlib

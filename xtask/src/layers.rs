@@ -16,7 +16,7 @@ const LAYERS: &[(&str, u32)] = &[
     ("capt-hook-transcript", 0),
     ("capt-hook-state", 1),
     ("capt-hook-llm", 1),
-    ("capt-hook-build", 1),
+    ("capt-hook-rust-project", 1),
     // One event: conditions, the fold, the envelope.
     ("capt-hook-core", 2),
     ("capt-hook-code", 3),
@@ -51,7 +51,7 @@ const NEVER: &[(&str, &[&str])] = &[
             "capt-hook-transcript",
             "capt-hook-state",
             "capt-hook-llm",
-            "capt-hook-build",
+            "capt-hook-rust-project",
             "capt-hook-core",
             "capt-hook-code",
             "capt-hook-journal",

@@ -375,7 +375,7 @@ fn run(
     };
     let root = resolve_root(root.as_deref(), &stdin);
     let mut notice = None;
-    if hooks.is_none() && capt_hook_build::is_rust_project(&root) {
+    if hooks.is_none() && capt_hook_rust_project::is_rust_project(&root) {
         match rust_project::current(&root) {
             rust_project::Current::Built(exe) => {
                 return rust_project::run(&exe, &root, event, run_async, &stdin);
@@ -478,7 +478,7 @@ fn test(
         eprintln!("{problem}");
         return Ok(ExitCode::from(1));
     }
-    if hooks.is_none() && capt_hook_build::is_rust_project(&root) {
+    if hooks.is_none() && capt_hook_rust_project::is_rust_project(&root) {
         return rust_project::test(&root, matches!(format, Format::Json));
     }
     let (registry, errors) = load(&root, hooks);

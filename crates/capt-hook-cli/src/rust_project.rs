@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
 
 use anyhow::{Context as _, bail};
-use capt_hook_build::{Cache, WORKER_BIN, crate_dir, sdk_dir, sdk_id, source_hash};
+use capt_hook_rust_project::{Cache, WORKER_BIN, crate_dir, sdk_dir, sdk_id, source_hash};
 
 /// The scaffold's manifest; `{sdk}` is the SDK's `captain-hook` crate.
 const MANIFEST: &str = r#"# This project's hooks in Rust: `capt-hook build` compiles them into the worker the host
@@ -345,11 +345,11 @@ pub enum Current {
 
 /// The project's current build, or why there is none (there is no host here to build it).
 pub fn current(root: &Path) -> Current {
-    use capt_hook_build::Selection;
-    match capt_hook_build::select(root, sdk_dir(env).as_deref(), env) {
+    use capt_hook_rust_project::Selection;
+    match capt_hook_rust_project::select(root, sdk_dir(env).as_deref(), env) {
         Selection::Project { exe, .. } => Current::Built(exe),
         Selection::NotLive { build: true, .. } => {
-            Current::NotLive(Some(capt_hook_build::unbuilt_note(&crate_dir(root))))
+            Current::NotLive(Some(capt_hook_rust_project::unbuilt_note(&crate_dir(root))))
         }
         Selection::NotLive { note, .. } => Current::NotLive(Some(note)),
         Selection::Stock => Current::NotLive(None),

@@ -49,7 +49,7 @@ pub fn run(base: Arc<Registry>) -> ExitCode {
     };
     let root: &std::path::Path = req.root.as_ref();
     let mut note = None;
-    if base.is_empty() && capt_hook_build::is_rust_project(root) {
+    if base.is_empty() && capt_hook_rust_project::is_rust_project(root) {
         // The stock worker stands in for a Rust hook project: its own build answers when it is
         // current, else the TOML hooks do and the session is told why (as the host would).
         let env = |name: &str| {
@@ -58,10 +58,16 @@ pub fn run(base: Arc<Registry>) -> ExitCode {
                 .cloned()
                 .or_else(|| std::env::var(name).ok())
         };
-        match capt_hook_build::select(root, capt_hook_build::sdk_dir(env).as_deref(), env) {
-            capt_hook_build::Selection::Project { exe, .. } => return delegate(&exe, &input),
-            capt_hook_build::Selection::NotLive { note: n, .. } => note = Some(n),
-            capt_hook_build::Selection::Stock => {}
+        match capt_hook_rust_project::select(
+            root,
+            capt_hook_rust_project::sdk_dir(env).as_deref(),
+            env,
+        ) {
+            capt_hook_rust_project::Selection::Project { exe, .. } => {
+                return delegate(&exe, &input);
+            }
+            capt_hook_rust_project::Selection::NotLive { note: n, .. } => note = Some(n),
+            capt_hook_rust_project::Selection::Stock => {}
         }
     }
     let warm = Warm::load(root, base, note);

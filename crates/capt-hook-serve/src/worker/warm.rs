@@ -6,8 +6,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use crate::project::default_hooks_dir;
-use capt_hook_build::Fingerprint;
 use capt_hook_proto::{EventRequest, EventResponse, RequestError, Status};
+use capt_hook_rust_project::Fingerprint;
 
 use crate::project::Project;
 use capt_hook_engine::DispatchOptions;
@@ -44,8 +44,8 @@ impl Warm {
         let hooks_dir = default_hooks_dir(root);
         // Only a worker with Rust hooks watches their sources: the stock worker has none to
         // go stale (the host picks it when the project's build is missing or old).
-        let rust = (!base.is_empty() && capt_hook_build::is_rust_project(root))
-            .then(|| capt_hook_build::fingerprint(&hooks_dir));
+        let rust = (!base.is_empty() && capt_hook_rust_project::is_rust_project(root))
+            .then(|| capt_hook_rust_project::fingerprint(&hooks_dir));
         let project = Project::load_with_packs(root, &hooks_dir, &base).with_notice(note.clone());
         Warm {
             hooks_dir,
@@ -70,9 +70,9 @@ impl Warm {
             (Arc::clone(&current.project), current.stale)
         };
         let rust_changed = || {
-            self.rust
-                .as_ref()
-                .is_some_and(|at_start| capt_hook_build::fingerprint(&self.hooks_dir) != *at_start)
+            self.rust.as_ref().is_some_and(|at_start| {
+                capt_hook_rust_project::fingerprint(&self.hooks_dir) != *at_start
+            })
         };
         if (stale || !rust_changed()) && !project.is_stale() {
             return (project, stale);
@@ -89,7 +89,7 @@ impl Warm {
     /// A fresh load: without the Rust hooks once they are stale, with the notice that says so.
     fn reload(&self, stale: bool) -> Project {
         if stale {
-            let note = capt_hook_build::stale_note(&self.hooks_dir);
+            let note = capt_hook_rust_project::stale_note(&self.hooks_dir);
             Project::load_with_packs(&self.root, &self.hooks_dir, &Registry::new())
                 .with_notice(Some(note))
         } else {

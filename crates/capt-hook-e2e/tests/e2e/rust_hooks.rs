@@ -13,7 +13,8 @@ use crate::support::*;
 /// The SDK the project builds against: this workspace.
 fn sdk() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
+        .ancestors()
+        .nth(2)
         .expect("workspace root")
         .to_path_buf()
 }
@@ -198,7 +199,7 @@ fn a_rust_hook_project_goes_live_and_follows_its_sources() {
         std::thread::sleep(Duration::from_millis(500));
     }
     let log = std::fs::read_to_string(
-        capt_hook_build::Cache::for_root(&root.canonicalize().unwrap(), |n| {
+        capt_hook_rust_project::Cache::for_root(&root.canonicalize().unwrap(), |n| {
             (n == "CAPT_HOOK_BUILD_DIR").then(|| builds.display().to_string())
         })
         .log(),
@@ -212,12 +213,12 @@ fn a_rust_hook_project_goes_live_and_follows_its_sources() {
     // A build whose worker cannot start: retired, reported, and the TOML hooks serve.
     std::fs::write(&src, handler("v3 never runs")).unwrap();
     let canonical = root.canonicalize().unwrap();
-    let cache = capt_hook_build::Cache::for_root(&canonical, |n| {
+    let cache = capt_hook_rust_project::Cache::for_root(&canonical, |n| {
         (n == "CAPT_HOOK_BUILD_DIR").then(|| builds.display().to_string())
     });
-    let hash = capt_hook_build::source_hash(
+    let hash = capt_hook_rust_project::source_hash(
         &canonical.join(".claude/hooks"),
-        &capt_hook_build::sdk_id(Some(&sdk)),
+        &capt_hook_rust_project::sdk_id(Some(&sdk)),
     )
     .unwrap();
     let broken = env.dir.path().join("broken-worker");

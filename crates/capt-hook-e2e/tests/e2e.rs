@@ -84,10 +84,10 @@ fn every_reference_payload_through_the_host() {
     assert!(out.stdout.is_empty());
 }
 
-/// The repository's copy of the external spec files (`tests/fixtures/`, beside this crate's
-/// `tests/`).
+/// The repository's copy of the external spec files (`tests/fixtures/` at the
+/// workspace root).
 fn fixtures() -> std::path::PathBuf {
-    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures")
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures")
 }
 
 /// The event names hook files accept, from the engine's own table.
@@ -794,7 +794,7 @@ fn plugin_shim_without_a_client() {
     );
     let env = Env::new();
     std::fs::remove_dir_all(&env.bin).unwrap();
-    let shim = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../plugin/bin/hook");
+    let shim = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../plugin/bin/hook");
     let root = env.project("p", HOOKS);
     let run = |event: &str, payload: &[u8]| {
         let mut cmd = env.cmd("hook");

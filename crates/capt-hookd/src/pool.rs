@@ -15,7 +15,7 @@ use tokio::sync::Mutex as AsyncMutex;
 use crate::records::Records;
 use crate::rust::Builds;
 use crate::worker::{CallError, Spawn, Worker};
-use capt_hook_build::Selection;
+use capt_hook_rust_project::Selection;
 
 /// Time kept back from the caller's deadline so the reply reaches it before it gives up.
 const REPLY_MARGIN: Duration = Duration::from_millis(50);

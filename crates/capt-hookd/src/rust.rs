@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 
-use capt_hook_build::{Cache, Selection};
+use capt_hook_rust_project::{Cache, Selection};
 
 /// Picks the binary for `root` (reads and hashes the hook sources, off the runtime thread).
 pub async fn choose(root: &Path, semantic: &BTreeMap<String, String>) -> Selection {
@@ -29,8 +29,8 @@ pub async fn choose(root: &Path, semantic: &BTreeMap<String, String>) -> Selecti
 /// [`choose`] on this thread: for the worker a new host starts first, which nothing else is
 /// waiting on yet and whose start waits for this choice anyway.
 pub fn select(root: &Path, semantic: &BTreeMap<String, String>) -> Selection {
-    let env = capt_hook_build::request_env(semantic);
-    capt_hook_build::select(root, capt_hook_build::sdk_dir(&env).as_deref(), &env)
+    let env = capt_hook_rust_project::request_env(semantic);
+    capt_hook_rust_project::select(root, capt_hook_rust_project::sdk_dir(&env).as_deref(), &env)
 }
 
 /// Records that a project's build cannot serve (it crashed at start or failed its hello), so
@@ -43,7 +43,8 @@ pub async fn retire_build(
 ) {
     let (root, semantic, hash) = (root.to_path_buf(), semantic.clone(), hash.to_owned());
     let saved = tokio::task::spawn_blocking(move || {
-        Cache::for_root(&root, capt_hook_build::request_env(&semantic)).record_failure(&hash, &why)
+        Cache::for_root(&root, capt_hook_rust_project::request_env(&semantic))
+            .record_failure(&hash, &why)
     })
     .await;
     if !matches!(saved, Ok(Ok(()))) {
@@ -84,7 +85,7 @@ impl Builds {
         {
             return;
         }
-        let log = Cache::for_root(root, capt_hook_build::request_env(semantic)).log();
+        let log = Cache::for_root(root, capt_hook_rust_project::request_env(semantic)).log();
         let mut cmd = tokio::process::Command::new(&self.cli);
         cmd.arg("build")
             .arg("--root")
