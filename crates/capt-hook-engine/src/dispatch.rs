@@ -12,9 +12,9 @@
 //! to the user ([`Verdict::Unchecked`]), and a failed `mandatory` hook denies it outright, since
 //! its author said the call must never pass without it.
 
+use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, TrySendError};
 use std::path::Path;
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender, TrySendError};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
 use capt_hook_core::condition::{Miss, first_miss};
@@ -599,26 +599,18 @@ fn wait(rx: &Receiver<Ran>, deadline: Option<Instant>) -> Result<Ran, FailureCau
 type Job = Box<dyn FnOnce() + Send>;
 
 /// The process-wide handler pool, started on first use so declarative-only runs spawn nothing.
-fn pool() -> &'static SyncSender<Job> {
-    static POOL: OnceLock<SyncSender<Job>> = OnceLock::new();
+fn pool() -> &'static Sender<Job> {
+    static POOL: OnceLock<Sender<Job>> = OnceLock::new();
     POOL.get_or_init(|| {
-        let (tx, rx) = mpsc::sync_channel::<Job>(POOL_QUEUE);
-        let rx = Arc::new(Mutex::new(rx));
+        let (tx, rx) = crossbeam_channel::bounded::<Job>(POOL_QUEUE);
         for i in 0..POOL_THREADS {
-            let rx = Arc::clone(&rx);
+            let rx = rx.clone();
             let spawned = std::thread::Builder::new()
                 .name(format!("capt-hook-handler-{i}"))
                 .spawn(move || {
-                    loop {
-                        // Hold the lock only to take a job, not while running it.
-                        let job = match rx.lock() {
-                            Ok(guard) => guard.recv(),
-                            Err(poisoned) => poisoned.into_inner().recv(),
-                        };
-                        match job {
-                            Ok(job) => job(),
-                            Err(_) => return,
-                        }
+                    // Every thread takes from the one queue; it ends when the sender is gone.
+                    for job in rx {
+                        job();
                     }
                 });
             if let Err(e) = spawned {
@@ -638,7 +630,8 @@ fn job(
     reservation: Option<Reservation>,
     deadline: Option<Instant>,
 ) -> (Job, Receiver<Ran>) {
-    let (tx, rx) = mpsc::channel();
+    // One result, sent once: room for it, so the handler never waits on a dispatcher that left.
+    let (tx, rx) = crossbeam_channel::bounded(1);
     let job: Job = Box::new(move || {
         if deadline.is_some_and(|d| Instant::now() >= d) {
             return;

@@ -4,9 +4,9 @@
 //! state directory, not in the worker: the worker that answered the host's event may be retired
 //! (idle, cap, a new build) before the session's next tool event reaches a fresh one.
 
+use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::{Mutex, PoisonError};
 
 use capt_hook_state::SessionStore;
 use serde::{Deserialize, Serialize};
@@ -55,12 +55,12 @@ pub fn take_after(store: &SessionStore, epoch: Option<u64>) -> Option<String> {
     };
     let seen =
         |map: &Option<HashMap<PathBuf, u64>>| map.as_ref().and_then(|m| m.get(dir)) == Some(&epoch);
-    if seen(&FOUND_NONE.lock().unwrap_or_else(PoisonError::into_inner)) {
+    if seen(&FOUND_NONE.lock()) {
         return None;
     }
     let taken = take(store);
     if taken.is_none() {
-        let mut guard = FOUND_NONE.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut guard = FOUND_NONE.lock();
         let map = guard.get_or_insert_with(HashMap::new);
         if map.len() >= REMEMBERED {
             map.clear();

@@ -2,7 +2,7 @@
 //! run, then kept in the event's session log line and in the ledger's `judge_calls` table, so
 //! `capt-hook logs` and `capt-hook decisions` show what each verdict cost and how long it took.
 
-use std::sync::Mutex;
+use parking_lot::Mutex;
 
 use capt_hook_core::Event;
 use serde::{Deserialize, Serialize};
@@ -38,22 +38,14 @@ struct Calls(Mutex<Vec<JudgeCall>>);
 
 /// Records a call `evt`'s hook made (any thread; hooks judge side by side).
 pub fn record(evt: &Event, call: JudgeCall) {
-    evt.memo(KEY, Calls::default)
-        .0
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .push(call);
+    evt.memo(KEY, Calls::default).0.lock().push(call);
 }
 
 /// The calls made for `evt`, its batch's per-call views included, in the order recorded.
 pub fn recorded(evt: &Event) -> Vec<JudgeCall> {
     let own = |e: &Event| {
         e.memo_peek::<Calls>(KEY)
-            .map(|c| {
-                c.0.lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner)
-                    .clone()
-            })
+            .map(|c| c.0.lock().clone())
             .unwrap_or_default()
     };
     let mut out = own(evt);

@@ -7,9 +7,10 @@
 //! have had [`SHED_GRACE`] to be read (a burst of new clients is not shed before the host got to
 //! their requests). A connection being served is never shed: its event may already be running.
 
+use parking_lot::Mutex;
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use tokio::sync::Notify;
@@ -123,8 +124,8 @@ impl Drop for Registered {
 }
 
 impl Conns {
-    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<u64, Arc<Conn>>> {
-        self.open.lock().unwrap_or_else(|p| p.into_inner())
+    fn lock(&self) -> parking_lot::MutexGuard<'_, BTreeMap<u64, Arc<Conn>>> {
+        self.open.lock()
     }
 
     /// Open connections.

@@ -4,10 +4,11 @@
 //! reopen under the same lock every write takes: a line lands whole in the old file (now
 //! `capt-hookd.log.1`, replacing the previous one) or whole in the new one, never in between.
 
+use parking_lot::Mutex;
 use std::fs::File;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, BufReader};
@@ -44,8 +45,8 @@ impl HostLog {
         })
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, File> {
-        self.file.lock().unwrap_or_else(|p| p.into_inner())
+    fn lock(&self) -> parking_lot::MutexGuard<'_, File> {
+        self.file.lock()
     }
 
     /// Appends `bytes` in one write.
@@ -183,14 +184,23 @@ mod tests {
         let writers: Vec<_> = (0..3)
             .map(|t| {
                 let mut w = Writer(Arc::clone(&log));
+                let path = path.clone();
                 std::thread::spawn(move || {
                     for i in 0..400 {
                         w.write_all(format!("host {t} line {i}\n").as_bytes())
                             .unwrap();
-                        // Writers alone finish within one time slice; pausing lets the
-                        // rotating thread run between their writes even on a loaded machine.
+                        // Writers alone finish within one time slice, and on a loaded machine
+                        // a short pause was not enough for the rotating thread to run: wait
+                        // (bounded) until it has brought the file back under its limit, so
+                        // rotations really fall between writes.
                         if i % 50 == 49 {
-                            std::thread::sleep(std::time::Duration::from_millis(2));
+                            let until =
+                                std::time::Instant::now() + std::time::Duration::from_secs(5);
+                            while std::fs::metadata(&path).map_or(0, |m| m.len()) > 4096
+                                && std::time::Instant::now() < until
+                            {
+                                std::thread::sleep(std::time::Duration::from_millis(1));
+                            }
                         }
                     }
                 })

@@ -3,10 +3,11 @@
 //! `max_workers` run at once: starting one more retires the least recently used idle worker,
 //! and when every worker is busy the event is refused as busy (the client evaluates it itself).
 
+use parking_lot::Mutex;
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use capt_hook_proto::{EventRequest, HostReply, Refusal, WorkerStatus};
@@ -123,13 +124,13 @@ impl Pool {
     }
 
     fn known_root(&self, root: &str, now: Instant) -> Option<PathBuf> {
-        let roots = self.roots.lock().unwrap_or_else(|p| p.into_inner());
+        let roots = self.roots.lock();
         let (path, at) = roots.get(root)?;
         (now.saturating_duration_since(*at) < ROOT_TTL).then(|| path.clone())
     }
 
     fn remember_root(&self, root: &str, resolved: &Path, now: Instant) {
-        let mut roots = self.roots.lock().unwrap_or_else(|p| p.into_inner());
+        let mut roots = self.roots.lock();
         // Expired entries go on every miss, so the map holds only the last second's roots.
         roots.retain(|_, (_, at)| now.saturating_duration_since(*at) < ROOT_TTL);
         roots.insert(root.to_owned(), (resolved.to_path_buf(), now));
@@ -263,7 +264,7 @@ impl Pool {
     /// Claims a place under the worker cap, retiring the least recently used idle worker when
     /// the cap is reached.
     fn claim_start(&self, key: &str) -> Result<Starting, NoWorker> {
-        let live = self.live.lock().unwrap_or_else(|p| p.into_inner());
+        let live = self.live.lock();
         let running: Vec<&Arc<Worker>> = live.values().filter(|w| !w.is_broken()).collect();
         if running.len() + self.starting.load(Ordering::SeqCst) >= self.max_workers {
             let Some(lru) = running
@@ -301,7 +302,7 @@ impl Pool {
         chosen: Option<Selection>,
     ) -> Result<Arc<Worker>, NoWorker> {
         let slot = {
-            let mut slots = self.slots.lock().unwrap_or_else(|p| p.into_inner());
+            let mut slots = self.slots.lock();
             Arc::clone(slots.entry(key.to_owned()).or_default())
         };
         let mut guard = tokio::time::timeout_at(reply_by.into(), slot.lock())
@@ -337,7 +338,7 @@ impl Pool {
         let generation = worker.generation;
         tracing::info!(key, root = %root.display(), pid = worker.pid, generation, "worker started");
         {
-            let mut live = self.live.lock().unwrap_or_else(|p| p.into_inner());
+            let mut live = self.live.lock();
             live.insert(generation, Arc::clone(&worker));
             // Counted as running from here; the claim is released under the same lock.
             drop(claim);
@@ -374,7 +375,7 @@ impl Pool {
             log: &self.log,
         };
         let start = Worker::spawn(spec, move |w: &Worker| {
-            let mut live = live.lock().unwrap_or_else(|p| p.into_inner());
+            let mut live = live.lock();
             live.remove(&w.generation);
             records.save_soon(live.values().map(|w| w.pid).collect());
         });
@@ -392,7 +393,7 @@ impl Pool {
         let live = Arc::clone(&self.live);
         let built = root.to_path_buf();
         self.builds.start(root, semantic, move || {
-            let live = live.lock().unwrap_or_else(|p| p.into_inner());
+            let live = live.lock();
             for w in live.values().filter(|w| w.root == built) {
                 tracing::info!(key = %w.key, pid = w.pid, "build ended; retiring the root's worker");
                 w.stop();
@@ -402,12 +403,7 @@ impl Pool {
 
     /// Every live worker.
     pub fn workers(&self) -> Vec<Arc<Worker>> {
-        self.live
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .values()
-            .cloned()
-            .collect()
+        self.live.lock().values().cloned().collect()
     }
 
     /// Status rows, sorted by key.
@@ -438,7 +434,7 @@ impl Pool {
             set.spawn(async move { w.retire().await });
         }
         while set.join_next().await.is_some() {}
-        self.slots.lock().unwrap_or_else(|p| p.into_inner()).clear();
+        self.slots.lock().clear();
     }
 
     /// Writes the worker records now, for a host about to stop. Each worker's exit queued a
@@ -446,7 +442,7 @@ impl Pool {
     /// found the last worker still recorded and paid a check and a rewrite (0.5-0.7 ms) before
     /// it could start the first event's worker.
     pub fn save_records_now(&self) {
-        let live = self.live.lock().unwrap_or_else(|p| p.into_inner());
+        let live = self.live.lock();
         self.records.save_now(live.values().map(|w| w.pid));
     }
 
@@ -460,7 +456,7 @@ impl Pool {
             }
         }
         // Forget slots whose worker is gone, so the map does not grow with every temp root.
-        let mut slots = self.slots.lock().unwrap_or_else(|p| p.into_inner());
+        let mut slots = self.slots.lock();
         slots.retain(|_, s| {
             s.try_lock()
                 .map(|w| w.as_ref().is_some_and(|w| !w.is_broken()))
@@ -560,7 +556,7 @@ mod tests {
         assert_eq!(pool.known_root(root, now + ROOT_TTL), None, "expired");
         // An expired entry is dropped when another root is resolved.
         pool.remember_root("/elsewhere", Path::new("/elsewhere"), now + ROOT_TTL);
-        assert_eq!(pool.roots.lock().unwrap().len(), 1);
+        assert_eq!(pool.roots.lock().len(), 1);
         assert_eq!(resolve(), b, "resolved again after the TTL");
     }
 

@@ -7,8 +7,9 @@
 //! `claude` ancestor, else the parent itself), whose descendants are sampled. Sampling runs on
 //! its own thread every interval and costs the event path one short map update per event.
 
+use parking_lot::Mutex;
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use capt_hook_proto::EventRequest;
@@ -134,7 +135,7 @@ impl Monitor {
         let Some(id) = session_id(&req.payload_raw) else {
             return;
         };
-        let mut sessions = self.sessions.lock().unwrap_or_else(|p| p.into_inner());
+        let mut sessions = self.sessions.lock();
         match sessions.get_mut(&id) {
             Some(s)
                 if s.client_ppid == req.client_ppid && s.root == req.root && s.env == req.env =>
@@ -168,7 +169,7 @@ impl Monitor {
     }
 
     fn snapshot(&self) -> Vec<(String, Session)> {
-        let mut sessions = self.sessions.lock().unwrap_or_else(|p| p.into_inner());
+        let mut sessions = self.sessions.lock();
         sessions.retain(|_, s| s.seen.elapsed() < FORGET);
         sessions
             .iter()
@@ -177,10 +178,7 @@ impl Monitor {
     }
 
     fn forget(&self, id: &str) {
-        self.sessions
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(id);
+        self.sessions.lock().remove(id);
     }
 }
 

@@ -1,9 +1,10 @@
 //! Durable records of live workers (`workers.json`), so a host that starts after a crash can
 //! reap the previous generation's workers instead of leaving them running.
 
+use parking_lot::Mutex;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -52,7 +53,7 @@ impl Records {
 
     /// Saves unless a later request (`seq` is this one's place) was written already.
     fn save_in_order(&self, seq: u64, pids: impl Iterator<Item = u32>) {
-        let mut written = self.written.lock().unwrap_or_else(|p| p.into_inner());
+        let mut written = self.written.lock();
         if *written > seq {
             return;
         }

@@ -5,10 +5,11 @@
 //! host's set here, and the build's own lock across processes). When one ends, the root's
 //! workers are retired so the next event starts whichever binary is now current.
 
+use parking_lot::Mutex;
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use capt_hook_rust_project::{Cache, Selection};
 
@@ -77,12 +78,7 @@ impl Builds {
         semantic: &BTreeMap<String, String>,
         done: impl FnOnce() + Send + 'static,
     ) {
-        if !self
-            .running
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(root.to_path_buf())
-        {
+        if !self.running.lock().insert(root.to_path_buf()) {
             return;
         }
         let log = Cache::for_root(root, capt_hook_rust_project::request_env(semantic)).log();
@@ -116,10 +112,7 @@ impl Builds {
                     tracing::error!(root = %root.display(), error = %e, "background build did not run")
                 }
             }
-            this.running
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .remove(&root);
+            this.running.lock().remove(&root);
             done();
         });
         tracing::info!(root = %root_shown.display(), cli = %self.cli.display(), "background build started");

@@ -11,10 +11,11 @@
 //! The request goes through `ureq` with rustls, the HTTP client the engine already links for
 //! its judges, so nothing outside the host has to be installed for it.
 
+use parking_lot::Mutex;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use capt_hook_proto::BUILD;
@@ -111,8 +112,8 @@ impl Updater {
         updater
     }
 
-    fn untold(&self) -> std::sync::MutexGuard<'_, Option<String>> {
-        self.untold.lock().unwrap_or_else(|p| p.into_inner())
+    fn untold(&self) -> parking_lot::MutexGuard<'_, Option<String>> {
+        self.untold.lock()
     }
 
     /// The newer release the last check found, if any.
@@ -159,7 +160,7 @@ impl Updater {
     /// request goes out, so other sessions (and hosts) wait a whole interval even when this
     /// check fails.
     fn claim(&self, settings: &Settings) -> bool {
-        let _guard = self.lock.lock().unwrap_or_else(|p| p.into_inner());
+        let _guard = self.lock.lock();
         let mut r = self.read();
         let now = capt_hook_proto::clock::now_unix_ms();
         let due = now.saturating_sub(r.checked_at_unix_ms) >= settings.interval.as_millis() as u64;
@@ -173,7 +174,7 @@ impl Updater {
 
     /// Records a check's result and logs it.
     fn settle(&self, found: Result<String, ReleaseError>, url: &str) {
-        let _guard = self.lock.lock().unwrap_or_else(|p| p.into_inner());
+        let _guard = self.lock.lock();
         let mut r = self.read();
         match found {
             Ok(latest) if is_newer(&latest, BUILD) => {
@@ -219,7 +220,7 @@ impl Updater {
         }
         let me = Arc::clone(self);
         drop(tokio::task::spawn_blocking(move || {
-            let _guard = me.lock.lock().unwrap_or_else(|p| p.into_inner());
+            let _guard = me.lock.lock();
             let mut r = me.read();
             r.notified = Some(latest);
             me.write(&r);

@@ -1,11 +1,12 @@
 //! One worker process as the host sees it: spawn and hello, events multiplexed by id over its
 //! stdin/stdout, and retirement (TERM, grace, KILL, reap).
 
+use parking_lot::Mutex;
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use capt_hook_proto::{
@@ -276,7 +277,7 @@ impl Worker {
             return Err(CallError::Broken("worker stdin closed".into()));
         }
         let outcome = tokio::time::timeout_at(reply_by, rx).await;
-        *self.last_used.lock().unwrap_or_else(|p| p.into_inner()) = Instant::now();
+        *self.last_used.lock() = Instant::now();
         match outcome {
             Ok(Ok(Ok(resp))) => Ok(resp),
             Ok(Ok(Err(e))) => Err(e),
@@ -300,15 +301,12 @@ impl Worker {
         if self.outstanding() > 0 {
             return Duration::ZERO;
         }
-        self.last_used
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .elapsed()
+        self.last_used.lock().elapsed()
     }
 
     /// When the last event finished (or the worker started).
     pub fn last_used(&self) -> Instant {
-        *self.last_used.lock().unwrap_or_else(|p| p.into_inner())
+        *self.last_used.lock()
     }
 
     /// True once the worker is retiring or gone.
@@ -329,8 +327,8 @@ impl Worker {
         let _ = reaped.wait_for(|r| *r).await;
     }
 
-    fn lock_pending(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Pending>> {
-        self.pending.lock().unwrap_or_else(|p| p.into_inner())
+    fn lock_pending(&self) -> parking_lot::MutexGuard<'_, HashMap<u64, Pending>> {
+        self.pending.lock()
     }
 
     fn death_note(&self) -> String {

@@ -18,7 +18,7 @@ use capt_hook_proto::{
 fn main() {
     let mode = std::env::var("FAKE_WORKER_MODE").unwrap_or_default();
     let mut input = std::io::stdin().lock();
-    let out = std::sync::Arc::new(std::sync::Mutex::new(std::io::stdout()));
+    let out = std::sync::Arc::new(parking_lot::Mutex::new(std::io::stdout()));
     let Ok(Some(_hello)) = read_frame(&mut input, MAX_FRAME) else {
         return;
     };
@@ -76,7 +76,7 @@ fn main() {
                 send(&out, &encode(&WorkerFrame::Result { id, response }));
             }
             "garbage" => {
-                let mut o = out.lock().unwrap_or_else(|p| p.into_inner());
+                let mut o = out.lock();
                 let _ = o.write_all(b"\x00\x00\x00\x05nope!");
                 let _ = o.flush();
             }
@@ -85,7 +85,7 @@ fn main() {
     }
 }
 
-fn send(out: &std::sync::Mutex<std::io::Stdout>, body: &[u8]) {
-    let mut o = out.lock().unwrap_or_else(|p| p.into_inner());
+fn send(out: &parking_lot::Mutex<std::io::Stdout>, body: &[u8]) {
+    let mut o = out.lock();
     let _ = write_frame(&mut *o, body);
 }

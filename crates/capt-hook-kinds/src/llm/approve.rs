@@ -121,16 +121,13 @@ type RulesCache =
 /// The auto-mode rules in force for the event's project, asked of the `claude` CLI at most once
 /// per [`RULES_TTL`] (a failure too: a missing CLI is not asked on every dialog), else ours.
 fn claude_rules(evt: &Event, claude: &capt_hook_llm::claude::Claude) -> Arc<AutoModeRules> {
-    static CACHE: std::sync::Mutex<RulesCache> = std::sync::Mutex::new(BTreeMap::new());
+    static CACHE: parking_lot::Mutex<RulesCache> = parking_lot::Mutex::new(BTreeMap::new());
     let key = (
         claude.program.clone(),
         evt.project_root().map(std::path::Path::to_path_buf),
     );
     let now = std::time::Instant::now();
-    if let Some((at, rules)) = CACHE
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .get(&key)
+    if let Some((at, rules)) = CACHE.lock().get(&key)
         && now.duration_since(*at) < RULES_TTL
     {
         return Arc::clone(rules);
@@ -148,10 +145,7 @@ fn claude_rules(evt: &Event, claude: &capt_hook_llm::claude::Claude) -> Arc<Auto
         }
     };
     let rules = Arc::new(rules);
-    CACHE
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .insert(key, (now, Arc::clone(&rules)));
+    CACHE.lock().insert(key, (now, Arc::clone(&rules)));
     rules
 }
 

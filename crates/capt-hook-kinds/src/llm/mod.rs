@@ -202,28 +202,21 @@ pub const GENERAL_SPECIALTY: &str = "general";
 
 /// Each loaded project's specialties, by project root: set when the project loads, read by its
 /// judges (a worker serves one project; `capt-hook run` loads one).
-static SPECIALTIES: std::sync::Mutex<std::collections::BTreeMap<PathBuf, Arc<Specialties>>> =
-    std::sync::Mutex::new(std::collections::BTreeMap::new());
+static SPECIALTIES: parking_lot::Mutex<std::collections::BTreeMap<PathBuf, Arc<Specialties>>> =
+    parking_lot::Mutex::new(std::collections::BTreeMap::new());
 
 /// Records the specialties of the project at `root`: the registration point through which
 /// loading a project (`capt-hook-serve`, which reads its `config.toml`) tells its judges.
 pub fn set_specialties(root: &std::path::Path, specialties: Specialties) {
     SPECIALTIES
         .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
         .insert(root.to_path_buf(), Arc::new(specialties));
 }
 
 /// The specialties of the event's project (the built-in ones for a project never loaded).
 fn specialties(evt: &Event) -> Arc<Specialties> {
     evt.project_root()
-        .and_then(|root| {
-            SPECIALTIES
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .get(root)
-                .cloned()
-        })
+        .and_then(|root| SPECIALTIES.lock().get(root).cloned())
         .unwrap_or_default()
 }
 

@@ -7,13 +7,14 @@
 //! abandoned there. Async hooks run after the reply on a fixed background lane with a bounded
 //! queue and their own deadline, so they never hold an event thread.
 
+use crossbeam_channel::{Receiver, Sender, TrySendError};
+use parking_lot::Mutex;
 use std::fs::File;
 use std::io::Write;
 use std::os::fd::AsFd;
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::mpsc::{self, SyncSender, TrySendError};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::project::Project;
@@ -216,7 +217,7 @@ type Job = Box<dyn FnOnce() + Send>;
 #[derive(Clone, Default)]
 struct EventThreads {
     /// Spare threads, each waiting on its own channel for the next event.
-    spare: Arc<Mutex<Vec<mpsc::Sender<Job>>>>,
+    spare: Arc<Mutex<Vec<Sender<Job>>>>,
 }
 
 impl EventThreads {
@@ -232,7 +233,7 @@ impl EventThreads {
             match spare.send(job) {
                 Ok(()) => return Ok(()),
                 // That thread is gone; try the next spare one.
-                Err(mpsc::SendError(back)) => job = back,
+                Err(crossbeam_channel::SendError(back)) => job = back,
             }
         }
         self.start(Some(job))
@@ -254,7 +255,7 @@ impl EventThreads {
     /// An event thread's life: its first job (if it was started with one), then as a spare
     /// until there are enough spares.
     fn serve(&self, first: Option<Job>) {
-        let (tx, rx) = mpsc::channel::<Job>();
+        let (tx, rx) = crossbeam_channel::unbounded::<Job>();
         let mut next = first;
         loop {
             if let Some(job) = next.take() {
@@ -274,8 +275,8 @@ impl EventThreads {
         }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<mpsc::Sender<Job>>> {
-        self.spare.lock().unwrap_or_else(|p| p.into_inner())
+    fn lock(&self) -> parking_lot::MutexGuard<'_, Vec<Sender<Job>>> {
+        self.spare.lock()
     }
 }
 
@@ -287,32 +288,29 @@ type AsyncRun = (Arc<Project>, EventRequest);
 /// is on its first event's path).
 #[derive(Clone)]
 struct Background {
-    queue: SyncSender<AsyncRun>,
-    /// The queue's far end, shared by the threads once the first run is queued.
-    rx: Arc<Mutex<mpsc::Receiver<AsyncRun>>>,
+    queue: Sender<AsyncRun>,
+    /// The queue's far end, which every lane thread takes from once the first run is queued.
+    rx: Receiver<AsyncRun>,
     started: Arc<std::sync::Once>,
 }
 
 impl Background {
     fn start() -> Background {
-        let (queue, rx) = mpsc::sync_channel::<AsyncRun>(BACKGROUND_QUEUE);
+        let (queue, rx) = crossbeam_channel::bounded::<AsyncRun>(BACKGROUND_QUEUE);
         Background {
             queue,
-            rx: Arc::new(Mutex::new(rx)),
+            rx,
             started: Arc::new(std::sync::Once::new()),
         }
     }
 
     fn spawn_threads(&self) {
         for i in 0..BACKGROUND_THREADS {
-            let rx = Arc::clone(&self.rx);
+            let rx = self.rx.clone();
             let spawned = std::thread::Builder::new()
                 .name(format!("capt-hook-async-{i}"))
                 .spawn(move || {
-                    loop {
-                        // Hold the lock only to take a run, not while running it.
-                        let next = rx.lock().unwrap_or_else(|p| p.into_inner()).recv();
-                        let Ok((project, request)) = next else { return };
+                    for (project, request) in rx {
                         run_async_hooks(&project, &request, Instant::now() + ASYNC_TIMEOUT);
                     }
                 });
@@ -341,7 +339,7 @@ impl Background {
 
 fn send(out: &Out, frame: &WorkerFrame) {
     let body = encode(frame);
-    let mut f = out.lock().unwrap_or_else(|p| p.into_inner());
+    let mut f = out.lock();
     if let Err(e) = write_frame(&mut *f, &body) {
         // The host closed our stdout: it is gone or retiring us; exit follows at stdin EOF.
         eprintln!("capt-hook-worker: writing a frame: {e}");
@@ -363,7 +361,7 @@ mod tests {
     use super::*;
     use capt_hook_core::EventKind;
     use capt_hook_engine::{Registry, on};
-    use std::sync::Condvar;
+    use parking_lot::Condvar;
 
     /// Both tests count the process's threads, so they must not overlap.
     static SERIAL: Mutex<()> = Mutex::new(());
@@ -406,7 +404,7 @@ mod tests {
     #[test]
     fn event_threads_run_every_event_at_once_and_are_reused() {
         // It starts threads named like the engine's, which the other tests here count.
-        let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+        let _serial = SERIAL.lock();
         let threads = EventThreads::new();
         let n = SPARE_EVENT_THREADS * 3;
         let gate = Arc::new((Mutex::new(false), Condvar::new()));
@@ -415,23 +413,21 @@ mod tests {
             let (gate, ids) = (Arc::clone(&gate), Arc::clone(&ids));
             threads
                 .run(Box::new(move || {
-                    ids.lock().unwrap().insert(std::thread::current().id());
+                    ids.lock().insert(std::thread::current().id());
                     // Held until every job is running (bounded, so a failure cannot hang).
                     let (lock, cv) = &*gate;
-                    let open = lock.lock().unwrap();
-                    let _ = cv
-                        .wait_timeout_while(open, Duration::from_secs(20), |open| !*open)
-                        .unwrap();
+                    let mut open = lock.lock();
+                    cv.wait_while_for(&mut open, |open| !*open, Duration::from_secs(20));
                 }))
                 .unwrap();
         }
         let until = Instant::now() + Duration::from_secs(10);
-        while ids.lock().unwrap().len() < n && Instant::now() < until {
+        while ids.lock().len() < n && Instant::now() < until {
             std::thread::sleep(Duration::from_millis(5));
         }
-        let running = ids.lock().unwrap().len();
+        let running = ids.lock().len();
         let (lock, cv) = &*gate;
-        *lock.lock().unwrap() = true;
+        *lock.lock() = true;
         cv.notify_all();
         assert_eq!(running, n, "events waited behind other events");
         // Finished threads keep at most the spare count.
@@ -442,8 +438,8 @@ mod tests {
         std::thread::sleep(Duration::from_millis(50));
         assert_eq!(threads.lock().len(), SPARE_EVENT_THREADS);
         // One at a time, events run on the spare threads: no new thread starts.
-        let seen = ids.lock().unwrap().clone();
-        let (tx, rx) = mpsc::channel();
+        let seen = ids.lock().clone();
+        let (tx, rx) = crossbeam_channel::unbounded();
         for _ in 0..50 {
             let tx = tx.clone();
             threads
@@ -459,7 +455,7 @@ mod tests {
     /// A spare started before any event takes the first one: no thread starts for it.
     #[test]
     fn a_spare_thread_takes_the_first_event() {
-        let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+        let _serial = SERIAL.lock();
         let pool = EventThreads::new();
         let before = threads();
         pool.spare().unwrap();
@@ -468,7 +464,7 @@ mod tests {
             std::thread::sleep(Duration::from_millis(2));
         }
         assert_eq!(pool.lock().len(), 1, "the spare did not register");
-        let (tx, rx) = mpsc::channel();
+        let (tx, rx) = crossbeam_channel::unbounded();
         pool.run(Box::new(move || {
             tx.send(std::thread::current().id()).unwrap()
         }))
@@ -481,7 +477,7 @@ mod tests {
     /// the engine's handler pool; the rest queue (boundedly) or are dropped.
     #[test]
     fn stuck_async_handlers_do_not_grow_threads() {
-        let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+        let _serial = SERIAL.lock();
         let gate = Arc::new((Mutex::new(false), Condvar::new()));
         let started = Arc::new(AtomicUsize::new(0));
         let mut reg = Registry::new();
@@ -491,11 +487,9 @@ mod tests {
             on(&[EventKind::PostToolUse], move |_| {
                 s.fetch_add(1, Ordering::SeqCst);
                 let (lock, cv) = &*g;
-                let open = lock.lock().unwrap();
+                let mut open = lock.lock();
                 // Bounded so a failing test cannot hang the suite.
-                let _ = cv
-                    .wait_timeout_while(open, Duration::from_secs(20), |open| !*open)
-                    .unwrap();
+                cv.wait_while_for(&mut open, |open| !*open, Duration::from_secs(20));
                 Ok(None)
             })
             .name("stuck")
@@ -520,7 +514,7 @@ mod tests {
         );
         assert!(started.load(Ordering::SeqCst) <= BACKGROUND_THREADS);
         let (lock, cv) = &*gate;
-        *lock.lock().unwrap() = true;
+        *lock.lock() = true;
         cv.notify_all();
     }
 
@@ -529,7 +523,7 @@ mod tests {
     /// their deadline has passed instead of running late.
     #[test]
     fn stuck_handlers_are_abandoned_and_their_queue_is_skipped() {
-        let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+        let _serial = SERIAL.lock();
         let gate = Arc::new((Mutex::new(false), Condvar::new()));
         let started = Arc::new(AtomicUsize::new(0));
         let mut reg = Registry::new();
@@ -540,10 +534,8 @@ mod tests {
                 on(&[EventKind::PostToolUse], move |_| {
                     s.fetch_add(1, Ordering::SeqCst);
                     let (lock, cv) = &*g;
-                    let open = lock.lock().unwrap();
-                    let _ = cv
-                        .wait_timeout_while(open, Duration::from_secs(20), |open| !*open)
-                        .unwrap();
+                    let mut open = lock.lock();
+                    cv.wait_while_for(&mut open, |open| !*open, Duration::from_secs(20));
                     Ok(None)
                 })
                 .name(format!("stuck {i}")),
@@ -563,7 +555,7 @@ mod tests {
         assert!(ran <= 16, "{ran} handlers ran at once");
         assert!(threads() <= before + 16, "the handler pool grew");
         let (lock, cv) = &*gate;
-        *lock.lock().unwrap() = true;
+        *lock.lock() = true;
         cv.notify_all();
         std::thread::sleep(Duration::from_millis(300));
         assert_eq!(

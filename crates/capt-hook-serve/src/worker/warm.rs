@@ -1,8 +1,9 @@
 //! One project's hooks kept loaded, reloaded when a hook file changes, and the translation of an
 //! engine evaluation into the wire's [`EventResponse`].
 
+use parking_lot::Mutex;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Instant;
 
 use crate::project::default_hooks_dir;
@@ -66,7 +67,7 @@ impl Warm {
     /// the lock, so concurrent events reload once, not N times.
     pub fn project(&self) -> (Arc<Project>, bool) {
         let (project, stale) = {
-            let current = self.current.lock().unwrap_or_else(|p| p.into_inner());
+            let current = self.current.lock();
             (Arc::clone(&current.project), current.stale)
         };
         let rust_changed = || {
@@ -77,7 +78,7 @@ impl Warm {
         if (stale || !rust_changed()) && !project.is_stale() {
             return (project, stale);
         }
-        let mut current = self.current.lock().unwrap_or_else(|p| p.into_inner());
+        let mut current = self.current.lock();
         let went_stale = !current.stale && rust_changed();
         if went_stale || current.project.is_stale() {
             current.stale |= went_stale;
