@@ -95,6 +95,10 @@ pub enum Condition {
     },
     /// Every command of the line is (or is not) known to be read-only.
     ReadOnlyCommand(bool),
+    /// Some `rm` target of the line has one of these risks, judged on disk now.
+    Deletes(Vec<crate::deletes::DeleteRisk>),
+    /// An executable of this name is on the `PATH` (the request's, else this process's).
+    OnPath(String),
     /// An earlier Bash call ran a command whose unwrapped argv starts with these tokens.
     RanCommand(Tokens),
     /// An earlier edit of the main agent targeted a matching file.
@@ -230,6 +234,11 @@ impl fmt::Display for Condition {
                 ),
             },
             Condition::ReadOnlyCommand(b) => write!(f, "{{ read_only_command = {b} }}"),
+            Condition::Deletes(risks) => {
+                let names: Vec<String> = risks.iter().map(|r| r.name().to_owned()).collect();
+                write!(f, "{{ deletes = {} }}", list(&names))
+            }
+            Condition::OnPath(program) => write!(f, "{{ on_path = {program:?} }}"),
             Condition::RanCommand(t) => write!(f, "{{ ran_command = {t}{} }}", exact(t)),
             Condition::TouchedFile(g) => write!(f, "{{ touched_file = {} }}", list(g)),
             Condition::TouchedThisFile { since: None } => {
@@ -356,6 +365,7 @@ impl Condition {
             | Condition::FilePath { .. }
             | Condition::SourceEdits { .. }
             | Condition::ReadOnlyCommand(true)
+            | Condition::Deletes(_)
             | Condition::TouchedThisFile { .. }
             | Condition::TestFile(true) => true,
             Condition::Custom { reads_tool, .. } => *reads_tool,
@@ -482,6 +492,18 @@ impl Condition {
                     .is_some_and(crate::readonly::is_read_only);
                 is == *want
             }
+            Condition::Deletes(wanted) => {
+                let Some(line) = evt.command_line() else {
+                    return false;
+                };
+                // Several hooks ask about the same line: the disk is read once per event.
+                let found = evt.memo("deletes", || {
+                    let cwd = evt.cwd().map(std::path::Path::new).or(evt.project_root());
+                    crate::deletes::risks(line, cwd, &capt_hook_proto::paths::home())
+                });
+                found.iter().any(|r| wanted.contains(r))
+            }
+            Condition::OnPath(program) => on_path(evt, program),
             Condition::RanCommand(tokens) => evt
                 .transcript()
                 .session()
@@ -604,6 +626,29 @@ pub fn is_waiting(evt: &Event) -> bool {
     let tools = crate::history::waiting_tools();
     let tools: Vec<&str> = tools.iter().map(String::as_str).collect();
     evt.transcript().waiting(&tools).is_waiting()
+}
+
+/// True when `program` is an executable file in a directory of the `PATH`: the request's own
+/// when the event came through the host with one, else this process's.
+fn on_path(evt: &Event, program: &str) -> bool {
+    let path = match evt
+        .context()
+        .request_env
+        .as_ref()
+        .and_then(|e| e.get("PATH"))
+    {
+        Some(p) => std::ffi::OsString::from(p),
+        None => match std::env::var_os("PATH") {
+            Some(p) => p,
+            None => return false,
+        },
+    };
+    std::env::split_paths(&path).any(|dir| is_executable(&dir.join(program)))
+}
+
+fn is_executable(file: &std::path::Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(file).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
 fn in_project(evt: &Event) -> bool {

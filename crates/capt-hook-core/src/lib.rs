@@ -4,6 +4,7 @@
 
 pub mod capped;
 pub mod condition;
+pub mod deletes;
 pub mod edit;
 pub mod env;
 pub mod envelope;

@@ -39,8 +39,10 @@ pub const BUILTINS: &[Builtin] = &[
         "general",
         [
             "commands.toml",
+            "deletions.toml",
             "models.toml",
             "plans.toml",
+            "sessions.toml",
             "stops.toml",
             "tasks.toml"
         ]

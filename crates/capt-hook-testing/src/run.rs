@@ -117,7 +117,7 @@ pub fn run_test(hook: &Hook, test: &InlineTest, root: Option<&Path>) -> TestOutc
         skip_permissions: test.input.skip_permissions,
         state_root: Some(scratch.path().to_path_buf()),
         origin_pid: None,
-        request_env: None,
+        request_env: test.input.env.clone().map(std::sync::Arc::new),
     };
     let evt = match Event::new(event, payload, context) {
         Ok(e) => e,

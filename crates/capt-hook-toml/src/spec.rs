@@ -407,6 +407,11 @@ pub enum ConditionSpec {
     Annotated(AnnotatedSpec),
     /// Every command in the line is (or is not) a known read-only program.
     ReadOnlyCommand(bool),
+    /// Some `rm` target of the line, resolved and read on disk now, has one of these risks:
+    /// `root`, `home`, `repo_root`, `contains_repo`, `outside_repo`, `broad_glob`.
+    Deletes(OneOrMany<String>),
+    /// An executable of this name is on the `PATH`.
+    OnPath(String),
     /// The edit's new text contains a structural (ast-grep) match.
     Pattern(PatternCondSpec),
     /// An earlier Bash call ran a command whose unwrapped argv starts with these tokens.

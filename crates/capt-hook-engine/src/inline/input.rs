@@ -65,6 +65,9 @@ pub struct Input {
     pub llm: Option<Map<String, Value>>,
     /// Permission tickets in the project's store before the event (`tickets` hooks).
     pub tickets: Option<Vec<TicketInput>>,
+    /// The request's environment, as the host hands a worker the client's (`on_path` reads its
+    /// `PATH`); unset, the test process's own environment applies.
+    pub env: Option<std::collections::BTreeMap<String, String>>,
 }
 
 /// A permission ticket an inline test puts in the store before its event: minted `age` ago,

@@ -110,6 +110,35 @@ pub fn compile_condition(spec: &ConditionSpec, field: &str) -> Result<Condition,
             },
         },
         ConditionSpec::ReadOnlyCommand(b) => Condition::ReadOnlyCommand(*b),
+        ConditionSpec::Deletes(names) => {
+            let mut risks = Vec::new();
+            for name in names.to_vec() {
+                let Some(risk) = capt_hook_core::deletes::DeleteRisk::parse(&name) else {
+                    let known: Vec<&str> = capt_hook_core::deletes::DeleteRisk::ALL
+                        .iter()
+                        .map(|r| r.name())
+                        .collect();
+                    return Err(err(
+                        sub("deletes"),
+                        format!(
+                            "unknown risk {name:?}; expected one of {}",
+                            known.join(", ")
+                        ),
+                    ));
+                };
+                risks.push(risk);
+            }
+            if risks.is_empty() {
+                return Err(err(sub("deletes"), "name at least one risk"));
+            }
+            Condition::Deletes(risks)
+        }
+        ConditionSpec::OnPath(program) => {
+            if program.is_empty() || program.contains('/') {
+                return Err(err(sub("on_path"), "name a program, without a directory"));
+            }
+            Condition::OnPath(program.clone())
+        }
         ConditionSpec::Pattern(p) => {
             let (pattern, lang, project_only) = match p {
                 PatternCondSpec::Pattern(p) => (p, None, true),
