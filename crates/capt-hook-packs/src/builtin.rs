@@ -40,11 +40,18 @@ pub const BUILTINS: &[Builtin] = &[
         [
             "commands.toml",
             "deletions.toml",
+            "detours.toml",
+            "docs.toml",
             "models.toml",
             "plans.toml",
+            "prompts.toml",
+            "questions.toml",
+            "review.toml",
             "sessions.toml",
             "stops.toml",
-            "tasks.toml"
+            "tasks.toml",
+            "tombstones.toml",
+            "tools.toml"
         ]
     ),
     pack!("fixes", ["scratch.toml"]),
