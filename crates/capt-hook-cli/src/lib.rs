@@ -343,10 +343,22 @@ fn prepare(
     }
 }
 
+/// A load error for a terminal: the one-line form first (what scripts grep for), then the
+/// file's lines with the span underlined when the error has one.
+fn shown(e: &LoadError) -> String {
+    let one_line = e.to_string();
+    let rendered = e.render();
+    if rendered == one_line {
+        one_line
+    } else {
+        format!("{one_line}\n{rendered}")
+    }
+}
+
 fn report_load_errors(errors: &[LoadError]) {
     for e in errors {
         tracing::error!(error = %e, "hook file did not load");
-        eprintln!("capt-hook: {e}");
+        eprintln!("capt-hook: {}", shown(e));
     }
 }
 
@@ -532,7 +544,7 @@ fn check(root: &Option<PathBuf>, hooks: &Option<PathBuf>) -> anyhow::Result<Exit
         errors.push(e);
     }
     for e in &errors {
-        eprintln!("{e}");
+        eprintln!("{}", shown(e));
     }
     let files = files.map(|f| f.len()).unwrap_or(0);
     for warning in registry

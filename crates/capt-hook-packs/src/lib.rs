@@ -99,6 +99,7 @@ pub fn read_config(hooks_dir: &Path) -> Result<Config, LoadError> {
             line,
             column,
             field: None,
+            span: e.span(),
             message: e.message().to_owned(),
         }
     })
@@ -121,6 +122,7 @@ fn whole(file: &Path, message: String) -> LoadError {
         line: 0,
         column: 0,
         field: None,
+        span: None,
         message,
     }
 }
@@ -433,6 +435,7 @@ fn read_pack_dir(
             line,
             column,
             field: None,
+            span: e.span(),
             message: e.message().to_owned(),
         }
     })?;

@@ -181,6 +181,7 @@ impl Project {
                 line: 0,
                 column: 0,
                 field: None,
+                span: None,
                 message: "the named hooks directory does not exist".into(),
             };
             tracing::error!(error = %e, "hook file did not load");

@@ -44,6 +44,7 @@ pub fn check_specialties_in(
                                 line,
                                 column,
                                 field: Some(format!("llm.specialties.{name}.models")),
+                                span: Some(m.span()),
                                 message: "give three model names: small, medium, large".into(),
                             });
                             continue;
@@ -98,6 +99,7 @@ pub fn check_specialties_in(
             line,
             column,
             field: Some(field),
+            span: None,
             message,
         });
     }

@@ -125,12 +125,17 @@ impl<'t> Located<'t> {
     }
 
     pub(super) fn raw_error(&self, path: &Path, e: RawError) -> LoadError {
-        let (line, column) = e.span.map(|s| self.line_col(s.start)).unwrap_or((1, 1));
+        let (line, column) = e
+            .span
+            .as_ref()
+            .map(|s| self.line_col(s.start))
+            .unwrap_or((1, 1));
         LoadError {
             file: path.to_path_buf(),
             line,
             column,
             field: e.field,
+            span: e.span,
             message: e.message,
         }
     }
@@ -142,6 +147,7 @@ impl<'t> Located<'t> {
             line,
             column,
             field: Some(format!("hook[{}].{}", e.index, e.error.field)),
+            span: Some(e.span),
             message: e.error.message,
         }
     }

@@ -44,6 +44,9 @@ pub struct LoadError {
     pub column: usize,
     /// The field at fault, as a path (`hook[2].only_if[0].command`).
     pub field: Option<String>,
+    /// The bytes of the file the error points at, when known: [`LoadError::render`] underlines
+    /// them.
+    pub span: Option<std::ops::Range<usize>>,
     /// What is wrong.
     pub message: String,
 }
@@ -58,6 +61,40 @@ impl fmt::Display for LoadError {
             Some(field) => write!(f, ": {field}: {}", self.message),
             None => write!(f, ": {}", self.message),
         }
+    }
+}
+
+impl LoadError {
+    /// The error as a terminal shows it: the one-line form, then the file's lines around the
+    /// span with the span underlined (`capt-hook test`, `run`, `explain`). The file is read
+    /// again here, so an error that has no span, or whose file is gone or changed under the
+    /// span, is shown in its one-line form.
+    pub fn render(&self) -> String {
+        use annotate_snippets::{Level, Renderer, Snippet};
+        let Some(span) = self.span.clone() else {
+            return self.to_string();
+        };
+        let Ok(text) = std::fs::read_to_string(&self.file) else {
+            return self.to_string();
+        };
+        if span.end > text.len()
+            || !text.is_char_boundary(span.start)
+            || !text.is_char_boundary(span.end)
+        {
+            return self.to_string();
+        }
+        let title = match &self.field {
+            Some(field) => format!("{field}: {}", self.message),
+            None => self.message.clone(),
+        };
+        let origin = self.file.display().to_string();
+        let report = Level::Error.title(&title).snippet(
+            Snippet::source(&text)
+                .origin(&origin)
+                .fold(true)
+                .annotation(Level::Error.span(span)),
+        );
+        Renderer::plain().render(report).to_string()
     }
 }
 
@@ -101,6 +138,7 @@ pub fn load_dir(dir: &Path, registry: &mut Registry) -> Vec<LoadError> {
                 line: 0,
                 column: 0,
                 field: None,
+                span: None,
                 message: format!("cannot list the hooks directory: {e}"),
             }];
         }
@@ -119,6 +157,7 @@ pub fn load_file(path: &Path, registry: &mut Registry) -> Vec<LoadError> {
         line: 0,
         column: 0,
         field: None,
+        span: None,
         message,
     };
     let bytes = match std::fs::read(path) {
@@ -255,6 +294,47 @@ mod tests {
         assert_eq!(line, 2);
         assert_eq!(field.as_deref(), Some("hook[0].kind"));
         assert!(message.contains("gatez"), "{message}");
+    }
+
+    /// A located error renders the file's line with its span underlined; one the file no
+    /// longer holds (or with no span) falls back to the one-line form.
+    #[test]
+    fn errors_render_the_line_with_the_span_underlined() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("guards.toml");
+        let text = "[[hook]]\nkind = \"deny\"\nreason = \"r\"\n  colour = 1\n";
+        std::fs::write(&path, text).unwrap();
+        let errors = load_file(&path, &mut Registry::new());
+        assert_eq!(errors.len(), 1, "{errors:?}");
+        let shown = errors[0].render();
+        assert!(
+            shown.contains("hook[0].colour: unknown field `colour`"),
+            "{shown}"
+        );
+        assert!(
+            shown.contains(&format!("{}:4:3", path.display())),
+            "{shown}"
+        );
+        assert!(shown.contains("4 |   colour = 1"), "{shown}");
+        // The caret sits under the key, as long as the key.
+        let caret = shown.lines().find(|l| l.contains('^')).unwrap();
+        assert_eq!(
+            caret.trim_start_matches([' ', '|']).trim_end(),
+            "^^^^^^",
+            "{shown}"
+        );
+        assert!(
+            caret.find('^').unwrap()
+                == shown
+                    .lines()
+                    .find(|l| l.contains("colour = 1"))
+                    .unwrap()
+                    .find("colour")
+                    .unwrap(),
+            "{shown}"
+        );
+        std::fs::write(&path, "").unwrap();
+        assert_eq!(errors[0].render(), errors[0].to_string());
     }
 
     /// Serde's own path locates every kind of error a table can have.
