@@ -109,6 +109,11 @@ vars! {
     XDG_CACHE_HOME, read_by: "all", default: "`~/.cache`";
     /// The user's runtime directory; the host socket lives under it when set.
     XDG_RUNTIME_DIR, read_by: "hook, capt-hookd, capt-hook", default: "the host state directory";
+    /// The seed of the property tests (`cargo test`): a number, or `random` for a new one each
+    /// run (printed, so a failure can be replayed). CI runs the fixed seed.
+    CAPT_HOOK_FUZZ_SEED, read_by: "the test suite", default: "a fixed seed";
+    /// Multiplies every property test's cases, for a long local run.
+    CAPT_HOOK_FUZZ_CASES, read_by: "the test suite", default: "1";
     /// The user's home: the state, log and socket defaults hang off it.
     HOME, read_by: "all", default: "`/`";
     /// The user's configuration directory; `capt-hook helper install` puts the systemd user

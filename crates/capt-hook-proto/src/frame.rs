@@ -176,159 +176,118 @@ mod tests {
         assert!(read_frame(&mut r, crate::MAX_FRAME).is_err());
     }
 
-    /// A small xorshift generator, so the property tests need no extra dependency.
-    struct Rng(u64);
-    impl Rng {
-        fn next(&mut self) -> u64 {
-            self.0 ^= self.0 << 13;
-            self.0 ^= self.0 >> 7;
-            self.0 ^= self.0 << 17;
-            self.0
-        }
+    use proptest::prelude::*;
+    use proptest::sample::Index;
+
+    use crate::fuzz::config;
+
+    /// Decodes `body` as every message the framing carries; none may panic.
+    fn decode_all(body: &[u8]) {
+        let _ = decode::<crate::HostRequest>(body);
+        let _ = decode::<crate::HostReply>(body);
+        let _ = decode::<crate::WorkerFrame>(body);
+        let _ = decode::<crate::EventRequest>(body);
     }
 
-    #[test]
-    fn random_streams_never_panic() {
-        let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
-        for _ in 0..20_000 {
-            let n = (rng.next() % 64) as usize;
-            let mut bytes: Vec<u8> = (0..n).map(|_| rng.next() as u8).collect();
-            // Half the time, make the length prefix plausible so bodies get decoded too.
-            if n >= 4 && rng.next().is_multiple_of(2) {
-                let len = (n - 4) as u32;
+    proptest! {
+        #![proptest_config(config(4096))]
+
+        /// Short random byte streams, half of them with a plausible length prefix so bodies
+        /// get decoded too: reading and decoding never panic.
+        #[test]
+        fn random_streams_never_panic(
+            mut bytes in prop::collection::vec(any::<u8>(), 0..64),
+            plausible in any::<bool>(),
+        ) {
+            if bytes.len() >= 4 && plausible {
+                let len = (bytes.len() - 4) as u32;
                 bytes[..4].copy_from_slice(&len.to_be_bytes());
             }
             let mut r = &bytes[..];
             while let Ok(Some(body)) = read_frame(&mut r, 1024) {
-                let _ = decode::<crate::HostRequest>(&body);
-                let _ = decode::<crate::HostReply>(&body);
-                let _ = decode::<crate::WorkerFrame>(&body);
-                let _ = decode::<crate::EventRequest>(&body);
+                decode_all(&body);
             }
         }
     }
 
-    #[test]
-    fn mutated_valid_frames_never_panic() {
-        let req = crate::tests::sample_request();
-        let good = encode(&crate::HostRequest::event(7, req));
-        let mut rng = Rng(42);
-        for _ in 0..20_000 {
-            let mut body = good.clone();
-            for _ in 0..(1 + rng.next() % 4) {
-                if body.is_empty() {
-                    break;
-                }
-                let i = (rng.next() as usize) % body.len();
-                match rng.next() % 3 {
-                    0 => body[i] = rng.next() as u8,
-                    1 => {
-                        body.remove(i);
+    /// Tokens spliced into messages: a lone surrogate escape, JSON punctuation, a number past
+    /// `f64`, a byte-order mark.
+    const SPLICES: [&[u8]; 8] = [
+        b"\\ud800",
+        b"\"",
+        b"{",
+        b"[",
+        b"}",
+        b"null",
+        b"1e999999",
+        b"\xef\xbb\xbf",
+    ];
+
+    /// One edit of a message; positions are fractions of its length at the time, so an edit
+    /// list shrinks to fewer and smaller edits.
+    #[derive(Debug, Clone)]
+    enum Edit {
+        Set(Index, u8),
+        Remove(Index),
+        Truncate(Index),
+        Splice(Index, Index),
+        /// Opens this many arrays (or objects): deep nesting must not overflow the stack.
+        Nest(Index, usize, bool),
+        Duplicate(Index, usize),
+    }
+
+    fn edit() -> impl Strategy<Value = Edit> {
+        prop_oneof![
+            (any::<Index>(), any::<u8>()).prop_map(|(i, b)| Edit::Set(i, b)),
+            any::<Index>().prop_map(Edit::Remove),
+            any::<Index>().prop_map(Edit::Truncate),
+            (any::<Index>(), any::<Index>()).prop_map(|(i, s)| Edit::Splice(i, s)),
+            (any::<Index>(), 0usize..5000, any::<bool>()).prop_map(|(i, d, a)| Edit::Nest(i, d, a)),
+            (any::<Index>(), 0usize..64).prop_map(|(i, n)| Edit::Duplicate(i, n)),
+        ]
+    }
+
+    fn apply(mut body: Vec<u8>, edits: &[Edit]) -> Vec<u8> {
+        for e in edits {
+            // A position between bytes (0..=len), and one on a byte when there is one.
+            let between = |i: &Index, len: usize| i.index(len + 1);
+            let on = |i: &Index, len: usize| (len > 0).then(|| i.index(len));
+            match e {
+                Edit::Set(i, b) => {
+                    if let Some(k) = on(i, body.len()) {
+                        body[k] = *b;
                     }
-                    _ => body.truncate(i.max(1)),
+                }
+                Edit::Remove(i) => {
+                    if let Some(k) = on(i, body.len()) {
+                        body.remove(k);
+                    }
+                }
+                Edit::Truncate(i) => body.truncate(between(i, body.len()).max(1)),
+                Edit::Splice(i, s) => {
+                    let k = between(i, body.len());
+                    body.splice(k..k, s.get(&SPLICES[..]).iter().copied());
+                }
+                Edit::Nest(i, depth, array) => {
+                    let k = between(i, body.len());
+                    let open = if *array { b'[' } else { b'{' };
+                    body.splice(k..k, std::iter::repeat_n(open, *depth));
+                }
+                Edit::Duplicate(i, n) => {
+                    if let Some(k) = on(i, body.len()) {
+                        let dup = body[k..(k + n).min(body.len())].to_vec();
+                        body.splice(k..k, dup);
+                    }
                 }
             }
-            let _ = decode::<crate::HostRequest>(&body);
-            let _ = decode::<crate::WorkerFrame>(&body);
         }
+        body
     }
 
-    /// How long each fuzz target runs: bounded so CI stays fast, long enough for ~10^5 inputs.
-    const FUZZ_TIME: std::time::Duration = std::time::Duration::from_secs(2);
-
-    /// A reader that hands out the stream in random short pieces and sometimes reports
-    /// `Interrupted`, as pipes and sockets do.
-    struct Choppy<'a> {
-        data: &'a [u8],
-        rng: Rng,
-    }
-
-    impl Read for Choppy<'_> {
-        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-            if self.rng.next().is_multiple_of(17) {
-                return Err(io::ErrorKind::Interrupted.into());
-            }
-            let n = (1 + (self.rng.next() % 3000) as usize)
-                .min(buf.len())
-                .min(self.data.len());
-            buf[..n].copy_from_slice(&self.data[..n]);
-            self.data = &self.data[n..];
-            Ok(n)
-        }
-    }
-
-    /// A length prefix biased towards the edges: zero, tiny, the cap and just past it, huge.
-    fn edge_len(rng: &mut Rng, max: usize) -> u32 {
-        match rng.next() % 8 {
-            0 => 0,
-            1 => (rng.next() % 16) as u32,
-            2 => max as u32,
-            3 => max as u32 + 1,
-            4 => u32::MAX,
-            5 => (60u32 << 20) + (rng.next() % 4096) as u32,
-            _ => (rng.next() % 20_000) as u32,
-        }
-    }
-
-    /// Fuzz: random framed streams through the blocking reader. No panic, no hang (every read
-    /// ends within the time box), and memory follows the bytes received: a body is exactly its
-    /// announced length and its buffer never much larger, whatever length was claimed.
-    #[test]
-    fn fuzz_frame_streams() {
-        let started = std::time::Instant::now();
-        let mut rng = Rng(0x2545_f491_4f6c_dd1d);
-        let mut inputs = 0u64;
-        let max = crate::MAX_FRAME;
-        while started.elapsed() < FUZZ_TIME {
-            inputs += 1;
-            let mut stream = Vec::new();
-            for _ in 0..(1 + rng.next() % 3) {
-                let len = edge_len(&mut rng, max);
-                stream.extend_from_slice(&len.to_be_bytes());
-                // Send at most what was claimed, often less (a truncated frame).
-                let send = (len as usize).min((rng.next() % 8192) as usize);
-                stream.extend((0..send).map(|_| rng.next() as u8));
-            }
-            if rng.next().is_multiple_of(5) {
-                let cut = (rng.next() as usize) % (stream.len() + 1);
-                stream.truncate(cut);
-            }
-            let mut r = Choppy {
-                data: &stream,
-                rng: Rng(rng.next() | 1),
-            };
-            let mut frames = 0;
-            while let Ok(Some(body)) = read_frame(&mut r, max) {
-                assert!(!body.is_empty() && body.len() <= stream.len());
-                assert!(
-                    body.capacity() <= (2 * body.len()).max(64 * 1024),
-                    "buffer of {} for a {}-byte body",
-                    body.capacity(),
-                    body.len()
-                );
-                let _ = decode::<crate::HostRequest>(&body);
-                let _ = decode::<crate::WorkerFrame>(&body);
-                frames += 1;
-                assert!(frames <= 3, "more frames than were written");
-            }
-        }
-        eprintln!(
-            "fuzz_frame_streams: {inputs} inputs in {:?}",
-            started.elapsed()
-        );
-        assert!(inputs > 100, "the fuzz loop barely ran");
-    }
-
-    /// Fuzz: valid messages of every shape, mutated at the JSON level (bytes flipped, dropped,
-    /// duplicated, tokens spliced in, deep nesting), then framed, read and decoded. Decoding
-    /// must fail cleanly or yield a message that re-encodes; nothing panics or overflows the
-    /// stack.
-    #[test]
-    fn fuzz_decode_mutated_messages() {
-        let started = std::time::Instant::now();
-        let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    /// Valid messages of every shape the framing carries.
+    fn messages() -> Vec<Vec<u8>> {
         let req = crate::tests::sample_request();
-        let seeds: Vec<Vec<u8>> = vec![
+        vec![
             encode(&crate::HostRequest::event(7, req.clone())),
             encode(&crate::HostRequest::new(7, crate::Op::Status)),
             encode(&crate::WorkerFrame::Event {
@@ -343,72 +302,121 @@ mod tests {
                 code: crate::Refusal::Busy,
                 reason: "r".into(),
             }),
-        ];
-        let splices: [&[u8]; 8] = [
-            b"\\ud800",
-            b"\"",
-            b"{",
-            b"[",
-            b"}",
-            b"null",
-            b"1e999999",
-            b"\xef\xbb\xbf",
-        ];
-        let mut inputs = 0u64;
-        while started.elapsed() < FUZZ_TIME {
-            inputs += 1;
-            let mut body = seeds[(rng.next() as usize) % seeds.len()].clone();
-            for _ in 0..(1 + rng.next() % 6) {
-                let i = (rng.next() as usize) % (body.len() + 1);
-                match rng.next() % 6 {
-                    0 if i < body.len() => body[i] = rng.next() as u8,
-                    1 if i < body.len() => {
-                        body.remove(i);
-                    }
-                    2 => {
-                        let s = splices[(rng.next() as usize) % splices.len()];
-                        body.splice(i..i, s.iter().copied());
-                    }
-                    3 => {
-                        let depth = (rng.next() % 5000) as usize;
-                        let open = if rng.next().is_multiple_of(2) {
-                            b'['
-                        } else {
-                            b'{'
-                        };
-                        body.splice(i..i, std::iter::repeat_n(open, depth));
-                    }
-                    4 if i < body.len() => {
-                        let end = (i + (rng.next() % 64) as usize).min(body.len());
-                        let dup: Vec<u8> = body[i..end].to_vec();
-                        body.splice(i..i, dup);
-                    }
-                    _ => body.truncate(i.max(1)),
-                }
-            }
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(config(2048))]
+
+        /// Valid messages mutated at the JSON level (bytes flipped, dropped, duplicated,
+        /// tokens spliced in, deep nesting), then framed, read and decoded: decoding fails
+        /// cleanly or yields a message that re-encodes to itself; nothing panics or overflows
+        /// the stack.
+        #[test]
+        fn mutated_messages_decode_or_fail_cleanly(
+            which in any::<Index>(),
+            edits in prop::collection::vec(edit(), 1..=6),
+        ) {
+            let seeds = messages();
+            let body = apply(which.get(&seeds).clone(), &edits);
             let mut framed = Vec::new();
             if write_frame(&mut framed, &body).is_err() {
-                continue;
+                return Ok(());
             }
             let mut r = &framed[..];
-            let got = read_frame(&mut r, crate::MAX_FRAME);
-            let Ok(Some(got)) = got else {
-                assert!(body.is_empty(), "a framed body must read back");
-                continue;
+            let Ok(Some(got)) = read_frame(&mut r, crate::MAX_FRAME) else {
+                prop_assert!(body.is_empty(), "a framed body must read back");
+                return Ok(());
             };
             if let Ok(m) = decode::<crate::HostRequest>(&got) {
-                assert_eq!(decode::<crate::HostRequest>(&encode(&m)).unwrap(), m);
+                prop_assert_eq!(decode::<crate::HostRequest>(&encode(&m)).unwrap(), m);
             }
             if let Ok(m) = decode::<crate::WorkerFrame>(&got) {
-                assert_eq!(decode::<crate::WorkerFrame>(&encode(&m)).unwrap(), m);
+                prop_assert_eq!(decode::<crate::WorkerFrame>(&encode(&m)).unwrap(), m);
             }
-            let _ = decode::<crate::HostReply>(&got);
-            let _ = decode::<crate::EventRequest>(&got);
+            decode_all(&got);
         }
-        eprintln!(
-            "fuzz_decode_mutated_messages: {inputs} inputs in {:?}",
-            started.elapsed()
-        );
-        assert!(inputs > 100, "the fuzz loop barely ran");
+    }
+
+    /// A reader that hands out the stream in the given piece sizes (cycling) and reports
+    /// `Interrupted` once before each piece marked so, as pipes and sockets do.
+    struct Choppy<'a> {
+        data: &'a [u8],
+        pieces: &'a [(usize, bool)],
+        next: usize,
+        interrupted: bool,
+    }
+
+    impl Read for Choppy<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            let (size, interrupt) = self.pieces[self.next % self.pieces.len()];
+            if interrupt && !self.interrupted {
+                self.interrupted = true;
+                return Err(io::ErrorKind::Interrupted.into());
+            }
+            self.interrupted = false;
+            self.next += 1;
+            let n = size.min(buf.len()).min(self.data.len());
+            buf[..n].copy_from_slice(&self.data[..n]);
+            self.data = &self.data[n..];
+            Ok(n)
+        }
+    }
+
+    /// A length prefix biased towards the edges: zero, tiny, the cap and just past it, huge.
+    fn edge_len() -> impl Strategy<Value = u32> {
+        let max = crate::MAX_FRAME as u32;
+        prop_oneof![
+            1 => Just(0u32),
+            1 => 0u32..16,
+            1 => Just(max),
+            1 => Just(max + 1),
+            1 => Just(u32::MAX),
+            1 => (60u32 << 20)..((60u32 << 20) + 4096),
+            3 => 0u32..20_000,
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(config(1024))]
+
+        /// Framed streams of one to three frames (claimed lengths at the edges, bodies often
+        /// shorter than claimed, the stream sometimes cut) read in pieces with interruptions:
+        /// no panic, no hang, and memory follows the bytes received: a body is exactly its
+        /// announced length and its buffer never much larger, whatever length was claimed.
+        #[test]
+        fn frame_streams_read_whole_frames_only(
+            frames in prop::collection::vec(
+                (edge_len(), prop::collection::vec(any::<u8>(), 0..8192)),
+                1..=3,
+            ),
+            cut in proptest::option::weighted(0.2, any::<Index>()),
+            pieces in prop::collection::vec((1usize..3000, proptest::bool::weighted(0.06)), 1..16),
+        ) {
+            let mut stream = Vec::new();
+            for (len, bytes) in &frames {
+                stream.extend_from_slice(&len.to_be_bytes());
+                // Send at most what was claimed, often less (a truncated frame).
+                stream.extend(bytes.iter().take(*len as usize));
+            }
+            if let Some(cut) = cut {
+                let at = cut.index(stream.len() + 1);
+                stream.truncate(at);
+            }
+            let mut r = Choppy { data: &stream, pieces: &pieces, next: 0, interrupted: false };
+            let mut read = 0;
+            while let Ok(Some(body)) = read_frame(&mut r, crate::MAX_FRAME) {
+                prop_assert!(!body.is_empty() && body.len() <= stream.len());
+                prop_assert!(
+                    body.capacity() <= (2 * body.len()).max(64 * 1024),
+                    "buffer of {} for a {}-byte body",
+                    body.capacity(),
+                    body.len()
+                );
+                decode_all(&body);
+                read += 1;
+                prop_assert!(read <= frames.len(), "more frames than were written");
+            }
+        }
     }
 }

@@ -7,6 +7,8 @@ pub mod clock;
 pub mod env;
 pub mod failure;
 mod frame;
+#[cfg(any(test, feature = "proptest"))]
+pub mod fuzz;
 pub mod paths;
 pub mod payload;
 pub mod procfs;

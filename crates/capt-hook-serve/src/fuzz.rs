@@ -4,21 +4,19 @@
 //! the fail-closed rule: a guarded event always gets an answer, and one whose payload cannot be
 //! read asks the user.
 //!
-//! The runs are reproducible: a fixed seed unless `CAPT_HOOK_FUZZ_SEED` names one (a number,
-//! or `random`), and `CAPT_HOOK_FUZZ_CASES` multiplies the cases for a long local run. A
-//! failure is shrunk and persisted under `proptest-regressions/`, which is committed, so every
-//! later run (CI included) tries it first.
+//! The runs are reproducible as every property test's are ([`capt_hook_proto::fuzz::config`]:
+//! a fixed seed, failures persisted under `proptest-regressions/`).
 
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use capt_hook_core::{EventContext, EventKind};
+use capt_hook_proto::fuzz::config;
 use capt_hook_proto::payload::{self, MAX_DEPTH};
 use proptest::prelude::*;
 use proptest::sample::Index;
 use proptest::strategy::ValueTree;
-use proptest::test_runner::{Config, RngSeed};
 use serde_json::Value;
 
 use crate::project::Project;
@@ -29,32 +27,6 @@ use capt_hook_toml::loader::load_str;
 
 /// Longer than any input may take; a slower one counts as a hang.
 const PER_INPUT: Duration = Duration::from_secs(2);
-
-/// The seed CI runs with: the same inputs every time.
-const FIXED_SEED: u64 = 0x00c4_9700_4b00_5eed;
-
-/// The property config: `cases` (times `CAPT_HOOK_FUZZ_CASES`), the fixed seed unless
-/// `CAPT_HOOK_FUZZ_SEED` gives one, failures persisted beside the sources.
-fn config(cases: u32) -> Config {
-    let seed = match std::env::var("CAPT_HOOK_FUZZ_SEED").ok().as_deref() {
-        None | Some("") => FIXED_SEED,
-        Some("random") => std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(FIXED_SEED, |d| d.as_nanos() as u64),
-        Some(n) => n.parse().unwrap_or(FIXED_SEED),
-    };
-    let factor = std::env::var("CAPT_HOOK_FUZZ_CASES")
-        .ok()
-        .and_then(|s| s.parse::<u32>().ok())
-        .filter(|f| *f > 0)
-        .unwrap_or(1);
-    eprintln!("fuzz: seed {seed} (CAPT_HOOK_FUZZ_SEED replays it), {cases}x{factor} cases");
-    Config {
-        cases: cases.saturating_mul(factor),
-        rng_seed: RngSeed::Fixed(seed),
-        ..Config::default()
-    }
-}
 
 /// Fails the case when one input took longer than [`PER_INPUT`].
 fn in_time<T>(what: &str, run: impl FnOnce() -> T) -> Result<T, TestCaseError> {

@@ -736,32 +736,6 @@ const STATEMENTS: &[&str] = &[
     "parallel bash -c 'rm {}' ::: a b",
 ];
 
-/// The property config: `cases` (times `CAPT_HOOK_FUZZ_CASES`), a fixed seed unless
-/// `CAPT_HOOK_FUZZ_SEED` gives one (a number, or `random`), so CI runs the same inputs every
-/// time; a failure is shrunk and persisted under `proptest-regressions/` (committed, and tried
-/// first by every later run).
-fn property_config(cases: u32) -> proptest::test_runner::Config {
-    const FIXED_SEED: u64 = 0x00c4_9700_4b00_5eed;
-    let seed = match std::env::var("CAPT_HOOK_FUZZ_SEED").ok().as_deref() {
-        None | Some("") => FIXED_SEED,
-        Some("random") => std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(FIXED_SEED, |d| d.as_nanos() as u64),
-        Some(n) => n.parse().unwrap_or(FIXED_SEED),
-    };
-    let factor = std::env::var("CAPT_HOOK_FUZZ_CASES")
-        .ok()
-        .and_then(|s| s.parse::<u32>().ok())
-        .filter(|f| *f > 0)
-        .unwrap_or(1);
-    eprintln!("properties: seed {seed} (CAPT_HOOK_FUZZ_SEED replays it), {cases}x{factor} cases");
-    proptest::test_runner::Config {
-        cases: cases.saturating_mul(factor),
-        rng_seed: proptest::test_runner::RngSeed::Fixed(seed),
-        ..proptest::test_runner::Config::default()
-    }
-}
-
 fn soup() -> impl proptest::strategy::Strategy<Value = String> {
     use proptest::prelude::*;
     prop::collection::vec(prop::sample::select(FRAGMENTS), 0..80).prop_map(|v| v.concat())
@@ -794,7 +768,7 @@ fn check_invariants(cl: &CommandLine) -> Result<(), proptest::test_runner::TestC
 }
 
 proptest::proptest! {
-    #![proptest_config(property_config(400))]
+    #![proptest_config(capt_hook_proto::fuzz::config(400))]
 
     /// No panic, no hang, and sound parts on fragment soup and on arbitrary text.
     #[test]
@@ -810,7 +784,7 @@ proptest::proptest! {
 }
 
 proptest::proptest! {
-    #![proptest_config(property_config(12))]
+    #![proptest_config(capt_hook_proto::fuzz::config(12))]
 
     /// Parse time grows linearly: eight times the text costs far less than 64 times the time
     /// (what a quadratic walk would take). Each side is the best of three runs. The lines are
@@ -928,7 +902,7 @@ fn runners_substitute_their_arguments() {
 }
 
 proptest::proptest! {
-    #![proptest_config(property_config(64))]
+    #![proptest_config(capt_hook_proto::fuzz::config(64))]
 
     /// Whatever literal arguments a runner gets, the command it runs with each one is seen.
     #[test]
