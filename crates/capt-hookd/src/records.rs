@@ -79,7 +79,7 @@ impl Records {
             Ok(b) => b,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return,
             Err(e) => {
-                tracing::warn!(error = %e, path = %self.path.display(), "unreadable worker records; ignoring them");
+                self.move_aside(&e.to_string());
                 Vec::new()
             }
         };
@@ -88,8 +88,12 @@ impl Records {
             // and renaming a file costs a cold start 0.5-2 ms before the host is ready.
             Ok(r) if Vec::<Record>::is_empty(&r) => return,
             Ok(r) => r,
+            Err(e) if body.is_empty() => {
+                tracing::debug!(error = %e, "empty worker records");
+                Vec::new()
+            }
             Err(e) => {
-                tracing::warn!(error = %e, "unreadable worker records; ignoring them");
+                self.move_aside(&e.to_string());
                 Vec::new()
             }
         };
@@ -116,6 +120,27 @@ impl Records {
             crate::worker::signal_group(r.pid, rustix::process::Signal::KILL);
         }
         self.save(std::iter::empty());
+    }
+
+    /// Keeps records this host cannot read as `<file>.bak` (replacing an older one), so what
+    /// was there can still be looked at, and says so in the host log; the workers they named
+    /// cannot be reaped.
+    fn move_aside(&self, why: &str) {
+        let mut bak = self.path.clone().into_os_string();
+        bak.push(".bak");
+        match std::fs::rename(&self.path, &bak) {
+            Ok(()) => tracing::warn!(
+                error = why,
+                moved_to = %std::path::Path::new(&bak).display(),
+                "unreadable worker records moved aside; workers they named are not reaped"
+            ),
+            Err(e) => tracing::warn!(
+                error = why,
+                rename_error = %e,
+                path = %self.path.display(),
+                "unreadable worker records, and they cannot be moved aside; ignoring them"
+            ),
+        }
     }
 }
 
@@ -146,6 +171,21 @@ mod tests {
         // A pid that no process has: nothing to stop, but the record goes.
         std::fs::write(&path, r#"[{"pid":4294967295,"start_ticks":1}]"#).unwrap();
         Records::new(path.clone()).reap_leftovers();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "[]");
+    }
+
+    /// Records that do not parse are kept as `workers.json.bak` and replaced by empty ones.
+    #[test]
+    fn corrupt_records_are_moved_aside() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("workers.json");
+        std::fs::write(&path, "[{\"pid\": 12, \"start").unwrap();
+        std::fs::write(dir.path().join("workers.json.bak"), "older").unwrap();
+        Records::new(path.clone()).reap_leftovers();
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("workers.json.bak")).unwrap(),
+            "[{\"pid\": 12, \"start"
+        );
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "[]");
     }
 
