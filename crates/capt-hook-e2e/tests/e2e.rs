@@ -2722,3 +2722,37 @@ rules = [{ name = "asked", user_said = { pattern = "\\bpost\\b", names = ["chann
         assert_eq!(decision(&json_out(&out)), Some("allow"));
     }
 }
+
+/// A session's state directory names its transcript at SessionStart; once that transcript is
+/// deleted, the next session start through the host (any session's) removes the directory,
+/// however young it is.
+#[test]
+fn a_sessions_state_goes_with_its_transcript() {
+    let env = Env::new();
+    let root = env.project(
+        "sweep",
+        "[[hook]]\nkind = \"hook\"\nevents = \"SessionStart\"\nmessage = \"hi\"\n",
+    );
+    let transcripts = env.dir.path().join("home/.claude/projects/-sweep");
+    std::fs::create_dir_all(&transcripts).unwrap();
+    let sessions = env.dir.path().join("home/.claude/state/hooks/sessions");
+    let start = |sid: &str| {
+        let transcript = transcripts.join(format!("{sid}.jsonl"));
+        std::fs::write(&transcript, "").unwrap();
+        let payload = capt_hook_proto::serde_json::json!({
+            "session_id": sid, "cwd": root, "hook_event_name": "SessionStart",
+            "source": "startup", "transcript_path": transcript,
+        });
+        let out = env.hook("SessionStart", payload.to_string().as_bytes(), &[]);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    };
+    start("first");
+    assert!(sessions.join("first/.transcript").is_file());
+    std::fs::remove_file(transcripts.join("first.jsonl")).unwrap();
+    start("second");
+    assert!(
+        !sessions.join("first").exists(),
+        "the session whose transcript was deleted kept its state"
+    );
+    assert!(sessions.join("second/.transcript").is_file());
+}

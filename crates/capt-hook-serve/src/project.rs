@@ -339,8 +339,16 @@ impl Project {
         entry.event = Some(Arc::clone(&evt));
         let kind = evt.kind();
         if kind == EventKind::SessionStart && !opts.run_async {
-            // Old sessions whose transcripts are gone are removed once per session start; it
-            // is a directory scan, never on the path of a tool call.
+            // The session's directory names its transcript, so it goes once that is deleted.
+            if let (Some(sid), Some(transcript)) = (evt.session_id(), evt.transcript_path()) {
+                let root = capt_hook_state::state_root();
+                if let Err(e) = capt_hook_state::note_transcript(&root, sid, Path::new(transcript))
+                {
+                    tracing::warn!(error = %e, "cannot note the session's transcript");
+                }
+            }
+            // Sessions whose transcripts are gone are removed once per session start; it is a
+            // directory scan, never on the path of a tool call.
             let report = capt_hook_state::cleanup_stale_sessions(evt.session_id());
             tracing::debug!(?report, "stale session cleanup");
         }

@@ -16,6 +16,11 @@ pub const CODEX_HOME: &str = "CODEX_HOME";
 /// How old (by modification time) a session directory must be before it may be removed.
 pub const STALE_AFTER: Duration = Duration::from_secs(30 * 24 * 60 * 60);
 
+/// The file in a session directory naming the session's transcript (written at SessionStart
+/// by [`note_transcript`]): once that transcript is deleted, the directory goes at the next
+/// cleanup, whatever its age.
+pub const TRANSCRIPT_NOTE: &str = ".transcript";
+
 /// Deepest directory level searched for transcripts; Claude Code uses two, Codex four.
 const MAX_DEPTH: usize = 8;
 
@@ -50,6 +55,38 @@ pub fn default_transcript_roots() -> Vec<PathBuf> {
     ]
 }
 
+/// Records in the session's directory (created if need be) which transcript the session writes,
+/// so the directory can go as soon as that transcript is deleted. Only an absolute path is
+/// recorded; the file is rewritten only when it names another one.
+pub fn note_transcript(
+    state_root: &Path,
+    session_id: &str,
+    transcript: &Path,
+) -> Result<(), crate::StateError> {
+    if !transcript.is_absolute() {
+        return Ok(());
+    }
+    let note = paths::session_dir(state_root, session_id).join(TRANSCRIPT_NOTE);
+    let want = transcript.as_os_str().as_encoded_bytes();
+    if std::fs::read(&note).is_ok_and(|have| have == want) {
+        return Ok(());
+    }
+    crate::file::write_atomic(&note, want)
+}
+
+/// The transcript a session directory's [`TRANSCRIPT_NOTE`] names, when it names an absolute
+/// path that no longer exists.
+fn transcript_gone(dir: &Path) -> bool {
+    let Ok(bytes) = std::fs::read(dir.join(TRANSCRIPT_NOTE)) else {
+        return false;
+    };
+    let Ok(text) = String::from_utf8(bytes) else {
+        return false;
+    };
+    let path = Path::new(&text);
+    path.is_absolute() && path.symlink_metadata().is_err()
+}
+
 /// [`cleanup_stale`] with the state root from the environment, the default transcript roots
 /// and the 30-day age. Call it once per session start; it never fails (errors are skipped).
 pub fn cleanup_stale_sessions(current_session: Option<&str>) -> CleanupReport {
@@ -61,11 +98,13 @@ pub fn cleanup_stale_sessions(current_session: Option<&str>) -> CleanupReport {
     )
 }
 
-/// Removes `<state_root>/hooks/sessions/<id>` directories that are older than `max_age`, are not
-/// `exclude`, and whose transcript (`<id>.jsonl`, or a Codex rollout ending in `-<id>.jsonl`)
-/// exists under none of `transcript_roots`. Just before removing, the directory is stat'ed
-/// again and skipped if it was replaced or touched meanwhile, so a session that came back to
-/// life is never deleted. Symlinks are never followed or removed.
+/// Removes `<state_root>/hooks/sessions/<id>` directories other than `exclude` whose session is
+/// gone: the transcript their [`TRANSCRIPT_NOTE`] names was deleted (at any age), or, with no
+/// note, they are older than `max_age` and their transcript (`<id>.jsonl`, or a Codex rollout
+/// ending in `-<id>.jsonl`) exists under none of `transcript_roots`. Just before removing, the
+/// directory is stat'ed again and skipped if it was replaced (or, for the age rule, touched)
+/// meanwhile, so a session that came back to life is never deleted. Symlinks are never followed
+/// or removed.
 pub fn cleanup_stale(
     state_root: &Path,
     exclude: Option<&str>,
@@ -81,19 +120,31 @@ pub fn cleanup_stale(
     };
     let is_stale = |meta: &std::fs::Metadata| meta.modified().is_ok_and(|m| m < cutoff);
 
+    let mut gone = Vec::new();
     let mut candidates = Vec::new();
     for entry in entries.flatten() {
         let Ok(meta) = entry.path().symlink_metadata() else {
             continue;
         };
-        if !meta.is_dir() || !is_stale(&meta) {
-            continue;
-        }
         let name = entry.file_name().to_string_lossy().into_owned();
-        if Some(name.as_str()) == exclude {
+        if !meta.is_dir() || Some(name.as_str()) == exclude {
             continue;
         }
-        candidates.push((entry.path(), name, meta.dev(), meta.ino()));
+        if transcript_gone(&entry.path()) {
+            gone.push((entry.path(), meta.dev(), meta.ino()));
+        } else if is_stale(&meta) {
+            candidates.push((entry.path(), name, meta.dev(), meta.ino()));
+        }
+    }
+    let same = |path: &Path, dev: u64, ino: u64| {
+        path.symlink_metadata()
+            .is_ok_and(|m| m.is_dir() && m.dev() == dev && m.ino() == ino)
+    };
+    for (path, dev, ino) in gone {
+        if same(&path, dev, ino) && transcript_gone(&path) && std::fs::remove_dir_all(&path).is_ok()
+        {
+            report.removed.push(path);
+        }
     }
     if candidates.is_empty() {
         return report;
@@ -105,9 +156,8 @@ pub fn cleanup_stale(
             report.kept += 1;
             continue;
         }
-        let unchanged = path
-            .symlink_metadata()
-            .is_ok_and(|m| m.is_dir() && m.dev() == dev && m.ino() == ino && is_stale(&m));
+        let unchanged =
+            same(&path, dev, ino) && path.symlink_metadata().is_ok_and(|m| is_stale(&m));
         if unchanged && std::fs::remove_dir_all(&path).is_ok() {
             report.removed.push(path);
         }
@@ -158,6 +208,34 @@ mod tests {
             .unwrap()
             .set_times(FileTimes::new().set_modified(t))
             .unwrap();
+    }
+
+    /// A session whose noted transcript is deleted goes at the next cleanup, however young;
+    /// one whose transcript is there, or that is the current session, stays.
+    #[test]
+    fn a_deleted_transcript_takes_its_session_along() {
+        let dir = tempfile::tempdir().unwrap();
+        let state = dir.path().join("state");
+        let projects = dir.path().join("projects/-p");
+        std::fs::create_dir_all(&projects).unwrap();
+        let sessions = paths::sessions_dir(&state);
+        for id in ["deleted", "kept", "current"] {
+            let transcript = projects.join(format!("{id}.jsonl"));
+            std::fs::write(&transcript, "").unwrap();
+            note_transcript(&state, id, &transcript).unwrap();
+            std::fs::create_dir_all(sessions.join(id).join("hook/main")).unwrap();
+        }
+        // Noting again is a no-op; a relative path is never noted.
+        note_transcript(&state, "kept", &projects.join("kept.jsonl")).unwrap();
+        note_transcript(&state, "relative", Path::new("x.jsonl")).unwrap();
+        assert!(!sessions.join("relative").exists());
+        for id in ["deleted", "current"] {
+            std::fs::remove_file(projects.join(format!("{id}.jsonl"))).unwrap();
+        }
+        let report = cleanup_stale(&state, Some("current"), &[], STALE_AFTER);
+        assert_eq!(report.removed, vec![sessions.join("deleted")]);
+        assert!(sessions.join("kept/hook/main").is_dir());
+        assert!(sessions.join("current/hook/main").is_dir());
     }
 
     #[test]

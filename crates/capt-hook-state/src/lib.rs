@@ -30,8 +30,8 @@ pub mod tickets;
 mod traits;
 
 pub use cleanup::{
-    CLAUDE_CONFIG_DIR, CODEX_HOME, CleanupReport, STALE_AFTER, claude_config_dir, cleanup_stale,
-    cleanup_stale_sessions, default_transcript_roots,
+    CLAUDE_CONFIG_DIR, CODEX_HOME, CleanupReport, STALE_AFTER, TRANSCRIPT_NOTE, claude_config_dir,
+    cleanup_stale, cleanup_stale_sessions, default_transcript_roots, note_transcript,
 };
 pub use deque::Deque;
 pub use error::StateError;
