@@ -1,6 +1,7 @@
-//! `cargo xtask dist | install | demo | bench | e2e-claude | cc-surface`: release builds, a user
-//! install, a live demo against a throwaway host, the runtime benchmarks, the real-client suite,
-//! and the pinned Claude Code's hook events against our table.
+//! `cargo xtask dist | install | demo | bench | e2e-claude | cc-surface | guard-bench`: release
+//! builds, a user install, a live demo against a throwaway host, the runtime benchmarks, the
+//! real-client suite, the pinned Claude Code's hook events against our table, and the builtin
+//! packs measured on the destructive-command guards' own corpora.
 
 mod app;
 mod bench;
@@ -8,6 +9,7 @@ mod bench_rust;
 mod cc_surface;
 mod dist;
 mod e2e;
+mod guard_bench;
 #[cfg(test)]
 mod layers;
 mod pie;
@@ -34,9 +36,10 @@ fn main() -> ExitCode {
         Some("bench") => bench::run(&args[1..]),
         Some("e2e-claude") => e2e::run(&args[1..]),
         Some("cc-surface") => cc_surface::run(&args[1..]),
+        Some("guard-bench") => guard_bench::run(&args[1..]),
         _ => {
             eprintln!(
-                "usage: cargo xtask dist | install [--service] | app [--bins DIR] [--out DIR] | demo | bench [--quick] [--only PARTS] | e2e-claude [--only NAME] | cc-surface [--binary PATH]"
+                "usage: cargo xtask dist | install [--service] | app [--bins DIR] [--out DIR] | demo | bench [--quick] [--only PARTS] | e2e-claude [--only NAME] | cc-surface [--binary PATH] | guard-bench [--check] [--cli PATH] [--only PEERS]"
             );
             return ExitCode::from(1);
         }

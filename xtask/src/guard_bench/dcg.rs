@@ -1,0 +1,391 @@
+//! dcg's corpus, in the three forms its crate publishes:
+//!
+//! * `tests/corpus/**/*.toml`: `[[case]]` tables with `command` and `expected` (or the
+//!   canonical file's `expected_decision`); cases scoped by `dialects` to shells other than a
+//!   POSIX one, and raw hook-JSON inputs, are not command lines for Bash and are skipped;
+//! * `tests/e2e/fixtures/commands/*.txt`: one command a line, `dangerous.txt` denied and
+//!   `safe.txt` allowed, the others prefixed `BLOCK:`/`ALLOW:`/`WARN:` (a heredoc spans the
+//!   lines up to its delimiter, or is written on one line with `\n`);
+//! * the packs' unit tests in `src/packs/**/*.rs`: calls of its assertion helpers with a literal
+//!   command (`assert_blocks(&pack, "…", …)`, `assert_allows`, …), read with `syn`. A pack's
+//!   medium- and low-severity patterns only warn or log, so those cases are `warn`.
+
+use std::path::Path;
+
+use anyhow::Context;
+use syn::visit::Visit;
+
+use super::corpus::{Case, Extracted, PeerVerdict};
+use super::fetch::{files, read, relative};
+
+/// Every case of the unpacked crate at `top`.
+pub fn extract(top: &Path) -> anyhow::Result<Extracted> {
+    let mut all = Extracted::default();
+    for file in files(&top.join("tests/corpus"), "toml")? {
+        let text = read(&file)?;
+        all.extend(
+            toml_cases(&text, &relative(top, &file))
+                .with_context(|| format!("reading {}", file.display()))?,
+        );
+    }
+    for file in files(&top.join("tests/e2e/fixtures/commands"), "txt")? {
+        let text = read(&file)?;
+        let name = relative(top, &file);
+        let default = match file.file_stem().and_then(|s| s.to_str()) {
+            Some("dangerous") => Some(PeerVerdict::Deny),
+            Some("safe") => Some(PeerVerdict::Allow),
+            _ => None,
+        };
+        all.extend(txt_cases(&text, &name, default));
+    }
+    for file in files(&top.join("src/packs"), "rs")? {
+        let text = read(&file)?;
+        all.extend(
+            rust_cases(&text, &relative(top, &file))
+                .with_context(|| format!("reading {}", file.display()))?,
+        );
+    }
+    Ok(all)
+}
+
+/// The `[[case]]` tables of one corpus file.
+pub fn toml_cases(text: &str, name: &str) -> anyhow::Result<Extracted> {
+    let doc: toml::Table = toml::from_str(text).context("not TOML")?;
+    let mut out = Extracted::default();
+    let cases = match doc.get("case") {
+        Some(toml::Value::Array(cases)) => cases,
+        Some(_) => anyhow::bail!("`case` is not an array of tables"),
+        None => return Ok(out),
+    };
+    for (i, case) in cases.iter().enumerate() {
+        let Some(case) = case.as_table() else {
+            anyhow::bail!("case {} is not a table", i + 1);
+        };
+        let label = case
+            .get("id")
+            .and_then(|v| v.as_str())
+            .map(str::to_owned)
+            .unwrap_or_else(|| format!("case {}", i + 1));
+        if case.get("input_kind").and_then(|v| v.as_str()) == Some("hook_json") {
+            out.skip("a raw hook payload, not a command line");
+            continue;
+        }
+        if let Some(dialects) = case.get("dialects").and_then(|v| v.as_array())
+            && !dialects.iter().any(|d| d.as_str() == Some("posix"))
+        {
+            out.skip("scoped to a non-POSIX shell");
+            continue;
+        }
+        let Some(command) = case.get("command").and_then(|v| v.as_str()) else {
+            anyhow::bail!("{label} has no string `command`");
+        };
+        let word = case
+            .get("expected")
+            .or_else(|| case.get("expected_decision"))
+            .and_then(|v| v.as_str());
+        let Some(expected) = word.and_then(PeerVerdict::parse) else {
+            anyhow::bail!("{label} has no known `expected` verdict ({word:?})");
+        };
+        out.cases
+            .push(Case::new(command, expected, format!("{name}: {label}")));
+    }
+    Ok(out)
+}
+
+/// The commands of one fixture file; `default` is the verdict of a line without a prefix.
+pub fn txt_cases(text: &str, name: &str, default: Option<PeerVerdict>) -> Extracted {
+    let mut out = Extracted::default();
+    let mut lines = text.lines().enumerate();
+    while let Some((i, line)) = lines.next() {
+        if line.trim().is_empty() || line.trim_start().starts_with('#') {
+            continue;
+        }
+        let (verdict, command) = match line.split_once(':') {
+            Some((word, rest)) if word.chars().all(|c| c.is_ascii_uppercase()) => {
+                (PeerVerdict::parse(word), rest)
+            }
+            _ => (default, line),
+        };
+        let Some(verdict) = verdict else {
+            out.skip("a fixture line without a verdict");
+            continue;
+        };
+        let mut command = command.trim().to_owned();
+        if command.contains("\\n") {
+            // One-line form of a heredoc.
+            command = command.replace("\\n", "\n");
+        } else if let Some(delimiter) = heredoc_delimiter(&command) {
+            for (_, next) in lines.by_ref() {
+                command.push('\n');
+                command.push_str(next);
+                if next.trim() == delimiter {
+                    break;
+                }
+            }
+        }
+        out.cases
+            .push(Case::new(command, verdict, format!("{name}:{}", i + 1)));
+    }
+    out
+}
+
+/// The delimiter of a heredoc the line opens (`<<EOF`, `<<'EOF'`, `<<-"EOF"`), not of a
+/// here-string (`<<<`).
+fn heredoc_delimiter(line: &str) -> Option<String> {
+    let at = line.find("<<")?;
+    let rest = &line[at + 2..];
+    if rest.starts_with('<') {
+        return None;
+    }
+    let rest = rest.strip_prefix('-').unwrap_or(rest).trim_start();
+    let word: String = rest
+        .chars()
+        .take_while(|c| !c.is_whitespace() && !";|&)".contains(*c))
+        .filter(|c| !"'\"".contains(*c))
+        .collect();
+    (!word.is_empty()).then_some(word)
+}
+
+/// dcg's assertion helpers: what the peer does with the command each one names (the helper's
+/// second argument).
+fn helper_verdict(name: &str) -> Option<PeerVerdict> {
+    Some(match name {
+        "assert_blocks" | "assert_blocks_with_pattern" | "assert_blocks_reachably" => {
+            PeerVerdict::Deny
+        }
+        "assert_allows"
+        | "assert_allows_reachably"
+        | "assert_safe_pattern_matches"
+        | "assert_no_match" => PeerVerdict::Allow,
+        // Decided by the severity argument.
+        "assert_blocks_with_severity" => PeerVerdict::Deny,
+        _ => return None,
+    })
+}
+
+/// The literal commands of a pack's tests.
+pub fn rust_cases(text: &str, name: &str) -> anyhow::Result<Extracted> {
+    let file = syn::parse_file(text).context("not Rust that syn parses")?;
+    let mut visitor = Calls {
+        name,
+        out: Extracted::default(),
+    };
+    visitor.visit_file(&file);
+    Ok(visitor.out)
+}
+
+struct Calls<'a> {
+    name: &'a str,
+    out: Extracted,
+}
+
+impl<'ast> Visit<'ast> for Calls<'_> {
+    fn visit_expr_call(&mut self, call: &'ast syn::ExprCall) {
+        syn::visit::visit_expr_call(self, call);
+        let syn::Expr::Path(path) = &*call.func else {
+            return;
+        };
+        let Some(helper) = path.path.segments.last().map(|s| s.ident.to_string()) else {
+            return;
+        };
+        let batch = match helper.as_str() {
+            "test_batch_blocks" => Some(PeerVerdict::Deny),
+            "test_batch_allows" => Some(PeerVerdict::Allow),
+            _ => None,
+        };
+        let args: Vec<&syn::Expr> = call.args.iter().collect();
+        let source = format!("{}: {helper}", self.name);
+        if let Some(verdict) = batch {
+            match args.get(1).map(|a| strings_of(a)) {
+                Some(Some(commands)) => {
+                    for command in commands {
+                        self.out
+                            .cases
+                            .push(Case::new(command, verdict, source.clone()));
+                    }
+                }
+                _ => self.out.skip("a test helper given a computed command"),
+            }
+            return;
+        }
+        let Some(mut verdict) = helper_verdict(&helper) else {
+            return;
+        };
+        if helper == "assert_blocks_with_severity" {
+            match args.get(2).map(|a| severity_of(a)) {
+                Some(Some(v)) => verdict = v,
+                _ => {
+                    self.out.skip("a severity the bench cannot read");
+                    return;
+                }
+            }
+        }
+        match args.get(1).and_then(|a| string_of(a)) {
+            Some(command) => self.out.cases.push(Case::new(command, verdict, source)),
+            None => self.out.skip("a test helper given a computed command"),
+        }
+    }
+}
+
+/// The string a literal (or a reference to one) holds.
+fn string_of(expr: &syn::Expr) -> Option<String> {
+    match expr {
+        syn::Expr::Lit(syn::ExprLit {
+            lit: syn::Lit::Str(s),
+            ..
+        }) => Some(s.value()),
+        syn::Expr::Reference(r) => string_of(&r.expr),
+        syn::Expr::Paren(p) => string_of(&p.expr),
+        _ => None,
+    }
+}
+
+/// The strings of a literal array or slice (`&["a", "b"]`, `vec![…]` is not read).
+fn strings_of(expr: &syn::Expr) -> Option<Vec<String>> {
+    match expr {
+        syn::Expr::Reference(r) => strings_of(&r.expr),
+        syn::Expr::Array(a) => a.elems.iter().map(string_of).collect(),
+        _ => None,
+    }
+}
+
+/// `Severity::Critical`/`High` deny; `Medium` and `Low` only warn or log.
+fn severity_of(expr: &syn::Expr) -> Option<PeerVerdict> {
+    let syn::Expr::Path(p) = expr else {
+        return None;
+    };
+    match p.path.segments.last()?.ident.to_string().as_str() {
+        "Critical" | "High" => Some(PeerVerdict::Deny),
+        "Medium" | "Low" => Some(PeerVerdict::Warn),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // Sample lines in dcg's formats, written for these tests.
+    #[test]
+    fn toml_corpus_cases() {
+        let text = r#"
+[[case]]
+description = "wipes the tree"
+command = "git clean -fdx"
+expected = "deny"
+
+[[case]]
+id = "log.read"
+command = "git log -1"
+expected_decision = "allow"
+
+[[case]]
+command = "Remove-Item -Recurse C:\\x"
+expected = "deny"
+dialects = ["ps"]
+
+[[case]]
+id = "raw"
+input_kind = "hook_json"
+raw_input = "{}"
+expected_decision = "allow"
+"#;
+        let e = toml_cases(text, "t.toml").expect("reads");
+        let got: Vec<_> = e
+            .cases
+            .iter()
+            .map(|c| (c.command.as_str(), c.expected, c.source.as_str()))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                ("git clean -fdx", PeerVerdict::Deny, "t.toml: case 1"),
+                ("git log -1", PeerVerdict::Allow, "t.toml: log.read"),
+            ]
+        );
+        assert_eq!(e.skipped.values().sum::<usize>(), 2);
+    }
+
+    #[test]
+    fn toml_case_without_a_verdict_is_an_error_naming_it() {
+        let err = toml_cases(
+            "[[case]]\nid = \"x\"\ncommand = \"ls\"\nexpected = \"maybe\"\n",
+            "t",
+        )
+        .expect_err("unknown verdict")
+        .to_string();
+        assert!(err.contains('x') && err.contains("maybe"), "{err}");
+    }
+
+    #[test]
+    fn fixture_lines_and_heredocs() {
+        let text = "# comment\nBLOCK:rm -rf /\nALLOW:python3 <<EOF\nprint(1)\nEOF\nWARN:x\nBLOCK:node <<EOF\\nfoo()\\nEOF\n";
+        let e = txt_cases(text, "f.txt", None);
+        let got: Vec<_> = e
+            .cases
+            .iter()
+            .map(|c| (c.command.as_str(), c.expected))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                ("rm -rf /", PeerVerdict::Deny),
+                ("python3 <<EOF\nprint(1)\nEOF", PeerVerdict::Allow),
+                ("x", PeerVerdict::Warn),
+                ("node <<EOF\nfoo()\nEOF", PeerVerdict::Deny),
+            ]
+        );
+        assert_eq!(e.cases[1].source, "f.txt:3");
+        let plain = txt_cases("git status\n", "safe.txt", Some(PeerVerdict::Allow));
+        assert_eq!(plain.cases[0].expected, PeerVerdict::Allow);
+        assert_eq!(plain.cases[0].command, "git status");
+    }
+
+    #[test]
+    fn pack_test_calls() {
+        let text = r##"
+#[cfg(test)]
+mod tests {
+    use super::*;
+    #[test]
+    fn t() {
+        let pack = create_pack();
+        assert_blocks(&pack, "docker system prune -a", "prune");
+        assert_blocks_with_pattern(
+            &pack,
+            r#"psql -c "DROP TABLE x""#,
+            "drop-table",
+        );
+        assert_blocks_with_severity(&pack, "terraform plan -destroy", Severity::Medium);
+        assert_blocks_with_severity(&pack, "terraform destroy", Severity::Critical);
+        assert_allows(&pack, "docker ps");
+        assert_no_match(&pack, "ls");
+        test_batch_blocks(&pack, &["a b", "c d"], "r");
+        for cmd in ["x"] { assert_allows(&pack, cmd); }
+        not_a_helper(&pack, "ignored");
+    }
+}
+"##;
+        let e = rust_cases(text, "p.rs").expect("parses");
+        let got: Vec<_> = e
+            .cases
+            .iter()
+            .map(|c| (c.command.as_str(), c.expected))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                ("docker system prune -a", PeerVerdict::Deny),
+                ("psql -c \"DROP TABLE x\"", PeerVerdict::Deny),
+                ("terraform plan -destroy", PeerVerdict::Warn),
+                ("terraform destroy", PeerVerdict::Deny),
+                ("docker ps", PeerVerdict::Allow),
+                ("ls", PeerVerdict::Allow),
+                ("a b", PeerVerdict::Deny),
+                ("c d", PeerVerdict::Deny),
+            ]
+        );
+        assert_eq!(e.cases[0].source, "p.rs: assert_blocks");
+        assert_eq!(e.skipped["a test helper given a computed command"], 1);
+    }
+}
