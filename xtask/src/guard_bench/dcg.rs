@@ -10,6 +10,7 @@
 //!   command (`assert_blocks(&pack, "…", …)`, `assert_allows`, …), read with `syn`. A pack's
 //!   medium- and low-severity patterns only warn or log, so those cases are `warn`.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 
 use anyhow::Context;
@@ -169,6 +170,8 @@ pub fn rust_cases(text: &str, name: &str) -> anyhow::Result<Extracted> {
     let mut visitor = Calls {
         name,
         out: Extracted::default(),
+        tables: BTreeMap::new(),
+        loops: Vec::new(),
     };
     visitor.visit_file(&file);
     Ok(visitor.out)
@@ -177,9 +180,80 @@ pub fn rust_cases(text: &str, name: &str) -> anyhow::Result<Extracted> {
 struct Calls<'a> {
     name: &'a str,
     out: Extracted,
+    /// Literal tables bound by `let NAME = [...]` in the function being read: rows of
+    /// columns (a plain string is a row of one column).
+    tables: BTreeMap<String, Vec<Vec<Option<String>>>>,
+    /// Loop variables bound to a table's column (`for (command, _) in [...]`), innermost last.
+    loops: Vec<(String, Vec<String>)>,
+}
+
+impl Calls<'_> {
+    /// The commands an argument stands for: a literal, or a loop variable over literals.
+    fn commands(&self, expr: &syn::Expr) -> Option<Vec<String>> {
+        if let Some(s) = string_of(expr) {
+            return Some(vec![s]);
+        }
+        let name = ident_of(expr)?;
+        self.loops
+            .iter()
+            .rev()
+            .find(|(n, _)| *n == name)
+            .map(|(_, values)| values.clone())
+    }
+
+    /// The rows a loop iterates: a literal table, or one a `let` bound.
+    fn rows_of(&self, expr: &syn::Expr) -> Option<Vec<Vec<Option<String>>>> {
+        let expr = strip_iter(expr);
+        table_of(expr).or_else(|| self.tables.get(&ident_of(expr)?).cloned())
+    }
 }
 
 impl<'ast> Visit<'ast> for Calls<'_> {
+    fn visit_item_fn(&mut self, f: &'ast syn::ItemFn) {
+        let saved = std::mem::take(&mut self.tables);
+        syn::visit::visit_item_fn(self, f);
+        self.tables = saved;
+    }
+
+    fn visit_local(&mut self, local: &'ast syn::Local) {
+        syn::visit::visit_local(self, local);
+        if let (syn::Pat::Ident(name), Some(init)) = (strip_type(&local.pat), &local.init)
+            && let Some(rows) = table_of(strip_iter(&init.expr))
+        {
+            self.tables.insert(name.ident.to_string(), rows);
+        }
+    }
+
+    fn visit_expr_for_loop(&mut self, f: &'ast syn::ExprForLoop) {
+        syn::visit::visit_expr(self, &f.expr);
+        let mut bound = 0;
+        if let Some(rows) = self.rows_of(&f.expr) {
+            let columns: Vec<(usize, String)> = match &*f.pat {
+                syn::Pat::Ident(name) => vec![(0, name.ident.to_string())],
+                syn::Pat::Tuple(t) => t
+                    .elems
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(i, p)| match p {
+                        syn::Pat::Ident(name) => Some((i, name.ident.to_string())),
+                        _ => None,
+                    })
+                    .collect(),
+                _ => Vec::new(),
+            };
+            for (i, name) in columns {
+                let values: Option<Vec<String>> =
+                    rows.iter().map(|r| r.get(i).cloned().flatten()).collect();
+                if let Some(values) = values {
+                    self.loops.push((name, values));
+                    bound += 1;
+                }
+            }
+        }
+        self.visit_block(&f.body);
+        self.loops.truncate(self.loops.len() - bound);
+    }
+
     fn visit_expr_call(&mut self, call: &'ast syn::ExprCall) {
         syn::visit::visit_expr_call(self, call);
         let syn::Expr::Path(path) = &*call.func else {
@@ -220,11 +294,65 @@ impl<'ast> Visit<'ast> for Calls<'_> {
                 }
             }
         }
-        match args.get(1).and_then(|a| string_of(a)) {
-            Some(command) => self.out.cases.push(Case::new(command, verdict, source)),
+        match args.get(1).and_then(|a| self.commands(a)) {
+            Some(commands) => {
+                for command in commands {
+                    self.out
+                        .cases
+                        .push(Case::new(command, verdict, source.clone()));
+                }
+            }
             None => self.out.skip("a test helper given a computed command"),
         }
     }
+}
+
+/// `x.iter()`, `x.into_iter()`, `&x` and `x` alike.
+fn strip_iter(expr: &syn::Expr) -> &syn::Expr {
+    match expr {
+        syn::Expr::MethodCall(m) if m.method == "iter" || m.method == "into_iter" => {
+            strip_iter(&m.receiver)
+        }
+        syn::Expr::Reference(r) => strip_iter(&r.expr),
+        syn::Expr::Paren(p) => strip_iter(&p.expr),
+        _ => expr,
+    }
+}
+
+/// `let name: T = …` as `let name = …`.
+fn strip_type(pat: &syn::Pat) -> &syn::Pat {
+    match pat {
+        syn::Pat::Type(t) => &t.pat,
+        other => other,
+    }
+}
+
+fn ident_of(expr: &syn::Expr) -> Option<String> {
+    match strip_iter(expr) {
+        syn::Expr::Path(p) if p.path.segments.len() == 1 => {
+            Some(p.path.segments[0].ident.to_string())
+        }
+        _ => None,
+    }
+}
+
+/// The rows of a literal array: each element a string (one column) or a tuple of columns.
+fn table_of(expr: &syn::Expr) -> Option<Vec<Vec<Option<String>>>> {
+    let syn::Expr::Array(a) = expr else {
+        return None;
+    };
+    let rows: Vec<Vec<Option<String>>> = a
+        .elems
+        .iter()
+        .map(|e| match e {
+            syn::Expr::Tuple(t) => t.elems.iter().map(string_of).collect(),
+            other => vec![string_of(other)],
+        })
+        .collect();
+    // A table of no string at all is not one the bench reads.
+    rows.iter()
+        .any(|r| r.iter().any(Option::is_some))
+        .then_some(rows)
 }
 
 /// The string a literal (or a reference to one) holds.
@@ -362,6 +490,12 @@ mod tests {
         assert_no_match(&pack, "ls");
         test_batch_blocks(&pack, &["a b", "c d"], "r");
         for cmd in ["x"] { assert_allows(&pack, cmd); }
+        let checks = [("y z", "p1"), ("w", "p2")];
+        for (command, pattern) in checks.iter() {
+            assert_blocks_with_pattern(&pack, command, pattern);
+        }
+        let made = format!("{}", 1);
+        assert_allows(&pack, &made);
         not_a_helper(&pack, "ignored");
     }
 }
@@ -383,6 +517,9 @@ mod tests {
                 ("ls", PeerVerdict::Allow),
                 ("a b", PeerVerdict::Deny),
                 ("c d", PeerVerdict::Deny),
+                ("x", PeerVerdict::Allow),
+                ("y z", PeerVerdict::Deny),
+                ("w", PeerVerdict::Deny),
             ]
         );
         assert_eq!(e.cases[0].source, "p.rs: assert_blocks");
