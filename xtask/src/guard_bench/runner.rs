@@ -74,7 +74,8 @@ pub struct Setup {
 }
 
 /// Variables of the caller's that would point the CLI somewhere else.
-const UNSET: [&str; 4] = [
+const UNSET: [&str; 5] = [
+    "CAPTAIN_HOOK_STATE_DIR",
     "CLAUDE_PROJECT_DIR",
     "FACTORY_PROJECT_DIR",
     "CLAUDE_CONFIG_DIR",
@@ -95,7 +96,7 @@ pub fn run_all(setup: &Setup, commands: &[String]) -> anyhow::Result<Vec<Ours>> 
             while running.len() < setup.jobs.max(1) && next < commands.len() {
                 let i = next;
                 next += 1;
-                let fut = one(setup, &commands[i]);
+                let fut = one(setup, i, &commands[i]);
                 running.push(async move { (i, fut.await) });
             }
             match running.next().await {
@@ -107,10 +108,11 @@ pub fn run_all(setup: &Setup, commands: &[String]) -> anyhow::Result<Vec<Ours>> 
     })
 }
 
-/// The Bash tool call Claude Code would send for `command`.
-pub fn payload(root: &Path, command: &str) -> Vec<u8> {
+/// The Bash tool call Claude Code would send for `command`, as the first event of session
+/// `case` (each case its own session: no hook's per-session fire count carries over).
+pub fn payload(root: &Path, case: usize, command: &str) -> Vec<u8> {
     serde_json::json!({
-        "session_id": "guard-bench",
+        "session_id": format!("guard-bench-{case}"),
         "transcript_path": "/dev/null",
         "cwd": root,
         "hook_event_name": "PreToolUse",
@@ -123,7 +125,7 @@ pub fn payload(root: &Path, command: &str) -> Vec<u8> {
     .into_bytes()
 }
 
-async fn one(setup: &Setup, command: &str) -> Ours {
+async fn one(setup: &Setup, case: usize, command: &str) -> Ours {
     let mut cmd = tokio::process::Command::new(&setup.cli);
     cmd.arg("run").arg("PreToolUse");
     if setup.packs {
@@ -146,7 +148,7 @@ async fn one(setup: &Setup, command: &str) -> Ours {
         Ok(child) => child,
         Err(e) => return Ours::Crash(format!("spawning {}: {e}", setup.cli.display())),
     };
-    let body = payload(&setup.root, command);
+    let body = payload(&setup.root, case, command);
     if let Some(mut stdin) = child.stdin.take() {
         // A CLI that exits before reading all of stdin is judged by its exit and output.
         let _ = stdin.write_all(&body).await;
@@ -234,10 +236,11 @@ mod tests {
     #[test]
     fn payload_is_a_bash_call() {
         let v: serde_json::Value =
-            serde_json::from_slice(&payload(Path::new("/p"), "rm -rf /")).expect("json");
+            serde_json::from_slice(&payload(Path::new("/p"), 7, "rm -rf /")).expect("json");
         assert_eq!(v["tool_input"]["command"], "rm -rf /");
         assert_eq!(v["tool_name"], "Bash");
         assert_eq!(v["cwd"], "/p");
+        assert_eq!(v["session_id"], "guard-bench-7");
     }
 
     #[test]
