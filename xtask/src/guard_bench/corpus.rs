@@ -126,10 +126,9 @@ impl fmt::Display for Family {
 /// Programs by family. A program is in one family whatever it is asked to do: a read-only
 /// `kubectl get` is a kubernetes case the peer allows.
 const FAMILIES: &[(Family, &[&str])] = &[
-    (
-        Family::Git,
-        &["git", "gh", "glab", "hub", "git-filter-repo"],
-    ),
+    // Not the forges' CLIs (`gh`, `glab`): they change a hosted service, not history or the
+    // working tree.
+    (Family::Git, &["git", "git-filter-repo"]),
     (
         Family::Filesystem,
         &[

@@ -39,15 +39,33 @@ pub fn extract(top: &Path) -> anyhow::Result<Extracted> {
         };
         all.extend(txt_cases(&text, &name, default));
     }
-    for file in files(&top.join("src/packs"), "rs")? {
+    let packs = top.join("src/packs");
+    for file in files(&packs, "rs")? {
         let text = read(&file)?;
-        all.extend(
-            rust_cases(&text, &relative(top, &file))
-                .with_context(|| format!("reading {}", file.display()))?,
-        );
+        let mut cases = rust_cases(&text, &relative(top, &file))
+            .with_context(|| format!("reading {}", file.display()))?;
+        let pack = file
+            .strip_prefix(&packs)
+            .ok()
+            .and_then(|p| p.components().next())
+            .and_then(|c| c.as_os_str().to_str());
+        if let Some(pack) = pack.filter(|p| NOT_MEASURED.contains(p)) {
+            let why = format!(
+                "from {pack}, a pack of policy beyond destructiveness or for cmd/PowerShell"
+            );
+            *cases.skipped.entry(why).or_default() += cases.cases.len();
+            cases.cases.clear();
+        }
+        all.extend(cases);
     }
     Ok(all)
 }
+
+/// dcg's packs whose tests are not the peer's answer on destructive Bash commands:
+/// `strict_git` is an opt-in stricter git policy (it denies lease-guarded pushes and rebases,
+/// which dcg's default git pack allows), `windows` reads cmd and PowerShell lines, and
+/// `careful_company_running_windows` is an opt-in data-egress preset for Windows machines.
+const NOT_MEASURED: [&str; 3] = ["strict_git", "windows", "careful_company_running_windows"];
 
 /// The `[[case]]` tables of one corpus file.
 pub fn toml_cases(text: &str, name: &str) -> anyhow::Result<Extracted> {
