@@ -1,6 +1,7 @@
 //! Disagreements with a peer that we keep on purpose (`xtask/guard-bench/keep.toml`): each entry
-//! names the cases it covers (a command line, or a regex over it; optionally one peer and the
-//! peer's verdict) and says why we answer otherwise. Covered cases leave the figures and are
+//! names the cases it covers (a command line, or a regex over it less those an `unless` regex
+//! matches; optionally one peer and the peer's verdict, else the cases the peer denies or asks)
+//! and says why we answer otherwise. Covered cases leave the figures and are
 //! printed as a count; an entry that covers no case is reported, so the list does not rot.
 
 use std::path::Path;
@@ -24,6 +25,7 @@ struct RawEntry {
     peer: Option<String>,
     command: Option<String>,
     pattern: Option<String>,
+    unless: Option<String>,
     expected: Option<String>,
     reason: String,
 }
@@ -33,6 +35,8 @@ struct RawEntry {
 pub struct Entry {
     pub peer: Option<String>,
     matcher: Matcher,
+    /// A regex that takes a case back out (`pattern` has no look-ahead to say it).
+    unless: Option<Regex>,
     pub expected: Option<PeerVerdict>,
     pub reason: String,
     /// What the entry says in one line (its command or pattern), for the report.
@@ -48,11 +52,19 @@ enum Matcher {
 impl Entry {
     pub fn covers(&self, peer: &str, case: &Case) -> bool {
         self.peer.as_deref().is_none_or(|p| p == peer)
-            && self.expected.is_none_or(|e| e == case.expected)
+            && match self.expected {
+                Some(e) => e == case.expected,
+                // A disagreement is about a case the peer stops unless the entry says otherwise.
+                None => matches!(case.expected, PeerVerdict::Deny | PeerVerdict::Ask),
+            }
             && match &self.matcher {
                 Matcher::Exact(c) => *c == case.command,
                 Matcher::Pattern(re) => re.is_match(&case.command),
             }
+            && self
+                .unless
+                .as_ref()
+                .is_none_or(|re| !re.is_match(&case.command))
     }
 }
 
@@ -75,6 +87,12 @@ pub fn parse(text: &str, name: &str) -> anyhow::Result<Vec<Entry>> {
             ),
             _ => bail!("{at}: give exactly one of `command` and `pattern`"),
         };
+        let unless = match raw.unless {
+            None => None,
+            Some(u) => {
+                Some(Regex::new(&u).with_context(|| format!("{at}: `unless` is not a regex"))?)
+            }
+        };
         let expected = match raw.expected {
             None => None,
             Some(word) => Some(
@@ -85,6 +103,7 @@ pub fn parse(text: &str, name: &str) -> anyhow::Result<Vec<Entry>> {
         out.push(Entry {
             peer: raw.peer,
             matcher,
+            unless,
             expected,
             reason: raw.reason,
             label,
@@ -115,6 +134,7 @@ reason = "a plain push rewrites nothing"
 [[keep]]
 peer = "longline"
 pattern = "^pip install"
+unless = "--force-reinstall"
 expected = "ask"
 reason = "installs are not destructive"
 "#,
@@ -125,9 +145,20 @@ reason = "installs are not destructive"
         let pip = Case::new("pip install x", PeerVerdict::Ask, "s".into());
         let pip_denied = Case::new("pip install x", PeerVerdict::Deny, "s".into());
         assert!(entries[0].covers("dcg", &push));
+        let allowed_push = Case::new("git push origin main", PeerVerdict::Allow, "s".into());
+        assert!(
+            !entries[0].covers("dcg", &allowed_push),
+            "only what the peer stops"
+        );
         assert!(entries[1].covers("longline", &pip));
         assert!(!entries[1].covers("dcg", &pip));
         assert!(!entries[1].covers("longline", &pip_denied));
+        let forced = Case::new(
+            "pip install --force-reinstall x",
+            PeerVerdict::Ask,
+            "s".into(),
+        );
+        assert!(!entries[1].covers("longline", &forced));
         assert_eq!(entries[1].label, "/^pip install/");
     }
 

@@ -184,6 +184,8 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
 
     let misses_path = work.join("misses.jsonl");
     let mut misses = report::create(&misses_path)?;
+    let kept_path = work.join("kept.jsonl");
+    let mut kept_file = report::create(&kept_path)?;
     let mut failed = Vec::new();
     let mut kept_by_entry = vec![0usize; keep.len()];
     let configs = [
@@ -257,6 +259,7 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
                         kept_by_entry[i] += 1;
                     }
                 }
+                report::write_kept(&mut kept_file, &rows, |i| keep[i].label.clone())?;
             }
             all_rows.extend(rows);
         }
@@ -268,6 +271,7 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
         }
     }
     std::io::Write::flush(&mut misses)?;
+    std::io::Write::flush(&mut kept_file)?;
 
     println!(
         "\nkept on purpose (xtask/guard-bench/keep.toml): {} entries",

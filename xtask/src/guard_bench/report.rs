@@ -218,6 +218,29 @@ pub fn write_misses(
     Ok(n)
 }
 
+/// Writes every kept row of `rows` as a JSON line with the keep entry that covers it, so the
+/// list can be reviewed case by case.
+pub fn write_kept(
+    file: &mut impl std::io::Write,
+    rows: &[Row<'_>],
+    label: impl Fn(usize) -> String,
+) -> anyhow::Result<()> {
+    for row in rows {
+        let Some(i) = row.kept else { continue };
+        let line = serde_json::json!({
+            "peer": row.peer,
+            "family": row.case.family.name(),
+            "command": row.case.command,
+            "expected": row.case.expected.name(),
+            "ours": row.ours.name(),
+            "entry": label(i),
+            "source": row.case.source,
+        });
+        writeln!(file, "{line}")?;
+    }
+    Ok(())
+}
+
 /// Creates `path` (and its directory) for the misses.
 pub fn create(path: &Path) -> anyhow::Result<std::io::BufWriter<std::fs::File>> {
     if let Some(dir) = path.parent() {
