@@ -135,7 +135,7 @@ fn check_host(report: &mut Report) {
                 "no host answers at {} ({e}); the next event starts one, and if it does not, \
                  see {}",
                 socket.display(),
-                paths::log_dir().join(paths::LOG_NAME).display()
+                paths::state_dir().join(paths::LOG_NAME).display()
             ),
         ),
     }

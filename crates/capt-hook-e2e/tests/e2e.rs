@@ -296,8 +296,14 @@ fn deadline_passing() {
     assert_eq!(out.status.code(), Some(1));
     assert!(stderr(&out).contains("deadline"), "{}", stderr(&out));
 
-    // Mandatory: retried once, then evaluated locally by the real worker.
-    let out = env.hook("PreToolUse", &bash(&root, "pkill x; git stash"), &quick);
+    // Mandatory: retried once, then evaluated locally by the real worker, which gets a third
+    // of the deadline: in a debug build on a loaded machine, loading every builtin pack can
+    // take longer than a third of one second.
+    let out = env.hook(
+        "PreToolUse",
+        &bash(&root, "pkill x; git stash"),
+        &[("CAPT_HOOK_CLIENT_TIMEOUT", "4")],
+    );
     assert_eq!(decision(&json_out(&out)), Some("deny"), "{}", stderr(&out));
 
     // A deadline already in the past is refused before dispatch.
@@ -1603,24 +1609,23 @@ mod bounded {
         assert!(moved[0].file_type().unwrap().is_symlink());
     }
 
-    /// A log directory that cannot be created does not keep the host from serving: it logs to
-    /// its state directory instead and says why there.
+    /// The host log has one place per user: the host state directory, whatever
+    /// `CAPTAIN_HOOK_LOG_DIR` the client that started the host had (that directory is the
+    /// session's, for its workers' logs).
     #[test]
-    fn an_unwritable_log_dir_falls_back_and_still_serves() {
+    fn the_host_log_stays_in_the_host_state_directory() {
         let tmp = tempfile::tempdir().unwrap();
-        let blocker = tmp.path().join("not-a-dir");
-        std::fs::write(&blocker, "").unwrap();
-        let bad = blocker.join("logs");
-        let env = Env::with(&[("CAPTAIN_HOOK_LOG_DIR", bad.to_str().unwrap())]);
+        let session_logs = tmp.path().join("logs");
+        let env = Env::with(&[("CAPTAIN_HOOK_LOG_DIR", session_logs.to_str().unwrap())]);
         let root = env.project("p", HOOKS);
         event_answered_by_host(&env, &root);
-        let fallback = env
+        let log = env
             .dir
             .path()
             .join("home/.cache/captain-hook/host-v1/capt-hookd.log");
-        let text = std::fs::read_to_string(&fallback).unwrap();
-        assert!(text.contains("cannot log to"), "{text}");
+        let text = std::fs::read_to_string(&log).unwrap();
         assert!(text.contains("worker started"), "{text}");
+        assert!(!session_logs.join("capt-hookd.log").exists());
     }
 
     const NUDGE: &str = r#"
@@ -2288,10 +2293,11 @@ fn update_check_after_session_start_tells_of_a_newer_release_once() {
         .join("home/.cache/captain-hook/host-v1/update.json");
 
     let first = start(&[]);
-    assert_eq!(
-        first["hookSpecificOutput"]["additionalContext"],
-        "session context"
-    );
+    // The general pack's deferred-tools nudge follows the project's context on a first start.
+    let context = first["hookSpecificOutput"]["additionalContext"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(context.starts_with("session context"), "{first}");
     assert!(!first.to_string().contains("99.0.0"), "{first}");
     env.wait_until("the release check ran", || {
         server.hits() == 1

@@ -40,7 +40,8 @@ vars! {
     CAPT_HOOK_CLIENT_TIMEOUT, read_by: "hook", default: "30";
     /// Root of session and durable state.
     CAPTAIN_HOOK_STATE_DIR, read_by: "capt-hook, workers", default: "`~/.claude/state`";
-    /// Directory for log files (the host's, the CLI's, session and judge logs).
+    /// Directory for log files (the CLI's, session and judge logs); the host's own log stays
+    /// in the host state directory.
     CAPTAIN_HOOK_LOG_DIR, read_by: "all", default: "the host state directory";
     /// Bytes past which the host log is rotated (to `capt-hookd.log.1`).
     CAPT_HOOK_LOG_MAX_BYTES, read_by: "capt-hookd", default: "10485760";

@@ -186,35 +186,31 @@ fn take_lifetime_lock(lock: &File) -> anyhow::Result<bool> {
     }
 }
 
-/// Opens the host log: `paths::log_dir()`, else (when that cannot be created or written) the
-/// host state directory, else nowhere. A log problem never keeps the host from serving: it is
-/// written, as `trouble`, into whichever log did open.
+/// Opens the host log in the host state directory, else nowhere. The host serves every session
+/// of the user, so its log has one fixed place: never `CAPTAIN_HOOK_LOG_DIR`, which is a
+/// session's setting (its workers' logs follow it) and would put the log wherever the first
+/// client pointed. A log problem never keeps the host from serving: it is written, as
+/// `trouble`, into the log if it opened.
 fn open_log(state_dir: &Path) -> anyhow::Result<(File, PathBuf, Vec<String>)> {
     let mut trouble = Vec::new();
-    let configured = paths::log_dir();
-    for dir in [configured.clone(), state_dir.to_path_buf()] {
-        let path = dir.join(paths::LOG_NAME);
-        let opened = std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(&dir)
-            .and_then(|()| crate::files::open_append(&path));
-        match opened {
-            Ok((file, moved)) => {
-                if let Some(moved) = moved {
-                    trouble.push(format!(
-                        "the log was not a regular file of ours (a symlink?); moved it aside \
-                         unfollowed to {}",
-                        moved.display()
-                    ));
-                }
-                return Ok((file, path, trouble));
+    let path = state_dir.join(paths::LOG_NAME);
+    let opened = std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(state_dir)
+        .and_then(|()| crate::files::open_append(&path));
+    match opened {
+        Ok((file, moved)) => {
+            if let Some(moved) = moved {
+                trouble.push(format!(
+                    "the log was not a regular file of ours (a symlink?); moved it aside \
+                     unfollowed to {}",
+                    moved.display()
+                ));
             }
-            Err(e) => trouble.push(format!("cannot log to {}: {e}", path.display())),
+            return Ok((file, path, trouble));
         }
-        if dir == state_dir {
-            break;
-        }
+        Err(e) => trouble.push(format!("cannot log to {}: {e}", path.display())),
     }
     let null = File::options()
         .write(true)
