@@ -155,6 +155,9 @@ pub enum Verdict {
     },
 }
 
+/// Where every failure note sends the user: the session log records each hook's failure.
+const SEE_LOGS: &str = "`capt-hook logs` shows what happened.";
+
 /// True for the events whose call waits on the verdict (the events table's guard events).
 pub fn is_guarded(kind: EventKind) -> bool {
     kind.is_guard()
@@ -164,17 +167,40 @@ impl Outcome {
     /// Weighs the failures for an event of `kind`. Off the guarded events a failure only loses
     /// that hook's verdict (it is logged). On them, a deny still stands; otherwise a failed
     /// mandatory hook denies and any other failure leaves the call to the user.
-    pub fn verdict(self, kind: EventKind) -> Verdict {
+    pub fn verdict(mut self, kind: EventKind) -> Verdict {
         if self.failures.is_empty() || !is_guarded(kind) {
             return Verdict::Decided(self.result);
         }
-        if self.result.as_ref().is_some_and(HookResult::is_block) {
-            return Verdict::Decided(self.result);
+        if let Some(mut denied) = self.result.take_if(|r| r.is_block()) {
+            // The deny stands, and the user learns which guards did not get to check the call.
+            let unfinished: Vec<String> = self
+                .failures
+                .iter()
+                .filter(|f| f.mandatory)
+                .map(ToString::to_string)
+                .collect();
+            if !unfinished.is_empty() {
+                let note = format!(
+                    "capt-hook: the mandatory {} did not check this call ({}); the deny stands. \
+                     {SEE_LOGS}",
+                    if unfinished.len() == 1 {
+                        "hook"
+                    } else {
+                        "hooks"
+                    },
+                    unfinished.join("; ")
+                );
+                denied.system_message = Some(match denied.system_message.take() {
+                    Some(m) => format!("{m}\n{note}"),
+                    None => note,
+                });
+            }
+            return Verdict::Decided(Some(denied));
         }
         if let Some(f) = self.failures.iter().find(|f| f.mandatory) {
             let mut r = HookResult::block(format!(
                 "BLOCKED: the mandatory hook {} {}, so this call stays denied until that hook \
-                 can check it.",
+                 can check it. {SEE_LOGS}",
                 f.hook, f.cause
             ));
             r.system_message = self.result.and_then(|r| r.system_message);
@@ -184,7 +210,7 @@ impl Outcome {
         Verdict::Unchecked {
             reason: format!(
                 "capt-hook could not check this call: {}. Its other hooks' approval does not \
-                 apply; decide yourself.",
+                 apply; decide yourself. {SEE_LOGS}",
                 what.join("; ")
             ),
             partial: self.result,

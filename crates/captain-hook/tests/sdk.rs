@@ -528,6 +528,36 @@ fn a_mandatory_hook_that_fails_or_misses_the_deadline_denies() {
     assert!(out.contains("m:on_erring failed: no network"), "{out}");
 }
 
+/// A deny another hook reached stands when a mandatory hook fails beside it, and the user is
+/// told which guard did not check the call and where to look.
+#[test]
+fn a_failed_mandatory_hook_beside_a_deny_adds_its_note() {
+    let erring = on(&[EventKind::PreToolUse], |_| {
+        Err(HandlerError::new("no network"))
+    })
+    .name("erring")
+    .mandatory(true);
+    let mut reg = Registry::new();
+    reg.add("m", erring).unwrap();
+    reg.add(
+        "m",
+        block_command(CommandMatch::argv(&["rm"]).unwrap(), "no rm here"),
+    )
+    .unwrap();
+    let d = Dispatcher::new(Arc::new(reg), None);
+    let r = d
+        .dispatch(&bash("rm x"), DispatchOptions::default())
+        .unwrap();
+    assert!(r.is_block());
+    assert!(
+        r.message.as_deref().unwrap().contains("no rm here"),
+        "{r:?}"
+    );
+    let note = r.system_message.unwrap();
+    assert!(note.contains("m:on_erring failed: no network"), "{note}");
+    assert!(note.contains("capt-hook logs"), "{note}");
+}
+
 #[test]
 fn a_project_with_a_broken_file_asks_on_guarded_events() {
     let dir = tempfile::tempdir().unwrap();
