@@ -28,6 +28,8 @@ pub enum Lang {
     Go,
     /// Bash and POSIX shell (`sh`, `bash`).
     Bash,
+    /// Java (`java`).
+    Java,
 }
 
 /// The character a `$` metavariable becomes before the pattern is parsed, for grammars where
@@ -36,7 +38,7 @@ const EXPANDO: char = 'µ';
 
 impl Lang {
     /// Every supported language, in a stable order.
-    pub const ALL: [Lang; 7] = [
+    pub const ALL: [Lang; 8] = [
         Lang::Python,
         Lang::TypeScript,
         Lang::Tsx,
@@ -44,7 +46,13 @@ impl Lang {
         Lang::Rust,
         Lang::Go,
         Lang::Bash,
+        Lang::Java,
     ];
+
+    /// The canonical ids of every supported language, for error messages (`py, ts, …`).
+    pub fn known_ids() -> String {
+        Lang::ALL.map(Lang::id).join(", ")
+    }
 
     /// Looks a language up by the ids hooks use (`py`, `python`, `ts`, `tsx`, `js`, `jsx`, `rs`,
     /// `rust`, `go`, `bash`, `sh`, …); case-insensitive, surrounding spaces ignored.
@@ -62,7 +70,7 @@ impl Lang {
         Lang::ALL.into_iter().find(|l| l.id() == info.id)
     }
 
-    /// The canonical short id (`py`, `ts`, `tsx`, `js`, `rs`, `go`, `bash`).
+    /// The canonical short id (`py`, `ts`, `tsx`, `js`, `rs`, `go`, `bash`, `java`).
     pub fn id(self) -> &'static str {
         match self {
             Lang::Python => "py",
@@ -72,6 +80,7 @@ impl Lang {
             Lang::Rust => "rs",
             Lang::Go => "go",
             Lang::Bash => "bash",
+            Lang::Java => "java",
         }
     }
 
@@ -88,7 +97,8 @@ impl Lang {
 
     /// The tree-sitter grammar, built on first use and cached for the process.
     pub fn grammar(self) -> TSLanguage {
-        static CACHE: [OnceLock<TSLanguage>; 7] = [const { OnceLock::new() }; 7];
+        static CACHE: [OnceLock<TSLanguage>; Lang::ALL.len()] =
+            [const { OnceLock::new() }; Lang::ALL.len()];
         CACHE[self as usize]
             .get_or_init(|| match self {
                 Lang::Python => tree_sitter_python::LANGUAGE.into(),
@@ -98,14 +108,15 @@ impl Lang {
                 Lang::Rust => tree_sitter_rust::LANGUAGE.into(),
                 Lang::Go => tree_sitter_go::LANGUAGE.into(),
                 Lang::Bash => tree_sitter_bash::LANGUAGE.into(),
+                Lang::Java => tree_sitter_java::LANGUAGE.into(),
             })
             .clone()
     }
 
     /// Whether `$` has to be swapped for [`EXPANDO`] before the grammar can parse a pattern.
     fn needs_expando(self) -> bool {
-        // In JS/TS `$` is an identifier character and in Bash `$NAME` is an expansion node, so
-        // both parse metavariables as they are.
+        // In JS/TS and Java `$` is an identifier character and in Bash `$NAME` is an expansion
+        // node, so they parse metavariables as they are.
         matches!(self, Lang::Python | Lang::Rust | Lang::Go)
     }
 }

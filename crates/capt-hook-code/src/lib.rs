@@ -35,7 +35,7 @@ pub use style::{
 #[non_exhaustive]
 pub enum CodeError {
     /// A language id that names no compiled-in grammar.
-    #[error("unknown language `{0}` (known: py, ts, tsx, js, rs, go, bash)")]
+    #[error("unknown language `{0}` (known: {known})", known = Lang::known_ids())]
     UnknownLanguage(String),
     /// A pattern that does not compile for its language.
     #[error("invalid {lang} pattern `{pattern}`: {reason}")]

@@ -563,6 +563,24 @@ mod tests {
         );
     }
 
+    /// Java joins the languages: a call pattern matches inside a method, `$` captures work,
+    /// and the lookups by id and by file extension find it.
+    #[test]
+    fn java_patterns_match_calls_in_methods() {
+        let java =
+            "class A {\n  void f() {\n    System.out.println(x);\n    log.info(y);\n  }\n}\n";
+        assert_eq!(
+            texts(Lang::Java, "System.out.println($$$)", java),
+            vec![(3, "System.out.println(x)".into())]
+        );
+        assert_eq!(
+            texts(Lang::Java, "$L.info($A)", java),
+            vec![(4, "log.info(y)".into())]
+        );
+        assert_eq!(Lang::from_id("java"), Some(Lang::Java));
+        assert_eq!(Lang::from_path("src/Main.java"), Some(Lang::Java));
+    }
+
     #[test]
     fn go_qualified_calls_match_although_they_parse_as_conversions() {
         let go = "package m\n\nimport \"fmt\"\n\nfunc f() {\n\tfmt.Println(\"a\", 1)\n\tfmt.Println(x)\n\tfmt.Printf(x)\n}\n";

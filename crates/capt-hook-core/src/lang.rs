@@ -25,7 +25,7 @@ impl LangInfo {
     }
 }
 
-/// Every language hooks can name. The code crate compiles grammars for all but `java`.
+/// Every language hooks can name; the code crate compiles a grammar for each.
 pub const LANGUAGES: &[LangInfo] = &[
     LangInfo {
         id: "py",

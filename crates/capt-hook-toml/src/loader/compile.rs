@@ -352,7 +352,7 @@ pub(super) fn code_lang(id: Option<&str>) -> Result<capt_hook_code::Lang, DefErr
     capt_hook_code::Lang::from_id(id).ok_or_else(|| {
         err(
             "lang",
-            format!("unknown language `{id}` (known: py, ts, tsx, js, rs, go, bash)"),
+            capt_hook_code::CodeError::UnknownLanguage(id.to_owned()).to_string(),
         )
     })
 }
