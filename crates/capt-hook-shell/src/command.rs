@@ -5,6 +5,7 @@ use std::ops::Range;
 use tree_sitter::Node;
 
 use crate::jobs;
+use crate::scripts;
 use crate::source::{Src, SrcMap};
 use crate::walk::{
     Level, MAX_DEPTH, StmtExtra, Walker, herestring_text, parse_redirect, read_heredoc,
@@ -12,6 +13,13 @@ use crate::walk::{
 use crate::words::{Word, dequote, one_layer};
 use crate::wrappers::{Found, basename};
 use crate::{Command, Part, QuoteLayer, Redirect, Unreadable};
+
+/// The program a command runs, behind its wrappers, for messages.
+fn word_program(c: &Command) -> String {
+    c.unwrapped()
+        .first()
+        .map_or_else(|| c.executable.clone(), |p| (*p).to_owned())
+}
 
 /// Payloads re-parsed inside payloads stop after this many levels.
 const MAX_PAYLOAD_DEPTH: u8 = 3;
@@ -369,8 +377,10 @@ impl Walker {
         if found.too_many {
             self.cut(Unreadable::TooManyJobs);
         }
+        let script_stdin = stdin.clone().filter(|_| found.stdin_script.is_some());
         let stdin = stdin.filter(|_| found.stdin_shell);
         let mut texts = found.texts.clone();
+        self.scripts(host, found, script_stdin, &mut texts);
         if let Some(input) = input {
             let words = self.parts[host].command.words.clone();
             for t in &found.templates {
@@ -406,6 +416,45 @@ impl Walker {
         for text in stdin.into_iter().chain(texts) {
             let inner = src.nested(&text, SrcMap::Unmapped, QuoteLayer::Bare);
             self.walk_nested(&inner, host, lvl, false, depth);
+        }
+    }
+
+    /// Reads the interpreter programs of the command at `host` (`python -c TEXT`, a heredoc
+    /// fed to `node`) and adds the command lines their calls run to `texts`; a program that
+    /// cannot be read to the end is noted in [`Walker::unread_code`].
+    fn scripts(
+        &mut self,
+        host: usize,
+        found: &Found,
+        stdin: Option<String>,
+        texts: &mut Vec<String>,
+    ) {
+        let mut programs = Vec::new();
+        for &(lang, i, skip) in &found.scripts {
+            let Some(word) = self.parts[host].command.words.get(i) else {
+                continue;
+            };
+            match word.value.as_deref().and_then(|v| v.get(skip..)) {
+                Some(text) => programs.push((lang, text.to_owned())),
+                None => {
+                    self.unread_code.get_or_insert_with(|| {
+                        format!(
+                            "the program text of `{}` holds a shell expansion",
+                            word_program(&self.parts[host].command)
+                        )
+                    });
+                }
+            }
+        }
+        if let (Some(lang), Some(text)) = (found.stdin_script, stdin) {
+            programs.push((lang, text));
+        }
+        for (lang, text) in programs {
+            let reading = scripts::read(lang, &text);
+            if let Some(why) = reading.unread {
+                self.unread_code.get_or_insert(why);
+            }
+            texts.extend(reading.commands);
         }
     }
 

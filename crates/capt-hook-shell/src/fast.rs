@@ -366,7 +366,11 @@ fn push_command(
     let found = read.found;
     // Rebuilt command lines (substituted arguments, git aliases) are the full walk's; so is a
     // runner substituting what a literal `echo`/`printf` pipes into it.
-    if !found.texts.is_empty() || found.too_many {
+    if !found.texts.is_empty()
+        || found.too_many
+        || !found.scripts.is_empty()
+        || found.stdin_script.is_some()
+    {
         return None;
     }
     if !found.templates.is_empty()
@@ -454,5 +458,6 @@ fn parse_at(raw: &str, depth: u8) -> Option<CommandLine> {
         comments: Vec::new(),
         has_error: false,
         unreadable: None,
+        unread_code: None,
     })
 }

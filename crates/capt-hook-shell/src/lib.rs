@@ -18,6 +18,10 @@
 //!   `echo`/`printf` or a here-string) and git aliases that shell out
 //!   (`git -c alias.x='!…' x`) add the command lines that would run, rebuilt with the
 //!   arguments in place, as nested parts without spans;
+//! - interpreter one-liners (`python -c`, `node -e`, `perl -e`, `ruby -e`, or the same
+//!   programs fed by a heredoc) add the command lines their literal calls run (`os.system`,
+//!   `subprocess.run`, `execSync`, `system`, backticks) as nested parts without spans; a
+//!   program we cannot read to the end says so in [`CommandLine::unread_code`];
 //! - nesting is capped (about 50 levels of `$(…)`), so hostile input cannot exhaust the stack;
 //!   a line cut short by a cap, by its length or by a syntax error says so in
 //!   [`CommandLine::unreadable`], so callers can fail closed.
@@ -29,6 +33,7 @@ mod fast;
 mod jobs;
 mod line;
 pub mod programs;
+mod scripts;
 mod source;
 mod splice;
 mod walk;
@@ -91,6 +96,7 @@ impl CommandLine {
             comments: walker.comments,
             has_error: walker.has_error,
             unreadable,
+            unread_code: walker.unread_code,
         }
     }
 }

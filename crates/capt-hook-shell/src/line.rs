@@ -205,6 +205,11 @@ pub struct CommandLine {
     /// Set when the line could not be read to the end (see [`Unreadable`]): callers matching
     /// commands must not take "not found" for "not run".
     pub unreadable: Option<Unreadable>,
+    /// Set when an interpreter one-liner of the line (`python -c`, `node -e`, `perl -e`,
+    /// `ruby -e`) runs code we could not read to the end (a call with a computed argument, an
+    /// unterminated string, `eval` of computed text): why, for the user. The commands its
+    /// literal calls run are parts of the line either way; this says there may be more.
+    pub unread_code: Option<String>,
 }
 
 impl CommandLine {

@@ -49,6 +49,8 @@ pub(crate) struct Walker {
     pub unreadable: Option<Unreadable>,
     /// How many command lines were rebuilt with substituted arguments so far.
     pub rebuilt: usize,
+    /// Why an interpreter program of the line could not be read to the end (the first one).
+    pub unread_code: Option<String>,
 }
 
 /// Statement containers: operator tokens among their children join the parts around them.

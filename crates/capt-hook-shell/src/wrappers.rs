@@ -8,6 +8,7 @@
 use std::ops::Range;
 
 use crate::jobs;
+use crate::scripts::{self, Lang};
 
 /// Shells whose `-c` option runs a command string.
 pub const SHELLS: &[&str] = &[
@@ -651,6 +652,13 @@ pub(crate) struct Found {
     /// The ranges of `runs` reached through a package runner (`uv run pytest`, `npx jest`):
     /// the original reads those launchers literally for `ran_command`, and so do we.
     pub launched: Vec<Range<usize>>,
+    /// Interpreter program texts (`python -c TEXT`, `perl -e TEXT`): the language, the word's
+    /// index and how many bytes of it to skip (`-eTEXT`). The walker reads them for the
+    /// commands they run (see `scripts.rs`).
+    pub scripts: Vec<(Lang, usize, usize)>,
+    /// An interpreter reading its program from stdin (`python3 - <<EOF`): the heredoc or
+    /// here-string feeding it is read as that program.
+    pub stdin_script: Option<Lang>,
 }
 
 /// Finds everything `words` (a command's word values, program first) runs. Linear in the
@@ -665,6 +673,7 @@ pub(crate) fn runs_in<S: AsRef<str>>(words: &[S]) -> Found {
     if !is_wrapper_name(program)
         && !matches!(program, "find" | "busybox" | "eval" | "git")
         && !SHELLS.contains(&program)
+        && scripts::lang(program).is_none()
     {
         return found;
     }
@@ -732,6 +741,16 @@ pub(crate) fn runs_in<S: AsRef<str>>(words: &[S]) -> Found {
                 ShellInput::String(i) => found.strings.push((i..i + 1, 0)),
                 ShellInput::Stdin => found.stdin_shell = true,
                 ShellInput::File => {}
+            }
+        } else if let Some(lang) = scripts::lang(program) {
+            match scripts::input(lang, words, start, end) {
+                scripts::Input::Text(texts) => {
+                    found
+                        .scripts
+                        .extend(texts.into_iter().map(|(i, skip)| (lang, i, skip)));
+                }
+                scripts::Input::Stdin => found.stdin_script = Some(lang),
+                scripts::Input::File => {}
             }
         }
     }
