@@ -99,6 +99,18 @@ pub enum Condition {
     Deletes(Vec<crate::deletes::DeleteRisk>),
     /// An executable of this name is on the `PATH` (the request's, else this process's).
     OnPath(String),
+    /// Some argv the line runs matches the tokens (as [`Condition::Runs`]) and its words after
+    /// the program, joined by single spaces, match the regex: one command's flags and operands
+    /// judged together, which a `runs` beside a `command` regex cannot say.
+    Args {
+        /// The argv the words belong to.
+        tokens: Tokens,
+        /// Searched in the words after the program.
+        pattern: Pattern,
+    },
+    /// The line runs (or does not run) interpreter code we could not read to the end
+    /// ([`capt_hook_shell::CommandLine::unread_code`]).
+    UnreadCode(bool),
     /// An earlier Bash call ran a command whose unwrapped argv starts with these tokens.
     RanCommand(Tokens),
     /// An earlier edit of the main agent targeted a matching file.
@@ -239,6 +251,13 @@ impl fmt::Display for Condition {
                 write!(f, "{{ deletes = {} }}", list(&names))
             }
             Condition::OnPath(program) => write!(f, "{{ on_path = {program:?} }}"),
+            Condition::Args { tokens, pattern } => write!(
+                f,
+                "{{ args = {{ of = {tokens}, match = {:?}{} }} }}",
+                pattern.as_str(),
+                exact(tokens)
+            ),
+            Condition::UnreadCode(b) => write!(f, "{{ unread_code = {b} }}"),
             Condition::RanCommand(t) => write!(f, "{{ ran_command = {t}{} }}", exact(t)),
             Condition::TouchedFile(g) => write!(f, "{{ touched_file = {} }}", list(g)),
             Condition::TouchedThisFile { since: None } => {
@@ -345,6 +364,10 @@ impl Condition {
             Condition::Runs(t) => Condition::Runs(t.exact(true)),
             Condition::PrimaryRuns(t) => Condition::PrimaryRuns(t.exact(true)),
             Condition::RanCommand(t) => Condition::RanCommand(t.exact(true)),
+            Condition::Args { tokens, pattern } => Condition::Args {
+                tokens: tokens.exact(true),
+                pattern,
+            },
             Condition::Not(inner) => Condition::Not(Box::new(inner.exact_tokens())),
             Condition::Any(cs) => Condition::Any(cs.into_iter().map(Self::exact_tokens).collect()),
             Condition::All(cs) => Condition::All(cs.into_iter().map(Self::exact_tokens).collect()),
@@ -366,6 +389,8 @@ impl Condition {
             | Condition::SourceEdits { .. }
             | Condition::ReadOnlyCommand(true)
             | Condition::Deletes(_)
+            | Condition::Args { .. }
+            | Condition::UnreadCode(true)
             | Condition::TouchedThisFile { .. }
             | Condition::TestFile(true) => true,
             Condition::Custom { reads_tool, .. } => *reads_tool,
@@ -504,6 +529,13 @@ impl Condition {
                 found.iter().any(|r| wanted.contains(r))
             }
             Condition::OnPath(program) => on_path(evt, program),
+            Condition::Args { tokens, pattern } => evt.command_line().is_some_and(|cl| {
+                tokens.may_match_words(evt.line_words())
+                    && tokens.any_args(cl, |args| pattern.is_match(args))
+            }),
+            Condition::UnreadCode(want) => {
+                evt.command_line().is_some_and(|cl| cl.unread_code.is_some()) == *want
+            }
             Condition::RanCommand(tokens) => evt
                 .transcript()
                 .session()

@@ -315,6 +315,36 @@ impl Tokens {
             || self.is_prefix_of_command(cmd)
     }
 
+    /// True when `f` holds for the words after the program (joined by single spaces, as the
+    /// program sees them) of some argv of the line these tokens match (the `args` condition).
+    /// On a line that could not be read to the end and whose raw words hold the tokens, `f`
+    /// is asked about the raw text instead, erring towards the guard.
+    pub fn any_args(&self, line: &CommandLine, f: impl Fn(&str) -> bool) -> bool {
+        let joined = |ws: &[Word]| {
+            ws.iter()
+                .skip(1)
+                .map(key)
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        let found = line.parts.iter().any(|p| {
+            let cmd = &p.command;
+            if self.exact {
+                return self.is_prefix_of_command(cmd) && f(&cmd.args.join(" "));
+            }
+            if cmd.words.is_empty() {
+                return false;
+            }
+            (self.matches_words(&cmd.words) && f(&joined(&cmd.words)))
+                || cmd.runs.iter().any(|r| {
+                    cmd.words
+                        .get(r.clone())
+                        .is_some_and(|ws| self.matches_words(ws) && f(&joined(ws)))
+                })
+        });
+        found || (line.unreadable.is_some() && self.matches_raw_words(&line.raw) && f(&line.raw))
+    }
+
     /// [`Tokens::matches_line`] as `ran_command` reads a past call: the program a package
     /// runner launches (`uv run pytest`, `npx jest`) does not count, as in the original, where
     /// "ran pytest" means pytest itself or behind a wrapper such as `sudo` or `env`. Guards

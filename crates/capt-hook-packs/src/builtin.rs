@@ -56,6 +56,20 @@ pub const BUILTINS: &[Builtin] = &[
     ),
     pack!("fixes", ["scratch.toml"]),
     pack!("performance", ["filesystem.toml"]),
+    pack!(
+        "safety",
+        [
+            "cloud.toml",
+            "containers.toml",
+            "databases.toml",
+            "filesystem.toml",
+            "git.toml",
+            "infrastructure.toml",
+            "interpreters.toml",
+            "kubernetes.toml",
+            "publishing.toml"
+        ]
+    ),
     pack!("go", ["testing.toml"]),
     pack!("python", ["testing.toml"]),
     pack!("rust", ["testing.toml"]),

@@ -1,7 +1,7 @@
 //! Packs: directories of hook files with a `pack.toml`, loaded after a project's own hooks so the
 //! project's verdicts come first in the fold (a deny from anywhere still wins).
 //!
-//! * Builtin packs are compiled in ([`builtin`]). `general`, `fixes` and `performance` are always
+//! * Builtin packs are compiled in ([`builtin`]). `general`, `fixes`, `performance` and `safety` are always
 //!   on; `go`, `python` and `rust` turn on when their `manifests` are found in the repository.
 //! * Plugin packs come from enabled Claude Code plugins ([`plugins`]), at `<plugin root>/capt-hook/`
 //!   (`pack.toml` plus `hooks/*.toml`). A plugin without that directory is not a pack.

@@ -366,6 +366,20 @@ pub struct StyleRuleSpec {
     pub diff: bool,
 }
 
+/// `{ args = { of = ["git", "push"], match = '…' } }`.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ArgsSpec {
+    /// The argv whose words are searched: a token list, as `runs` takes.
+    pub of: Vec<String>,
+    /// A regex searched in that argv's words after the program, joined by single spaces.
+    #[serde(rename = "match")]
+    pub pattern: String,
+    /// Match `of` as the literal argv prefix alone.
+    #[serde(default)]
+    pub exact: bool,
+}
+
 /// A condition: an inline table with exactly one key.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
@@ -412,6 +426,12 @@ pub enum ConditionSpec {
     Deletes(OneOrMany<String>),
     /// An executable of this name is on the `PATH`.
     OnPath(String),
+    /// Some argv the line runs matches `of` (as `runs`) and its words after the program,
+    /// joined by single spaces, match the regex `match`.
+    Args(ArgsSpec),
+    /// The line runs (or does not run) interpreter code (`python -c`, `node -e`, `perl -e`,
+    /// `ruby -e`) that could not be read to the end.
+    UnreadCode(bool),
     /// The edit's new text contains a structural (ast-grep) match.
     Pattern(PatternCondSpec),
     /// An earlier Bash call ran a command whose unwrapped argv starts with these tokens.

@@ -139,6 +139,11 @@ pub fn compile_condition(spec: &ConditionSpec, field: &str) -> Result<Condition,
             }
             Condition::OnPath(program.clone())
         }
+        ConditionSpec::Args(a) => Condition::Args {
+            tokens: tokens(&sub("args.of"), &a.of)?.exact(a.exact),
+            pattern: regex(&sub("args.match"), &a.pattern, Mode::Plain)?,
+        },
+        ConditionSpec::UnreadCode(b) => Condition::UnreadCode(*b),
         ConditionSpec::Pattern(p) => {
             let (pattern, lang, project_only) = match p {
                 PatternCondSpec::Pattern(p) => (p, None, true),
