@@ -202,7 +202,13 @@ fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
             event,
             run_async,
             packs,
-        } => run(&cli.root, &cli.hooks, &event, run_async, packs),
+        } => {
+            // The behaviour-case runner can only set the environment, not add the flag.
+            let packs = packs
+                || std::env::var(capt_hook_core::env::CAPT_HOOK_RUN_PACKS)
+                    .is_ok_and(|v| capt_hook_core::env::is_truthy(&v));
+            run(&cli.root, &cli.hooks, &event, run_async, packs)
+        }
         Command::Explain { event, packs } => explain(&cli.root, &cli.hooks, &event, packs),
         Command::Test { format } => test(&cli.root, &cli.hooks, format),
         Command::Check => check(&cli.root, &cli.hooks),

@@ -534,7 +534,9 @@ impl Condition {
                     && tokens.any_args(cl, |args| pattern.is_match(args))
             }),
             Condition::UnreadCode(want) => {
-                evt.command_line().is_some_and(|cl| cl.unread_code.is_some()) == *want
+                evt.command_line()
+                    .is_some_and(|cl| cl.unread_code.is_some())
+                    == *want
             }
             Condition::RanCommand(tokens) => evt
                 .transcript()

@@ -2,8 +2,9 @@
 //! `capt_hook_proto::env`; the parsing lives here.
 
 pub use capt_hook_proto::env::{
-    CAPT_HOOK_CCX_RAW, CAPT_HOOK_LOG, CAPTAIN_HOOK_LOG_DIR, CAPTAIN_HOOK_STATE_DIR,
-    CLAUDE_PROJECT_DIR, FACTORY_PROJECT_DIR, HOOKS_PLANNING_AGENTS, HOOKS_WAITING_TOOLS,
+    CAPT_HOOK_CCX_RAW, CAPT_HOOK_LOG, CAPT_HOOK_RUN_PACKS, CAPTAIN_HOOK_LOG_DIR,
+    CAPTAIN_HOOK_STATE_DIR, CLAUDE_PROJECT_DIR, FACTORY_PROJECT_DIR, HOOKS_PLANNING_AGENTS,
+    HOOKS_WAITING_TOOLS,
 };
 
 /// The subagent types skipped by hooks with `skip_planning_agents` when the setting is unset.

@@ -320,13 +320,7 @@ impl Tokens {
     /// On a line that could not be read to the end and whose raw words hold the tokens, `f`
     /// is asked about the raw text instead, erring towards the guard.
     pub fn any_args(&self, line: &CommandLine, f: impl Fn(&str) -> bool) -> bool {
-        let joined = |ws: &[Word]| {
-            ws.iter()
-                .skip(1)
-                .map(key)
-                .collect::<Vec<_>>()
-                .join(" ")
-        };
+        let joined = |ws: &[Word]| ws.iter().skip(1).map(key).collect::<Vec<_>>().join(" ");
         let found = line.parts.iter().any(|p| {
             let cmd = &p.command;
             if self.exact {

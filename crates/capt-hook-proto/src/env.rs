@@ -52,6 +52,9 @@ vars! {
     CAPT_HOOK_SPAWNED, read_by: "workers", default: "unset";
     /// A `tracing` filter for `capt-hook`'s log.
     CAPT_HOOK_LOG, read_by: "capt-hook", default: "`warn`";
+    /// `1` (or `true`, `yes`): `capt-hook run` also runs the packs, as `--packs` does, for harnesses that cannot
+    /// add the flag (the behaviour-case runner calls `CMD run <Event>`).
+    CAPT_HOOK_RUN_PACKS, read_by: "capt-hook", default: "unset";
     /// A `tracing` filter for the host's log.
     CAPT_HOOKD_LOG, read_by: "capt-hookd", default: "`info`";
     /// Seconds a worker may sit idle before it is retired.
