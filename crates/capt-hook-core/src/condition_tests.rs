@@ -306,3 +306,53 @@ fn touched_this_file_and_open_tasks_without_a_history() {
     assert!(!Condition::OpenTasks(true).check(&evt(EventKind::Stop, json!({}))));
     assert!(Condition::OpenTasks(false).check(&evt(EventKind::Stop, json!({}))));
 }
+
+#[test]
+fn args_reads_the_words_of_the_command_the_tokens_match() {
+    let tokens = |t: &[&str]| Tokens::new(t).unwrap();
+    let plus = Condition::Args {
+        tokens: tokens(&["git", "push"]),
+        pattern: re(r"(?:^|\s)\+\S"),
+    };
+    assert!(plus.check(&bash("git push origin +main")));
+    assert!(plus.check(&bash("cd repo && sudo git -C sub push origin +HEAD:main")));
+    assert!(plus.check(&bash("sh -c 'git push origin +main'")));
+    // The `+` belongs to another command: the push's own words do not have it.
+    assert!(!plus.check(&bash("git push origin main && echo +x")));
+    assert!(!plus.check(&bash("echo 'git push origin +main'")));
+    // Negative look-ahead: one command's flags judged together.
+    let unleased = Condition::Args {
+        tokens: tokens(&["git", "push", "--force"]),
+        pattern: re(r"^(?!.*--force-with-lease)"),
+    };
+    assert!(unleased.check(&bash("git push --force origin main")));
+    assert!(!unleased.check(&bash("git push --force --force-with-lease origin main")));
+    // Seen through an interpreter one-liner.
+    assert!(plus.check(&bash(
+        "python3 -c 'import os; os.system(\"git push origin +main\")'"
+    )));
+    // With `exact`, only the literal prefix counts (no wrapper seen through).
+    let exact = Condition::Args {
+        tokens: tokens(&["git", "push"]).exact(true),
+        pattern: re(r"\+"),
+    };
+    assert!(exact.check(&bash("git push origin +main")));
+    assert!(!exact.check(&bash("sudo git push origin +main")));
+    assert!(!plus.check(&write("/proj/a", "git push +x")));
+    assert_eq!(
+        plus.to_string(),
+        r#"{ args = { of = ["git", "push"], match = "(?:^|\\s)\\+\\S" } }"#
+    );
+}
+
+#[test]
+fn unread_code_holds_for_programs_we_cannot_read() {
+    let unread = Condition::UnreadCode(true);
+    assert!(unread.check(&bash("python3 -c 'import os; os.system(cmd)'")));
+    assert!(unread.check(&bash("node -e \"eval(process.argv[1])\" x")));
+    assert!(!unread.check(&bash("python3 -c 'print(1)'")));
+    assert!(!unread.check(&bash("ls")));
+    assert!(!unread.check(&write("/proj/a.py", "os.system(cmd)")));
+    assert!(Condition::UnreadCode(false).check(&bash("python3 -c 'print(1)'")));
+    assert!(unread.reads_tool_call());
+}

@@ -276,7 +276,22 @@ type Ran = Result<Option<HookResult>, FailureCause>;
 fn run_body(hook: &Hook, evt: &Event) -> Ran {
     match &hook.body {
         Body::Handler(h) if hook.max_fires != Some(0) => call(&hook.name, &h.func, evt),
+        Body::Ask { reason } if hook.max_fires != Some(0) => {
+            Err(FailureCause::Asked(ask_reason(reason, evt)))
+        }
         _ => Ok(hook.execute(evt)),
+    }
+}
+
+/// An ask's reason, followed by why the line's interpreter code could not be read when it could
+/// not (the user then sees which call it was).
+fn ask_reason(reason: &str, evt: &Event) -> String {
+    match evt
+        .parsed_command_line()
+        .and_then(|cl| cl.unread_code.as_deref())
+    {
+        Some(why) => format!("{} ({why})", reason.trim_end_matches('.')),
+        None => reason.to_owned(),
     }
 }
 

@@ -89,6 +89,13 @@ pub enum Body {
     },
     /// A handler that computes the result.
     Handler(Handler),
+    /// Leave the call to the user with `reason`: no verdict of its own, and on a guarded event
+    /// the other hooks' approval does not apply (the dispatcher reports it as a
+    /// [`FailureCause::Asked`], which Claude Code sees as `permissionDecision: "ask"`).
+    Ask {
+        /// Why the user is asked.
+        reason: String,
+    },
 }
 
 impl Body {
@@ -113,6 +120,7 @@ impl fmt::Debug for Body {
                 .field("block", block)
                 .finish(),
             Body::Handler(h) => write!(f, "Handler(inline: {})", h.inline),
+            Body::Ask { reason } => f.debug_struct("Ask").field("reason", reason).finish(),
         }
     }
 }
@@ -209,6 +217,8 @@ impl Hook {
         match &self.body {
             Body::Message { message, block } => Body::message_result(message, *block),
             Body::Handler(h) => run_handler(&self.name, &h.func, evt),
+            // An ask is no result; the dispatcher, which sees the whole call, reports it.
+            Body::Ask { .. } => None,
         }
     }
 }
@@ -230,6 +240,9 @@ pub enum FailureCause {
     /// The handler never ran: every pool thread was busy and the queue full (or it reached a
     /// thread only after the deadline).
     NotRun,
+    /// The hook (an `ask`) leaves the call to the user, for this reason: it gave no verdict, and
+    /// the call is answered as one capt-hook could not check.
+    Asked(String),
 }
 
 impl std::fmt::Display for FailureCause {
@@ -239,6 +252,7 @@ impl std::fmt::Display for FailureCause {
             FailureCause::Panic(p) => write!(f, "panicked: {p}"),
             FailureCause::Deadline => f.write_str("did not finish before the deadline"),
             FailureCause::NotRun => f.write_str("could not run: every handler thread was busy"),
+            FailureCause::Asked(reason) => write!(f, "leaves it to the user: {reason}"),
         }
     }
 }

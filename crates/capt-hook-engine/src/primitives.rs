@@ -134,6 +134,9 @@ enum Kind {
     Deny {
         reason: String,
     },
+    Ask {
+        reason: String,
+    },
     Custom(CustomKind),
 }
 
@@ -183,6 +186,7 @@ impl Kind {
             Kind::SetToolInput { .. } => "set_tool_input",
             Kind::Approve { .. } => "approve",
             Kind::Deny { .. } => "deny",
+            Kind::Ask { .. } => "ask",
             Kind::Custom(c) => c.kind,
         }
     }
@@ -364,6 +368,16 @@ pub fn approve(label: impl Into<String>) -> HookDef {
 #[track_caller]
 pub fn deny(reason: impl Into<String>) -> HookDef {
     def(Kind::Deny {
+        reason: reason.into(),
+    })
+}
+
+/// Leaves matching calls to the user with `reason`: Claude Code shows its permission prompt
+/// (`permissionDecision: "ask"`) whatever other hooks approve; a deny still wins. A skill's
+/// command, which cannot wait for a prompt, is refused saying so.
+#[track_caller]
+pub fn ask(reason: impl Into<String>) -> HookDef {
+    def(Kind::Ask {
         reason: reason.into(),
     })
 }
@@ -555,7 +569,7 @@ impl HookDef {
             | Kind::RewriteWith { .. } => SHELL_GUARD_EVENTS,
             // An approval adds nothing to a skill's command (it runs unless refused).
             Kind::Approve { .. } => EventSet::of(&[PreToolUse, PermissionRequest]),
-            Kind::Deny { .. } => SHELL_GUARD_EVENTS.with(PermissionRequest),
+            Kind::Deny { .. } | Kind::Ask { .. } => SHELL_GUARD_EVENTS.with(PermissionRequest),
             Kind::Custom(c) => c.default_events,
             // Setting a field is a rewrite, which a skill's command would refuse outright.
             Kind::SetToolInput { .. } => EventSet::of(&[PreToolUse]),
@@ -593,6 +607,7 @@ impl HookDef {
             } => short_hash(&format!("{tool}\n{field}\n{value}")),
             Kind::Approve { label } => slug(label),
             Kind::Deny { reason } => slug(reason),
+            Kind::Ask { reason } => slug(reason),
             Kind::Custom(c) => short_hash(&c.identity),
         }
     }
@@ -672,6 +687,13 @@ impl HookDef {
         }
 
         if !self.when.is_empty() {
+            // A veto runs on the pool as a handler, and a handler has no way to ask.
+            if matches!(body, Body::Ask { .. }) {
+                return Err(DefError::new(
+                    "when",
+                    "an ask takes no `when` vetoes; say when it applies with conditions",
+                ));
+            }
             body = with_vetoes(body, self.when);
         }
         let mut only_if = guards;
@@ -898,6 +920,12 @@ impl Kind {
                     Arc::new(move |_: &Event| Ok(Some(HookResult::block(reason.clone()))));
                 Lowered::of(vec![], inline(f), false, true)
             }
+            Kind::Ask { reason } => {
+                if reason.trim().is_empty() {
+                    return Err(DefError::new("reason", "an ask needs a reason"));
+                }
+                Lowered::of(vec![], Body::Ask { reason }, false, true)
+            }
         })
     }
 }
@@ -923,6 +951,8 @@ fn with_vetoes(body: Body, when: Vec<WhenFn>) -> Body {
                 Ok(None)
             }
         }),
+        // Refused before this is reached (see the `when` check in the build).
+        ask @ Body::Ask { .. } => return ask,
     };
     Body::Handler(Handler {
         func,

@@ -11,6 +11,7 @@ use serde_json::Value;
 use crate::payload::build_payload;
 use crate::report::{Status, TestOutcome};
 use capt_hook_engine::dispatch::{DispatchOptions, Dispatcher, Trace};
+use capt_hook_engine::hook::FailureCause;
 use capt_hook_engine::hook::Hook;
 use capt_hook_engine::inline::{Expect, InlineTest, Verdict};
 use capt_hook_engine::inline::{load_transcript, py_str};
@@ -160,6 +161,34 @@ pub fn run_test(hook: &Hook, test: &InlineTest, root: Option<&Path>) -> TestOutc
         }
     });
     let (result, trace) = evaluate_traced(hook, &Arc::new(evt), root);
+    // An `ask` leaves the call to the user: that is its verdict, and only `expect = "ask"`
+    // passes on it (its pattern searched in the reason).
+    if let Some(Trace::Failed(FailureCause::Asked(reason))) = &trace {
+        return match (&test.expect.verdict, &test.expect.pattern) {
+            (Verdict::Ask, Some(p)) => match search(p, reason) {
+                Ok(true) => outcome(Status::Pass, String::new()),
+                Ok(false) => outcome(
+                    Status::Fail,
+                    format!(
+                        "[{}] Ask reason does not match {}: {}",
+                        hook.name,
+                        py_str(p),
+                        py_str(reason)
+                    ),
+                ),
+                Err(CheckError::Error(m) | CheckError::Fail(m)) => outcome(Status::Error, m),
+            },
+            (Verdict::Ask, None) => outcome(Status::Pass, String::new()),
+            (v, _) => outcome(
+                Status::Fail,
+                format!(
+                    "[{}] Expected {v:?}, got ask({})",
+                    hook.name,
+                    py_str(reason)
+                ),
+            ),
+        };
+    }
     // A hook that failed gave no verdict of its own: an expectation of "allow" or "ask" must
     // not pass on that silence.
     if let Some(t @ (Trace::Failed(_) | Trace::Abandoned)) = &trace {

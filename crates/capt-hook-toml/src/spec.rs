@@ -648,6 +648,15 @@ kind_spec!(
 );
 
 kind_spec!(
+    /// Leave matching calls to the user (PreToolUse, PreSkillShellCommand and
+    /// PermissionRequest by default): Claude Code asks, whatever other hooks approve.
+    AskSpec {
+        /// Why the user is asked.
+        reason: String,
+    }
+);
+
+kind_spec!(
     /// Lint the edited file (PostToolUse by default); only changed lines are reported.
     LintSpec {
         /// An ast-grep pattern; each match is a violation.
@@ -1158,6 +1167,8 @@ hook_entries! {
     "approve" => Approve(ApproveSpec),
     /// Deny calls.
     "deny" => Deny(DenySpec),
+    /// Leave calls to the user.
+    "ask" => Ask(AskSpec),
     /// Lint edits.
     "lint" => Lint(LintSpec),
     /// Lint what edits introduce.

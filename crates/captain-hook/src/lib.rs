@@ -46,8 +46,8 @@ pub use dispatch::{DispatchOptions, Dispatcher, Trace};
 pub use hook::{HandlerError, HandlerResult, Hook};
 pub use loader::{LoadError, load_dir};
 pub use primitives::{
-    CommandMatch, DefError, HookDef, MaxFires, approve, block_command, deny, on, rewrite_command,
-    rewrite_command_to, rewrite_command_with, set_tool_input, warn_command,
+    CommandMatch, DefError, HookDef, MaxFires, approve, ask, block_command, deny, on,
+    rewrite_command, rewrite_command_to, rewrite_command_with, set_tool_input, warn_command,
 };
 pub use project::{Evaluation, Project};
 pub use registry::Registry;

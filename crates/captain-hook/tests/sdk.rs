@@ -13,7 +13,7 @@ use captain_hook::loader::load_str;
 use captain_hook::testing::{Status, human_report, run_test};
 use captain_hook::{
     CommandMatch, Condition, DispatchOptions, Dispatcher, Event, Expect, HandlerError, Input,
-    Registry, approve, block_command, deny, hook, on, rewrite_command, rewrite_command_to,
+    Registry, approve, ask, block_command, deny, hook, on, rewrite_command, rewrite_command_to,
     set_tool_input, warn_command,
 };
 use serde_json::{Value, json};
@@ -433,6 +433,55 @@ fn a_failing_handler_never_lets_another_hooks_approval_through() {
                 .is_none()
         );
     }
+}
+
+/// An `ask` leaves the call to the user whatever another hook approves, names its reason, and
+/// loses to a deny; with nothing matched it says nothing.
+#[test]
+fn an_ask_outweighs_approvals_but_not_a_deny() {
+    use captain_hook::dispatch::Verdict;
+    let only_rm = || Condition::Runs(captain_hook::core::Tokens::new(&["rm"]).unwrap());
+    let mut reg = Registry::new();
+    reg.add("g", approve("everything")).unwrap();
+    reg.add("g", ask("rm needs a look").name("rm").only_if(only_rm()))
+        .unwrap();
+    match weighed(reg.clone(), &bash("rm x")) {
+        Verdict::Unchecked { reason, partial } => {
+            assert!(
+                reason.contains("g:ask_rm leaves it to the user: rm needs a look"),
+                "{reason}"
+            );
+            assert_eq!(partial.unwrap().action, Action::Allow);
+        }
+        other => panic!("expected the call left to the user, got {other:?}"),
+    }
+    let d = Dispatcher::new(Arc::new(reg.clone()), None);
+    let evt = bash("rm x");
+    let out = d.outcome(&evt, DispatchOptions::default());
+    let rendered = match out.verdict(evt.kind()) {
+        Verdict::Unchecked { reason, .. } => {
+            captain_hook::core::envelope::Unchecked::because(reason)
+                .output(evt.kind())
+                .unwrap()
+                .render()
+        }
+        other => panic!("{other:?}"),
+    };
+    let v: Value = serde_json::from_str(&rendered).unwrap();
+    assert_eq!(v["hookSpecificOutput"]["permissionDecision"], "ask");
+    // Not matched: the approval stands.
+    assert!(
+        matches!(weighed(reg.clone(), &bash("ls")), Verdict::Decided(Some(r)) if r.action == Action::Allow)
+    );
+    // A deny wins over the ask.
+    reg.add("g", deny("never")).unwrap();
+    assert!(matches!(weighed(reg, &bash("rm x")), Verdict::Decided(Some(r)) if r.is_block()));
+    // An ask cannot be confirmed or vetoed.
+    let err = Registry::new()
+        .add("g", ask("x").when(|_| true))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("when"), "{err}");
 }
 
 #[test]

@@ -417,6 +417,12 @@ fn confirmed(body: Body, confirm: Confirm, name: String) -> Result<Body, DefErro
             "only a blocking hook can be confirmed (this one warns)",
         ));
     }
+    if let Body::Ask { .. } = &body {
+        return Err(DefError::new(
+            "confirm",
+            "only a blocking hook can be confirmed (this one asks)",
+        ));
+    }
     let inner = body;
     let verdicts_key = format!("confirm_verdicts_{}", short_hash(&name));
     let notes_key = format!("confirm_notes_{}", short_hash(&name));
@@ -424,6 +430,8 @@ fn confirmed(body: Body, confirm: Confirm, name: String) -> Result<Body, DefErro
         let result = match &inner {
             Body::Message { message, block } => Body::message_result(message, *block),
             Body::Handler(h) => (h.func)(evt)?,
+            // Refused above: an ask has no block to confirm.
+            Body::Ask { .. } => None,
         };
         let r = match result {
             Some(r) if r.is_block() => r,

@@ -10,7 +10,7 @@ use toml::de::DeValue;
 use crate::spec::*;
 use capt_hook_engine::inline::{Expect, InlineTest, TranscriptInput, Verdict, load_transcript};
 use capt_hook_engine::primitives::{
-    self, DefError, HookDef, MaxFires, approve, block_command, deny, hook, set_tool_input,
+    self, DefError, HookDef, MaxFires, approve, ask, block_command, deny, hook, set_tool_input,
     warn_command,
 };
 use capt_hook_kinds::code;
@@ -141,6 +141,7 @@ pub(super) fn lower(
         }
         HookEntry::Approve(s) => common!(approve(s.label.clone()), s, item, source.clone(), text),
         HookEntry::Deny(s) => common!(deny(s.reason.clone()), s, item, source.clone(), text),
+        HookEntry::Ask(s) => common!(ask(s.reason.clone()), s, item, source.clone(), text),
         HookEntry::Lint(s) => {
             let lang = code_lang(s.lang.as_deref())?;
             let check = match (&s.pattern, &s.regex) {
