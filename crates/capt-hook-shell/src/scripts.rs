@@ -180,7 +180,7 @@ fn cluster_option(
         Lang::Perl => "eE",
         _ => "e",
     };
-    let letters = w[1..].as_bytes();
+    let letters = &w.as_bytes()[1..];
     let mut k = 0;
     while k < letters.len() {
         let c = letters[k] as char;
