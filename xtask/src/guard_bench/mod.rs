@@ -158,6 +158,16 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
         let _ = std::fs::remove_dir_all(dir);
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     }
+    // A repository, as the projects Claude Code works in are: the general pack's rm guard
+    // stops deletes outside any repository, which would count every `rm build` against us.
+    let init = std::process::Command::new("git")
+        .args(["init", "--quiet"])
+        .arg(&root)
+        .status()
+        .context("running git init (is git installed?)")?;
+    if !init.success() {
+        bail!("git init {} failed ({init})", root.display());
+    }
     let natural = fixtures.join("natural");
     check_loads(&cli, &root, &natural, &home)?;
     let keep = keep::load(&fixtures.join("keep.toml"))?;

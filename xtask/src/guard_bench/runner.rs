@@ -60,7 +60,7 @@ impl Ours {
 #[derive(Debug, Clone)]
 pub struct Setup {
     pub cli: PathBuf,
-    /// The project root the payload's `cwd` names: an empty directory outside the system
+    /// The project root the payload's `cwd` names: an empty git repository outside the system
     /// temp dir, so no manifest turns a language pack on and no path is a throwaway one.
     pub root: PathBuf,
     /// The hooks directory: empty for the packs alone, or the natural rules' fixture.
