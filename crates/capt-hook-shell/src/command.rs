@@ -279,6 +279,14 @@ impl Walker {
         } else {
             p.stdin.clone().or_else(|| self.piped_output(lvl))
         };
+        // A shell or interpreter reading stdin runs what a literal `echo`/`printf` pipes into it
+        // (`echo 'rm -rf /' | bash`) when no heredoc or here-string feeds it. Read before this
+        // command joins the parts, so the part before it is the one piping.
+        let stdin = p.stdin.clone().or_else(|| {
+            (found.stdin_shell || found.stdin_script.is_some())
+                .then(|| self.piped_output(lvl))
+                .flatten()
+        });
         let host = self.parts.len();
         self.parts.push(Part { command, op: None });
         let nested = Level {
@@ -290,7 +298,7 @@ impl Walker {
         for n in p.scan {
             self.substitutions(n, src, nested, depth + 1);
         }
-        self.payloads(host, &found, p.stdin, input, &p.words, src, lvl, depth);
+        self.payloads(host, &found, stdin, input, &p.words, src, lvl, depth);
         self.tails(p.tails, src, lvl, depth);
     }
 

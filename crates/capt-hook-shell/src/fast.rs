@@ -373,7 +373,7 @@ fn push_command(
     {
         return None;
     }
-    if !found.templates.is_empty()
+    if (!found.templates.is_empty() || found.stdin_shell || found.stdin_script.is_some())
         && let Some(prev) = parts.iter().rev().find(|p| p.command.nesting == 0)
         && prev.op == Some(Op::Pipe)
         && crate::jobs::output_of(&prev.command.words).is_some()

@@ -1455,6 +1455,11 @@ EOF",
         assert!(p.contains(&"rm -rf -- /srv/data".to_owned()), "{p:?}");
         let (p, _) = parts("cd x && perl -e 'system(\"rm -rf /\")'");
         assert!(p.contains(&"rm -rf /".to_owned()), "{p:?}");
+        // A literal echo piped into a shell or an interpreter is its program.
+        let (p, _) = parts("echo 'rm -rf /srv' | bash");
+        assert!(p.contains(&"rm -rf /srv".to_owned()), "{p:?}");
+        let (p, _) = parts(r#"printf 'import os; os.system("git clean -fdx")' | python3"#);
+        assert!(p.contains(&"git clean -fdx".to_owned()), "{p:?}");
         // A mention is not a call.
         let (p, unread) = parts(r#"python3 -c 'print("rm -rf /")'"#);
         assert!(!p.iter().any(|c| c.starts_with("rm")), "{p:?}");
