@@ -2219,6 +2219,52 @@ fn resource_pressure_fires_for_a_busy_child_and_not_for_a_burst() {
     );
 }
 
+/// With no project hooks at all, the builtin performance pack answers ResourcePressure: a
+/// child of the session's agent that keeps a core busy is reported on the next tool call.
+#[test]
+fn the_performance_pack_warns_of_a_runaway_child_with_no_project_hooks() {
+    let env = Env::with(&[
+        ("CAPT_HOOKD_PRESSURE_SAMPLE_MS", "200"),
+        ("CAPT_HOOKD_PRESSURE_SECS", "1.5"),
+        // Low, so a loaded test machine cannot starve the busy child below it.
+        ("CAPT_HOOKD_PRESSURE_CPU", "5"),
+    ]);
+    let root = env.dir.path().join("projects").join("bare");
+    std::fs::create_dir_all(&root).unwrap();
+    assert!(!root.join(".claude").exists(), "the project has no hooks");
+    let payload = |command: &str| {
+        capt_hook_proto::serde_json::json!({
+            "session_id": "bare", "transcript_path": "/dev/null", "cwd": root,
+            "hook_event_name": "PreToolUse", "tool_name": "Bash",
+            "tool_input": {"command": command}, "tool_use_id": "toolu_b",
+        })
+        .to_string()
+        .into_bytes()
+    };
+    let pressed = || {
+        let out = env.capt_hook(&["logs", "--session", "bare", "--json"]);
+        String::from_utf8_lossy(&out.stdout).lines().any(|l| {
+            capt_hook_proto::serde_json::from_str::<Value>(l)
+                .is_ok_and(|v| v["event"] == "ResourcePressure")
+        })
+    };
+    let mut agent = Agent::start(&env, "bare");
+    assert_eq!(agent.hook(&payload("ls")).trim(), "");
+    let spinner = agent.busy();
+    env.wait_until("ResourcePressure reached the session's worker", pressed);
+    signal(spinner, Signal::KILL);
+    let out = agent.hook(&payload("ls"));
+    let v: Value =
+        capt_hook_proto::serde_json::from_str(out.trim()).unwrap_or_else(|e| panic!("{e}: {out}"));
+    let notice = v["systemMessage"].as_str().unwrap_or_default();
+    assert!(notice.contains("stop it by its pid"), "{v}");
+    assert!(notice.contains(&format!("pid {spinner}")), "{v}");
+    // The ResourcePressure line names the pack hook that warned.
+    let log = env.capt_hook(&["logs", "--session", "bare"]);
+    let log = String::from_utf8_lossy(&log.stdout);
+    assert!(log.contains("ResourcePressure -> warn"), "{log}");
+}
+
 /// A release server on localhost: answers every request with `body` and counts them.
 struct ReleaseServer {
     port: u16,

@@ -54,8 +54,9 @@ pub const BUILTINS: &[Builtin] = &[
             "tools.toml"
         ]
     ),
-    pack!("fixes", ["scratch.toml"]),
-    pack!("performance", ["filesystem.toml"]),
+    pack!("fixes", ["scratch.toml", "teammate_permissions.toml"]),
+    pack!("steering", ["steering.toml", "workarounds.toml"]),
+    pack!("performance", ["filesystem.toml", "resources.toml"]),
     pack!(
         "safety",
         [
