@@ -33,6 +33,9 @@ pub fn list(root: &Path, hooks_dir: &Path) -> ExitCode {
         };
         println!("{}\t{}\t{}\t{source}\t{origin}", h.name, h.kind, h.events);
     }
+    for line in judgeless(&project, root) {
+        println!("{line}");
+    }
     if let Some(packs) = packs {
         for p in packs.infos.iter().filter(|p| p.state != State::Active) {
             println!("# {} {}: {}", p.id, p.state.word(), p.why);
@@ -51,6 +54,26 @@ pub fn list(root: &Path, hooks_dir: &Path) -> ExitCode {
     }
 }
 
+/// A `#` line for each pack LLM hook that stays quiet here because its judge cannot run (the
+/// packs' LLM hooks skip rather than fail without one), saying why.
+fn judgeless(project: &Project, root: &Path) -> Vec<String> {
+    let Some(packs) = project.packs() else {
+        return Vec::new();
+    };
+    project
+        .dispatcher()
+        .registry()
+        .hooks()
+        .iter()
+        .filter(|h| packs.origin(&h.name).is_some() && h.kind.starts_with("llm_"))
+        .filter_map(|h| {
+            let specialty = h.specialty.as_deref()?;
+            let why = captain_hook::llm::missing_judge(Some(root), specialty)?;
+            Some(format!("# {} skipped: {why}", h.name))
+        })
+        .collect()
+}
+
 /// `capt-hook pack list`: one row per pack considered for this project.
 pub fn pack_list(root: &Path, hooks_dir: &Path) -> ExitCode {
     let project = Project::load_with_packs(root, hooks_dir, &Registry::new());
@@ -67,6 +90,9 @@ pub fn pack_list(root: &Path, hooks_dir: &Path) -> ExitCode {
             p.state.word(),
             p.why
         );
+    }
+    for line in judgeless(&project, root) {
+        println!("{line}");
     }
     for e in &packs.errors {
         println!("!  {e}");

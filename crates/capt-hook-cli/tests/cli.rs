@@ -1418,6 +1418,47 @@ fn list_shows_the_packs_and_what_a_project_turned_off() {
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
 }
 
+/// The packs' LLM hooks stay quiet where their judge cannot run, and `pack list` and `list`
+/// say which and why; where it can, nothing is said.
+#[test]
+fn pack_list_shows_llm_hooks_skipped_for_want_of_a_judge() {
+    let p = Project::new(&[]);
+    let missing = p.root().join("no-such-claude");
+    let out = p.run_env(
+        &["pack", "list"],
+        b"",
+        &[("CAPT_HOOK_CLAUDE_BIN", &missing)],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let rows = text(&out.stdout);
+    assert!(
+        rows.lines().any(
+            |l| l.starts_with("# general/review:llm_gate_review skipped: no judge")
+                && l.contains("no-such-claude")
+        ),
+        "{rows}"
+    );
+    let out = p.run_env(&["list"], b"", &[("CAPT_HOOK_CLAUDE_BIN", &missing)]);
+    assert!(
+        text(&out.stdout).contains("# general/questions:llm_gate_narrate_then_wait skipped"),
+        "{}",
+        text(&out.stdout)
+    );
+    // A judge that can run: no such line.
+    let fake = p.root().join("fake-claude");
+    std::fs::write(&fake, "#!/bin/sh\n").unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let out = p.run_env(&["pack", "list"], b"", &[("CAPT_HOOK_CLAUDE_BIN", &fake)]);
+    assert!(
+        !text(&out.stdout).contains("skipped"),
+        "{}",
+        text(&out.stdout)
+    );
+}
+
 #[test]
 fn run_loads_packs_only_when_asked() {
     let p = Project::new(&[]);

@@ -12,12 +12,14 @@
 
 #![warn(missing_docs)]
 
+mod comments;
 mod lang;
 mod lint;
 mod pattern;
 mod rewrite;
 mod style;
 
+pub use comments::{CommentBlock, CommentBudget, comment_blocks, grown_over_budget};
 pub use lang::Lang;
 pub use lint::{
     Violation, changed_lines, diff_lint, diff_lint_parsed, format_violations, lint_parsed,

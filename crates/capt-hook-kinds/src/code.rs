@@ -437,6 +437,28 @@ pub fn pattern_condition(pattern: LangPattern, project_only: bool) -> Condition 
     }
 }
 
+/// `comment_budget`: the edit leaves a comment block over `budget` that it created or
+/// lengthened (see [`capt_hook_code::grown_over_budget`]), in a language with a grammar.
+pub fn comment_budget_condition(budget: capt_hook_code::CommentBudget) -> Condition {
+    let name = format!(
+        "{{ comment_budget = {{ lines = {}, chars = {}, doc_lines = {}, doc_chars = {} }} }}",
+        budget.lines, budget.chars, budget.doc_lines, budget.doc_chars
+    );
+    Condition::Custom {
+        name,
+        reads_tool: true,
+        check: Arc::new(move |evt: &Event| {
+            let Some(lang) = evt.file().and_then(capt_hook_code::Lang::from_path) else {
+                return false;
+            };
+            let Some(images) = evt.edit_images() else {
+                return false;
+            };
+            !capt_hook_code::grown_over_budget(lang, &images.pre, &images.post, &budget).is_empty()
+        }),
+    }
+}
+
 /// Rewrites the new text of Edit / Write / MultiEdit / NotebookEdit calls with an ast-grep fix
 /// template; nothing when the text comes out unchanged.
 #[track_caller]

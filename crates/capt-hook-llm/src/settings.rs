@@ -214,10 +214,93 @@ impl Settings {
     }
 }
 
+impl Settings {
+    /// Why the judge a hook would get cannot run on this machine, if it cannot: the choice is
+    /// unusable, or the `claude`/`codex` CLI it would start is neither on `path` (a `PATH`
+    /// value) nor at the path given. `None` when the judge can be asked (whether it then
+    /// answers is another matter).
+    pub fn missing_judge(
+        &self,
+        choice: Option<BackendChoice>,
+        schema: &VerdictSchema,
+        path: Option<&std::ffi::OsStr>,
+    ) -> Option<String> {
+        let backend = match self.backend(choice, schema) {
+            Ok(b) => b,
+            Err(e) => return Some(e.to_string()),
+        };
+        let (program, variable) = match backend.name() {
+            "claude" => (&self.claude.program, CAPT_HOOK_CLAUDE_BIN),
+            "codex" => (&self.codex.program, CAPT_HOOK_CODEX_BIN),
+            _ => return None,
+        };
+        (!runnable(program, path)).then(|| {
+            format!(
+                "no judge: the {} CLI `{program}` is not on the PATH (install it, set {variable}, \
+                 or pick another judge with {CAPT_HOOK_LLM_BACKEND})",
+                backend.name()
+            )
+        })
+    }
+}
+
+/// True when `program` (a name looked up on `path`, or a path) is an executable file.
+fn runnable(program: &str, path: Option<&std::ffi::OsStr>) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    let executable = |p: &std::path::Path| {
+        std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
+    if program.contains('/') {
+        return executable(std::path::Path::new(program));
+    }
+    path.is_some_and(|path| std::env::split_paths(path).any(|dir| executable(&dir.join(program))))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::collections::HashMap;
+
+    #[test]
+    fn a_judge_whose_cli_is_missing_says_so() {
+        let dir = tempfile::tempdir().unwrap();
+        let fake = dir.path().join("claude");
+        std::fs::write(&fake, "#!/bin/sh\n").unwrap();
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+        let schema = VerdictSchema::gate();
+        let s = settings(&[]).unwrap();
+        assert_eq!(
+            s.missing_judge(None, &schema, Some(dir.path().as_os_str())),
+            None
+        );
+        let why = s
+            .missing_judge(None, &schema, Some(std::ffi::OsStr::new("/nonexistent")))
+            .unwrap();
+        assert!(
+            why.contains("`claude`") && why.contains(CAPT_HOOK_CLAUDE_BIN),
+            "{why}"
+        );
+        let codex = s
+            .missing_judge(Some(BackendChoice::Codex), &schema, None)
+            .unwrap();
+        assert!(codex.contains("`codex`"), "{codex}");
+        // A path given by the variable is checked as a path.
+        let pinned = settings(&[(CAPT_HOOK_CLAUDE_BIN, fake.to_str().unwrap())]).unwrap();
+        assert_eq!(pinned.missing_judge(None, &schema, None), None);
+        // The command judge runs through sh: present whenever a command is set.
+        let command = settings(&[(CAPT_HOOK_LLM_COMMAND, "cat")]).unwrap();
+        assert_eq!(
+            command.missing_judge(Some(BackendChoice::Command), &schema, None),
+            None
+        );
+        assert!(
+            s.missing_judge(Some(BackendChoice::Command), &schema, None)
+                .is_some()
+        );
+    }
 
     fn settings(vars: &[(&str, &str)]) -> Result<Settings, SettingsError> {
         let map: HashMap<String, String> = vars

@@ -39,9 +39,11 @@ pub const BUILTINS: &[Builtin] = &[
         "general",
         [
             "commands.toml",
+            "comments.toml",
             "deletions.toml",
             "detours.toml",
             "docs.toml",
+            "hook_files.toml",
             "models.toml",
             "plans.toml",
             "prompts.toml",
@@ -74,6 +76,7 @@ pub const BUILTINS: &[Builtin] = &[
     pack!("go", ["testing.toml"]),
     pack!("python", ["testing.toml"]),
     pack!("rust", ["testing.toml"]),
+    pack!("graphite", ["vcs.toml"]),
 ];
 
 #[cfg(test)]

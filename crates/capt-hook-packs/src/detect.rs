@@ -68,6 +68,32 @@ pub fn find_manifests(root: &Path, names: &[&str]) -> BTreeMap<String, PathBuf> 
     found
 }
 
+/// The first of `names` found in the git directory of the repository holding `root` (the
+/// common one, for a linked worktree: tools keep repository-wide settings there), searched
+/// from `root` up. `None` outside a git repository.
+pub fn find_git_marker(root: &Path, names: &[&str]) -> Option<PathBuf> {
+    let git = root
+        .ancestors()
+        .map(|a| a.join(".git"))
+        .find(|g| g.exists())?;
+    let dir = if git.is_file() {
+        // A worktree's `.git` file: `gitdir: <path>`, relative to the worktree.
+        let text = std::fs::read_to_string(&git).ok()?;
+        let pointer = PathBuf::from(text.strip_prefix("gitdir:")?.trim());
+        match git.parent() {
+            Some(parent) if pointer.is_relative() => parent.join(pointer),
+            _ => pointer,
+        }
+    } else {
+        git
+    };
+    let common = match std::fs::read_to_string(dir.join("commondir")) {
+        Ok(rel) => dir.join(rel.trim()),
+        Err(_) => dir,
+    };
+    names.iter().map(|n| common.join(n)).find(|p| p.is_file())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -95,5 +121,41 @@ mod tests {
         assert!(!found.contains_key("Cargo.toml"), "{found:?}");
         touch("tools/pyproject.toml");
         assert!(find_manifests(root, &["pyproject.toml"]).contains_key("pyproject.toml"));
+    }
+
+    #[test]
+    fn git_markers_are_read_from_the_common_git_directory() {
+        let tmp = tempfile::tempdir().unwrap();
+        let main = tmp.path().join("main");
+        std::fs::create_dir_all(main.join(".git/worktrees/wt")).unwrap();
+        std::fs::create_dir_all(main.join("sub")).unwrap();
+        assert_eq!(
+            find_git_marker(&main.join("sub"), &[".graphite_repo_config"]),
+            None
+        );
+        std::fs::write(main.join(".git/.graphite_repo_config"), "{}").unwrap();
+        let marker = main.join(".git/.graphite_repo_config");
+        assert_eq!(
+            find_git_marker(&main.join("sub"), &[".graphite_repo_config"]),
+            Some(marker.clone())
+        );
+        // A linked worktree points at its own git dir, whose commondir is the main one.
+        let wt = tmp.path().join("wt");
+        std::fs::create_dir_all(&wt).unwrap();
+        std::fs::write(
+            wt.join(".git"),
+            format!("gitdir: {}\n", main.join(".git/worktrees/wt").display()),
+        )
+        .unwrap();
+        std::fs::write(main.join(".git/worktrees/wt/commondir"), "../..\n").unwrap();
+        let found = find_git_marker(&wt, &[".graphite_repo_config"]).unwrap();
+        assert_eq!(
+            found.canonicalize().unwrap(),
+            marker.canonicalize().unwrap()
+        );
+        assert_eq!(
+            find_git_marker(tmp.path(), &[".graphite_repo_config"]),
+            None
+        );
     }
 }

@@ -34,6 +34,11 @@ pub struct Manifest {
     /// be on; empty means always on.
     #[serde(default)]
     pub manifests: Vec<String>,
+    /// File names of which one must exist in the repository's git directory (the common one,
+    /// for a worktree) for the pack to be on: where tools keep repository-wide settings
+    /// (`.graphite_repo_config`). Empty means no such condition.
+    #[serde(default)]
+    pub git_markers: Vec<String>,
     /// The original's NLP resources: accepted so its packs load; nothing here provisions them.
     #[serde(default)]
     pub resources: Vec<String>,
@@ -282,6 +287,19 @@ pub fn load(root: &Path, hooks_dir: &Path, claude_dir: &Path, registry: &mut Reg
                 None => {
                     info.state = State::Inactive;
                     info.why = format!("no {} in the repository", manifest.manifests.join(" or "));
+                }
+            }
+        }
+        if info.state == State::Active && !manifest.git_markers.is_empty() {
+            let names: Vec<&str> = manifest.git_markers.iter().map(String::as_str).collect();
+            match detect::find_git_marker(root, &names) {
+                Some(path) => info.why = format!("{} found", path.display()),
+                None => {
+                    info.state = State::Inactive;
+                    info.why = format!(
+                        "no {} in the repository's git directory",
+                        manifest.git_markers.join(" or ")
+                    );
                 }
             }
         }

@@ -432,6 +432,12 @@ pub enum ConditionSpec {
     /// The line runs (or does not run) interpreter code (`python -c`, `node -e`, `perl -e`,
     /// `ruby -e`) that could not be read to the end.
     UnreadCode(bool),
+    /// The edit leaves a comment block over budget that it created or lengthened (`true`: the
+    /// default budget).
+    CommentBudget(CommentBudgetSpec),
+    /// The edited hook file (its text after the edit) does not load, or has a hook without an
+    /// inline test.
+    HookFileProblems(bool),
     /// The edit's new text contains a structural (ast-grep) match.
     Pattern(PatternCondSpec),
     /// An earlier Bash call ran a command whose unwrapped argv starts with these tokens.
@@ -473,6 +479,26 @@ pub enum ConditionSpec {
     Any(Vec<ConditionSpec>),
     /// All hold (`[]` always holds).
     All(Vec<ConditionSpec>),
+}
+
+/// `comment_budget = true`, or the budget spelled out.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum CommentBudgetSpec {
+    /// `true`: three lines or 200 characters for a plain block, six lines or 400 characters for
+    /// a doc comment's opening paragraph.
+    Default(bool),
+    /// Each cap (the default's where left out).
+    Options {
+        /// Lines of a plain block.
+        lines: Option<usize>,
+        /// Characters of a plain block.
+        chars: Option<usize>,
+        /// Lines of a doc comment's opening paragraph.
+        doc_lines: Option<usize>,
+        /// Characters of a doc comment's opening paragraph.
+        doc_chars: Option<usize>,
+    },
 }
 
 /// The verdict an inline test expects.
@@ -940,8 +966,21 @@ kind_spec!(
         /// Jev's answer), `false` never does (default: escalate when `message` names a text
         /// field, which Jev cannot write).
         escalate: Option<bool>,
+        /// Where the judge's CLI is not installed: `fail` (default) like a judge that cannot
+        /// answer, or `skip` quietly (`capt-hook pack list` says why).
+        without_judge: Option<WithoutJudgeSpec>,
     }
 );
+
+/// What an LLM hook does where its judge cannot run.
+#[derive(Debug, Clone, Copy, Deserialize, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum WithoutJudgeSpec {
+    /// Fail as a judge that cannot answer does.
+    Fail,
+    /// Say nothing.
+    Skip,
+}
 
 /// `confirm = { rule, timeout_s }`.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]

@@ -220,6 +220,39 @@ fn specialties(evt: &Event) -> Arc<Specialties> {
         .unwrap_or_default()
 }
 
+/// Why the judge of `specialty` (as the project at `root` configures it, under this process's
+/// environment) cannot run here, if it cannot: what `capt-hook pack list` shows for LLM hooks
+/// that skip without a judge.
+pub fn missing_judge(root: Option<&std::path::Path>, specialty: &str) -> Option<String> {
+    let table = root
+        .and_then(|r| SPECIALTIES.lock().get(r).cloned())
+        .unwrap_or_default();
+    let spec = table.get(specialty)?;
+    match Settings::from_lookup(|k| std::env::var(k).ok()) {
+        Ok(s) => s.for_specialty(spec).missing_judge(
+            None,
+            &VerdictSchema::gate(),
+            std::env::var_os("PATH").as_deref(),
+        ),
+        Err(e) => Some(e.to_string()),
+    }
+}
+
+/// Why the judge this event's hook would ask cannot run here, if it cannot.
+fn judge_missing(evt: &Event, o: &LlmOptions) -> Option<String> {
+    let table = specialties(evt);
+    // An unknown specialty is the judge call's own error to report.
+    let spec = table.get(&o.specialty)?;
+    match Settings::from_lookup(|k| env_var(evt, k)) {
+        Ok(s) => s.for_specialty(spec).missing_judge(
+            o.backend,
+            &o.response,
+            std::env::var_os("PATH").as_deref(),
+        ),
+        Err(e) => Some(e.to_string()),
+    }
+}
+
 /// How long a judge may take when the event has no deadline of its own.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(90);
 /// Time kept back from the event's deadline to turn a verdict into a reply.
@@ -277,6 +310,20 @@ pub struct LlmOptions {
     /// Under Jev, which verdicts the `claude` judge must confirm (`None`: the verdicts that
     /// fire when the message names a text field, since Jev writes no prose; else none).
     pub escalate: Option<EscalateFn>,
+    /// What the hook does where no judge can run (its CLI is not installed): fail visibly
+    /// (the default), or stay quiet ([`WithoutJudge::Skip`], what the builtin packs use).
+    pub without_judge: WithoutJudge,
+}
+
+/// What an LLM hook does when the judge it would ask cannot run on this machine.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum WithoutJudge {
+    /// Ask anyway and fail as a judge that cannot answer does (logged; `on_incomplete` applies).
+    #[default]
+    Fail,
+    /// Say nothing: the hook is skipped, and `capt-hook pack list` says why.
+    Skip,
 }
 
 impl LlmOptions {
@@ -304,6 +351,7 @@ impl LlmOptions {
             on_incomplete: None,
             timeout: None,
             escalate: None,
+            without_judge: WithoutJudge::Fail,
         }
     }
 
@@ -816,6 +864,13 @@ fn handler(o: LlmOptions, block: bool, name: String) -> HandlerFn {
             stub_base: None,
             escalate: escalate.as_ref(),
         };
+        if o.without_judge == WithoutJudge::Skip
+            && !evt.memo(STUB_KEY, LlmStub::default).active
+            && let Some(why) = judge_missing(evt, &o)
+        {
+            tracing::debug!(hook = %name, %why, "skipped: no judge");
+            return Ok(None);
+        }
         let verdict = match ask(evt, &question, &name) {
             Ok(v) => v,
             Err(e) => {

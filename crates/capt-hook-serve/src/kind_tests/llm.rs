@@ -347,6 +347,34 @@ fn a_failing_judge_leaves_a_guarded_call_to_the_user_or_blocks_with_on_incomplet
 }
 
 #[test]
+fn a_hook_that_skips_without_a_judge_says_nothing_where_its_cli_is_missing() {
+    let judge = Judge::new(BLOCK, 0.0);
+    // The claude judge, pinned to a CLI that does not exist.
+    let missing = [
+        ("CAPT_HOOK_LLM_BACKEND", "claude"),
+        ("CAPT_HOOK_CLAUDE_BIN", "/nonexistent/claude"),
+    ];
+    let stop = |extra: &[(&str, &str)]| judge.event_env(EventKind::Stop, json!({}), None, extra);
+    let gate = |without: WithoutJudge| {
+        let mut o = LlmOptions::gate("Blaming an outage?", "Fix it.");
+        o.without_judge = without;
+        llm_gate(o).unwrap()
+    };
+    let d = dispatcher(vec![gate(WithoutJudge::Skip)]);
+    let outcome = d.outcome(&stop(&missing), soon());
+    assert!(outcome.failures.is_empty(), "{outcome:?}");
+    assert!(outcome.result.is_none(), "{outcome:?}");
+    // The default fails visibly, as a judge that cannot answer does.
+    let d = dispatcher(vec![gate(WithoutJudge::Fail)]);
+    assert_eq!(d.outcome(&stop(&missing), soon()).failures.len(), 1);
+    // Where the judge can run, the skipping hook asks it as any other does.
+    let d = dispatcher(vec![gate(WithoutJudge::Skip)]);
+    let r = d.dispatch(&stop(&[]), soon()).unwrap();
+    assert_eq!(r.action, Action::Block);
+    assert_eq!(judge.calls(), 1);
+}
+
+#[test]
 fn judges_run_side_by_side_and_never_outlive_the_deadline() {
     let judge = Judge::new(BLOCK, 1.0);
     let mut a = LlmOptions::gate("A?", "a");

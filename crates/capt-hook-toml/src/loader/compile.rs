@@ -133,6 +133,42 @@ pub fn compile_condition(spec: &ConditionSpec, field: &str) -> Result<Condition,
             }
             Condition::Deletes(risks)
         }
+        ConditionSpec::CommentBudget(spec) => {
+            let d = capt_hook_code::CommentBudget::default();
+            let budget = match spec {
+                CommentBudgetSpec::Default(true) => d,
+                CommentBudgetSpec::Default(false) => {
+                    return Err(err(
+                        sub("comment_budget"),
+                        "`false` would never match; write `true` or the caps",
+                    ));
+                }
+                CommentBudgetSpec::Options {
+                    lines,
+                    chars,
+                    doc_lines,
+                    doc_chars,
+                } => capt_hook_code::CommentBudget {
+                    lines: lines.unwrap_or(d.lines),
+                    chars: chars.unwrap_or(d.chars),
+                    doc_lines: doc_lines.unwrap_or(d.doc_lines),
+                    doc_chars: doc_chars.unwrap_or(d.doc_chars),
+                },
+            };
+            code::comment_budget_condition(budget)
+        }
+        ConditionSpec::HookFileProblems(want) => {
+            let want = *want;
+            Condition::Custom {
+                name: format!("{{ hook_file_problems = {want} }}"),
+                reads_tool: true,
+                check: std::sync::Arc::new(move |evt: &capt_hook_core::Event| {
+                    hook_file_text(evt).is_some_and(|(path, text)| {
+                        super::hook_file_problem(&path, &text).is_some() == want
+                    })
+                }),
+            }
+        }
         ConditionSpec::OnPath(program) => {
             if program.is_empty() || program.contains('/') {
                 return Err(err(sub("on_path"), "name a program, without a directory"));
@@ -396,4 +432,16 @@ pub(super) fn lint_options(
     o.trigger = trigger.clone();
     o.block = block;
     Ok(o)
+}
+
+/// The edited file and its text after the call: read from disk once the call ran (PostToolUse),
+/// else the edit applied to the file before it.
+fn hook_file_text(evt: &capt_hook_core::Event) -> Option<(std::path::PathBuf, String)> {
+    let file = std::path::PathBuf::from(evt.file()?);
+    let text = if evt.kind() == capt_hook_core::EventKind::PostToolUse {
+        std::fs::read_to_string(&file).ok()?
+    } else {
+        evt.edit_images()?.post.clone()
+    };
+    Some((file, text))
 }

@@ -168,6 +168,12 @@ pub(crate) fn from_spec(
     }
     o.diff = s.diff;
     o.on_incomplete = s.on_incomplete.clone();
+    o.without_judge = match s.without_judge {
+        Some(crate::spec::WithoutJudgeSpec::Skip) => capt_hook_kinds::llm::WithoutJudge::Skip,
+        Some(crate::spec::WithoutJudgeSpec::Fail) | None => {
+            capt_hook_kinds::llm::WithoutJudge::Fail
+        }
+    };
     o.timeout = s.timeout_s.map(|t| seconds("timeout_s", t)).transpose()?;
     o.escalate = s.escalate.map(|on| {
         let field = o.verdict.clone();

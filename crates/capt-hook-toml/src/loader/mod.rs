@@ -261,9 +261,38 @@ pub fn load_str(text: &str, stem: &str, registry: &mut Registry) -> Result<(), V
     Ok(())
 }
 
+/// What keeps a hook file's text below the bar every hook file should meet, if anything: it
+/// does not load (the first error, with its line), or one of its hooks has no inline test.
+pub fn hook_file_problem(path: &Path, text: &str) -> Option<String> {
+    let stem = path.file_stem()?.to_str()?;
+    match load_text(text, stem, path) {
+        Err(errors) => errors.first().map(ToString::to_string),
+        Ok(hooks) => hooks
+            .iter()
+            .find(|h| h.tests.is_empty())
+            .map(|h| format!("{} has no inline test", h.name)),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_hook_file_meets_the_bar_when_it_loads_with_tests() {
+        let path = Path::new("/p/.claude/hooks/guards.toml");
+        let tested = "[[hook]]\nkind = \"block_command\"\nargv = [\"pkill\"]\nreason = \"no\"\n\n  [[hook.test]]\n  input = { command = \"pkill x\" }\n  expect = \"block\"\n";
+        assert_eq!(hook_file_problem(path, tested), None);
+        let untested = "[[hook]]\nkind = \"block_command\"\nargv = [\"pkill\"]\nreason = \"no\"\n";
+        let why = hook_file_problem(path, untested).unwrap();
+        assert!(
+            why.contains("guards:block_command_") && why.contains("no inline test"),
+            "{why}"
+        );
+        let broken = "[[hook]]\nkind = \"block_command\"\nreason = 3\n";
+        let why = hook_file_problem(path, broken).unwrap();
+        assert!(why.contains("guards.toml"), "{why}");
+    }
 
     /// The one error `text` produces, as (line, column, field, message).
     fn only_error(text: &str) -> (usize, usize, Option<String>, String) {
