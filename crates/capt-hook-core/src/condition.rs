@@ -111,6 +111,16 @@ pub enum Condition {
     /// The line runs (or does not run) interpreter code we could not read to the end
     /// ([`capt_hook_shell::CommandLine::unread_code`]).
     UnreadCode(bool),
+    /// The main agent called one of `tools` at least `at_least` times since its last call of
+    /// one of `since` (since the session began when it never called one).
+    CallsSince {
+        /// The tools counted (aliases and MCP tails count).
+        tools: Vec<String>,
+        /// The tools whose last call starts the count.
+        since: Vec<String>,
+        /// How many calls make the condition hold.
+        at_least: usize,
+    },
     /// An earlier Bash call ran a command whose unwrapped argv starts with these tokens.
     RanCommand(Tokens),
     /// An earlier edit of the main agent targeted a matching file.
@@ -258,6 +268,16 @@ impl fmt::Display for Condition {
                 exact(tokens)
             ),
             Condition::UnreadCode(b) => write!(f, "{{ unread_code = {b} }}"),
+            Condition::CallsSince {
+                tools,
+                since,
+                at_least,
+            } => write!(
+                f,
+                "{{ calls_since = {{ tools = {}, since = {}, at_least = {at_least} }} }}",
+                list(tools),
+                list(since)
+            ),
             Condition::RanCommand(t) => write!(f, "{{ ran_command = {t}{} }}", exact(t)),
             Condition::TouchedFile(g) => write!(f, "{{ touched_file = {} }}", list(g)),
             Condition::TouchedThisFile { since: None } => {
@@ -537,6 +557,22 @@ impl Condition {
                 evt.command_line()
                     .is_some_and(|cl| cl.unread_code.is_some())
                     == *want
+            Condition::CallsSince {
+                tools,
+                since,
+                at_least,
+            } => {
+                let calls = evt.transcript().session().without_subagents().tool_calls();
+                let start = calls
+                    .clone()
+                    .named_any(since)
+                    .last()
+                    .map(|c| c.entry_index());
+                calls
+                    .named_any(tools)
+                    .filter(|c| start.is_none_or(|s| c.entry_index() > s))
+                    .count()
+                    >= *at_least
             }
             Condition::RanCommand(tokens) => evt
                 .transcript()

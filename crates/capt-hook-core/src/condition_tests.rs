@@ -355,4 +355,32 @@ fn unread_code_holds_for_programs_we_cannot_read() {
     assert!(!unread.check(&write("/proj/a.py", "os.system(cmd)")));
     assert!(Condition::UnreadCode(false).check(&bash("python3 -c 'print(1)'")));
     assert!(unread.reads_tool_call());
+fn calls_since_counts_the_main_agents_calls_after_its_last_marker_call() {
+    let call = |id: &str, name: &str| {
+        json!({"type": "assistant", "message": {"role": "assistant", "content": [
+            {"type": "tool_use", "id": id, "name": name, "input": {}}
+        ]}})
+    };
+    let lines = [
+        call("a", "Bash"),
+        call("t", "TaskCreate"),
+        call("b", "Bash"),
+        call("c", "Grep"),
+        call("d", "Read"),
+    ];
+    let e = evt(
+        EventKind::PostToolUse,
+        json!({"tool_name": "Edit", "tool_input": {}}),
+    )
+    .with_transcript(capt_hook_transcript::Transcript::from_values(lines.iter()));
+    let since = |n: usize, marker: &str| Condition::CallsSince {
+        tools: vec!["Bash".into(), "Grep".into()],
+        since: vec![marker.into()],
+        at_least: n,
+    };
+    assert!(since(2, "TaskCreate").check(&e));
+    assert!(!since(3, "TaskCreate").check(&e));
+    // Never called: counted from the start of the session.
+    assert!(since(3, "TaskUpdate").check(&e));
+    assert!(!since(4, "TaskUpdate").check(&e));
 }

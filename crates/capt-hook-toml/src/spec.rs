@@ -432,6 +432,9 @@ pub enum ConditionSpec {
     /// The line runs (or does not run) interpreter code (`python -c`, `node -e`, `perl -e`,
     /// `ruby -e`) that could not be read to the end.
     UnreadCode(bool),
+    /// The main agent called one of `tools` at least `at_least` times since its last call of
+    /// one of `since`.
+    CallsSince(CallsSinceSpec),
     /// The edit leaves a comment block over budget that it created or lengthened (`true`: the
     /// default budget).
     CommentBudget(CommentBudgetSpec),
@@ -479,6 +482,18 @@ pub enum ConditionSpec {
     Any(Vec<ConditionSpec>),
     /// All hold (`[]` always holds).
     All(Vec<ConditionSpec>),
+}
+
+/// `calls_since = { tools = [...], since = [...], at_least = N }`.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CallsSinceSpec {
+    /// The tools counted (`"A|B"` splits).
+    pub tools: OneOrMany<String>,
+    /// The tools whose last call starts the count (`"A|B"` splits).
+    pub since: OneOrMany<String>,
+    /// How many calls make the condition hold (at least 1).
+    pub at_least: usize,
 }
 
 /// `comment_budget = true`, or the budget spelled out.

@@ -169,6 +169,30 @@ pub fn compile_condition(spec: &ConditionSpec, field: &str) -> Result<Condition,
                 }),
             }
         }
+        ConditionSpec::CallsSince(c) => {
+            if c.at_least == 0 {
+                return Err(err(
+                    sub("calls_since"),
+                    "`at_least = 0` always holds; count from 1",
+                ));
+            }
+            let names = |v: &OneOrMany<String>| {
+                let mut all = Vec::new();
+                for n in capt_hook_core::condition::split_names(&v.to_vec()) {
+                    for s in capt_hook_core::tool::tool_spellings(&n) {
+                        if !all.iter().any(|a: &String| a == s) {
+                            all.push(s.to_owned());
+                        }
+                    }
+                }
+                all
+            };
+            Condition::CallsSince {
+                tools: names(&c.tools),
+                since: names(&c.since),
+                at_least: c.at_least,
+            }
+        }
         ConditionSpec::OnPath(program) => {
             if program.is_empty() || program.contains('/') {
                 return Err(err(sub("on_path"), "name a program, without a directory"));
