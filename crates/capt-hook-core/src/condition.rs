@@ -557,6 +557,7 @@ impl Condition {
                 evt.command_line()
                     .is_some_and(|cl| cl.unread_code.is_some())
                     == *want
+            }
             Condition::CallsSince {
                 tools,
                 since,

@@ -355,6 +355,9 @@ fn unread_code_holds_for_programs_we_cannot_read() {
     assert!(!unread.check(&write("/proj/a.py", "os.system(cmd)")));
     assert!(Condition::UnreadCode(false).check(&bash("python3 -c 'print(1)'")));
     assert!(unread.reads_tool_call());
+}
+
+#[test]
 fn calls_since_counts_the_main_agents_calls_after_its_last_marker_call() {
     let call = |id: &str, name: &str| {
         json!({"type": "assistant", "message": {"role": "assistant", "content": [
