@@ -847,6 +847,13 @@ impl Kind {
                     let Some(cmd) = evt.command() else {
                         return Ok(None);
                     };
+                    // The guard matches per parsed command (`rm x` in `rm x && make`), but the
+                    // substitution works on the whole line: when the regex does not match the
+                    // line there is nothing to substitute, and an unchanged "rewrite" would
+                    // approve the call.
+                    if !p.is_match(cmd) {
+                        return Ok(None);
+                    }
                     Ok(p.replace_all(cmd, &replace)
                         .and_then(|new| rewrite_command_input(evt, new, note.clone())))
                 });

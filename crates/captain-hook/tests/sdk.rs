@@ -105,12 +105,15 @@ fn rewrites_keep_other_input_keys_and_conditional_form_blocks() {
             .note("prettier"),
     )
     .unwrap();
-    let out = verdict(reg, &bash("cat a.txt")).unwrap();
+    let out = verdict(reg.clone(), &bash("cat a.txt")).unwrap();
     assert_eq!(
         out["hookSpecificOutput"]["updatedInput"],
         json!({"command": "bat a.txt", "timeout": 5})
     );
     assert_eq!(out["hookSpecificOutput"]["additionalContext"], "prettier");
+    // One parsed command matches, the whole line does not: nothing to substitute, so no
+    // verdict at all (an unchanged rewrite would have approved the call).
+    assert_eq!(verdict(reg, &bash("cat a.txt && make")), None);
 
     let mut reg = Registry::new();
     reg.add(
