@@ -265,7 +265,7 @@ fn root_kind(pattern: &Pattern, lang: Lang) -> Option<String> {
 #[derive(Debug, Clone)]
 pub struct AnyLangPattern {
     source: String,
-    compiled: [OnceLock<Option<CodePattern>>; 7],
+    compiled: [OnceLock<Option<CodePattern>>; Lang::ALL.len()],
 }
 
 impl AnyLangPattern {
@@ -273,7 +273,7 @@ impl AnyLangPattern {
     pub fn new(source: &str) -> Result<AnyLangPattern, CodeError> {
         let any = AnyLangPattern {
             source: source.to_owned(),
-            compiled: [const { OnceLock::new() }; 7],
+            compiled: [const { OnceLock::new() }; Lang::ALL.len()],
         };
         let mut reasons = Vec::new();
         // Checking Python first finds the usual answer at once; the rest load only on failure.
