@@ -1174,7 +1174,8 @@ fn guard_hook_file_that_fails_to_load_asks_and_tells_the_user_once() {
     assert!(notice.contains("broken.toml:3:"), "{notice}");
 
     // A call the broken file might have denied is left to the user, with file:line:col.
-    let out = env.hook("PreToolUse", &bash(&root, "rm -rf build"), &[]);
+    // (Not a recursive delete: the safety pack denies that itself, and a deny still wins.)
+    let out = env.hook("PreToolUse", &bash(&root, "rm build.log"), &[]);
     let v = guarded_answer(&out);
     assert_eq!(decision(&v), Some("ask"), "{v}");
     assert!(

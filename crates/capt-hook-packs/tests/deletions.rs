@@ -18,8 +18,11 @@ use serde_json::json;
 
 /// A fresh directory outside scratch space, unique to the test.
 fn workspace(name: &str) -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join("deletions")
+    // Neither under a temp dir (those are exempt) nor inside a repository (the target dir sits
+    // inside this checkout, whose .git the guard finds): the user's cache directory.
+    let home = std::env::home_dir().expect("a home directory");
+    let dir = home
+        .join(".cache/capt-hook-tests/deletions")
         .join(format!("{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
