@@ -29,6 +29,23 @@ pub fn target_dir() -> anyhow::Result<PathBuf> {
         .context("cargo metadata has no target_directory")
 }
 
+/// Where a command's downloads are cached: `$XDG_CACHE_HOME` (else `~/.cache`)/captain-hook/
+/// `<name>`, so a fresh clone reuses them, else `<target>/<name>/cache`.
+pub fn download_cache(target: &Path, name: &str) -> PathBuf {
+    let base = std::env::var_os("XDG_CACHE_HOME")
+        .filter(|d| !d.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| {
+            std::env::var_os("HOME")
+                .filter(|d| !d.is_empty())
+                .map(|h| PathBuf::from(h).join(".cache"))
+        });
+    match base {
+        Some(base) => base.join("captain-hook").join(name),
+        None => target.join(name).join("cache"),
+    }
+}
+
 /// The cargo that runs xtask (`$CARGO`), else `cargo` on `PATH`.
 pub fn cargo() -> String {
     std::env::var("CARGO").unwrap_or_else(|_| "cargo".into())

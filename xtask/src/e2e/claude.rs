@@ -12,22 +12,9 @@ pub const VERSION: &str = "2.1.332";
 /// The npm package and the prefix of its per-platform native packages.
 const PACKAGE: &str = "@anthropic-ai/claude-code";
 
-/// Where the install is cached: `$XDG_CACHE_HOME` (else `~/.cache`) so a fresh clone reuses it,
-/// else the target directory.
+/// Where the install is cached (see [`crate::workspace::download_cache`]).
 pub fn cache_dir(target: &Path) -> PathBuf {
-    let base = std::env::var_os("XDG_CACHE_HOME")
-        .filter(|d| !d.is_empty())
-        .map(PathBuf::from)
-        .or_else(|| {
-            std::env::var_os("HOME")
-                .filter(|d| !d.is_empty())
-                .map(|h| PathBuf::from(h).join(".cache"))
-        });
-    match base {
-        Some(base) => base.join("captain-hook/e2e-claude"),
-        None => target.join("e2e-claude/cache"),
-    }
-    .join(format!("claude-code-{VERSION}"))
+    crate::workspace::download_cache(target, "e2e-claude").join(format!("claude-code-{VERSION}"))
 }
 
 /// The native package for this machine (the npm wrapper's postinstall would copy it over its

@@ -67,21 +67,9 @@ pub const PEERS: [Peer; 4] = [
     },
 ];
 
-/// Where unpacked corpora are kept: `$XDG_CACHE_HOME` (else `~/.cache`)/captain-hook/guard-bench,
-/// so a fresh clone reuses them, else under the target directory.
+/// Where unpacked corpora are kept (see [`crate::workspace::download_cache`]).
 pub fn cache_root(target: &Path) -> PathBuf {
-    let base = std::env::var_os("XDG_CACHE_HOME")
-        .filter(|d| !d.is_empty())
-        .map(PathBuf::from)
-        .or_else(|| {
-            std::env::var_os("HOME")
-                .filter(|d| !d.is_empty())
-                .map(|h| PathBuf::from(h).join(".cache"))
-        });
-    match base {
-        Some(base) => base.join("captain-hook/guard-bench"),
-        None => target.join("guard-bench/cache"),
-    }
+    crate::workspace::download_cache(target, "guard-bench")
 }
 
 /// The unpacked package of `peer` (its top directory, `<crate>-<version>/`), fetched and
