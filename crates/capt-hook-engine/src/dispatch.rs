@@ -385,7 +385,10 @@ impl Dispatcher {
     fn run(&self, evt: &Arc<Event>, opts: DispatchOptions, explain: bool) -> (Outcome, Vec<Trace>) {
         let hooks = self.registry.hooks();
         let mut slots: Vec<Slot> = Vec::with_capacity(hooks.len());
-        let mut later: Vec<(Job, &str)> = Vec::new();
+        // Pool jobs by hook name: registrations that share a name share one state key (one
+        // fire counter, one state directory), so they run in registration order within their
+        // group while the groups run side by side.
+        let mut later: Vec<(&str, Vec<Job>)> = Vec::new();
         let mut blocked = false;
         // A branch, not `bool::then`: a Trace is as large as a HookResult, and moving one into
         // a closure for each hook that does not match was a copy per hook per event.
@@ -435,11 +438,20 @@ impl Dispatcher {
                         opts.deadline,
                     );
                     // Mandatory hooks take the pool's threads first: a call must not pass
-                    // unchecked because other handlers held them up.
-                    if hook.mandatory {
+                    // unchecked because other handlers held them up. One that shares its name
+                    // with other registrations waits its turn in their group instead.
+                    let shared = hooks
+                        .iter()
+                        .filter(|h| h.name == hook.name)
+                        .nth(1)
+                        .is_some();
+                    if hook.mandatory && !shared {
                         submit(job, &hook.name);
                     } else {
-                        later.push((job, &hook.name));
+                        match later.iter_mut().find(|(name, _)| *name == hook.name) {
+                            Some((_, jobs)) => jobs.push(job),
+                            None => later.push((&hook.name, vec![job])),
+                        }
                     }
                     Slot::Pending(rx)
                 }
@@ -457,7 +469,12 @@ impl Dispatcher {
             slots.push(slot);
         }
 
-        for (job, name) in later {
+        for (name, jobs) in later {
+            let job: Job = Box::new(move || {
+                for job in jobs {
+                    job();
+                }
+            });
             submit(job, name);
         }
 

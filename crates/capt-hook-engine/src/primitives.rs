@@ -89,6 +89,31 @@ pub trait BodyLayer: Send + Sync {
 /// A `to` function for the conditional rewrite form.
 pub type RewriteFn = Arc<dyn Fn(&Event) -> Option<String> + Send + Sync>;
 
+/// A note computed from the event (see [`HookDef::note_with`]).
+pub type NoteFn = Arc<dyn Fn(&Event) -> Option<String> + Send + Sync>;
+
+/// The context a rewrite carries for the agent: fixed text, or computed from the event.
+#[derive(Clone)]
+enum Note {
+    Text(String),
+    Computed(NoteFn),
+}
+
+impl Note {
+    fn render(note: &Option<Note>, evt: &Event) -> Option<String> {
+        match note {
+            None => None,
+            Some(Note::Text(t)) => Some(t.clone()),
+            Some(Note::Computed(f)) => f(evt),
+        }
+    }
+
+    /// A computed note is user code, so the body carrying it runs on the handler pool.
+    fn is_user_code(note: &Option<Note>) -> bool {
+        matches!(note, Some(Note::Computed(_)))
+    }
+}
+
 #[derive(Clone)]
 enum Kind {
     Hook {
@@ -110,23 +135,23 @@ enum Kind {
     RewriteRegex {
         pattern: Pattern,
         replace: String,
-        note: Option<String>,
+        note: Option<Note>,
     },
     RewriteTo {
         to: RewriteFn,
         block: Option<String>,
-        note: Option<String>,
+        note: Option<Note>,
     },
     RewriteWith {
         label: String,
         rewriter: Arc<dyn CommandRewriter>,
-        note: Option<String>,
+        note: Option<Note>,
     },
     SetToolInput {
         tool: String,
         field: String,
         value: Value,
-        note: Option<String>,
+        note: Option<Note>,
     },
     Approve {
         label: String,
@@ -433,8 +458,22 @@ impl HookDef {
     }
 
     /// Context attached to a rewrite.
-    pub fn note(mut self, note: impl Into<String>) -> Self {
-        let n = Some(note.into());
+    pub fn note(self, note: impl Into<String>) -> Self {
+        self.set_note(Note::Text(note.into()))
+    }
+
+    /// Context attached to a rewrite, computed from the event when the rewrite is made (`None`:
+    /// no note). It is user code, so the hook then runs on the handler pool, under the event's
+    /// deadline.
+    pub fn note_with<F>(self, note: F) -> Self
+    where
+        F: Fn(&Event) -> Option<String> + Send + Sync + 'static,
+    {
+        self.set_note(Note::Computed(Arc::new(note)))
+    }
+
+    fn set_note(mut self, note: Note) -> Self {
+        let n = Some(note);
         match &mut self.kind {
             Kind::RewriteRegex { note, .. }
             | Kind::RewriteTo { note, .. }
@@ -780,6 +819,19 @@ impl Kind {
                 inline: true,
             })
         };
+        // A body is pure (run on the dispatching thread) unless it carries user code.
+        let pure = match &self {
+            Kind::RewriteRegex { note, .. }
+            | Kind::RewriteWith { note, .. }
+            | Kind::SetToolInput { note, .. } => !Note::is_user_code(note),
+            _ => true,
+        };
+        let body_of = |f: HandlerFn, pure: bool| {
+            Body::Handler(Handler {
+                func: f,
+                inline: pure,
+            })
+        };
         Ok(match self {
             Kind::Custom(c) => Lowered {
                 guards: c.guards,
@@ -855,11 +907,11 @@ impl Kind {
                         return Ok(None);
                     }
                     Ok(p.replace_all(cmd, &replace)
-                        .and_then(|new| rewrite_command_input(evt, new, note.clone())))
+                        .and_then(|new| rewrite_command_input(evt, new, &note)))
                 });
                 Lowered::of(
                     vec![bash(), Condition::Command(pattern)],
-                    inline(f),
+                    body_of(f, pure),
                     false,
                     true,
                 )
@@ -867,7 +919,7 @@ impl Kind {
             Kind::RewriteTo { to, block, note } => {
                 let f: HandlerFn = Arc::new(move |evt: &Event| {
                     Ok(match to(evt) {
-                        Some(new) => rewrite_command_input(evt, new, note.clone()),
+                        Some(new) => rewrite_command_input(evt, new, &note),
                         None => block.clone().map(HookResult::block),
                     })
                 });
@@ -886,9 +938,9 @@ impl Kind {
                     Ok(rewriter
                         .rewrite(cmd)
                         .filter(|new| new != cmd)
-                        .and_then(|new| rewrite_command_input(evt, new, note.clone())))
+                        .and_then(|new| rewrite_command_input(evt, new, &note)))
                 });
-                Lowered::of(vec![bash()], inline(f), false, true)
+                Lowered::of(vec![bash()], body_of(f, pure), false, true)
             }
             Kind::SetToolInput {
                 tool,
@@ -908,9 +960,14 @@ impl Kind {
                     }
                     let mut updated = input.clone();
                     updated.insert(field.clone(), value.clone());
-                    Ok(Some(HookResult::rewrite(updated, note.clone())))
+                    Ok(Some(HookResult::rewrite(updated, Note::render(&note, evt))))
                 });
-                Lowered::of(vec![Condition::tool(&[tool])], inline(f), false, true)
+                Lowered::of(
+                    vec![Condition::tool(&[tool])],
+                    body_of(f, pure),
+                    false,
+                    true,
+                )
             }
             Kind::Approve { label } => {
                 if label.trim().is_empty() {
@@ -968,8 +1025,8 @@ fn with_vetoes(body: Body, when: Vec<WhenFn>) -> Body {
 }
 
 /// A rewrite of the event's tool input with `command` replaced; other keys are kept.
-fn rewrite_command_input(evt: &Event, new: String, note: Option<String>) -> Option<HookResult> {
+fn rewrite_command_input(evt: &Event, new: String, note: &Option<Note>) -> Option<HookResult> {
     let mut input = evt.tool_input().cloned().unwrap_or_default();
     input.insert("command".into(), Value::String(new));
-    Some(HookResult::rewrite(input, note))
+    Some(HookResult::rewrite(input, Note::render(note, evt)))
 }

@@ -88,15 +88,21 @@ impl Signals {
     }
 }
 
-/// The prose a nudge's signals read.
+/// The prose a nudge's signals read; with `events`, only among the transcript's last that many
+/// events (the hook's `transcript_events`).
 pub(crate) fn signal_texts<'t>(
     evt: &'t Event,
     t: &'t Transcript,
     signals: &Signals,
+    events: Option<u16>,
 ) -> Vec<&'t str> {
+    let whole = match events {
+        Some(n) => t.session().recent(usize::from(n)),
+        None => t.session(),
+    };
     let window = match signals.window {
-        SignalWindow::Turn => t.current_turn(),
-        SignalWindow::Last(_) => t.session(),
+        SignalWindow::Turn => whole.current_turn(),
+        SignalWindow::Last(_) => whole,
     };
     let mut texts: Vec<&str> = window
         .prose()
@@ -123,6 +129,36 @@ pub(crate) fn signal_texts<'t>(
 /// A predicate written in Rust for `nudge` and `gate`.
 pub type When = Arc<dyn Fn(&Event) -> bool + Send + Sync>;
 
+/// A `nudge`'s or `gate`'s veto, checked before its signals: a Rust predicate, or a condition
+/// (what a hook file's `when` lowers to).
+#[derive(Clone)]
+pub enum Veto {
+    /// User code: the hook then runs on the handler pool, under the event's deadline.
+    Rust(When),
+    /// A condition: pure, so the hook stays on the dispatching thread.
+    Condition(Condition),
+}
+
+impl Veto {
+    /// A veto written in Rust.
+    pub fn rust<F>(when: F) -> Veto
+    where
+        F: Fn(&Event) -> bool + Send + Sync + 'static,
+    {
+        Veto::Rust(Arc::new(when))
+    }
+
+    fn holds(&self, evt: &Event) -> bool {
+        match self {
+            Veto::Rust(f) => f(evt),
+            Veto::Condition(c) => c.check(evt),
+        }
+    }
+}
+
+/// The largest `transcript_events` a hook may ask for.
+pub const MAX_TRANSCRIPT_EVENTS: u16 = 256;
+
 /// The options of a `nudge` (and of a `gate`, which is a blocking nudge).
 #[derive(Clone)]
 pub struct NudgeOptions {
@@ -132,8 +168,17 @@ pub struct NudgeOptions {
     pub block: bool,
     /// Fire only when the recent prose scores.
     pub signals: Option<Signals>,
-    /// Fire only when this holds (Rust SDK).
-    pub when: Option<When>,
+    /// Fire only when this holds; checked before the signals, after a gate's once-per-turn
+    /// check.
+    pub when: Option<Veto>,
+    /// Skip while the session waits on background work. `None`: a blocking nudge (a gate)
+    /// skips on Stop/SubagentStop, anything else never does; `Some(false)`: never skip (a gate
+    /// whose subject is the turn that parks on background work); `Some(true)`: skip on every
+    /// event while waiting (a nudge that waits too).
+    pub guards_waiting: Option<bool>,
+    /// Read only the transcript's last this many events (1 to 256): the signals score prose
+    /// among them. `None`: the whole transcript.
+    pub transcript_events: Option<u16>,
 }
 
 impl NudgeOptions {
@@ -144,7 +189,30 @@ impl NudgeOptions {
             block: false,
             signals: None,
             when: None,
+            guards_waiting: None,
+            transcript_events: None,
         }
+    }
+}
+
+/// The skip guards `guards_waiting` resolves to for a hook that blocks (`block`) or not.
+pub(crate) fn waiting_guards(block: bool, guards_waiting: Option<bool>) -> Vec<Condition> {
+    match guards_waiting {
+        None if block => vec![waiting_guard()],
+        None | Some(false) => Vec::new(),
+        // Asked for outright: the hook waits with the session, whatever the event.
+        Some(true) => vec![Condition::Waiting(true)],
+    }
+}
+
+/// Checks `transcript_events` (1 to [`MAX_TRANSCRIPT_EVENTS`]).
+pub(crate) fn check_transcript_events(n: Option<u16>) -> Result<(), DefError> {
+    match n {
+        Some(n) if n == 0 || n > MAX_TRANSCRIPT_EVENTS => Err(DefError::new(
+            "transcript_events",
+            format!("{n} is out of range: give 1 to {MAX_TRANSCRIPT_EVENTS} events"),
+        )),
+        _ => Ok(()),
     }
 }
 
@@ -169,13 +237,13 @@ fn nudge_handler(options: NudgeOptions, ledger_key: String) -> HandlerFn {
             return Ok(None);
         }
         if let Some(when) = &options.when
-            && !when(evt)
+            && !when.holds(evt)
         {
             return Ok(None);
         }
         if let Some(signals) = &options.signals {
             let state: PrimitiveState = store.load();
-            let texts = signal_texts(evt, t, signals);
+            let texts = signal_texts(evt, t, signals, options.transcript_events);
             let Some(matched) = signals.score(&texts, |text| state.is_consumed(&ledger_key, text))
             else {
                 return Ok(None);
@@ -207,8 +275,15 @@ fn nudge_handler(options: NudgeOptions, ledger_key: String) -> HandlerFn {
 }
 
 /// A nudge: warns (or blocks) with `message`, by default once per session and agent.
+/// `transcript_events` out of range is a definition error.
 #[track_caller]
-pub fn nudge(options: NudgeOptions) -> HookDef {
+pub fn nudge(options: NudgeOptions) -> Result<HookDef, DefError> {
+    check_transcript_events(options.transcript_events)?;
+    Ok(nudge_def(options))
+}
+
+#[track_caller]
+fn nudge_def(options: NudgeOptions) -> HookDef {
     use EventKind::*;
     let default_events = if options.block {
         EventSet::of(&[Stop, SubagentStop])
@@ -228,16 +303,13 @@ pub fn nudge(options: NudgeOptions) -> HookDef {
     let ledger_key = format!("nudge_{}", capt_hook_engine::hook::short_hash(&identity));
     let block = options.block;
     // A `when` closure is user code: it runs on the pool, under the deadline.
-    let inline = options.when.is_none();
+    let inline = !matches!(options.when, Some(Veto::Rust(_)));
+    let skip_guards = waiting_guards(block, options.guards_waiting);
     custom(CustomKind {
         kind: if block { "gate" } else { "nudge" },
         default_events,
         guards: Vec::new(),
-        skip_guards: if block {
-            vec![waiting_guard()]
-        } else {
-            Vec::new()
-        },
+        skip_guards,
         handler: nudge_handler(options, ledger_key),
         identity,
         skip_planning_agents: !block,
@@ -253,7 +325,8 @@ pub fn nudge(options: NudgeOptions) -> HookDef {
 pub fn gate(message: impl Into<String>) -> HookDef {
     let mut options = NudgeOptions::new(message);
     options.block = true;
-    nudge(options)
+    // Default options leave nothing to check.
+    nudge_def(options)
 }
 
 /// A transcript predicate written in Rust, for workflow steps.

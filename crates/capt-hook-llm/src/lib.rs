@@ -155,6 +155,10 @@ pub enum CallErrorKind {
     /// The backend cannot answer this schema.
     #[error("cannot answer this verdict: {0}")]
     Unsupported(String),
+    /// The judge answered that it would not decide (Jev declining a question): an answer,
+    /// not a fault, which a confirmation reads as "not shown to be protected".
+    #[error("declined: {0}")]
+    Declined(String),
 }
 
 /// A failed call: why, and the record to keep.

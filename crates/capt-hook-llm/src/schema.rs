@@ -21,6 +21,9 @@ pub enum FieldType {
     },
     /// One of these strings.
     Choice(Vec<String>),
+    /// How likely a statement holds, from 0 to 1. Jev answers it as a yes/no question with its
+    /// probability of yes; a model writes the number.
+    Probability,
 }
 
 /// One field of a verdict.
@@ -180,6 +183,7 @@ impl VerdictSchema {
                     p
                 }
                 FieldType::Choice(c) => json!({"type": "string", "enum": c}),
+                FieldType::Probability => json!({"type": "number", "minimum": 0, "maximum": 1}),
             };
             if let Some(d) = &f.description {
                 p["description"] = json!(d);
@@ -211,6 +215,7 @@ impl VerdictSchema {
                     .as_i64()
                     .is_some_and(|n| min.is_none_or(|m| n >= m) && max.is_none_or(|m| n <= m)),
                 FieldType::Choice(c) => v.as_str().is_some_and(|s| c.iter().any(|x| x == s)),
+                FieldType::Probability => v.as_f64().is_some_and(|p| (0.0..=1.0).contains(&p)),
             };
             if !ok {
                 return Err(ShapeError::BadValue {
@@ -227,7 +232,7 @@ impl VerdictSchema {
 
     /// What inline tests answer when no stub value is given: booleans true (so the hook fires),
     /// the first choice that is not `ok` (a check that finds something), the smallest integer,
-    /// and text `"inline test stub"`.
+    /// a probability of 1 (sure) and text `"inline test stub"`.
     pub fn stub(&self) -> Map<String, Value> {
         self.fields
             .iter()
@@ -239,6 +244,7 @@ impl VerdictSchema {
                     FieldType::Choice(c) => {
                         json!(c.iter().rev().find(|x| x.as_str() != "ok").unwrap_or(&c[0]))
                     }
+                    FieldType::Probability => json!(1.0),
                 };
                 (f.name.clone(), v)
             })

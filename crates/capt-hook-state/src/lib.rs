@@ -24,6 +24,7 @@ mod file;
 mod fire;
 mod health;
 pub mod paths;
+pub mod rulings;
 mod slot;
 mod store;
 pub mod tickets;

@@ -153,6 +153,11 @@ pub fn run_test(hook: &Hook, test: &InlineTest, root: Option<&Path>) -> TestOutc
     {
         return outcome(Status::Error, format!("tickets: {e}"));
     }
+    if let Some(rulings) = &test.input.rulings
+        && let Err(e) = preload_rulings(&evt, rulings)
+    {
+        return outcome(Status::Error, format!("rulings: {e}"));
+    }
     // Inline tests never reach a model: every LLM hook answers from the stub.
     evt.memo(capt_hook_kinds::llm::STUB_KEY, || {
         capt_hook_kinds::llm::LlmStub {
@@ -296,6 +301,39 @@ fn check(name: &str, expect: &Expect, r: Option<&HookResult>) -> Result<(), Chec
     Ok(())
 }
 
+/// Puts a test's rulings on record in its scratch state root, each `age` (default a day) before
+/// now, so they predate the test's session.
+fn preload_rulings(
+    evt: &Event,
+    rulings: &[capt_hook_engine::inline::RulingInput],
+) -> Result<(), PreloadError> {
+    use capt_hook_state::rulings::{Ruling, append_ruling, format_time_ms, rulings_path};
+    let state_root = evt
+        .context()
+        .state_root
+        .clone()
+        .unwrap_or_else(capt_hook_state::state_root);
+    let path = rulings_path(&state_root);
+    let now = capt_hook_proto::clock::now_unix_ms();
+    for (i, r) in rulings.iter().enumerate() {
+        let age = match &r.age {
+            Some(d) => d.to_duration().map_err(|why| PreloadError::Duration {
+                field: format!("rulings[{i}].age"),
+                why,
+            })?,
+            None => std::time::Duration::from_secs(24 * 3600),
+        };
+        let ruling = Ruling {
+            id: r.id.clone(),
+            text: r.text.clone(),
+            tags: r.tags.iter().cloned().collect(),
+            recorded: format_time_ms(now.saturating_sub(age.as_millis() as u64)),
+        };
+        append_ruling(&path, &ruling).map_err(|e| PreloadError::Rulings(e.to_string()))?;
+    }
+    Ok(())
+}
+
 /// Why a test's tickets could not be put in its store.
 #[derive(Debug, thiserror::Error)]
 enum PreloadError {
@@ -308,6 +346,8 @@ enum PreloadError {
     },
     #[error(transparent)]
     Mint(#[from] capt_hook_state::StateError),
+    #[error("{0}")]
+    Rulings(String),
 }
 
 /// Puts a test's tickets in the scratch store of its project, minted `age` before now.

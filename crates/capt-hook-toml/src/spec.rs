@@ -783,6 +783,13 @@ kind_spec!(
         block: bool,
         /// Fire only when the agent's recent prose scores.
         signals: Option<SignalsSpec>,
+        /// A veto checked before the signals: the hook fires only when this condition holds.
+        when: Option<ConditionSpec>,
+        /// Skip while the session waits on background work (default: a blocking hook skips on
+        /// Stop/SubagentStop; `false` never skips, `true` skips on every event).
+        guards_waiting: Option<bool>,
+        /// Read only the transcript's last this many events, 1 to 256 (default: all).
+        transcript_events: Option<u16>,
     }
 );
 
@@ -793,6 +800,13 @@ kind_spec!(
         message: String,
         /// Fire only when the agent's recent prose scores.
         signals: Option<SignalsSpec>,
+        /// A veto checked before the signals: the hook fires only when this condition holds.
+        when: Option<ConditionSpec>,
+        /// Skip while the session waits on background work (default: a blocking hook skips on
+        /// Stop/SubagentStop; `false` never skips, `true` skips on every event).
+        guards_waiting: Option<bool>,
+        /// Read only the transcript's last this many events, 1 to 256 (default: all).
+        transcript_events: Option<u16>,
     }
 );
 
@@ -894,6 +908,8 @@ pub enum ContextName {
     AfterEdit,
     /// `<introduced>`: what the edit adds (`pattern` matches, or `kinds` nodes on changed lines).
     Introduced,
+    /// `<tag>`: fixed text the hook file gives (a channel's purpose, a policy).
+    Text,
 }
 
 /// An evidence block, by name or with options.
@@ -912,6 +928,10 @@ pub enum ContextSpec {
         pattern: Option<String>,
         /// `introduced`: tree-sitter node kinds (`comment`, …) listed when on changed lines.
         kinds: Option<Vec<String>>,
+        /// `text`: the block's name.
+        tag: Option<String>,
+        /// `text`: what the block says.
+        text: Option<String>,
     },
 }
 
@@ -1075,7 +1095,33 @@ pub enum ReadingSpec {
     Word(String),
 }
 
-/// One evidence source a judge reads: exactly one of `user_said`, `user_answered`.
+/// `touched` in a ticket rule: `true` (a call naming every place value), or regex templates.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum TouchedSpec {
+    /// `true`: an earlier call whose input or result names every non-empty place value.
+    Naming(bool),
+    /// Case-insensitive regex templates (`{key}` is the place value) over a call's tool,
+    /// input and result; any matching counts.
+    Patterns(Vec<String>),
+}
+
+/// `user_ruled` in a ticket rule: the user's durable rulings recorded before the session.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UserRuledSpec {
+    /// A place key: rulings naming the action's value of it as a whole name count.
+    pub key: Option<String>,
+    /// Tags each ruling found by `key` must carry.
+    #[serde(default)]
+    pub tags: Vec<String>,
+    /// Ruling ids that stand whatever the action.
+    #[serde(default)]
+    pub ids: Vec<String>,
+}
+
+/// One evidence source a judge reads: exactly one of `user_said`, `user_answered`, `touched`,
+/// `user_ruled`.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DecideOverSpec {
@@ -1084,6 +1130,10 @@ pub struct DecideOverSpec {
     /// The user's answers (optionally only those to matching questions; default: approving
     /// or not).
     pub user_answered: Option<TicketAnsweredSpec>,
+    /// The tree's earlier tool calls.
+    pub touched: Option<TouchedSpec>,
+    /// The user's durable rulings.
+    pub user_ruled: Option<UserRuledSpec>,
 }
 
 /// `decide` in a ticket rule: a judge cites the user's words that permit the action.
@@ -1114,6 +1164,10 @@ pub struct DecideSpec {
     /// and an unsettled answer refuses.
     #[serde(default = "yes")]
     pub llm: bool,
+    /// Evidence blocks shown to the first asking before the evidence (`text` blocks, or the
+    /// edit-shaped ones of the LLM hooks).
+    #[serde(default)]
+    pub contexts: Vec<ContextSpec>,
 }
 
 /// One rule that mints a ticket: a name and exactly one evidence source.
@@ -1130,6 +1184,10 @@ pub struct TicketRuleSpec {
     pub decide: Option<DecideSpec>,
     /// Any condition holds.
     pub condition: Option<ConditionSpec>,
+    /// An earlier tool call of the tree touched the place.
+    pub touched: Option<TouchedSpec>,
+    /// A durable ruling of the user's covers it.
+    pub user_ruled: Option<UserRuledSpec>,
 }
 
 kind_spec!(

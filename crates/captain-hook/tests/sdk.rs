@@ -138,6 +138,85 @@ fn rewrites_keep_other_input_keys_and_conditional_form_blocks() {
     assert_eq!(verdict(reg, &bash("ls")), None);
 }
 
+/// The seeds: a conditional rewrite's note may be computed from the event. It reaches the
+/// agent as context beside the rewrite, and a computed `None` sends none.
+#[test]
+fn a_rewrite_note_can_be_computed_from_the_event() {
+    let mut reg = Registry::new();
+    reg.add(
+        "n",
+        rewrite_command_to(|evt| Some(evt.command()?.replacen("pip ", "uv pip ", 1)))
+            .note_with(|evt| {
+                let cmd = evt.command()?;
+                cmd.contains("install")
+                    .then(|| format!("Rewrote `{cmd}` to run through uv"))
+            })
+            .only_if(Condition::Runs(
+                captain_hook::core::Tokens::new(&["pip"]).unwrap(),
+            )),
+    )
+    .unwrap();
+    let out = verdict(reg.clone(), &bash("pip install x")).unwrap();
+    let specific = &out["hookSpecificOutput"];
+    assert_eq!(specific["updatedInput"]["command"], "uv pip install x");
+    assert_eq!(
+        specific["additionalContext"],
+        "Rewrote `pip install x` to run through uv"
+    );
+    let out = verdict(reg, &bash("pip list")).unwrap();
+    assert_eq!(
+        out["hookSpecificOutput"]["updatedInput"]["command"],
+        "uv pip list"
+    );
+    assert!(
+        out["hookSpecificOutput"].get("additionalContext").is_none(),
+        "{out}"
+    );
+}
+
+/// Registrations sharing a name share a state key (one fire counter, one state directory):
+/// they run in registration order within their group, while other hooks run beside them.
+#[test]
+fn registrations_sharing_a_state_key_run_in_order_within_their_group() {
+    use std::sync::Mutex;
+    let order: Arc<Mutex<Vec<&'static str>>> = Arc::new(Mutex::new(Vec::new()));
+    let step = |label: &'static str, pause: u64| {
+        let order = Arc::clone(&order);
+        move |_: &Event| {
+            std::thread::sleep(Duration::from_millis(pause));
+            order.lock().unwrap().push(label);
+            Ok(None)
+        }
+    };
+    let mut reg = Registry::new();
+    // The first of the shared pair is the slow one: side by side, the second would finish first.
+    reg.add(
+        "g",
+        on(&[EventKind::PreToolUse], step("shared 1", 300)).name("shared"),
+    )
+    .unwrap();
+    reg.add(
+        "g",
+        on(&[EventKind::PreToolUse], step("shared 2", 0)).name("shared"),
+    )
+    .unwrap();
+    reg.add(
+        "g",
+        on(&[EventKind::PreToolUse], step("other", 300)).name("other"),
+    )
+    .unwrap();
+    let d = Dispatcher::new(Arc::new(reg), None);
+    let started = Instant::now();
+    d.dispatch(&bash("ls"), DispatchOptions::default());
+    let took = started.elapsed();
+    let seen = order.lock().unwrap().clone();
+    let at = |label: &str| seen.iter().position(|s| *s == label).unwrap();
+    assert_eq!(seen.len(), 3, "{seen:?}");
+    assert!(at("shared 1") < at("shared 2"), "{seen:?}");
+    // The other group ran beside the shared one, not after it.
+    assert!(took < Duration::from_millis(550), "{took:?}");
+}
+
 #[test]
 fn set_tool_input_never_clobbers() {
     let mut reg = Registry::new();

@@ -9,6 +9,7 @@ pub mod lifecycle;
 pub mod llm;
 pub mod options;
 pub mod primitives;
+pub mod seeds;
 pub mod session_workflow;
 pub mod state;
 pub mod under_the_hood;
@@ -19,7 +20,7 @@ use captain_hook::{DefError, Registry};
 pub type Register = fn(&mut Registry) -> Result<(), DefError>;
 
 /// Every page, by the name its hooks are registered under.
-pub const PAGES: [(&str, Register); 7] = [
+pub const PAGES: [(&str, Register); 8] = [
     ("primitives", primitives::register),
     ("options", options::register),
     ("state", state::register),
@@ -27,6 +28,7 @@ pub const PAGES: [(&str, Register); 7] = [
     ("under_the_hood", under_the_hood::register),
     ("lifecycle", lifecycle::register),
     ("llm", llm::register),
+    ("seeds", seeds::register),
 ];
 
 /// Every example hook in one registry, page after page.

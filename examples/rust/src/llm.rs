@@ -190,7 +190,7 @@ pub fn register(reg: &mut Registry) -> Result<(), DefError> {
         ))
         .test(Input::command("git push origin queued"), Expect::block())
         .test(
-            Input::command("git push origin feature").llm(json!({"protected": false})),
+            Input::command("git push origin feature").llm(json!({"protected": 0.1})),
             Expect::allow(),
         ),
     )?;

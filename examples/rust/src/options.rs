@@ -42,7 +42,7 @@ pub fn register(reg: &mut Registry) -> Result<(), DefError> {
     // max_fires: a nudge that speaks at most twice per session and agent.
     reg.add(
         STEM,
-        nudge(NudgeOptions::new("Prefer `rg` over `grep -r`."))
+        nudge(NudgeOptions::new("Prefer `rg` over `grep -r`."))?
             .only_if(cond::runs(&["grep", "-r"])?)
             .max_fires(MaxFires::Count(2))
             .name("prefer rg")
@@ -64,7 +64,7 @@ pub fn register(reg: &mut Registry) -> Result<(), DefError> {
         STEM,
         nudge(NudgeOptions::new(
             "Large deletions are easier to review as their own commit.",
-        ))
+        ))?
         .only_if(cond::runs(&["git", "rm"])?)
         .advisory_on_deny(true)
         .max_fires(MaxFires::Unlimited)

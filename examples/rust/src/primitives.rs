@@ -235,7 +235,7 @@ fn gates_and_nudges(reg: &mut Registry) -> Result<(), DefError> {
     // nudge(): a reminder once Python files were touched.
     reg.add(
         STEM,
-        nudge(NudgeOptions::new("Remember to run tests"))
+        nudge(NudgeOptions::new("Remember to run tests"))?
             .only_if(cond::touched_file(&["**/*.py"]))
             .name("remember tests")
             .test(
@@ -260,7 +260,7 @@ fn gates_and_nudges(reg: &mut Registry) -> Result<(), DefError> {
     });
     reg.add(
         STEM,
-        nudge(stop_retrying)
+        nudge(stop_retrying)?
             .name("stop retrying")
             .test(
                 Input::command("make").transcript(vec![said(

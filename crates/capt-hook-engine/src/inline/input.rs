@@ -65,6 +65,8 @@ pub struct Input {
     pub llm: Option<Map<String, Value>>,
     /// Permission tickets in the project's store before the event (`tickets` hooks).
     pub tickets: Option<Vec<TicketInput>>,
+    /// The user's durable rulings on record before the event (`user_ruled` ticket rules).
+    pub rulings: Option<Vec<RulingInput>>,
     /// The request's environment, as the host hands a worker the client's (`on_path` reads its
     /// `PATH`); unset, the test process's own environment applies.
     pub env: Option<std::collections::BTreeMap<String, String>>,
@@ -94,6 +96,22 @@ pub struct TicketInput {
     pub tree: Option<String>,
     /// The rule recorded on it (default `preloaded`).
     pub rule: Option<String>,
+}
+
+/// A durable ruling of the user's an inline test puts on record before its event, recorded
+/// `age` before it (default: a day, so before the test's session started).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RulingInput {
+    /// Its id.
+    pub id: String,
+    /// The user's words.
+    pub text: String,
+    /// Its tags.
+    #[serde(default)]
+    pub tags: Vec<String>,
+    /// How long before the event it was recorded (default 1 day).
+    pub age: Option<DurationSpec>,
 }
 
 impl Input {
@@ -215,6 +233,17 @@ impl Input {
     /// Puts a permission ticket in the store before the event.
     pub fn ticket(mut self, ticket: TicketInput) -> Input {
         self.tickets.get_or_insert_with(Vec::new).push(ticket);
+        self
+    }
+
+    /// Puts a durable ruling of the user's on record a day before the event.
+    pub fn ruling(mut self, id: &str, text: &str, tags: &[&str]) -> Input {
+        self.rulings.get_or_insert_with(Vec::new).push(RulingInput {
+            id: id.to_owned(),
+            text: text.to_owned(),
+            tags: tags.iter().map(|t| (*t).to_owned()).collect(),
+            age: None,
+        });
         self
     }
 

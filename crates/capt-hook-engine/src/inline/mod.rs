@@ -6,8 +6,8 @@
 mod input;
 
 pub use input::{
-    DurationError, DurationSpec, FixtureError, Input, ReachSpec, TicketInput, TranscriptInput,
-    load_transcript, py_str,
+    DurationError, DurationSpec, FixtureError, Input, ReachSpec, RulingInput, TicketInput,
+    TranscriptInput, load_transcript, py_str,
 };
 
 /// The verdict a test expects.

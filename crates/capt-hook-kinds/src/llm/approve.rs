@@ -361,8 +361,15 @@ pub fn prompt_check(evt: &Event, check: &PromptCheck) -> HandlerResult {
     })
 }
 
-/// `confirm = { rule, timeout_s }`: a blocking hook's block stands only when a judge agrees
-/// that the call is what `rule` protects against.
+/// The probability, from the judge, that a call is what a confirmation's rule protects against,
+/// at or above which the block stands. The seeds measured theirs against reference labels we do
+/// not have; until such labels exist it sits at an even answer, so a judge that cannot tell
+/// leaves the deterministic block in place and only a judge leaning towards "not protected"
+/// lifts it.
+pub const PROTECTED: f64 = 0.5;
+
+/// `confirm = { rule, timeout_s }`: a blocking hook's block stands only when the judge's
+/// probability that the call is what `rule` protects against reaches [`PROTECTED`].
 #[derive(Debug, Clone, PartialEq)]
 pub struct Confirm {
     /// What the block protects against, in one sentence.
@@ -395,8 +402,8 @@ fn confirm_schema() -> VerdictSchema {
     VerdictSchema::new(vec![
         super::Field::new(
             "protected",
-            super::FieldType::Bool,
-            "true when the call is what the rule protects against",
+            super::FieldType::Probability,
+            "how likely (0 to 1) the call is what the rule protects against",
         ),
         super::Field::new("reasoning", super::FieldType::String, "one sentence why"),
     ])
@@ -449,6 +456,13 @@ fn confirmed(body: Body, confirm: Confirm, name: String) -> Result<Body, DefErro
             None => judge_confirm(evt, &confirm, r.message.as_deref().unwrap_or(""), &name),
         };
         match protected {
+            // Declining to answer is an answer: nothing shows the call is protected, so it
+            // goes ahead, without a note (the judge did not fail).
+            Err(super::AskError::Call(e))
+                if matches!(e.kind, capt_hook_llm::CallErrorKind::Declined(_)) =>
+            {
+                Ok(None)
+            }
             Ok(p) => {
                 if let Err(e) = verdicts.mutate(|m| {
                     m.insert(key, p);
@@ -482,7 +496,8 @@ fn judge_confirm(
     name: &str,
 ) -> Result<bool, super::AskError> {
     let schema = confirm_schema();
-    let task = "Is this call what the rule protects against? protected = true only if it is.";
+    let task = "How likely is it that this call is what the rule protects against? Answer \
+                protected as a probability from 0 (surely not) to 1 (surely).";
     let mut blocks = vec![
         Block::new("rule", c.rule.trim()),
         tool_block(evt),
@@ -506,5 +521,7 @@ fn judge_confirm(
         escalate: None,
     };
     let v = ask(evt, &q, name)?;
-    Ok(v.get("protected") == Some(&Value::Bool(true)))
+    // The schema made it a number from 0 to 1.
+    let p = v.get("protected").and_then(Value::as_f64).unwrap_or(0.0);
+    Ok(p >= PROTECTED)
 }

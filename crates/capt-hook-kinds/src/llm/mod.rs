@@ -23,7 +23,7 @@ pub use capt_hook_llm::{
     BackendChoice, Field, FieldType, Size, Specialties, Specialty, Template, VerdictSchema,
 };
 
-use crate::session::{Signals, When, waiting_guard};
+use crate::session::{Signals, When, waiting_guards};
 use capt_hook_engine::hook::{HandlerError, HandlerFn, HandlerResult, short_hash};
 use capt_hook_engine::primitives::{CustomKind, DefError, HookDef, custom};
 
@@ -278,7 +278,8 @@ pub struct LlmOptions {
     pub when: Option<When>,
     /// Evidence blocks, in order.
     pub contexts: Vec<Context>,
-    /// Skip while the session waits on background work (`None`: gates on Stop/SubagentStop).
+    /// Skip while the session waits on background work (`None`: gates on Stop/SubagentStop;
+    /// `Some(true)`: on every event, for a nudge too).
     pub guards_waiting: Option<bool>,
     /// Stay quiet for the rest of the turn once an LLM hook or gate fired in it (`None`: on,
     /// except on tool events, where every call is judged).
@@ -523,7 +524,7 @@ fn build(o: LlmOptions, block: bool) -> Result<HookDef, DefError> {
     let specialty = o.specialty.clone();
     let identity = o.label.clone().unwrap_or_else(|| o.prompt.clone());
     let label = o.label.clone();
-    let guards_waiting = block && o.guards_waiting != Some(false);
+    let skip_guards = waiting_guards(block, o.guards_waiting);
     let def = custom(CustomKind {
         kind,
         default_events: if block {
@@ -532,11 +533,7 @@ fn build(o: LlmOptions, block: bool) -> Result<HookDef, DefError> {
             EventSet::of(&[PostToolUse])
         },
         guards: Vec::new(),
-        skip_guards: if guards_waiting {
-            vec![waiting_guard()]
-        } else {
-            Vec::new()
-        },
+        skip_guards,
         handler: handler(o, block, format!("{kind}_{}", short_hash(&identity))),
         identity,
         skip_planning_agents: !block,
@@ -837,7 +834,7 @@ fn handler(o: LlmOptions, block: bool, name: String) -> HandlerFn {
         let mut matched: Vec<String> = Vec::new();
         if let Some(signals) = &o.signals {
             let state: PrimitiveState = evt.store().load();
-            let texts = crate::session::signal_texts(evt, t, signals);
+            let texts = crate::session::signal_texts(evt, t, signals, None);
             let Some(hit) = signals.score(&texts, |text| state.is_consumed(&ledger_key, text))
             else {
                 return Ok(None);
@@ -879,6 +876,13 @@ fn handler(o: LlmOptions, block: bool, name: String) -> HandlerFn {
                         tracing::warn!(hook = %name, error = %e, "judge failed; blocking (on_incomplete)");
                         Ok(Some(HookResult::block(remedy.clone())))
                     }
+                    // Off the guard events a failed hook changes nothing the user sees (a guard
+                    // event's failure already asks the user, with a note), so the session is
+                    // told once, as a hook file that does not load is.
+                    _ if !evt.kind().is_guard() && !matches!(e, AskError::Stubbed(_)) => {
+                        tracing::warn!(hook = %name, error = %e, "judge failed");
+                        Ok(judge_failure_note(evt, &name, &e))
+                    }
                     _ => Err(HandlerError::new(e.to_string())),
                 };
             }
@@ -918,8 +922,26 @@ fn handler(o: LlmOptions, block: bool, name: String) -> HandlerFn {
     })
 }
 
+/// The once-per-session note for a judge that failed at `name`: the first failure of each hook
+/// in a session is told (`systemMessage`), later ones only logged.
+fn judge_failure_note(evt: &Event, name: &str, e: &AskError) -> Option<HookResult> {
+    let hook = capt_hook_engine::dispatch::current_hook_name().unwrap_or_else(|| name.to_owned());
+    let told = evt
+        .store()
+        .slot_named::<std::collections::BTreeSet<String>>("judge_failures_told");
+    // A store that cannot record it tells every time rather than never.
+    let first = told.mutate(|set| set.insert(hook.clone())).unwrap_or(true);
+    first.then(|| {
+        HookResult::notice_only().with_system_message(format!(
+            "capt-hook: the judge of {hook} failed ({e}), so the hook said nothing; \
+             `capt-hook logs --judge` shows the call. Later failures of this hook in this \
+             session are only logged."
+        ))
+    })
+}
+
 mod approve;
 pub use approve::{
-    ApproveOptions, AutoModeRules, Confirm, PromptCheck, RubricDefaults, builtin_rules,
+    ApproveOptions, AutoModeRules, Confirm, PROTECTED, PromptCheck, RubricDefaults, builtin_rules,
     llm_approve, prompt_check, render_rubric,
 };

@@ -364,9 +364,21 @@ fn a_hook_that_skips_without_a_judge_says_nothing_where_its_cli_is_missing() {
     let outcome = d.outcome(&stop(&missing), soon());
     assert!(outcome.failures.is_empty(), "{outcome:?}");
     assert!(outcome.result.is_none(), "{outcome:?}");
-    // The default fails visibly, as a judge that cannot answer does.
+    // The default fails visibly, as a judge that cannot answer does: off the guard events the
+    // session is told once per hook, then the failures are only logged.
     let d = dispatcher(vec![gate(WithoutJudge::Fail)]);
-    assert_eq!(d.outcome(&stop(&missing), soon()).failures.len(), 1);
+    let told = d.outcome(&stop(&missing), soon());
+    let note = told
+        .result
+        .as_ref()
+        .and_then(|r| r.system_message.clone())
+        .unwrap_or_default();
+    assert!(
+        note.contains("llm_gate_") && note.contains("failed") && note.contains("capt-hook logs"),
+        "{told:?}"
+    );
+    assert!(told.result.as_ref().is_some_and(|r| r.is_notice_only()));
+    assert_eq!(d.outcome(&stop(&missing), soon()).result, None, "told once");
     // Where the judge can run, the skipping hook asks it as any other does.
     let d = dispatcher(vec![gate(WithoutJudge::Skip)]);
     let r = d.dispatch(&stop(&[]), soon()).unwrap();
@@ -403,8 +415,16 @@ fn judges_run_side_by_side_and_never_outlive_the_deadline() {
         "{:?}",
         started.elapsed()
     );
-    assert_eq!(outcome.result, None);
-    assert_eq!(outcome.failures.len(), 1, "{outcome:?}");
+    // A judge out of time at Stop: nothing blocks, and the session is told.
+    assert!(
+        outcome
+            .result
+            .as_ref()
+            .is_some_and(|r| r.is_notice_only()
+                && r.system_message.as_deref().unwrap_or("").contains("failed")),
+        "{outcome:?}"
+    );
+    assert!(outcome.failures.is_empty(), "{outcome:?}");
 }
 
 #[test]
@@ -668,7 +688,8 @@ fn llm_approve_allows_what_the_judge_finds_safe_and_never_denies() {
 }
 
 #[test]
-fn a_confirmed_block_stands_only_when_the_judge_agrees_and_is_judged_once_per_input() {
+fn a_confirmed_block_stands_only_when_the_judges_probability_reaches_protected_and_is_judged_once_per_input()
+ {
     let push = |judge: &Judge, cmd: &str| {
         judge.event(
             EventKind::PreToolUse,
@@ -683,10 +704,8 @@ fn a_confirmed_block_stands_only_when_the_judge_agrees_and_is_judged_once_per_in
         )
         .confirm(Confirm::new("A push to a branch the merge queue admitted."))
     };
-    let no = Judge::new(
-        r#"{"protected": false, "reasoning": "feature branch"}"#,
-        0.0,
-    );
+    // Below the threshold: the judge leans towards "not protected", and the block is lifted.
+    let no = Judge::new(r#"{"protected": 0.3, "reasoning": "feature branch"}"#, 0.0);
     let d = dispatcher(vec![def()]);
     assert_eq!(d.dispatch(&push(&no, "git push origin feat"), soon()), None);
     assert_eq!(d.dispatch(&push(&no, "git push origin feat"), soon()), None);
@@ -702,7 +721,20 @@ fn a_confirmed_block_stands_only_when_the_judge_agrees_and_is_judged_once_per_in
         "{prompt}"
     );
 
-    let yes = Judge::new(r#"{"protected": true, "reasoning": "queued"}"#, 0.0);
+    // At the threshold the block stands; so it does above it.
+    let even = Judge::new(
+        &format!(r#"{{"protected": {PROTECTED}, "reasoning": "cannot tell"}}"#),
+        0.0,
+    );
+    let r = dispatcher(vec![def()]).dispatch(&push(&even, "git push origin main"), soon());
+    assert_eq!(r.map(|r| r.action), Some(Action::Block));
+    // A yes/no answer is not a probability: the judge failed, the call goes ahead with a note.
+    let boolean = Judge::new(r#"{"protected": true, "reasoning": "queued"}"#, 0.0);
+    let r = dispatcher(vec![def()])
+        .dispatch(&push(&boolean, "git push origin main"), soon())
+        .expect("a note");
+    assert!(r.is_notice_only(), "{r:?}");
+    let yes = Judge::new(r#"{"protected": 0.97, "reasoning": "queued"}"#, 0.0);
     let r = dispatcher(vec![def()]).dispatch(&push(&yes, "git push origin main"), soon());
     assert_eq!(r.map(|r| r.action), Some(Action::Block));
     assert_eq!(
@@ -711,7 +743,7 @@ fn a_confirmed_block_stands_only_when_the_judge_agrees_and_is_judged_once_per_in
     );
     assert_eq!(yes.calls(), 1, "no block, nothing to confirm");
 
-    let slow = Judge::new(r#"{"protected": true, "reasoning": "x"}"#, 10.0);
+    let slow = Judge::new(r#"{"protected": 1, "reasoning": "x"}"#, 10.0);
     let d = dispatcher(vec![def().confirm(Confirm {
         rule: "r".into(),
         timeout: Duration::from_millis(300),
@@ -740,7 +772,7 @@ fn a_confirmed_block_stands_only_when_the_judge_agrees_and_is_judged_once_per_in
 
     // A message-only block with `confirm` after another hook already blocked: the call is
     // refused anyway, so its judge is not asked.
-    let after = Judge::new(r#"{"protected": true, "reasoning": "x"}"#, 0.0);
+    let after = Judge::new(r#"{"protected": 1, "reasoning": "x"}"#, 0.0);
     let d = dispatcher(vec![
         capt_hook_engine::block_command(
             capt_hook_engine::CommandMatch::argv(&["git", "push"]).unwrap(),
@@ -801,7 +833,7 @@ fn confirm_and_llm_approve_load_from_hook_files() {
         "[[hook]]\nkind = \"block_command\"\nargv = [\"git\", \"push\"]\nreason = \"r\"\n\
          confirm = { rule = \"A push to a queued branch.\", timeout_s = 2 }\n\
          [[hook.test]]\ninput = { command = \"git push\" }\nexpect = \"block\"\n\
-         [[hook.test]]\ninput = { command = \"git push\", llm = { protected = false } }\nexpect = \"allow\"\n\n\
+         [[hook.test]]\ninput = { command = \"git push\", llm = { protected = 0.2 } }\nexpect = \"allow\"\n\n\
          [[hook]]\nkind = \"llm_approve\"\nlabel = \"teammates\"\nrubric = \"Tests are fine.\"\n\
          [[hook.test]]\ninput = { command = \"ls\" }\nexpect = \"ask\"\n",
         "t",
@@ -832,8 +864,10 @@ fn confirm_and_llm_approve_load_from_hook_files() {
     );
 }
 
-/// A fake Jev endpoint answering every request with `p_yes` for the `block` field.
+/// A fake Jev endpoint answering every yes/no question with probability `p_yes`. It reads each
+/// body as the published request shape and answers 422 to one that is not, as the endpoint does.
 fn fake_jev(p_yes: f64, requests: usize) -> String {
+    use capt_hook_llm::jev::wire;
     use std::io::{BufRead, BufReader, Read, Write};
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
@@ -856,10 +890,22 @@ fn fake_jev(p_yes: f64, requests: usize) -> String {
             }
             let mut body = vec![0; len];
             reader.read_exact(&mut body).unwrap();
-            let reply = json!({"answers": {"block": {"p_yes": p_yes}}}).to_string();
+            let (status, reply) = match wire::Request::parse(&String::from_utf8_lossy(&body)) {
+                Ok(request) => {
+                    let answers: serde_json::Map<String, Value> = request
+                        .questions
+                        .iter()
+                        .filter(|(_, q)| matches!(q, wire::Question::Noul { .. }))
+                        .map(|(name, _)| (name.clone(), json!({"type": "noul", "noul": p_yes})))
+                        .collect();
+                    (200, json!({"model": request.model, "answers": answers}))
+                }
+                Err(e) => (422, json!({"detail": e.to_string()})),
+            };
+            let reply = reply.to_string();
             write!(
                 &conn,
-                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{reply}",
+                "HTTP/1.1 {status} X\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{reply}",
                 reply.len()
             )
             .unwrap();
@@ -919,6 +965,96 @@ fn jev_decides_first_and_a_reasoning_message_escalates_to_the_claude_judge() {
         seen.starts_with("<quick_verdict>\n{\"block\":true"),
         "{seen}"
     );
+}
+
+/// Under Jev a confirmation reads the probability of yes: at or above PROTECTED the block
+/// stands, below it the call goes ahead without a note, and so does a question Jev declines.
+#[test]
+fn a_confirmation_under_jev_compares_its_probability_with_protected() {
+    let judge = Judge::new(r#"{"protected": 1, "reasoning": "unused"}"#, 0.0);
+    let run = |url: &str| {
+        let vars = [
+            ("CAPT_HOOK_LLM_BACKEND", "jev"),
+            ("TYPESAFE_API_KEY", "k"),
+            ("CAPT_HOOK_JEV_URL", url),
+        ];
+        let d = dispatcher(vec![
+            capt_hook_engine::deny("pushes need review")
+                .confirm(Confirm::new("A push nobody reviewed.")),
+        ]);
+        d.dispatch(
+            &judge.event_env(
+                EventKind::PreToolUse,
+                json!({"tool_name": "Bash", "tool_input": {"command": "git push"}}),
+                None,
+                &vars,
+            ),
+            soon(),
+        )
+    };
+    let r = run(&fake_jev(PROTECTED + 0.2, 1));
+    assert_eq!(r.map(|r| r.action), Some(Action::Block));
+    assert_eq!(run(&fake_jev(PROTECTED - 0.2, 1)), None);
+    assert_eq!(
+        judge.calls(),
+        0,
+        "Jev answered; the command judge was never asked"
+    );
+
+    // A declining endpoint: allowed, and no note (declining is an answer, not a failure).
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        use std::io::{BufRead, BufReader, Read, Write};
+        let Ok((conn, _)) = listener.accept() else {
+            return;
+        };
+        let mut reader = BufReader::new(conn.try_clone().unwrap());
+        let mut len = 0;
+        loop {
+            let mut h = String::new();
+            reader.read_line(&mut h).unwrap();
+            if h.trim_end().is_empty() {
+                break;
+            }
+            if let Some(v) = h.to_ascii_lowercase().strip_prefix("content-length:") {
+                len = v.trim().parse().unwrap();
+            }
+        }
+        let mut body = vec![0; len];
+        reader.read_exact(&mut body).unwrap();
+        let reply =
+            json!({"model": "jev-1.13.0", "answers": {"protected": {"refused": true}}}).to_string();
+        write!(
+            &conn,
+            "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{reply}",
+            reply.len()
+        )
+        .unwrap();
+    });
+    assert_eq!(run(&url), None, "a declined question allows without a note");
+
+    // No key: the judge cannot run, and the call goes ahead with the one-time note.
+    let d = dispatcher(vec![
+        capt_hook_engine::deny("pushes need review")
+            .confirm(Confirm::new("A push nobody reviewed.")),
+    ]);
+    let no_key = judge.event_env(
+        EventKind::PreToolUse,
+        json!({"tool_name": "Bash", "tool_input": {"command": "git push"}}),
+        None,
+        &[("CAPT_HOOK_LLM_BACKEND", "jev")],
+    );
+    let r = d.dispatch(&no_key, soon()).expect("a note");
+    assert!(r.is_notice_only(), "{r:?}");
+    assert!(
+        r.system_message
+            .as_deref()
+            .unwrap_or("")
+            .contains("TYPESAFE_API_KEY"),
+        "{r:?}"
+    );
+    assert_eq!(d.dispatch(&no_key, soon()), None, "the note is given once");
 }
 
 #[test]

@@ -13,6 +13,8 @@ use capt_hook_kinds::llm::{
 use capt_hook_kinds::session::Signals;
 use serde_json::{Map, Value};
 
+use crate::spec::{ContextName, ContextSpec};
+
 /// The definition a hook file's `llm_gate` (`block`) or `llm_nudge` table lowers to, with its
 /// signals already compiled.
 #[track_caller]
@@ -21,7 +23,7 @@ pub(crate) fn from_spec(
     block: bool,
     signals: Option<Signals>,
 ) -> Result<HookDef, DefError> {
-    use crate::spec::{ContextName, ContextSpec, ResponseTypeSpec};
+    use crate::spec::ResponseTypeSpec;
     let kind = if block { "llm_gate" } else { "llm_nudge" };
     if s.name.is_some() && s.label.is_some() {
         return Err(DefError::new("label", "give `label` or `name`, not both"));
@@ -95,51 +97,7 @@ pub(crate) fn from_spec(
     }
     o.label = s.label.clone();
     o.signals = signals;
-    let mut contexts = Vec::new();
-    for (i, c) in s.contexts.iter().enumerate() {
-        let at = |what: &str| format!("contexts[{i}]{what}");
-        let (name, required, pattern, kinds) = match c {
-            ContextSpec::Name(n) => (*n, None, None, None),
-            ContextSpec::Options {
-                context,
-                required,
-                pattern,
-                kinds,
-            } => (*context, *required, pattern.as_ref(), kinds.as_ref()),
-        };
-        if name != ContextName::Introduced && (pattern.is_some() || kinds.is_some()) {
-            return Err(DefError::new(
-                at(""),
-                "`pattern` and `kinds` belong to the `introduced` context",
-            ));
-        }
-        contexts.push(match name {
-            ContextName::BeforeEdit => Context::BeforeEdit {
-                required: required.unwrap_or(false),
-            },
-            ContextName::AfterEdit => Context::AfterEdit {
-                required: required.unwrap_or(false),
-            },
-            ContextName::Introduced => {
-                let pattern = pattern
-                    .map(|p| capt_hook_code::AnyLangPattern::new(p).map(Arc::new))
-                    .transpose()
-                    .map_err(|e| DefError::new(at(".pattern"), e.to_string()))?;
-                let kinds = kinds.cloned().unwrap_or_default();
-                if pattern.is_none() && kinds.is_empty() {
-                    return Err(DefError::new(
-                        at(""),
-                        "`introduced` needs a `pattern` or `kinds` to look for",
-                    ));
-                }
-                Context::Introduced {
-                    pattern,
-                    kinds,
-                    required: required.unwrap_or(true),
-                }
-            }
-        });
-    }
+    let contexts = contexts(&s.contexts, "contexts")?;
     o.contexts = contexts;
     o.guards_waiting = s.guards_waiting;
     o.once_per_turn = s.once_per_turn;
@@ -246,4 +204,95 @@ pub(crate) fn approve_from_spec(s: &crate::spec::LlmApproveSpec) -> Result<HookD
         ));
     }
     llm_approve(o)
+}
+
+/// Evidence blocks as a hook file lists them (`contexts` of an LLM hook or of a ticket rule's
+/// judge); `field` names the list in errors.
+pub(crate) fn contexts(specs: &[ContextSpec], field: &str) -> Result<Vec<Context>, DefError> {
+    let mut contexts = Vec::new();
+    for (i, c) in specs.iter().enumerate() {
+        let at = |what: &str| format!("{field}[{i}]{what}");
+        let (name, required, pattern, kinds, tag, text) = match c {
+            ContextSpec::Name(n) => (*n, None, None, None, None, None),
+            ContextSpec::Options {
+                context,
+                required,
+                pattern,
+                kinds,
+                tag,
+                text,
+            } => (
+                *context,
+                *required,
+                pattern.as_ref(),
+                kinds.as_ref(),
+                tag.as_ref(),
+                text.as_ref(),
+            ),
+        };
+        if name != ContextName::Introduced && (pattern.is_some() || kinds.is_some()) {
+            return Err(DefError::new(
+                at(""),
+                "`pattern` and `kinds` belong to the `introduced` context",
+            ));
+        }
+        if name != ContextName::Text && (tag.is_some() || text.is_some()) {
+            return Err(DefError::new(
+                at(""),
+                "`tag` and `text` belong to the `text` context",
+            ));
+        }
+        contexts.push(match name {
+            ContextName::BeforeEdit => Context::BeforeEdit {
+                required: required.unwrap_or(false),
+            },
+            ContextName::AfterEdit => Context::AfterEdit {
+                required: required.unwrap_or(false),
+            },
+            ContextName::Text => {
+                let (Some(tag), Some(text)) = (tag, text) else {
+                    return Err(DefError::new(
+                        at(""),
+                        "a `text` context needs a `tag` (its block's name) and the `text`",
+                    ));
+                };
+                let mut chars = tag.chars();
+                let block_name = chars
+                    .next()
+                    .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+                    && chars.all(|c| c.is_ascii_alphanumeric() || c == '_');
+                if !block_name {
+                    return Err(DefError::new(
+                        at(".tag"),
+                        format!("`{tag}` is not a block name (letters, digits, `_`)"),
+                    ));
+                }
+                let text = text.clone();
+                Context::Custom {
+                    tag: tag.clone(),
+                    required: false,
+                    render: Arc::new(move |_| Some(text.clone())),
+                }
+            }
+            ContextName::Introduced => {
+                let pattern = pattern
+                    .map(|p| capt_hook_code::AnyLangPattern::new(p).map(Arc::new))
+                    .transpose()
+                    .map_err(|e| DefError::new(at(".pattern"), e.to_string()))?;
+                let kinds = kinds.cloned().unwrap_or_default();
+                if pattern.is_none() && kinds.is_empty() {
+                    return Err(DefError::new(
+                        at(""),
+                        "`introduced` needs a `pattern` or `kinds` to look for",
+                    ));
+                }
+                Context::Introduced {
+                    pattern,
+                    kinds,
+                    required: required.unwrap_or(true),
+                }
+            }
+        });
+    }
+    Ok(contexts)
 }

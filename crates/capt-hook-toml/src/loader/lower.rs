@@ -173,22 +173,28 @@ pub(super) fn lower(
             common!(d, s, item, source.clone(), text)
         }
         HookEntry::Nudge(s) => {
-            let mut o = session::NudgeOptions::new(s.message.clone());
-            o.block = s.block;
-            o.signals = signals(&s.signals)?;
             if s.message.trim().is_empty() {
                 return Err(err("message", "a nudge needs a message"));
             }
-            common!(session::nudge(o), s, item, source.clone(), text)
+            let mut o = session::NudgeOptions::new(s.message.clone());
+            o.block = s.block;
+            o.signals = signals(&s.signals)?;
+            o.when = veto(&s.when, s.exact)?;
+            o.guards_waiting = s.guards_waiting;
+            o.transcript_events = s.transcript_events;
+            common!(session::nudge(o)?, s, item, source.clone(), text)
         }
         HookEntry::Gate(s) => {
-            let mut o = session::NudgeOptions::new(s.message.clone());
-            o.block = true;
-            o.signals = signals(&s.signals)?;
             if s.message.trim().is_empty() {
                 return Err(err("message", "a gate needs a message"));
             }
-            common!(session::nudge(o), s, item, source.clone(), text)
+            let mut o = session::NudgeOptions::new(s.message.clone());
+            o.block = true;
+            o.signals = signals(&s.signals)?;
+            o.when = veto(&s.when, s.exact)?;
+            o.guards_waiting = s.guards_waiting;
+            o.transcript_events = s.transcript_events;
+            common!(session::nudge(o)?, s, item, source.clone(), text)
         }
         HookEntry::LlmGate(s) | HookEntry::LlmNudge(s) => {
             let block = matches!(entry, HookEntry::LlmGate(_));
@@ -274,6 +280,19 @@ pub(super) fn lower(
 }
 
 /// Seconds, or a number with a unit; `field` names it in the error.
+/// A hook file's `when`: the condition a nudge or gate checks before its signals.
+fn veto(spec: &Option<ConditionSpec>, exact: bool) -> Result<Option<session::Veto>, DefError> {
+    let Some(spec) = spec else {
+        return Ok(None);
+    };
+    let c = compile_condition(spec, "when")?;
+    Ok(Some(session::Veto::Condition(if exact {
+        c.exact_tokens()
+    } else {
+        c
+    })))
+}
+
 fn duration(field: &str, d: &DurationSpec) -> Result<std::time::Duration, DefError> {
     d.to_duration().map_err(|e| err(field, e.to_string()))
 }
@@ -339,6 +358,53 @@ fn tickets_from_spec(s: &TicketsSpec) -> Result<HookDef, DefError> {
                 approved: a.approved.unwrap_or(approved),
             })
         };
+    let touched = |field: String, t: &TouchedSpec| -> Result<Source, DefError> {
+        Ok(Source::Touched {
+            patterns: match t {
+                TouchedSpec::Naming(true) => Vec::new(),
+                TouchedSpec::Naming(false) => {
+                    return Err(err(
+                        field,
+                        "`touched = false` finds nothing; leave the rule out instead",
+                    ));
+                }
+                TouchedSpec::Patterns(ps) => {
+                    if ps.is_empty() {
+                        return Err(err(
+                            field,
+                            "list at least one pattern, or write `touched = true`",
+                        ));
+                    }
+                    for (j, p) in ps.iter().enumerate() {
+                        template(format!("{field}[{j}]"), p)?;
+                    }
+                    ps.clone()
+                }
+            },
+        })
+    };
+    let ruled = |field: String, r: &UserRuledSpec| -> Result<Source, DefError> {
+        if r.key.is_none() && r.ids.is_empty() {
+            return Err(err(field, "give a place `key` or ruling `ids`"));
+        }
+        if let Some(k) = r.key.as_ref().filter(|k| !keys.contains(k)) {
+            return Err(err(
+                format!("{field}.key"),
+                format!("`{k}` is not a place key; the place keys are {keys:?}"),
+            ));
+        }
+        if r.key.is_none() && !r.tags.is_empty() {
+            return Err(err(
+                format!("{field}.tags"),
+                "tags filter the rulings a `key` finds; give the `key`",
+            ));
+        }
+        Ok(Source::UserRuled {
+            key: r.key.clone(),
+            ids: r.ids.clone(),
+            tags: r.tags.iter().cloned().collect(),
+        })
+    };
     let reading = |field: String, r: &Option<ReadingSpec>| -> Result<Reading, DefError> {
         Ok(match r {
             None | Some(ReadingSpec::Flag(false)) => Reading::Off,
@@ -361,8 +427,28 @@ fn tickets_from_spec(s: &TicketsSpec) -> Result<HookDef, DefError> {
     let mut rules = Vec::new();
     for (i, r) in s.rules.iter().enumerate() {
         let field = format!("rules[{i}]");
-        let one = "give exactly one of `user_said`, `user_answered`, `decide`, `condition`";
+        let one = "give exactly one of `user_said`, `user_answered`, `touched`, `user_ruled`, \
+                   `decide`, `condition`";
+        let given = [
+            r.user_said.is_some(),
+            r.user_answered.is_some(),
+            r.touched.is_some(),
+            r.user_ruled.is_some(),
+            r.decide.is_some(),
+            r.condition.is_some(),
+        ];
+        if given.iter().filter(|g| **g).count() != 1 {
+            return Err(err(field, one));
+        }
         let when = match (&r.user_said, &r.user_answered, &r.decide, &r.condition) {
+            _ if r.touched.is_some() => touched(
+                format!("{field}.touched"),
+                r.touched.as_ref().unwrap_or(&TouchedSpec::Naming(true)),
+            )?,
+            _ if r.user_ruled.is_some() => match &r.user_ruled {
+                Some(u) => ruled(format!("{field}.user_ruled"), u)?,
+                None => return Err(err(field, one)),
+            },
             (Some(said), None, None, None) => said_source(format!("{field}.user_said"), said)?,
             (None, Some(a), None, None) => answered(format!("{field}.user_answered"), a, true)?,
             (None, None, Some(d), None) => {
@@ -387,16 +473,27 @@ fn tickets_from_spec(s: &TicketsSpec) -> Result<HookDef, DefError> {
                     decide.over = Vec::new();
                     for (j, o) in over.iter().enumerate() {
                         let at = format!("{field}.decide.over[{j}]");
-                        decide.over.push(match (&o.user_said, &o.user_answered) {
-                            (Some(said), None) => said_source(format!("{at}.user_said"), said)?,
-                            (None, Some(a)) => answered(format!("{at}.user_answered"), a, false)?,
-                            _ => {
-                                return Err(err(
-                                    at,
-                                    "give exactly one of `user_said`, `user_answered`",
-                                ));
-                            }
-                        });
+                        decide.over.push(
+                            match (&o.user_said, &o.user_answered, &o.touched, &o.user_ruled) {
+                                (Some(said), None, None, None) => {
+                                    said_source(format!("{at}.user_said"), said)?
+                                }
+                                (None, Some(a), None, None) => {
+                                    answered(format!("{at}.user_answered"), a, false)?
+                                }
+                                (None, None, Some(t), None) => touched(format!("{at}.touched"), t)?,
+                                (None, None, None, Some(u)) => {
+                                    ruled(format!("{at}.user_ruled"), u)?
+                                }
+                                _ => {
+                                    return Err(err(
+                                        at,
+                                        "give exactly one of `user_said`, `user_answered`, \
+                                         `touched`, `user_ruled`",
+                                    ));
+                                }
+                            },
+                        );
                     }
                     if decide.over.is_empty() {
                         return Err(err(
@@ -409,6 +506,8 @@ fn tickets_from_spec(s: &TicketsSpec) -> Result<HookDef, DefError> {
                     decide.deadline =
                         super::llm::seconds(&format!("{field}.decide.deadline"), secs)?;
                 }
+                decide.contexts =
+                    super::llm::contexts(&d.contexts, &format!("{field}.decide.contexts"))?;
                 Source::Decide(decide)
             }
             (None, None, None, Some(c)) => {

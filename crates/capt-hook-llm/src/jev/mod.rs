@@ -1,14 +1,14 @@
-//! TypeSafe Jev as a judge: one HTTPS request to its classification endpoint, one closed
-//! question per verdict field. It answers in a fraction of a second and writes no prose, so
-//! text fields are filled with a one-line summary of the decision.
+//! TypeSafe Jev as a judge: one HTTPS request to its System One endpoint, one closed question
+//! per verdict field. It answers in a fraction of a second and writes no prose, so text fields
+//! are filled with a one-line summary of the decision.
 //!
-//! The request: `POST <base>/v1/systemone` with `Authorization: Bearer $TYPESAFE_API_KEY` and
-//! `{"state": <the prompt>, "model": "jev-1.13.0", "questions": {<field>: <question>}}`, where a
-//! boolean field is `{"type": "noul", "instructions"}`, a choice `{"type": "choice",
-//! "instructions", "criteria": {value: description}}` and a bounded integer `{"type": "score",
-//! "instructions", "criteria": [level…]}`. The answer read back is `{"answers": {<field>:
-//! {"p_yes"} | {"choice"} | {"value"} | {"refused": true}}}`. 408, 429 (after `Retry-After`) and
-//! 529 are retried while the deadline allows.
+//! The request is `POST <base>/v1/systemone` with `Authorization: Bearer $TYPESAFE_API_KEY` and
+//! a body of the shape [`wire`] pins to TypeSafe's published API reference: a boolean field is
+//! a `noul` question, a probability field too (its answer kept as the number), a choice a
+//! `choice` question and a small bounded integer a `score` question. 408, 429 (after
+//! `Retry-After`) and 529 are retried while the deadline allows.
+
+pub mod wire;
 
 use std::time::{Duration, Instant};
 
@@ -48,17 +48,17 @@ pub enum JevError {
     /// Jev refused a question.
     #[error("Jev declined to answer `{0}`")]
     Declined(String),
-    /// A yes/no answer without its probability.
-    #[error("`{0}`: no p_yes")]
-    NoProbability(String),
-    /// A score that is not a number.
-    #[error("`{field}`: bad value {value}")]
-    BadScore {
+    /// An answer not of the published shape, or not of its question's type.
+    #[error("`{field}`: {why}")]
+    BadAnswer {
         /// The field.
         field: String,
-        /// The answer given.
-        value: Value,
+        /// What is wrong with it.
+        why: String,
     },
+    /// The request could not be written.
+    #[error("the request could not be written: {0}")]
+    Wire(String),
     /// The answers, read, do not fit the schema.
     #[error(transparent)]
     Shape(#[from] crate::schema::ShapeError),
@@ -66,34 +66,45 @@ pub enum JevError {
 
 /// True when every field of `schema` is one Jev can decide or fill.
 pub fn can_answer(schema: &crate::VerdictSchema) -> bool {
-    schema.fields().iter().all(|f| question(f, "").is_some())
+    schema.fields().iter().all(|f| question(f, "").is_ok())
 }
 
-/// The question for one field, or `None` when Jev cannot decide it (`String` fields are
-/// filled, not asked, and get `Some(Null)`).
-fn question(f: &crate::Field, task: &str) -> Option<Value> {
-    let instructions = match &f.description {
+/// The question for one field; `Ok(None)` for a text field (filled, not asked), `Err` for a
+/// field no closed question decides.
+fn question(f: &crate::Field, task: &str) -> Result<Option<wire::Question>, JevError> {
+    let instructions = Value::String(match &f.description {
         Some(d) => format!("{task}\n\nAnswer `{}`: {d}", f.name),
         None => format!("{task}\n\nAnswer `{}`.", f.name),
-    };
-    Some(match &f.ty {
-        FieldType::Bool => json!({"type": "noul", "instructions": instructions}),
-        FieldType::Choice(c) => json!({
-            "type": "choice",
-            "instructions": instructions,
-            "criteria": c.iter().map(|v| (v.clone(), json!(v))).collect::<Map<_, _>>(),
-        }),
+    });
+    Ok(Some(match &f.ty {
+        FieldType::Bool | FieldType::Probability => wire::Question::Noul {
+            instructions,
+            criteria: None,
+        },
+        FieldType::Choice(c) if c.len() <= wire::MAX_CHOICE_OPTIONS => wire::Question::Choice {
+            instructions,
+            criteria: c.iter().map(|v| (v.clone(), json!(v))).collect(),
+        },
         FieldType::Integer {
             min: Some(lo),
             max: Some(hi),
-        } if hi - lo <= 10 => json!({
-            "type": "score",
-            "instructions": instructions,
-            "criteria": (*lo..=*hi).map(|n| n.to_string()).collect::<Vec<_>>(),
-        }),
-        FieldType::Integer { .. } => return None,
-        FieldType::String => Value::Null,
-    })
+        } if levels(*lo, *hi).is_some() => wire::Question::Score {
+            instructions,
+            criteria: (*lo..=*hi).map(|n| json!(n.to_string())).collect(),
+        },
+        FieldType::Choice(_) | FieldType::Integer { .. } => {
+            return Err(JevError::Undecidable(f.name.clone()));
+        }
+        FieldType::String => return Ok(None),
+    }))
+}
+
+/// How many score levels `lo..=hi` makes, when the reference allows that many.
+fn levels(lo: i64, hi: i64) -> Option<usize> {
+    let n = usize::try_from(hi.checked_sub(lo)?.checked_add(1)?).ok()?;
+    (wire::MIN_SCORE_LEVELS..=wire::MAX_SCORE_LEVELS)
+        .contains(&n)
+        .then_some(n)
 }
 
 impl Jev {
@@ -119,64 +130,69 @@ impl Jev {
 
     /// The request body for `call`.
     pub fn body(call: &Call<'_>) -> Result<Value, JevError> {
-        let mut questions = Map::new();
+        let mut questions = std::collections::BTreeMap::new();
         for f in call.schema.fields() {
-            match question(f, call.task) {
-                Some(Value::Null) => {}
-                Some(q) => {
-                    questions.insert(f.name.clone(), q);
-                }
-                None => return Err(JevError::Undecidable(f.name.clone())),
+            if let Some(q) = question(f, call.task)? {
+                questions.insert(f.name.clone(), q);
             }
         }
         if questions.is_empty() {
             return Err(JevError::NothingToDecide);
         }
-        Ok(json!({"state": call.prompt, "model": MODEL, "questions": questions}))
+        let request = wire::Request {
+            model: MODEL.into(),
+            state: Value::String(call.prompt.to_owned()),
+            questions,
+        };
+        serde_json::to_value(&request).map_err(|e| JevError::Wire(e.to_string()))
     }
 
-    /// The verdict from Jev's answers; a refused or missing answer is an error.
-    fn verdict(call: &Call<'_>, answers: &Value) -> Result<Map<String, Value>, JevError> {
+    /// The verdict from Jev's answers; a declined, missing or mistyped answer is an error.
+    fn verdict(
+        call: &Call<'_>,
+        answers: &Map<String, Value>,
+    ) -> Result<Map<String, Value>, JevError> {
         let mut out = Map::new();
         let mut decided = Vec::new();
         for f in call.schema.fields() {
             if f.ty == FieldType::String {
                 continue;
             }
-            let a = answers
+            let raw = answers
                 .get(&f.name)
                 .ok_or_else(|| JevError::NoAnswer(f.name.clone()))?;
-            if a["refused"].as_bool() == Some(true) {
+            // The reference shows no refusal; an answer that says it refused is read as one
+            // rather than as a malformed answer.
+            if raw.get("refused").and_then(Value::as_bool) == Some(true) {
                 return Err(JevError::Declined(f.name.clone()));
             }
-            let v = match &f.ty {
+            let answer: wire::Answer =
+                serde_json::from_value(raw.clone()).map_err(|e| JevError::BadAnswer {
+                    field: f.name.clone(),
+                    why: e.to_string(),
+                })?;
+            let mistyped = || JevError::BadAnswer {
+                field: f.name.clone(),
+                why: format!("a {} question got {raw}", kind_of(&f.ty)),
+            };
+            let v = match (&f.ty, answer) {
                 // Strictly above one half: an even answer does not fire a hook.
-                FieldType::Bool => json!(
-                    a["p_yes"]
-                        .as_f64()
-                        .ok_or_else(|| JevError::NoProbability(f.name.clone()))?
-                        > 0.5
-                ),
-                FieldType::Choice(_) => a["choice"].clone(),
-                FieldType::Integer { .. } => match &a["value"] {
-                    Value::Number(n) => json!(n.as_f64().unwrap_or(0.0).round() as i64),
-                    Value::String(s) => match s.parse::<i64>() {
-                        Ok(n) => json!(n),
-                        Err(_) => {
-                            return Err(JevError::BadScore {
-                                field: f.name.clone(),
-                                value: a["value"].clone(),
-                            });
-                        }
-                    },
-                    other => {
-                        return Err(JevError::BadScore {
-                            field: f.name.clone(),
-                            value: other.clone(),
-                        });
+                (FieldType::Bool, wire::Answer::Noul { noul }) => json!(noul > 0.5),
+                (FieldType::Probability, wire::Answer::Noul { noul }) => {
+                    json!(noul.clamp(0.0, 1.0))
+                }
+                (FieldType::Choice(_), wire::Answer::Choice { choice, .. }) => json!(choice),
+                // The score is the expected level counted from 0: the nearest level, as the
+                // field's own number.
+                (FieldType::Integer { min, max }, wire::Answer::Score { score, .. }) => {
+                    let lo = min.unwrap_or(0);
+                    let hi = max.unwrap_or(lo);
+                    if !score.is_finite() {
+                        return Err(mistyped());
                     }
-                },
-                FieldType::String => continue,
+                    json!((lo + score.round() as i64).clamp(lo, hi))
+                }
+                _ => return Err(mistyped()),
             };
             decided.push(format!("{}={}", f.name, v));
             out.insert(f.name.clone(), v);
@@ -188,6 +204,16 @@ impl Jev {
             }
         }
         Ok(call.schema.validate(&Value::Object(out))?)
+    }
+}
+
+/// The question kind a field is asked as, for messages.
+fn kind_of(ty: &FieldType) -> &'static str {
+    match ty {
+        FieldType::Bool | FieldType::Probability => "noul",
+        FieldType::Choice(_) => "choice",
+        FieldType::Integer { .. } => "score",
+        FieldType::String => "text",
     }
 }
 
@@ -264,17 +290,21 @@ impl Backend for Jev {
                     &text,
                 ));
             }
-            let value: Value = serde_json::from_str(&text).map_err(|e| {
+            let response: wire::Response = serde_json::from_str(&text).map_err(|e| {
                 self.fail(
-                    CallErrorKind::BadOutput(format!("not JSON ({e})")),
+                    CallErrorKind::BadOutput(format!("not a System One response ({e})")),
                     call,
                     Some(200),
                     &text,
                 )
             })?;
-            let verdict = Jev::verdict(call, &value["answers"]).map_err(|why| {
+            let answers: Map<String, Value> = response.answers.into_iter().collect();
+            let verdict = Jev::verdict(call, &answers).map_err(|why| {
                 self.fail(
-                    CallErrorKind::BadOutput(why.to_string()),
+                    match why {
+                        JevError::Declined(_) => CallErrorKind::Declined(why.to_string()),
+                        _ => CallErrorKind::BadOutput(why.to_string()),
+                    },
                     call,
                     Some(200),
                     &text,
@@ -283,7 +313,7 @@ impl Backend for Jev {
             return Ok(Answer {
                 verdict,
                 backend: "jev",
-                model: Some(MODEL.into()),
+                model: Some(response.model.unwrap_or_else(|| MODEL.into())),
                 latency: started.elapsed(),
                 cost_usd: None,
             });
@@ -303,7 +333,8 @@ mod tests {
     type Seen = Arc<Mutex<Vec<(String, String)>>>;
 
     /// A one-thread HTTP server that answers each request with the next of `replies`
-    /// (status, extra header, body) and records the bodies it received.
+    /// (status, extra header, body) and records the bodies it received. Like the real
+    /// endpoint, it refuses (422) a body that is not a request of the published shape.
     fn fake_server(replies: Vec<(u16, &'static str, String)>) -> (String, Seen) {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());
@@ -336,9 +367,12 @@ mod tests {
                 }
                 let mut buf = vec![0; len];
                 reader.read_exact(&mut buf).unwrap();
-                log.lock()
-                    .unwrap()
-                    .push((auth, String::from_utf8(buf).unwrap()));
+                let received = String::from_utf8(buf).unwrap();
+                let (status, header, body) = match wire::Request::parse(&received) {
+                    Ok(_) => (status, header, body),
+                    Err(e) => (422, "", json!({"detail": e.to_string()}).to_string()),
+                };
+                log.lock().unwrap().push((auth, received));
                 let mut out = conn;
                 write!(
                     out,
@@ -358,7 +392,8 @@ mod tests {
             (
                 200,
                 "",
-                json!({"answers": {"block": {"p_yes": 0.93, "confidence": 0.9}}}).to_string(),
+                json!({"model": MODEL, "answers": {"block": {"type": "noul", "noul": 0.93}}})
+                    .to_string(),
             ),
         ]);
         let jev = Jev {
@@ -394,12 +429,13 @@ mod tests {
             (
                 200,
                 "",
-                json!({"answers": {"fire": {"p_yes": 0.5}}}).to_string(),
+                json!({"model": MODEL, "answers": {"fire": {"type": "noul", "noul": 0.5}}})
+                    .to_string(),
             ),
             (
                 200,
                 "",
-                json!({"answers": {"fire": {"refused": true}}}).to_string(),
+                json!({"model": MODEL, "answers": {"fire": {"refused": true}}}).to_string(),
             ),
             (422, "", "{\"error\": \"bad question\"}".into()),
         ]);
@@ -411,7 +447,7 @@ mod tests {
         assert_eq!(jev.judge(&c).unwrap().verdict["fire"], false);
         let e = jev.judge(&c).unwrap_err();
         assert!(
-            matches!(&e.kind, CallErrorKind::BadOutput(w) if w.contains("declined")),
+            matches!(&e.kind, CallErrorKind::Declined(w) if w.contains("declined")),
             "{e}"
         );
         let e = jev.judge(&c).unwrap_err();
@@ -435,6 +471,101 @@ mod tests {
         assert!(!can_answer(&open));
         let c = call("p", &open, Duration::from_secs(1));
         assert!(Jev::body(&c).is_err());
+    }
+
+    /// Scores come back as the expected level counted from 0; a probability field keeps the
+    /// number; an answer of another type than its question, or in the shape this client once
+    /// assumed (`p_yes`), is a bad answer, not a verdict.
+    #[test]
+    fn scores_probabilities_and_mistyped_answers() {
+        let schema = crate::VerdictSchema::new(vec![
+            crate::Field::new("p", FieldType::Probability, "how likely"),
+            crate::Field::new(
+                "n",
+                FieldType::Integer {
+                    min: Some(1),
+                    max: Some(5),
+                },
+                "how bad",
+            ),
+        ])
+        .unwrap();
+        let (url, seen) = fake_server(vec![
+            (
+                200,
+                "",
+                json!({"model": MODEL, "answers": {
+                    "p": {"type": "noul", "noul": 0.83},
+                    "n": {"type": "score", "score": 2.4, "legend": {}, "probabilities": {}, "confidence": 0.6},
+                }})
+                .to_string(),
+            ),
+            (
+                200,
+                "",
+                json!({"model": MODEL, "answers": {
+                    "p": {"type": "choice", "choice": "yes", "probabilities": {}, "confidence": 1.0},
+                    "n": {"type": "score", "score": 0.0},
+                }})
+                .to_string(),
+            ),
+            (
+                200,
+                "",
+                json!({"model": MODEL, "answers": {"p": {"p_yes": 0.9}, "n": {"type": "score", "score": 0.0}}})
+                    .to_string(),
+            ),
+        ]);
+        let jev = Jev {
+            base_url: url,
+            api_key: Some("k".into()),
+        };
+        let c = call("p", &schema, Duration::from_secs(10));
+        let v = jev.judge(&c).unwrap().verdict;
+        assert_eq!(v["p"], json!(0.83));
+        // Level index 2.4 rounds to 2, the third level of 1..=5.
+        assert_eq!(v["n"], json!(3));
+        let body: Value = serde_json::from_str(&seen.lock().unwrap()[0].1).unwrap();
+        assert_eq!(body["questions"]["p"]["type"], "noul");
+        assert_eq!(
+            body["questions"]["n"]["criteria"],
+            json!(["1", "2", "3", "4", "5"])
+        );
+        for _ in 0..2 {
+            let e = jev.judge(&c).unwrap_err();
+            assert!(
+                matches!(&e.kind, CallErrorKind::BadOutput(w) if w.starts_with("`p`")),
+                "{e}"
+            );
+        }
+    }
+
+    /// A score question has at most ten levels: eleven cannot be asked, and the fake refuses
+    /// a body that breaks the published shape as the endpoint does.
+    #[test]
+    fn requests_outside_the_reference_are_never_sent() {
+        let eleven = crate::VerdictSchema::new(vec![crate::Field::new(
+            "n",
+            FieldType::Integer {
+                min: Some(0),
+                max: Some(10),
+            },
+            "",
+        )])
+        .unwrap();
+        assert!(!can_answer(&eleven));
+        let ten = crate::VerdictSchema::new(vec![crate::Field::new(
+            "n",
+            FieldType::Integer {
+                min: Some(0),
+                max: Some(9),
+            },
+            "",
+        )])
+        .unwrap();
+        assert!(can_answer(&ten));
+        let body = Jev::body(&call("p", &ten, Duration::from_secs(1))).unwrap();
+        assert!(wire::Request::parse(&body.to_string()).is_ok());
     }
 
     #[test]

@@ -8,7 +8,7 @@
 //! read from the root session's transcript, whichever agent acts, so a subagent's call is judged
 //! on what the user told the session that spawned it.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -18,11 +18,14 @@ use capt_hook_llm::prompt::{Block, Budget, transcript_window};
 use capt_hook_transcript::{Transcript, Window};
 use serde_json::{Map, Value, json};
 
+pub use capt_hook_state::rulings::Ruling;
 pub use capt_hook_state::tickets::{Evidence, Reach, Revoked, Ticket, TicketStore, new_ticket_id};
 
-use crate::llm::{
-    BackendChoice, Context, EscalateFn, Field, FieldType, Question, Size, VerdictSchema, ask,
-};
+mod context;
+pub use context::{Answer, Context, Touch};
+
+use crate::llm::Context as PromptContext;
+use crate::llm::{BackendChoice, EscalateFn, Field, FieldType, Question, Size, VerdictSchema, ask};
 use capt_hook_engine::hook::{HandlerFn, HandlerResult};
 use capt_hook_engine::primitives::{CustomKind, DefError, HookDef, custom};
 
@@ -111,8 +114,10 @@ pub enum TicketError {
         /// The declaration's.
         want: Vec<String>,
     },
-    /// A judge asked to read evidence other than the user's words.
-    #[error("a judge reads only `user_said` and `user_answered` evidence")]
+    /// A judge asked to read another rule (a judge, a condition) as its evidence.
+    #[error(
+        "a judge reads evidence sources only (`user_said`, `user_answered`, `touched`, `user_ruled`)"
+    )]
     JudgeSource,
     /// The judge's verdict schema could not be built.
     #[error("{0}")]
@@ -120,6 +125,9 @@ pub enum TicketError {
     /// A required context block rendered nothing.
     #[error("the `{0}` context is empty")]
     EmptyContext(String),
+    /// The user's rulings could not be read.
+    #[error("cannot read the user's rulings: {0}")]
+    Rulings(String),
     /// The judge did not answer.
     #[error("the judge gave no verdict ({0})")]
     NoVerdict(#[source] crate::llm::AskError),
@@ -189,7 +197,7 @@ pub struct Decide {
     /// not).
     pub over: Vec<Source>,
     /// Extra evidence blocks (the destination, a thread) rendered before the evidence.
-    pub contexts: Vec<Context>,
+    pub contexts: Vec<PromptContext>,
     /// The model tier.
     pub model: Size,
     /// The judge (`None`: the project default).
@@ -239,6 +247,79 @@ impl Decide {
     }
 }
 
+impl Decide {
+    /// Jev's allow on one evidence item, else `None` for the LLM: Jev alone (never an LLM CLI,
+    /// no second opinion) is asked to cite the one item of `items` that permits the context's
+    /// action, `prompt` being the question. A citation is the item's index; a refusal, an
+    /// answer outside the list, or a Jev failure (no key, a timeout) is `None`, leaving the
+    /// action to whatever judges next.
+    pub fn quick(
+        &self,
+        evt: &Event,
+        ctx: &Context,
+        prompt: &str,
+        items: &[Evidence],
+    ) -> Option<usize> {
+        if items.is_empty() {
+            return None;
+        }
+        let ids: Vec<String> = (1..=items.len()).map(|i| format!("e{i}")).collect();
+        let schema = cite_schema(&ids).ok()?;
+        let evidence: String = items
+            .iter()
+            .zip(&ids)
+            .map(|(it, id)| format!("[{id}] ({}) {}\n", it.source, it.text))
+            .collect();
+        let blocks = [
+            Block::new("rules", self.rules.trim()),
+            Block::new(
+                "action",
+                format!("{}\n{}", ctx.action.summary, ctx.action.payload),
+            ),
+            Block::new("evidence", evidence),
+        ];
+        let rendered = capt_hook_llm::render(&blocks, prompt);
+        let base: Map<String, Value> = [("cite".to_owned(), json!("none"))].into_iter().collect();
+        let q = Question {
+            prompt: &rendered,
+            task: prompt,
+            schema: &schema,
+            size: self.model,
+            specialty: crate::llm::DEFAULT_SPECIALTY,
+            agent: false,
+            backend: Some(BackendChoice::Jev),
+            timeout: Some(self.deadline),
+            stub_base: Some(&base),
+            escalate: None,
+        };
+        let name = format!("tickets_{}_quick", ctx.kind);
+        let v = match ask(evt, &q, &name) {
+            Ok(v) => v,
+            Err(e) => {
+                tracing::debug!(error = %e, "Jev gave no quick citation; the LLM decides");
+                return None;
+            }
+        };
+        let cite = v.get("cite").and_then(Value::as_str)?;
+        ids.iter().position(|id| id == cite)
+    }
+}
+
+/// The judge's verdict: the id of the one item that permits the action, or `none`.
+fn cite_schema(ids: &[String]) -> Result<VerdictSchema, TicketError> {
+    let mut choices = vec!["none".to_owned()];
+    choices.extend(ids.iter().cloned());
+    VerdictSchema::new(vec![
+        Field::new(
+            "cite",
+            FieldType::Choice(choices),
+            "the id of the one evidence item that permits exactly this action, or none",
+        ),
+        Field::new("reasoning", FieldType::String, "one sentence why"),
+    ])
+    .map_err(|e| TicketError::Schema(e.to_string()))
+}
+
 /// Where a rule looks for its evidence.
 #[derive(Clone)]
 pub enum Source {
@@ -258,6 +339,24 @@ pub enum Source {
         pattern: Option<String>,
         /// Only an approving answer counts.
         approved: bool,
+    },
+    /// An earlier tool call of the tree whose input or result matches one of `patterns`
+    /// (regex templates, `{key}` the place value, escaped), or with no patterns, names every
+    /// non-empty place value as a whole name.
+    Touched {
+        /// The regex templates, case-insensitive.
+        patterns: Vec<String>,
+    },
+    /// The user's durable rulings recorded before the acting session started: with `key`,
+    /// those naming the action's value of that place key as a whole name and carrying every
+    /// tag of `tags`; with `ids`, the standing rulings of those ids, whatever they cover.
+    UserRuled {
+        /// The place key whose value a ruling must name.
+        key: Option<String>,
+        /// Ruling ids that stand whatever the action.
+        ids: Vec<String>,
+        /// Tags a ruling found by `key` must carry.
+        tags: BTreeSet<String>,
     },
     /// A judge's citation of the user's words or answers.
     Decide(Decide),
@@ -620,7 +719,7 @@ pub fn approving(answer: &str, options: &[String]) -> bool {
 impl Tickets {
     /// The user's own prompts in the window of each session of the tree, oldest first; never
     /// meta, sidechain or harness lines, nor prompts carrying a `machine` marker.
-    fn said(&self, sessions: &Sessions) -> Vec<Item> {
+    fn said(&self, sessions: &Sessions) -> Vec<Evidence> {
         let mut out = Vec::new();
         for t in sessions.all() {
             out.extend(
@@ -632,11 +731,9 @@ impl Tickets {
                             .iter()
                             .any(|m| !m.is_empty() && p.contains(m.as_str()))
                     })
-                    .map(|p| Item {
-                        source: "user_said",
+                    .map(|p| Evidence {
+                        source: "user_said".to_owned(),
                         text: p.trim().to_owned(),
-                        question: String::new(),
-                        approving: true,
                     }),
             );
         }
@@ -644,8 +741,8 @@ impl Tickets {
     }
 
     /// The answers to AskUserQuestion calls in the window of each session, oldest first.
-    fn answers(&self, sessions: &Sessions) -> Vec<Item> {
-        let mut items = Vec::new();
+    fn answers(&self, sessions: &Sessions) -> Vec<Answer> {
+        let mut out = Vec::new();
         for t in sessions.all() {
             let window = recent_messages(t, self.window);
             for call in window.tool_calls().named("AskUserQuestion").iter() {
@@ -655,7 +752,6 @@ impl Tickets {
                 if result.is_error() {
                     continue;
                 }
-                let pairs = answer_pairs(result.content());
                 let questions = call
                     .call()
                     .input()
@@ -663,36 +759,10 @@ impl Tickets {
                     .and_then(Value::as_array)
                     .cloned()
                     .unwrap_or_default();
-                for (i, q) in questions.iter().enumerate() {
-                    let text = q.get("question").and_then(Value::as_str).unwrap_or("");
-                    let options: Vec<String> = q
-                        .get("options")
-                        .and_then(Value::as_array)
-                        .map(|o| {
-                            o.iter()
-                                .filter_map(|x| x.get("label").and_then(Value::as_str))
-                                .map(str::to_owned)
-                                .collect()
-                        })
-                        .unwrap_or_default();
-                    let answer = pairs
-                        .iter()
-                        .find(|(qq, _)| qq == text)
-                        .or_else(|| pairs.get(i))
-                        .map(|(_, a)| a.clone());
-                    let Some(answer) = answer else {
-                        continue;
-                    };
-                    items.push(Item {
-                        source: "user_answered",
-                        approving: approving(&answer, &options),
-                        text: format!("Q: {text} A: {answer}"),
-                        question: format!("{text}\n{}", options.join("\n")),
-                    });
-                }
+                out.extend(context::answers_of(result.content(), &questions));
             }
         }
-        items
+        out
     }
 
     /// The store of the event's project, or why there is none.
@@ -747,9 +817,12 @@ impl Tickets {
         // Read once, and only by the rules that read the user's words: a condition rule does
         // not fail on a transcript it never needed.
         let sessions = Sessions::of(evt);
+        let ctx = Arc::new(Context::read(self, evt, p.clone(), &sessions));
+        // Rust conditions in the rules reach it through `Context::current`.
+        let _current = Context::enter(ctx.clone());
         let mut notes = Vec::new();
         for rule in &self.rules {
-            match self.evidence(evt, &sessions, &p, rule) {
+            match self.evidence(evt, &sessions, &ctx, rule) {
                 Ok(Some(evidence)) => {
                     return match self.mint(evt, &p, &rule.name, evidence) {
                         Ok(t) => Outcome::Minted(t),
@@ -767,13 +840,10 @@ impl Tickets {
         }
     }
 
-    /// The items `source` (user_said or user_answered) finds for the action, oldest first.
-    fn matching(
-        &self,
-        sessions: &Sessions,
-        p: &Proposal,
-        source: &Source,
-    ) -> Result<Vec<Item>, TicketError> {
+    /// The items `source` (user_said, user_answered, touched or user_ruled) finds for the
+    /// context's action, oldest first.
+    fn matching(&self, ctx: &Context, source: &Source) -> Result<Vec<Item>, TicketError> {
+        let p = &ctx.action;
         let value_of = |k: &str| p.place.get(k).cloned();
         let compile = |pattern: &Option<String>| -> Result<Option<Pattern>, TicketError> {
             pattern
@@ -792,23 +862,91 @@ impl Tickets {
                     .filter_map(|k| value_of(k))
                     .filter(|v| !v.is_empty())
                     .collect();
-                Ok(self
-                    .said(sessions)
-                    .into_iter()
-                    .filter(|item| {
-                        re.as_ref().is_none_or(|r| r.is_match(&item.text))
-                            && words.iter().all(|w| names_word(&item.text, w))
+                Ok(ctx
+                    .said()?
+                    .iter()
+                    .filter(|e| {
+                        re.as_ref().is_none_or(|r| r.is_match(&e.text))
+                            && words.iter().all(|w| names_word(&e.text, w))
+                    })
+                    .map(|e| Item {
+                        source: "user_said",
+                        text: e.text.clone(),
+                        question: String::new(),
+                        approving: true,
                     })
                     .collect())
             }
             Source::UserAnswered { pattern, approved } => {
                 let re = compile(pattern)?;
-                Ok(self
-                    .answers(sessions)
-                    .into_iter()
+                Ok(ctx
+                    .answers()?
+                    .iter()
+                    .map(|a| Item {
+                        source: "user_answered",
+                        approving: a.approving,
+                        text: format!("Q: {} A: {}", a.question, a.answer),
+                        question: format!("{}\n{}", a.question, a.options.join("\n")),
+                    })
                     .filter(|item| {
                         re.as_ref().is_none_or(|r| r.is_match(&item.question))
                             && (!approved || item.approving)
+                    })
+                    .collect())
+            }
+            Source::Touched { patterns } => {
+                let res = patterns
+                    .iter()
+                    .map(|t| compile(&Some(t.clone())).map(Option::unwrap))
+                    .collect::<Result<Vec<_>, _>>()?;
+                let names: Vec<String> = p
+                    .place
+                    .values()
+                    .filter(|v| !v.is_empty())
+                    .cloned()
+                    .collect();
+                Ok(ctx
+                    .touches()?
+                    .iter()
+                    .filter(|t| {
+                        let text = t.text();
+                        if res.is_empty() {
+                            !names.is_empty() && names.iter().all(|n| names_word(&text, n))
+                        } else {
+                            res.iter().any(|r| r.is_match(&text))
+                        }
+                    })
+                    .map(|t| Item {
+                        source: "touched",
+                        text: t.summary(),
+                        question: String::new(),
+                        approving: true,
+                    })
+                    .collect())
+            }
+            Source::UserRuled { key, ids, tags } => {
+                let mut found: Vec<Ruling> = Vec::new();
+                if let Some(k) = key {
+                    let value = value_of(k).ok_or_else(|| TicketError::MissingPlace(k.clone()))?;
+                    if !value.is_empty() {
+                        found.extend(ctx.rulings(&value, tags)?);
+                    }
+                }
+                for id in ids {
+                    if let Some(r) = ctx.ruling(id)?
+                        && !found.contains(&r)
+                    {
+                        found.push(r);
+                    }
+                }
+                found.sort_by_key(|r| r.recorded_ms());
+                Ok(found
+                    .into_iter()
+                    .map(|r| Item {
+                        source: "user_ruled",
+                        text: format!("[{}] {}", r.id, r.text),
+                        question: String::new(),
+                        approving: true,
                     })
                     .collect())
             }
@@ -821,7 +959,7 @@ impl Tickets {
         &self,
         evt: &Event,
         sessions: &Result<Sessions, TicketError>,
-        p: &Proposal,
+        ctx: &Context,
         rule: &Rule,
     ) -> Result<Option<Vec<Evidence>>, TicketError> {
         let found = |item: &Item| {
@@ -831,10 +969,12 @@ impl Tickets {
             }]
         };
         match &rule.when {
-            s @ (Source::UserSaid { .. } | Source::UserAnswered { .. }) => {
+            s @ (Source::UserSaid { .. }
+            | Source::UserAnswered { .. }
+            | Source::Touched { .. }
+            | Source::UserRuled { .. }) => {
                 // The most recent item is kept as the evidence.
-                let sessions = sessions.as_ref().map_err(Clone::clone)?;
-                Ok(self.matching(sessions, p, s)?.last().map(found))
+                Ok(self.matching(ctx, s)?.last().map(found))
             }
             Source::Condition(c) => Ok(c.check(evt).then(|| {
                 vec![Evidence {
@@ -844,7 +984,7 @@ impl Tickets {
             })),
             Source::Decide(d) => {
                 let sessions = sessions.as_ref().map_err(Clone::clone)?;
-                self.decide(evt, sessions, p, d, &rule.name)
+                self.decide(evt, sessions, ctx, d, &rule.name)
             }
         }
     }
@@ -854,13 +994,14 @@ impl Tickets {
         &self,
         evt: &Event,
         sessions: &Sessions,
-        p: &Proposal,
+        ctx: &Context,
         d: &Decide,
         rule: &str,
     ) -> Result<Option<Vec<Evidence>>, TicketError> {
+        let p = &ctx.action;
         let mut items: Vec<Item> = Vec::new();
         for source in &d.over {
-            for item in self.matching(sessions, p, source)? {
+            for item in self.matching(ctx, source)? {
                 if !items.contains(&item) {
                     items.push(item);
                 }
@@ -870,17 +1011,7 @@ impl Tickets {
             return Ok(None);
         }
         let ids: Vec<String> = (1..=items.len()).map(|i| format!("e{i}")).collect();
-        let mut choices = vec!["none".to_owned()];
-        choices.extend(ids.iter().cloned());
-        let schema = VerdictSchema::new(vec![
-            Field::new(
-                "cite",
-                FieldType::Choice(choices),
-                "the id of the one evidence item that permits exactly this action, or none",
-            ),
-            Field::new("reasoning", FieldType::String, "one sentence why"),
-        ])
-        .map_err(|e| TicketError::Schema(e.to_string()))?;
+        let schema = cite_schema(&ids)?;
         if !d.llm {
             jev_alone(evt, d, &schema)?;
         }
@@ -1155,7 +1286,7 @@ pub fn tickets(decl: Tickets) -> Result<HookDef, DefError> {
             {
                 return Err(DefError::new(
                     format!("rules[{i}].decide.over"),
-                    "a judge reads only `user_said` and `user_answered` evidence",
+                    TicketError::JudgeSource.to_string(),
                 ));
             }
         }
