@@ -664,6 +664,13 @@ impl capt_hook_state::DurableContext for Event {
             .unwrap_or_else(capt_hook_state::state_root);
         match scope {
             capt_hook_state::Scope::Global => capt_hook_state::DurableStore::global(&root),
+            // Without a repository root the store keeps its data in memory: one store per
+            // event, so what a hook call writes it can read back, and nothing persists.
+            capt_hook_state::Scope::Project if self.project_root().is_none() => (*self
+                .memo("durable_project_store", || {
+                    capt_hook_state::DurableStore::project(&root, None)
+                }))
+            .clone(),
             capt_hook_state::Scope::Project => {
                 capt_hook_state::DurableStore::project(&root, self.project_root())
             }

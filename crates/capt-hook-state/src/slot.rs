@@ -2,6 +2,9 @@
 
 use std::marker::PhantomData;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -21,13 +24,20 @@ use crate::file::{self, LockWait, Prior, ReadOutcome};
 /// [`LockWait::Timeout`] turns such a bug into an error instead of a hang.
 pub struct Slot<T> {
     path: Option<PathBuf>,
+    /// For a slot with no file that still keeps its value for a while (a project's durable
+    /// state without a repository root keeps it for the event): the value, as JSON.
+    memory: Option<Memory>,
     _model: PhantomData<fn() -> T>,
 }
+
+/// The value of a slot kept in memory only.
+pub(crate) type Memory = Arc<Mutex<Option<serde_json::Value>>>;
 
 impl<T> Clone for Slot<T> {
     fn clone(&self) -> Self {
         Slot {
             path: self.path.clone(),
+            memory: self.memory.clone(),
             _model: PhantomData,
         }
     }
@@ -47,8 +57,26 @@ impl<T: Serialize + DeserializeOwned> Slot<T> {
     pub fn at(path: Option<PathBuf>) -> Slot<T> {
         Slot {
             path,
+            memory: None,
             _model: PhantomData,
         }
+    }
+
+    /// A slot with no file whose value lives in `memory` (shared by the slot's clones).
+    pub(crate) fn in_memory(memory: Memory) -> Slot<T> {
+        Slot {
+            path: None,
+            memory: Some(memory),
+            _model: PhantomData,
+        }
+    }
+
+    /// The value kept in memory, read as `T` (a value that does not read is none).
+    fn remembered(memory: &Memory) -> Option<T> {
+        memory
+            .lock()
+            .clone()
+            .and_then(|v| serde_json::from_value(v).ok())
     }
 
     /// A slot that reads as empty and persists nothing.
@@ -95,7 +123,7 @@ impl<T: Serialize + DeserializeOwned> Slot<T> {
     /// not hold a valid `T`, other errors for I/O failures.
     pub fn read(&self) -> Result<Option<T>, StateError> {
         let Some(path) = &self.path else {
-            return Ok(None);
+            return Ok(self.memory.as_ref().and_then(Self::remembered));
         };
         match file::read_model::<T>(path)? {
             ReadOutcome::Missing => Ok(None),
@@ -112,15 +140,22 @@ impl<T: Serialize + DeserializeOwned> Slot<T> {
     /// aside as `<file>.bak.<timestamp>` first. This is last-writer-wins: use
     /// [`Slot::mutate`] when several processes may update the same slot.
     pub fn set(&self, value: &T) -> Result<(), StateError> {
-        match &self.path {
-            Some(path) => file::write_model(path, value, Prior::Unknown),
-            None => Ok(()),
+        match (&self.path, &self.memory) {
+            (Some(path), _) => file::write_model(path, value, Prior::Unknown),
+            (None, Some(memory)) => {
+                *memory.lock() = serde_json::to_value(value).ok();
+                Ok(())
+            }
+            (None, None) => Ok(()),
         }
     }
 
     /// Removes the file; a missing file or a null slot is fine.
     pub fn delete(&self) -> Result<(), StateError> {
         let Some(path) = &self.path else {
+            if let Some(memory) = &self.memory {
+                *memory.lock() = None;
+            }
             return Ok(());
         };
         match std::fs::remove_file(path) {
@@ -185,8 +220,20 @@ impl<T: Serialize + DeserializeOwned> Slot<T> {
         T: Default,
     {
         let Some(path) = &self.path else {
-            let mut value = T::default();
-            return Ok(f(&mut value));
+            let Some(memory) = &self.memory else {
+                let mut value = T::default();
+                return Ok(f(&mut value));
+            };
+            // The memory's own lock stands in for the file lock: one writer at a time.
+            let mut held = memory.lock();
+            let mut value = held
+                .clone()
+                .and_then(|v| serde_json::from_value(v).ok())
+                .unwrap_or_default();
+            return Ok(f(&mut value).map(|r| {
+                *held = serde_json::to_value(&value).ok();
+                r
+            }));
         };
         let lock = file::lock_path(path);
         let guard = file::lock(&lock, wait)?;

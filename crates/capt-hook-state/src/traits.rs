@@ -1,8 +1,11 @@
 //! `WorkflowState` (one session's workflow record) and `DurableState` (facts that outlive the
 //! session, per project or global), as traits over serde + schemars structs.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
+use parking_lot::Mutex;
 use schemars::JsonSchema;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -95,13 +98,24 @@ pub enum Scope {
     Global,
 }
 
-/// The durable directory of one scope, or a null store (project scope without a repo root)
-/// that keeps data in memory for the call and persists nothing.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// The durable directory of one scope, or, for project scope without a repo root, a store that
+/// keeps its data in memory for as long as the store (and its clones) live and persists
+/// nothing: the event's store lives for the event, so a hook call that writes and then reads
+/// sees its write, and the next event starts empty.
+#[derive(Clone, Debug)]
 pub struct DurableStore {
     dir: Option<PathBuf>,
     scope: Scope,
+    memory: Arc<Mutex<HashMap<String, crate::slot::Memory>>>,
 }
+
+impl PartialEq for DurableStore {
+    fn eq(&self, other: &Self) -> bool {
+        self.dir == other.dir && self.scope == other.scope
+    }
+}
+
+impl Eq for DurableStore {}
 
 impl DurableStore {
     /// `<state_root>/hooks/durable/global`.
@@ -109,6 +123,7 @@ impl DurableStore {
         DurableStore {
             dir: Some(paths::durable_dir(state_root).join("global")),
             scope: Scope::Global,
+            memory: Arc::default(),
         }
     }
 
@@ -129,6 +144,7 @@ impl DurableStore {
         DurableStore {
             dir,
             scope: Scope::Project,
+            memory: Arc::default(),
         }
     }
 
@@ -162,6 +178,15 @@ impl DurableStore {
 
     /// The slot of `T` at `<dir>/<key>.json`.
     pub fn slot_named<T: Serialize + DeserializeOwned>(&self, key: &str) -> Slot<T> {
+        if self.dir.is_none() {
+            let memory = self
+                .memory
+                .lock()
+                .entry(key.to_owned())
+                .or_default()
+                .clone();
+            return Slot::in_memory(memory);
+        }
         crate::store::slot_in(self.dir.as_deref(), key)
     }
 
@@ -350,5 +375,28 @@ mod tests {
         assert!(FlaggedPaths::load(&roots).paths.is_empty());
         assert!(!dir.path().join("hooks").exists());
         assert!(roots.durable_store(Scope::Global).is_persistent());
+    }
+
+    /// The seeds: without a repository root a project model keeps its data in memory for that
+    /// call. One store (an event's) sees its own writes; the next store starts empty; nothing
+    /// reaches the disk.
+    #[test]
+    fn a_rootless_project_store_remembers_for_its_own_life() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = DurableStore::project(dir.path(), None);
+        let slot = store.slot::<FlaggedPaths>();
+        slot.mutate(|f| f.paths.append("x".into())).unwrap();
+        store
+            .slot::<FlaggedPaths>()
+            .mutate(|f| f.paths.append("y".into()))
+            .unwrap();
+        let seen: Vec<String> = store.load::<FlaggedPaths>().paths.iter().cloned().collect();
+        assert_eq!(seen, ["x", "y"]);
+        slot.delete().unwrap();
+        assert_eq!(store.load::<FlaggedPaths>(), FlaggedPaths::default());
+        slot.set(&FlaggedPaths::default()).unwrap();
+        let fresh = DurableStore::project(dir.path(), None);
+        assert!(fresh.slot::<FlaggedPaths>().get().is_none());
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
     }
 }

@@ -962,6 +962,8 @@ kind_spec!(
         verdict: Option<String>,
         /// Judge only when the agent's recent prose scores.
         signals: Option<SignalsSpec>,
+        /// A veto checked before the signals: the judge is asked only when this condition holds.
+        when: Option<ConditionSpec>,
         /// Evidence blocks after the transcript window.
         #[serde(default)]
         contexts: Vec<ContextSpec>,

@@ -879,7 +879,11 @@ fn handler(o: LlmOptions, block: bool, name: String) -> HandlerFn {
                     // Off the guard events a failed hook changes nothing the user sees (a guard
                     // event's failure already asks the user, with a note), so the session is
                     // told once, as a hook file that does not load is.
-                    _ if !evt.kind().is_guard() && !matches!(e, AskError::Stubbed(_)) => {
+                    // An inline test's stub that fails stays the hook's failure: the test
+                    // reports it.
+                    _ if !evt.kind().is_guard()
+                        && !matches!(e, AskError::Stubbed(_) | AskError::StubShape(_)) =>
+                    {
                         tracing::warn!(hook = %name, error = %e, "judge failed");
                         Ok(judge_failure_note(evt, &name, &e))
                     }

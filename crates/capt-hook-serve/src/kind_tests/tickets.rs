@@ -809,11 +809,7 @@ fn decide_reads_only_the_evidence_it_is_given() {
     let Err(err) = tickets(judged(d)) else {
         panic!("a judge over a condition must be refused")
     };
-    assert!(
-        err.to_string()
-            .contains("only `user_said` and `user_answered`"),
-        "{err}"
-    );
+    assert!(err.to_string().contains("evidence sources only"), "{err}");
 }
 
 #[test]

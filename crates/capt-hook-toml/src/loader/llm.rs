@@ -96,6 +96,11 @@ pub(crate) fn from_spec(
         o.verdict = v.clone();
     }
     o.label = s.label.clone();
+    if let Some(c) = &s.when {
+        let c = super::compile_condition(c, "when")?;
+        let c = if s.exact { c.exact_tokens() } else { c };
+        o.when = Some(Arc::new(move |evt: &capt_hook_core::Event| c.check(evt)));
+    }
     o.signals = signals;
     let contexts = contexts(&s.contexts, "contexts")?;
     o.contexts = contexts;
