@@ -230,10 +230,11 @@ impl<T: Serialize + DeserializeOwned> Slot<T> {
                 .clone()
                 .and_then(|v| serde_json::from_value(v).ok())
                 .unwrap_or_default();
-            return Ok(f(&mut value).map(|r| {
+            let result = f(&mut value);
+            if result.is_ok() {
                 *held = serde_json::to_value(&value).ok();
-                r
-            }));
+            }
+            return Ok(result);
         };
         let lock = file::lock_path(path);
         let guard = file::lock(&lock, wait)?;

@@ -16,12 +16,13 @@ use serde_json::{Map, Value};
 use crate::spec::{ContextName, ContextSpec};
 
 /// The definition a hook file's `llm_gate` (`block`) or `llm_nudge` table lowers to, with its
-/// signals already compiled.
+/// signals and its `when` condition already compiled.
 #[track_caller]
 pub(crate) fn from_spec(
     s: &crate::spec::LlmSpec,
     block: bool,
     signals: Option<Signals>,
+    when: Option<capt_hook_core::Condition>,
 ) -> Result<HookDef, DefError> {
     use crate::spec::ResponseTypeSpec;
     let kind = if block { "llm_gate" } else { "llm_nudge" };
@@ -96,9 +97,7 @@ pub(crate) fn from_spec(
         o.verdict = v.clone();
     }
     o.label = s.label.clone();
-    if let Some(c) = &s.when {
-        let c = super::compile_condition(c, "when")?;
-        let c = if s.exact { c.exact_tokens() } else { c };
+    if let Some(c) = when {
         o.when = Some(Arc::new(move |evt: &capt_hook_core::Event| c.check(evt)));
     }
     o.signals = signals;

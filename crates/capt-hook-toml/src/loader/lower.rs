@@ -198,7 +198,8 @@ pub(super) fn lower(
         }
         HookEntry::LlmGate(s) | HookEntry::LlmNudge(s) => {
             let block = matches!(entry, HookEntry::LlmGate(_));
-            let d = super::llm::from_spec(s, block, signals(&s.signals)?)?;
+            let when = when_condition(&s.when, s.exact)?;
+            let d = super::llm::from_spec(s, block, signals(&s.signals)?, when)?;
             common!(d, s, item, source.clone(), text)
         }
         HookEntry::LlmApprove(s) => {
@@ -280,17 +281,21 @@ pub(super) fn lower(
 }
 
 /// Seconds, or a number with a unit; `field` names it in the error.
-/// A hook file's `when`: the condition a nudge or gate checks before its signals.
-fn veto(spec: &Option<ConditionSpec>, exact: bool) -> Result<Option<session::Veto>, DefError> {
+/// A hook file's `when`: the condition a nudge, gate or LLM hook checks before its signals.
+fn when_condition(
+    spec: &Option<ConditionSpec>,
+    exact: bool,
+) -> Result<Option<capt_hook_core::Condition>, DefError> {
     let Some(spec) = spec else {
         return Ok(None);
     };
     let c = compile_condition(spec, "when")?;
-    Ok(Some(session::Veto::Condition(if exact {
-        c.exact_tokens()
-    } else {
-        c
-    })))
+    Ok(Some(if exact { c.exact_tokens() } else { c }))
+}
+
+/// [`when_condition`] as a nudge's or gate's veto.
+fn veto(spec: &Option<ConditionSpec>, exact: bool) -> Result<Option<session::Veto>, DefError> {
+    Ok(when_condition(spec, exact)?.map(session::Veto::Condition))
 }
 
 fn duration(field: &str, d: &DurationSpec) -> Result<std::time::Duration, DefError> {
