@@ -15,6 +15,7 @@
 mod comments;
 mod lang;
 mod lint;
+pub mod matchers;
 mod pattern;
 mod rewrite;
 mod style;
@@ -25,10 +26,11 @@ pub use lint::{
     Violation, changed_lines, diff_lint, diff_lint_parsed, format_violations, lint_parsed,
     lint_pattern, lint_regex, more_marker,
 };
+pub use matchers::{Matcher, MatcherError};
 pub use pattern::{AnyLangPattern, CodePattern, Match, ParsedCode, matches};
 pub use rewrite::{CommandRewrite, is_structural, rewrite_code};
 pub use style::{
-    CustomCheck, STYLE_ITEM_SEP, StyleCheck, StyleFinding, StyleRule, check_style,
+    Change, CustomCheck, STYLE_ITEM_SEP, StyleCheck, StyleFinding, StyleRule, check_style,
     format_style_report,
 };
 

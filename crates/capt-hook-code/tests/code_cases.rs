@@ -173,7 +173,7 @@ fn run_hook(hook: &toml::Value, event: &str, payload: &Value, files: &Value) -> 
             let lang = Lang::from_path(path)?;
             let (pre, post) = images(tool, input, files);
             let changed = (tool == "Edit").then(|| changed_lines(&pre, &post));
-            let found = check_style(&rules, lang, &pre, &post, changed.as_deref());
+            let found = check_style(&rules, lang, path, &pre, &post, changed.as_deref());
             let max = hook
                 .get("max_shown")
                 .and_then(toml::Value::as_integer)

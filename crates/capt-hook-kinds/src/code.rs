@@ -21,7 +21,10 @@ use serde_json::Value;
 use capt_hook_engine::hook::{HandlerError, HandlerFn};
 use capt_hook_engine::primitives::{CustomKind, DefError, HookDef, custom, rewrite_command_with};
 
-pub use capt_hook_code::{CodePattern, Lang, ParsedCode, StyleCheck, StyleRule, Violation};
+pub use capt_hook_code::{
+    Change, CodePattern, Lang, Matcher, MatcherError, ParsedCode, StyleCheck, StyleRule, Violation,
+    matchers,
+};
 /// A node of a parsed file, as lint and style callbacks walk it (`ParsedCode::ts_root`).
 pub use tree_sitter::Node;
 
@@ -346,14 +349,14 @@ pub fn styleguide(rules: Vec<StyleRule>, block: bool, max_shown: usize) -> HookD
         .map(|g| capt_hook_core::Glob::new(&g))
         .collect();
     let handler: HandlerFn = Arc::new(move |evt: &Event| {
-        let Some(lang) = evt.file().and_then(Lang::from_path) else {
+        let Some((path, lang)) = evt.file().and_then(|f| Some((f, Lang::from_path(f)?))) else {
             return Ok(None);
         };
         let Some(img) = images(evt)? else {
             return Ok(None);
         };
         let changed = changed(evt);
-        let found = check_style(&rules, lang, &img.pre, &img.post, changed.as_deref());
+        let found = check_style(&rules, lang, path, &img.pre, &img.post, changed.as_deref());
         Ok(format_style_report(&found, max_shown).map(|m| {
             if block {
                 HookResult::block(m)

@@ -349,14 +349,18 @@ pub struct ArtifactSpec {
     pub asserts: Vec<AssertSpec>,
 }
 
-/// One rule of a `styleguide`.
+/// One rule of a `styleguide`: an ast-grep `pattern` or a structural `match`, exactly one.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct StyleRuleSpec {
     /// The rule's name.
     pub name: String,
     /// The ast-grep pattern that finds violations.
-    pub pattern: String,
+    pub pattern: Option<String>,
+    /// A structural matcher (`imports & child_of(control_flow) & ~under(type_checking)`;
+    /// docs/code-patterns.md lists the vocabulary).
+    #[serde(rename = "match")]
+    pub matcher: Option<String>,
     /// The section's message; `{violations}` is replaced by the list, else the list follows.
     pub message: String,
     /// The language (default: the styleguide's `lang`).
@@ -364,6 +368,12 @@ pub struct StyleRuleSpec {
     /// Flag only violations the edit introduces.
     #[serde(default)]
     pub diff: bool,
+    /// What each violation is called in the list (default: the matched code, or the name a
+    /// matched definition binds).
+    pub label: Option<String>,
+    /// Inline tests of this rule; they run as the styleguide's own.
+    #[serde(default)]
+    pub test: Vec<TestSpec>,
 }
 
 /// `{ args = { of = ["git", "push"], match = '…' } }`.

@@ -3,7 +3,8 @@
 //! `Tickets` lives.
 
 use captain_hook::code::{
-    self, CodePattern, Lang, LangPattern, LintCheck, LintOptions, ParsedCode, StyleRule, Violation,
+    self, Change, CodePattern, Lang, LangPattern, LintCheck, LintOptions, ParsedCode, StyleRule,
+    Violation, matchers as m,
 };
 use captain_hook::core::{Mode, Pattern};
 use captain_hook::session::{NudgeOptions, SignalWindow, Signals, gate, nudge};
@@ -91,7 +92,8 @@ pub fn new_type_ignores(before: &ParsedCode, after: &ParsedCode) -> Vec<Violatio
 }
 
 /// `NoBareExcept`: an `except:` that names no exception.
-pub fn bare_excepts(code: &ParsedCode) -> Vec<Violation> {
+pub fn bare_excepts(change: &Change<'_>) -> Vec<Violation> {
+    let code = change.tree();
     nodes(code)
         .into_iter()
         .filter(|n| n.kind() == "except_clause")
@@ -105,7 +107,8 @@ pub fn bare_excepts(code: &ParsedCode) -> Vec<Violation> {
 }
 
 /// `NoSqlInjection`: `.execute(...)` called with an f-string.
-pub fn sql_from_fstrings(code: &ParsedCode) -> Vec<Violation> {
+pub fn sql_from_fstrings(change: &Change<'_>) -> Vec<Violation> {
+    let code = change.tree();
     nodes(code)
         .into_iter()
         .filter(|n| n.kind() == "call")
@@ -122,72 +125,6 @@ pub fn sql_from_fstrings(code: &ParsedCode) -> Vec<Violation> {
                 a.kind() == "string" && text.starts_with(['f', 'F'])
             });
             is_execute && fstring
-        })
-        .map(|n| at(code, n))
-        .collect()
-}
-
-/// Whether `node` is a control-flow statement or one of its clauses.
-fn is_control_flow(kind: &str) -> bool {
-    matches!(
-        kind,
-        "if_statement"
-            | "elif_clause"
-            | "else_clause"
-            | "for_statement"
-            | "while_statement"
-            | "try_statement"
-            | "except_clause"
-            | "finally_clause"
-            | "with_statement"
-            | "match_statement"
-            | "case_clause"
-    )
-}
-
-/// Whether `node` is an `if TYPE_CHECKING:` block.
-fn is_type_checking(code: &ParsedCode, node: captain_hook::code::Node<'_>) -> bool {
-    node.kind() == "if_statement"
-        && node
-            .child_by_field_name("condition")
-            .is_some_and(|c| code.text()[c.byte_range()].ends_with("TYPE_CHECKING"))
-}
-
-/// `NoNestedImports` (the matcher example `imports & child_of(control_flow) &
-/// ~under(type_checking)`): an import directly in a control-flow body, unless under
-/// `if TYPE_CHECKING:`.
-pub fn nested_imports(code: &ParsedCode) -> Vec<Violation> {
-    nodes(code)
-        .into_iter()
-        .filter(|n| matches!(n.kind(), "import_statement" | "import_from_statement"))
-        .filter(|n| {
-            // In the tree an import sits in a `block` whose parent is the statement.
-            let owner = n.parent().and_then(|b| b.parent());
-            owner.is_some_and(|o| is_control_flow(o.kind()))
-        })
-        .filter(|n| {
-            let mut up = n.parent();
-            while let Some(p) = up {
-                if is_type_checking(code, p) {
-                    return false;
-                }
-                up = p.parent();
-            }
-            true
-        })
-        .map(|n| at(code, n))
-        .collect()
-}
-
-/// `NoNewWildcardImport`: `from m import *` (a diff rule: only the ones the edit adds).
-pub fn wildcard_imports(code: &ParsedCode) -> Vec<Violation> {
-    nodes(code)
-        .into_iter()
-        .filter(|n| n.kind() == "import_from_statement")
-        .filter(|n| {
-            let mut cursor = n.walk();
-            n.children(&mut cursor)
-                .any(|c| c.kind() == "wildcard_import")
         })
         .map(|n| at(code, n))
         .collect()
@@ -594,20 +531,23 @@ fn style(reg: &mut Registry) -> Result<(), DefError> {
     )?;
 
     // Matchers, StyleDiffRule and the ast-grep rule builders.
-    let no_nested_imports = StyleRule::custom(
+    // The seeds' declarative rules: a matcher, and a matcher refined (the seeds' `where`).
+    let no_nested_imports = StyleRule::matcher(
         "NoNestedImports",
         Lang::Python,
+        m::imports() & m::child_of(m::control_flow()) & !m::under(m::type_checking()),
         "Lazy imports belong at the top of the function body: {violations}",
         false,
-        nested_imports,
-    );
-    let no_new_wildcard_import = StyleRule::custom(
+    )
+    .map_err(|e| DefError::new("match", e.to_string()))?;
+    let no_new_wildcard_import = StyleRule::matcher(
         "NoNewWildcardImport",
         Lang::Python,
+        m::imports().refine(|n| n.text().trim_end().ends_with("import *")),
         "Wildcard import added by this edit: {violations}",
         true,
-        wildcard_imports,
-    );
+    )
+    .map_err(|e| DefError::new("match", e.to_string()))?;
     let no_new_wildcard = StyleRule::pattern(
         "NoNewWildcard",
         python("from $M import *")?,

@@ -264,16 +264,49 @@ pub(super) fn lower(
                 let field = format!("rules[{i}]");
                 let lang = code_lang(r.lang.as_deref().or(default_lang))
                     .map_err(|e| err(format!("{field}.lang"), e.message))?;
-                let p = code_pattern(&r.pattern, lang)
-                    .map_err(|e| err(format!("{field}.pattern"), e.message))?;
-                rules.push(capt_hook_code::StyleRule::pattern(
-                    r.name.clone(),
-                    p,
-                    r.message.clone(),
-                    r.diff,
-                ));
+                let rule = match (&r.pattern, &r.matcher) {
+                    (Some(p), None) => {
+                        let p = code_pattern(p, lang)
+                            .map_err(|e| err(format!("{field}.pattern"), e.message))?;
+                        capt_hook_code::StyleRule::pattern(
+                            r.name.clone(),
+                            p,
+                            r.message.clone(),
+                            r.diff,
+                        )
+                    }
+                    (None, Some(m)) => capt_hook_code::Matcher::parse(m)
+                        .and_then(|m| {
+                            capt_hook_code::StyleRule::matcher(
+                                r.name.clone(),
+                                lang,
+                                m,
+                                r.message.clone(),
+                                r.diff,
+                            )
+                        })
+                        .map_err(|e| err(format!("{field}.match"), e.to_string()))?,
+                    _ => {
+                        return Err(err(
+                            field,
+                            "give a rule exactly one of `pattern` (ast-grep) and `match` (a matcher)",
+                        ));
+                    }
+                };
+                rules.push(match &r.label {
+                    Some(l) => rule.label(l.clone()),
+                    None => rule,
+                });
             }
-            let d = code::styleguide(rules, s.block, s.max_shown.unwrap_or(5));
+            let mut d = code::styleguide(rules, s.block, s.max_shown.unwrap_or(5));
+            // A rule's own tests run as the styleguide's.
+            for (i, r) in s.rules.iter().enumerate() {
+                for (j, t) in r.test.iter().enumerate() {
+                    let field = format!("rules[{i}].test[{j}]");
+                    let line = Some(text.line_col(locate(item, &field).start).0);
+                    d = d.with_test(lower_test(t, &field, line, &source)?);
+                }
+            }
             common!(d, s, item, source.clone(), text)
         }
     };
