@@ -1156,6 +1156,8 @@ pub struct DecideSpec {
     pub rules: String,
     /// `small` (default), `medium` or `large`.
     pub model: Option<ModelSpec>,
+    /// The specialty (default `review`): `config.toml`'s `[llm.specialties]` or a built-in one.
+    pub specialty: Option<String>,
     /// Who judges (default: the project's `CAPT_HOOK_LLM_BACKEND`, else `auto`).
     pub backend: Option<BackendSpec>,
     /// Seconds each asking of the judge may take (default 20); past it the rule found nothing.

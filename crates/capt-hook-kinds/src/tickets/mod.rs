@@ -200,7 +200,10 @@ pub struct Decide {
     pub contexts: Vec<PromptContext>,
     /// The model tier.
     pub model: Size,
-    /// The judge (`None`: the project default).
+    /// The specialty (default `review`): the project's `config.toml` maps it to a judge and
+    /// model names; one it does not know makes the rule find nothing, naming it.
+    pub specialty: String,
+    /// The judge (`None`: the specialty's, else the project default).
     pub backend: Option<BackendChoice>,
     /// How long each asking of the judge may take; past it the rule found nothing.
     pub deadline: Duration,
@@ -236,6 +239,7 @@ impl Decide {
             ],
             contexts: Vec::new(),
             model: Size::Small,
+            specialty: crate::llm::DEFAULT_SPECIALTY.to_owned(),
             backend: None,
             deadline: Duration::from_secs(20),
             transcript: Reading::Off,
@@ -285,7 +289,7 @@ impl Decide {
             task: prompt,
             schema: &schema,
             size: self.model,
-            specialty: crate::llm::DEFAULT_SPECIALTY,
+            specialty: &self.specialty,
             agent: false,
             backend: Some(BackendChoice::Jev),
             timeout: Some(self.deadline),
@@ -1070,8 +1074,8 @@ impl Tickets {
                     task,
                     schema: &schema,
                     size: d.model,
-                    // The seeds' `Decide` judges under `review`.
-                    specialty: crate::llm::DEFAULT_SPECIALTY,
+                    // The seeds' `Decide` judges under `review` unless it names another.
+                    specialty: &d.specialty,
                     agent: false,
                     backend: d.backend,
                     timeout: Some(d.deadline),
@@ -1291,11 +1295,17 @@ pub fn tickets(decl: Tickets) -> Result<HookDef, DefError> {
             }
         }
     }
+    // Loading the project checks that its `config.toml` knows the first judge's specialty (a
+    // hook names one); another judge's unknown one makes its rule find nothing, naming it.
+    let specialty = decl.rules.iter().find_map(|r| match &r.when {
+        Source::Decide(d) => Some(d.specialty.clone()),
+        _ => None,
+    });
     let identity = decl.kind.clone();
     let handler: HandlerFn = Arc::new(move |evt: &Event| -> HandlerResult {
         Ok(Some(decl.check(evt, None).into_result(decl.grant)))
     });
-    Ok(custom(CustomKind {
+    let def = custom(CustomKind {
         kind: "tickets",
         default_events: EventSet::of(&[EventKind::PreToolUse]),
         guards: Vec::new(),
@@ -1306,7 +1316,11 @@ pub fn tickets(decl: Tickets) -> Result<HookDef, DefError> {
         default_max_fires: None,
         inline: false,
         manages_repetition: false,
-    }))
+    });
+    Ok(match specialty {
+        Some(s) => def.with_specialty(s),
+        None => def,
+    })
 }
 
 #[cfg(test)]

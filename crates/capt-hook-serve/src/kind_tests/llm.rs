@@ -1190,6 +1190,22 @@ fn a_specialty_picks_the_judge_and_its_models_from_the_project_config() {
     );
 }
 
+/// A ticket rule's judge names its specialty as the seeds' `Decide` does; the project checks it
+/// when it loads, as it does for the LLM hooks.
+#[test]
+fn a_ticket_judges_specialty_is_checked_when_the_project_loads() {
+    let project = tempfile::tempdir().unwrap();
+    let config = "[llm.specialties.security]\nbackend = \"claude\"\n";
+    let hooks = "[[hook]]\nkind = \"tickets\"\nticket = \"t\"\nplace = { a = \"/a\" }\n\
+                 reach = \"place\"\ndeny = \"d\"\n\
+                 rules = [{ name = \"j\", decide = { rules = \"r\", specialty = \"secruity\" } }]\n";
+    let errors = load_project(project.path(), config, hooks);
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert!(errors[0].message.contains("`secruity`"), "{}", errors[0]);
+    let known = hooks.replace("secruity", "security");
+    assert_eq!(load_project(project.path(), config, &known), Vec::new());
+}
+
 #[test]
 fn an_unknown_specialty_or_a_bad_mapping_is_a_load_error() {
     let project = tempfile::tempdir().unwrap();

@@ -498,6 +498,15 @@ fn tickets_from_spec(s: &TicketsSpec) -> Result<HookDef, DefError> {
                 }
                 let mut decide = Decide::new(d.rules.clone());
                 decide.model = super::llm::model_of(d.model);
+                if let Some(sp) = &d.specialty {
+                    if sp.trim().is_empty() {
+                        return Err(err(
+                            format!("{field}.decide.specialty"),
+                            "the specialty is empty",
+                        ));
+                    }
+                    decide.specialty = sp.clone();
+                }
                 decide.backend = super::llm::backend_of(d.backend);
                 decide.second_opinion = d.second_opinion;
                 decide.llm = d.llm;
