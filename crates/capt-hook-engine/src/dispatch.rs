@@ -206,6 +206,25 @@ impl Outcome {
             r.system_message = self.result.and_then(|r| r.system_message);
             return Verdict::Decided(Some(r));
         }
+        // Hooks that ask (the `ask` kind) did check the call: their reason is the whole story,
+        // without the failure wording or the pointer to the logs.
+        let asked: Vec<String> = self
+            .failures
+            .iter()
+            .filter_map(|f| match &f.cause {
+                FailureCause::Asked(reason) => Some(format!("{reason} (hook {})", f.hook)),
+                _ => None,
+            })
+            .collect();
+        if asked.len() == self.failures.len() {
+            return Verdict::Unchecked {
+                reason: format!(
+                    "capt-hook leaves this call to you: {}. Its other hooks' approval does not apply.",
+                    asked.join("; ")
+                ),
+                partial: self.result,
+            };
+        }
         let what: Vec<String> = self.failures.iter().map(ToString::to_string).collect();
         Verdict::Unchecked {
             reason: format!(

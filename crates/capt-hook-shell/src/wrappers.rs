@@ -359,6 +359,115 @@ const WRAPPERS: &[Wrapper] = &[
     },
     launcher("bunx", &["-p", "--package"]),
     sub("bun", &["x"], &["-p", "--package"]),
+    sub("yarn", &["exec"], &[]),
+    sub("yarn", &["dlx"], &["-p", "--package"]),
+    sub("rye", &["run"], &[]),
+    // Coverage and watch tools that run the command they are given: `c8 rm -rf /`, `nyc …`,
+    // `nodemon --exec 'cmd'` (a string for a shell; without it nodemon runs a script).
+    w(
+        "c8",
+        &[
+            "-r",
+            "--reporter",
+            "-o",
+            "--reports-dir",
+            "--report-dir",
+            "--temp-directory",
+            "-n",
+            "--include",
+            "-x",
+            "--exclude",
+            "--src",
+        ],
+    ),
+    w(
+        "nyc",
+        &[
+            "-r",
+            "--reporter",
+            "--report-dir",
+            "--temp-dir",
+            "-n",
+            "--include",
+            "-x",
+            "--exclude",
+            "-i",
+            "--require",
+            "--extension",
+            "-e",
+        ],
+    ),
+    Wrapper {
+        string: &["--exec", "-x"],
+        ..w(
+            "nodemon",
+            &[
+                "-w", "--watch", "-e", "--ext", "-i", "--ignore", "-d", "--delay", "--signal",
+                "--config",
+            ],
+        )
+    },
+    // `concurrently 'cmd a' 'cmd b'`: each argument is a command line for a shell. Joined, the
+    // first one is read as the line's program (what the guards need most: `concurrently 'rm -rf
+    // /' …`); the ones after it read as its arguments.
+    Wrapper {
+        style: Style::Joined,
+        ..w(
+            "concurrently",
+            &[
+                "-n",
+                "--names",
+                "-c",
+                "--prefix-colors",
+                "-p",
+                "--prefix",
+                "-s",
+                "--success",
+                "--kill-signal",
+                "--restart-tries",
+                "--restart-after",
+                "--max-processes",
+                "-m",
+            ],
+        )
+    },
+    // Credential helpers that run a command with a profile's credentials.
+    Wrapper {
+        operands: 1,
+        ..sub(
+            "aws-vault",
+            &["exec"],
+            &[
+                "-d",
+                "--duration",
+                "-t",
+                "--mfa-token",
+                "--region",
+                "--backend",
+            ],
+        )
+    },
+    sub(
+        "aws-sso",
+        &["exec"],
+        &[
+            "-A",
+            "--arn",
+            "-p",
+            "--profile",
+            "-a",
+            "--account",
+            "-R",
+            "--role",
+            "-S",
+            "--sso",
+        ],
+    ),
+    // `git submodule foreach 'cmd'`: git runs the joined words in a shell in each submodule.
+    Wrapper {
+        style: Style::Joined,
+        ..sub("git", &["submodule", "foreach"], &[])
+    },
     sub(
         "poetry",
         &["run"],
@@ -1008,6 +1117,19 @@ mod tests {
             ),
             ("parallel rm -rf ::: a b", &["rm -rf"]),
             ("parallel -j 4 rm ::: a", &["rm"]),
+            ("yarn exec rm x", &["rm x"]),
+            ("yarn dlx -p pkg rm x", &["rm x"]),
+            ("yarn install", &[]),
+            ("rye run rm x", &["rm x"]),
+            ("npx c8 -r text rm x", &["c8 -r text rm x", "rm x"]),
+            ("nyc --reporter lcov rm x", &["rm x"]),
+            ("nodemon app.js", &["app.js"]),
+            (
+                "aws-vault exec prod -- aws s3 rb s3://b",
+                &["aws s3 rb s3://b"],
+            ),
+            ("aws-vault exec prod aws s3 ls", &["aws s3 ls"]),
+            ("aws-sso exec -A prod aws s3 ls", &["aws s3 ls"]),
         ];
         for (line, expected) in cases {
             assert_eq!(runs(line), *expected, "{line}");
@@ -1052,6 +1174,11 @@ mod tests {
             ("npx -c x", &["x"]),
             ("npm exec -c x", &["x"]),
             ("pnpm exec -c x", &["x"]),
+            ("nodemon --exec x", &["x"]),
+            ("concurrently -n a,b x y", &["x y"]),
+            ("git submodule foreach x", &["x"]),
+            ("git submodule foreach --recursive x", &["x"]),
+            ("git submodule update", &[]),
         ];
         for (line, expected) in cases {
             assert_eq!(strings(line), *expected, "{line}");

@@ -395,4 +395,24 @@ mod tests {
             .expect("natural rules");
         assert!(natural.contains("kind = \"block_command\""));
     }
+
+    /// The bench runs the rules our docs teach: docs/destructive-rules.md holds the natural
+    /// rules' file verbatim between its markers.
+    #[test]
+    fn the_docs_teach_the_natural_rules() {
+        let root = crate::workspace_root();
+        let file = std::fs::read_to_string(root.join("xtask/guard-bench/natural/destructive.toml"))
+            .expect("natural rules");
+        let docs = std::fs::read_to_string(root.join("docs/destructive-rules.md"))
+            .expect("docs/destructive-rules.md");
+        let begin = "<!-- natural rules: begin -->\n```toml\n";
+        let end = "```\n<!-- natural rules: end -->";
+        let start = docs.find(begin).expect("the begin marker") + begin.len();
+        let stop = docs[start..].find(end).expect("the end marker") + start;
+        assert!(
+            docs[start..stop] == file,
+            "docs/destructive-rules.md and xtask/guard-bench/natural/destructive.toml differ: \
+             copy the file between the markers"
+        );
+    }
 }

@@ -75,9 +75,19 @@ pub struct Tally {
 
 impl Tally {
     pub fn of<'r, 'a: 'r>(rows: impl IntoIterator<Item = &'r Row<'a>>) -> Tally {
+        Tally::counting(rows, true)
+    }
+
+    /// The tally as if the keep list were empty: kept cases count like any other, so the
+    /// figures show what the kept disagreements cost.
+    pub fn ignoring_keep<'r, 'a: 'r>(rows: impl IntoIterator<Item = &'r Row<'a>>) -> Tally {
+        Tally::counting(rows, false)
+    }
+
+    fn counting<'r, 'a: 'r>(rows: impl IntoIterator<Item = &'r Row<'a>>, keep: bool) -> Tally {
         let mut t = Tally::default();
         for row in rows {
-            if row.kept.is_some() {
+            if keep && row.kept.is_some() {
                 t.kept += 1;
                 continue;
             }
@@ -174,6 +184,20 @@ pub fn check(label: &str, rows: &[Row<'_>], t: Thresholds) -> (String, bool) {
         ", {} crashes or timeouts (need 0): {}",
         all.failed,
         if ok { "PASS" } else { "FAIL" }
+    );
+    // The same figures with the kept cases counted, so the keep list's cost is in plain view.
+    let raw_inf = Tally::ignoring_keep(rows.iter().filter(|r| r.case.family.in_family()));
+    let raw_all = Tally::ignoring_keep(rows);
+    let _ = write!(
+        text,
+        "\n  {label} without the keep list ({} cases kept): in-family recall {:.1}% ({} of {}), allowed blocked {:.2}% ({} of {})",
+        all.kept,
+        raw_inf.destructive().share().unwrap_or(0.0),
+        raw_inf.destructive().stopped(),
+        raw_inf.destructive().n,
+        raw_all.allow.share().unwrap_or(0.0),
+        raw_all.allow.stopped(),
+        raw_all.allow.n
     );
     (text, ok)
 }
@@ -328,6 +352,11 @@ mod tests {
         );
         assert!(!ok, "half the allowed cases are blocked: {text}");
         assert!(text.contains("recall 66.7%"), "{text}");
+        // The kept ask (not stopped) counts once the keep list is set aside: 2 of 4.
+        assert!(
+            text.contains("without the keep list (1 cases kept): in-family recall 50.0% (2 of 4)"),
+            "{text}"
+        );
         let (_, ok) = check(
             "natural",
             &rows,
