@@ -705,6 +705,10 @@ fn inner<S: AsRef<str>>(wr: &Wrapper, words: &[S], start: usize, end: usize) -> 
     }
     // `flock FILE -c STRING` puts the string option after the operand.
     i += wr.operands;
+    // `aws-vault exec PROFILE -- cmd`: the end of options may follow the operands.
+    if wr.operands > 0 && i < end && at(i) == "--" {
+        i += 1;
+    }
     if i >= end {
         return Inner::Nothing;
     }
