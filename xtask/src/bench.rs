@@ -467,6 +467,7 @@ fn direct_request(sandbox: &Sandbox, root: &Path, payload: &[u8]) -> anyhow::Res
         deadline_unix_ms: capt_hook_proto::clock::unix_ms_in(std::time::Duration::from_secs(60)),
         notice_epoch: None,
         notices: Vec::new(),
+        classic: false,
     };
     let body = capt_hook_proto::encode(&capt_hook_proto::HostRequest::event(
         std::process::id(),

@@ -114,6 +114,7 @@ pub fn main(args: &[String]) -> ExitCode {
         deadline_unix_ms: 0,
         notice_epoch: None,
         notices: Vec::new(),
+        classic: false,
     };
     dispatch(&req, timeout)
 }
@@ -252,6 +253,7 @@ mod tests {
             elapsed_ms: 0.0,
             guard_completed,
             stale_build: false,
+            classic: None,
         }
     }
 

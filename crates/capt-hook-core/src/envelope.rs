@@ -8,7 +8,10 @@ use serde_json::{Map, Value, json};
 use crate::events::EventKind;
 use crate::result::{Action, HookResult};
 
+mod classic;
+
 pub use capt_hook_proto::Decision;
+pub use classic::classic;
 pub use capt_hook_proto::failure::CANNOT_ASK;
 
 /// What a hook command prints, and how it exits.

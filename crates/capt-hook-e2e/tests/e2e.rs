@@ -887,6 +887,7 @@ fn event_request(root: &std::path::Path) -> EventRequest {
         deadline_unix_ms: 0,
         notice_epoch: None,
         notices: Vec::new(),
+        classic: false,
     }
 }
 

@@ -3,6 +3,7 @@
 //!
 //! Std + serde only, so the `hook` client can link it without an async runtime.
 
+pub mod classic;
 pub mod clock;
 pub mod env;
 pub mod failure;
@@ -15,6 +16,7 @@ pub mod procfs;
 mod wire;
 
 pub use frame::{FrameError, decode, encode, frame_len, push_frame, read_frame, write_frame};
+pub use classic::{ClassicAnswer, ClassicResult};
 pub use wire::*;
 
 /// The JSON library the wire uses, so the client needs no second copy of it.

@@ -12,6 +12,9 @@ pub use crate::env::{
 
 /// File name of the host socket.
 pub const SOCKET_NAME: &str = "capt-hookd.sock";
+/// File name of the host's HTTP socket, beside [`SOCKET_NAME`]: our hooks module (a mod inside
+/// Claude Code) posts events to it through Claude Code's own HTTP client.
+pub const HTTP_SOCKET_NAME: &str = "capt-hookd-http.sock";
 /// Held (flock) by the live host for its whole life: proves whether a socket file is stale.
 pub const LIFETIME_LOCK: &str = "capt-hookd.lock";
 /// Held by the one client that is starting a host, so concurrent clients start one host.
@@ -135,6 +138,11 @@ pub fn socket_dir() -> PathBuf {
 /// The host socket.
 pub fn socket_path() -> PathBuf {
     socket_dir().join(SOCKET_NAME)
+}
+
+/// The host's HTTP socket, for the mod.
+pub fn http_socket_path() -> PathBuf {
+    socket_dir().join(HTTP_SOCKET_NAME)
 }
 
 /// Creates `dir` (and parents) and makes it private (0700). Refuses a symlink or a file, and a

@@ -38,6 +38,10 @@ pub struct EventRequest {
     /// an envelope once it is rendered. Clients leave it empty.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notices: Vec<String>,
+    /// Set by the host for an event our hooks module (a mod) posted: the worker adds the answer
+    /// as a mod returns it ([`EventResponse::classic`]). Clients leave it out.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub classic: bool,
 }
 
 /// Why an event request cannot be served.
@@ -163,6 +167,10 @@ pub struct EventResponse {
     /// hooks alone and asks the host to retire it and build the new sources.
     #[serde(default)]
     pub stale_build: bool,
+    /// The answer as a mod returns it, when the request asked for it
+    /// ([`EventRequest::classic`]): built from the same typed output as `stdout`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub classic: Option<crate::ClassicAnswer>,
 }
 
 /// A message from a client (`hook`, `capt-hookd status`, …) to the host: one per connection.
@@ -408,6 +416,7 @@ pub(crate) mod tests {
             deadline_unix_ms: 0,
             notice_epoch: None,
             notices: Vec::new(),
+            classic: false,
         }
     }
 

@@ -32,6 +32,8 @@ pub struct Evaluation {
     pub unchecked: bool,
     /// The decision `stdout` gives the call, typed (the client's fallbacks read it).
     pub decision: Decision,
+    /// The same answer as our hooks module (a mod inside Claude Code) returns it.
+    pub classic: capt_hook_proto::ClassicAnswer,
 }
 
 /// Where an event came from, when another process sent it.
@@ -398,6 +400,7 @@ impl Project {
         } else {
             out
         };
+        let classic = envelope::classic(kind, out.as_ref());
         match out {
             // The events that only honour exit 2 get their feedback on stderr.
             Some(out) if out.blocking_stderr().is_some() => Evaluation {
@@ -410,6 +413,7 @@ impl Project {
                 exit_code: 2,
                 unchecked,
                 decision,
+                classic,
             },
             out => Evaluation {
                 stdout: out.map(|o| o.render()),
@@ -417,6 +421,7 @@ impl Project {
                 exit_code: 0,
                 unchecked,
                 decision,
+                classic,
             },
         }
     }
@@ -621,13 +626,12 @@ fn unchecked_answer(
 }
 
 /// The answer for a guarded event whose payload could not be read: the user decides.
-fn unreadable(kind: EventKind, error: &dyn std::fmt::Display) -> Option<String> {
+fn unreadable(kind: EventKind, error: &dyn std::fmt::Display) -> Option<Output> {
     envelope::Unchecked::because(format!(
         "capt-hook could not read this {kind} payload ({error}), so no hook checked the call; \
          decide yourself."
     ))
     .output(kind)
-    .map(|o| o.render())
 }
 
 /// Turns an event name and stdin into an event, with Claude Code's conventions: an unknown name
@@ -646,12 +650,16 @@ pub fn read_event(
         tracing::debug!(event, "unknown event name; no-op");
         return Ok(None);
     };
-    let malformed = |e: &dyn std::fmt::Display| Evaluation {
-        stdout: unreadable(kind, e),
-        stderr: vec![format!("Malformed stdin: {e}")],
-        exit_code: 0,
-        unchecked: true,
-        decision: envelope::Unchecked::decision(kind),
+    let malformed = |e: &dyn std::fmt::Display| {
+        let out = unreadable(kind, e);
+        Evaluation {
+            stdout: out.as_ref().map(Output::render),
+            stderr: vec![format!("Malformed stdin: {e}")],
+            exit_code: 0,
+            unchecked: true,
+            decision: envelope::Unchecked::decision(kind),
+            classic: envelope::classic(kind, out.as_ref()),
+        }
     };
     let payload = match parse_payload(stdin) {
         Ok(Some(v)) => v,
@@ -685,12 +693,14 @@ pub fn read_input(event: &str, input: impl std::io::Read) -> Result<Vec<u8>, Eva
         Err(e) => format!("reading stdin: {e}"),
     };
     let kind = event.parse::<EventKind>().ok();
+    let out = kind.and_then(|k| unreadable(k, &why));
     Err(Evaluation {
-        stdout: kind.and_then(|k| unreadable(k, &why)),
+        stdout: out.as_ref().map(Output::render),
         stderr: vec![format!("capt-hook: {why}; no hook ran")],
         exit_code: 0,
         unchecked: true,
         decision: kind.map_or(Decision::None, envelope::Unchecked::decision),
+        classic: kind.map_or_else(Default::default, |k| envelope::classic(k, out.as_ref())),
     })
 }
 

@@ -432,6 +432,7 @@ impl Sampler {
             deadline_unix_ms: 0,
             notice_epoch: None,
             notices: Vec::new(),
+            classic: false,
         }
     }
 }

@@ -53,6 +53,7 @@ fn main() {
                         elapsed_ms: 400.0,
                         guard_completed: true,
                         stale_build: false,
+                        classic: None,
                     };
                     send(&out, &encode(&WorkerFrame::Result { id, response }));
                 });
@@ -72,6 +73,7 @@ fn main() {
                     elapsed_ms: 0.0,
                     guard_completed: false,
                     stale_build: false,
+                    classic: None,
                 };
                 send(&out, &encode(&WorkerFrame::Result { id, response }));
             }

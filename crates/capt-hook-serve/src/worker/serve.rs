@@ -396,6 +396,7 @@ mod tests {
             deadline_unix_ms: 0,
             notice_epoch: None,
             notices: Vec::new(),
+            classic: false,
         }
     }
 
