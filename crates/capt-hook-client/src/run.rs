@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use capt_hook_proto::failure::{is_guarded, last_resort};
 use capt_hook_proto::serde_json::Value;
 use capt_hook_proto::{
-    Decision, EventRequest, EventResponse, MAX_EVENT_INPUT, Status, is_request_env, payload,
+    EventRequest, EventResponse, MAX_EVENT_INPUT, is_request_env, paths, payload,
 };
 
 use crate::transport::{self, Kind};
@@ -34,6 +34,7 @@ pub fn main(args: &[String]) -> ExitCode {
         // Async hooks run inside the worker after the foreground reply; nothing to do here.
         ["run", _, "--async"] => return ExitCode::SUCCESS,
         ["run", event] if !event.is_empty() && !event.starts_with('-') => Some(*event),
+        ["mod-init"] => return mod_init(),
         // Claude Code before 2.1.139 drops exec form's `args` and runs the bare command: the
         // payload names its event.
         [] => None,
@@ -132,6 +133,28 @@ fn own_env() -> std::collections::BTreeMap<String, String> {
         .collect()
 }
 
+/// `hook mod-init`: what our hooks module (a mod inside Claude Code, which can start a process
+/// but not cheaply) needs once per load. Starts the host when none runs, then prints one JSON
+/// line: the host's HTTP socket (`socket`) and the request-scoped environment a command hook
+/// would send (`env`: Claude Code's own plus the variables it gives hooks, which the mod passes
+/// as this process's environment), so the mod reads both rules from here rather than copying
+/// them.
+fn mod_init() -> ExitCode {
+    let timeout = crate::env::timeout().unwrap_or(crate::env::DEFAULT_TIMEOUT);
+    let root = crate::env::project_dir()
+        .or_else(|| std::env::current_dir().ok().map(|d| d.display().to_string()))
+        .unwrap_or_else(|| "/".to_owned());
+    if let Err(f) = transport::ensure_host(Instant::now() + timeout, &root) {
+        return error(&format!("mod-init: {} ({})", f.message, f.kind.as_str()));
+    }
+    let line = capt_hook_proto::serde_json::json!({
+        "socket": paths::http_socket_path(),
+        "env": own_env(),
+    });
+    println!("{line}");
+    ExitCode::SUCCESS
+}
+
 fn dispatch(req: &EventRequest, timeout: Duration) -> ExitCode {
     let start = Instant::now();
     let deadline = start + timeout;
@@ -179,23 +202,13 @@ fn graded(event: &str, resp: &EventResponse, from: &str) -> ExitCode {
     }
 }
 
-/// `None` when a guarded event's reply can stand; otherwise why it cannot.
+/// `None` when a guarded event's reply can stand; otherwise why it cannot
+/// ([`capt_hook_proto::failure::shortfall`]).
 fn grade(resp: &EventResponse) -> Option<Kind> {
-    if resp.exit == 2 || resp.decision == Decision::Deny {
-        return None;
-    }
-    if resp.exit != 0 || resp.status == Status::Error {
-        return Some(Kind::WorkerError);
-    }
-    if resp.guard_completed {
-        return None;
-    }
-    // The worker knew its check was incomplete and said so itself (an ask, a notice): that
-    // answer names the failure better than we can, as long as it approves nothing.
-    if !resp.stdout.trim().is_empty() && resp.decision != Decision::Allow {
-        return None;
-    }
-    Some(Kind::NoVerdict)
+    capt_hook_proto::failure::shortfall(resp).map(|s| match s {
+        capt_hook_proto::failure::Shortfall::NoVerdict => Kind::NoVerdict,
+        _ => Kind::WorkerError,
+    })
 }
 
 /// Prints a reply verbatim and exits with its code.
@@ -242,7 +255,12 @@ fn error(message: &str) -> ExitCode {
 mod tests {
     use super::*;
 
-    fn resp(stdout: &str, decision: Decision, exit: i32, guard_completed: bool) -> EventResponse {
+    fn resp(
+        stdout: &str,
+        decision: capt_hook_proto::Decision,
+        exit: i32,
+        guard_completed: bool,
+    ) -> EventResponse {
         EventResponse {
             schema: 1,
             status: capt_hook_proto::Status::Ok,
@@ -259,7 +277,7 @@ mod tests {
 
     #[test]
     fn grading() {
-        use Decision::{Allow, Ask, Deny, None as Nothing};
+        use capt_hook_proto::Decision::{Allow, Ask, Deny, None as Nothing};
         let json = "{}";
         // A deny stands even when the check was incomplete; so does an exit-2 block.
         assert_eq!(grade(&resp(json, Deny, 0, false)), None);

@@ -221,6 +221,14 @@ fn connect(answer_by: Instant) -> io::Result<UnixStream> {
     }
 }
 
+/// Makes sure a host is listening by `deadline`, starting one (for `root`) when none is.
+pub fn ensure_host(deadline: Instant, root: &str) -> Result<(), Failure> {
+    if UnixStream::connect(paths::socket_path()).is_ok() {
+        return Ok(());
+    }
+    start_host(deadline, root)
+}
+
 /// Starts the host unless another client is already doing so. The spawn lock makes one client
 /// the starter; the others wait for the lock and find the host listening. The starter waits
 /// for the host's `ready` line, which it prints only once the socket accepts connections, so no

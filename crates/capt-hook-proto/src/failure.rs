@@ -43,6 +43,39 @@ pub fn last_resort(event: &str, reason: &str) -> Option<String> {
     Some(v.to_string())
 }
 
+/// Why a guarded event's reply cannot stand as the answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Shortfall {
+    /// The worker failed to run the event, or exited with an unexpected code.
+    WorkerError,
+    /// The hooks did not all finish and the reply gives no answer of its own that could
+    /// stand (it would approve, or it says nothing).
+    NoVerdict,
+}
+
+/// `None` when a guarded event's reply can stand; otherwise why it cannot. Read by the client
+/// (which then evaluates the event itself) and by the host's HTTP side (which then tells the mod
+/// to leave the event to the command hook), so both hold a reply to the same bar.
+pub fn shortfall(resp: &crate::EventResponse) -> Option<Shortfall> {
+    use crate::{Decision, Status};
+    if resp.exit == 2 || resp.decision == Decision::Deny {
+        return None;
+    }
+    if resp.exit != 0 || resp.status == Status::Error {
+        return Some(Shortfall::WorkerError);
+    }
+    if resp.guard_completed {
+        return None;
+    }
+    // The worker knew its check was incomplete and said so itself (an ask, a notice): that
+    // answer names the failure better than we can, as long as it approves nothing.
+    if !resp.stdout.trim().is_empty() && resp.decision != Decision::Allow {
+        return None;
+    }
+    Some(Shortfall::NoVerdict)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -158,10 +158,24 @@ pub async fn read_request<R: AsyncRead + Unpin>(
     }
     let header = [first[0], first[1], first[2], first[3]];
     let len = capt_hook_proto::frame_len(header, max).map_err(RequestError::Frame)?;
-    let large = len > SMALL_FRAME;
     // A client sends one frame and waits for the answer: bytes past it are ignored, as they
     // were when they stayed unread in the socket.
-    let mut early = &first[4..got.min(4 + len)];
+    read_body(r, len, &first[4..got.min(4 + len)], held, stall)
+        .await
+        .map(Some)
+}
+
+/// Reads a request body of `len` bytes, of which `early` arrived already, growing the buffer
+/// in chunks taken from `held`'s budget and giving up when a read waits longer than `stall`.
+pub async fn read_body<R: AsyncRead + Unpin>(
+    r: &mut R,
+    len: usize,
+    early: &[u8],
+    held: &mut Held,
+    stall: Duration,
+) -> Result<Vec<u8>, RequestError> {
+    let large = len > SMALL_FRAME;
+    let mut early = &early[..early.len().min(len)];
     let mut body: Vec<u8> = Vec::new();
     while body.len() < len {
         if body.len() == body.capacity() {
@@ -188,10 +202,10 @@ pub async fn read_request<R: AsyncRead + Unpin>(
             Ok(Err(e)) => return Err(e.into()),
         }
     }
-    Ok(Some(body))
+    Ok(body)
 }
 
-async fn read_some<R: AsyncRead + Unpin>(
+pub async fn read_some<R: AsyncRead + Unpin>(
     r: &mut R,
     buf: &mut [u8],
     stall: Duration,
@@ -202,7 +216,7 @@ async fn read_some<R: AsyncRead + Unpin>(
     }
 }
 
-fn eof() -> RequestError {
+pub fn eof() -> RequestError {
     std::io::Error::from(std::io::ErrorKind::UnexpectedEof).into()
 }
 

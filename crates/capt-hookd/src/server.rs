@@ -28,6 +28,8 @@ use crate::framing::{Budget, Held, RequestError, read_request, write_frame};
 use crate::pool::Pool;
 use crate::records::Records;
 
+mod http;
+
 /// Connections open at once (fewer when the descriptor limit is low). A client arriving at the
 /// cap sheds the oldest connection still waiting for its request.
 const MAX_CONNECTIONS: usize = 1024;
@@ -83,6 +85,8 @@ struct Host {
     pressure: Option<Arc<crate::pressure::Monitor>>,
     /// The release check after session starts.
     update: Arc<crate::update::Updater>,
+    /// Answers the mod left to the command hook, for its request to find.
+    remembered: http::Remembered,
 }
 
 /// Runs the host in the foreground until shutdown. Prints `ready` on stdout once the socket
@@ -137,12 +141,21 @@ pub fn serve(prestart: Option<&str>) -> anyhow::Result<()> {
         .with_context(|| format!("binding {}", socket.display()))?;
     std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o600))?;
     std_listener.set_nonblocking(true)?;
+    // The mod's socket, beside it, bound the same way.
+    let http_socket = paths::http_socket_path();
+    // As above: under the lifetime lock any socket file here is a dead host's (none is fine).
+    let _ = std::fs::remove_file(&http_socket);
+    let std_http = std::os::unix::net::UnixListener::bind(&http_socket)
+        .with_context(|| format!("binding {}", http_socket.display()))?;
+    std::fs::set_permissions(&http_socket, std::fs::Permissions::from_mode(0o600))?;
+    std_http.set_nonblocking(true)?;
 
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
     runtime.block_on(async move {
         let listener = UnixListener::from_std(std_listener)?;
+        let http = UnixListener::from_std(std_http)?;
         tokio::spawn(crate::logfile::keep_rotated(std::sync::Arc::clone(&log)));
         let records = Records::new(state_dir.join(paths::WORKER_RECORDS));
         let pool = Pool::new(
@@ -159,7 +172,12 @@ pub fn serve(prestart: Option<&str>) -> anyhow::Result<()> {
                 capt_hook_proto::request_env(std::env::vars()),
             )
         });
-        run(listener, pool, &socket, max_connections, update, prestart).await
+        let sockets = Sockets {
+            framed: listener,
+            http,
+            paths: [socket, http_socket],
+        };
+        run(sockets, pool, max_connections, update, prestart).await
     })?;
     drop(lock);
     tracing::info!("host stopped");
@@ -244,10 +262,17 @@ fn signal_ready() -> std::io::Result<()> {
     Ok(())
 }
 
+/// The host's two listeners: the framed one (the `hook` client, control commands) and the
+/// mod's HTTP one; `paths` are removed at shutdown.
+struct Sockets {
+    framed: UnixListener,
+    http: UnixListener,
+    paths: [PathBuf; 2],
+}
+
 async fn run(
-    listener: UnixListener,
+    sockets: Sockets,
     pool: Pool,
-    socket: &PathBuf,
     max_connections: usize,
     update: Arc<crate::update::Updater>,
     prestart: Option<(String, std::collections::BTreeMap<String, String>)>,
@@ -269,7 +294,13 @@ async fn run(
         budget: Budget::new(FRAME_BUDGET, FRAME_RESERVE),
         pressure,
         update,
+        remembered: http::Remembered::default(),
     });
+    let Sockets {
+        framed: listener,
+        http: http_listener,
+        paths: socket_paths,
+    } = sockets;
     tokio::spawn(send_pressure_events(Arc::clone(&host), fired));
     if let Some((root, env)) = prestart {
         let host = Arc::clone(&host);
@@ -283,7 +314,8 @@ async fn run(
     tracing::info!(
         pid = std::process::id(),
         build = BUILD,
-        socket = %socket.display(),
+        socket = %socket_paths[0].display(),
+        http_socket = %socket_paths[1].display(),
         max_connections,
         max_workers = host.pool.max_workers,
         "host ready"
@@ -316,6 +348,15 @@ async fn run(
                 }
                 Err(e) => tracing::warn!(error = %e, "accept failed"),
             },
+            accepted = http_listener.accept() => match accepted {
+                Ok((stream, _)) => http::admit(stream, &host, &drained_tx),
+                Err(e) if out_of_descriptors(&e) => {
+                    let shed = host.conns.shed_one();
+                    tracing::warn!(error = %e, shed, "out of descriptors");
+                    tokio::time::sleep(FD_PAUSE).await;
+                }
+                Err(e) => tracing::warn!(error = %e, "accept failed (http)"),
+            },
             _ = shutdown_rx.wait_for(|s| *s) => break,
             _ = term.recv() => break,
             _ = int.recv() => break,
@@ -331,7 +372,10 @@ async fn run(
     tracing::info!("shutting down: draining");
     host.draining.store(true, Ordering::SeqCst);
     drop(listener);
-    let _ = std::fs::remove_file(socket);
+    drop(http_listener);
+    for socket in &socket_paths {
+        let _ = std::fs::remove_file(socket);
+    }
     host.conns.shed_waiting();
     drop(drained_tx);
     if tokio::time::timeout(DRAIN, drained_rx.recv())
@@ -556,54 +600,67 @@ async fn answer(req: HostRequest, host: &Host) -> HostReply {
                     "event client pid does not match the request's",
                 );
             }
-            if let Err(e) = event.validate() {
-                return refuse(Refusal::BadRequest, &e.to_string());
+            // The mod left this event's answer to the command hook: it is given, not run again.
+            if let Some(resp) = host.remembered.take(&event) {
+                tracing::debug!(event = %event.event, "answered from the mod's event");
+                return HostReply::Event(resp);
             }
-            let now = crate::now_unix_ms();
-            let remaining = match event.deadline_unix_ms {
-                0 => DEFAULT_DEADLINE,
-                d if d <= now => {
-                    return refuse(
-                        Refusal::DeadlinePassed,
-                        "the event's deadline passed before dispatch",
-                    );
-                }
-                d => Duration::from_millis(d - now).min(MAX_DEADLINE),
-            };
-            if let Some(monitor) = &host.pressure {
-                monitor.observe(&event);
-            }
-            let mut event = event;
-            // Notices are the host's own to add.
-            event.notices.clear();
-            let update = (event.event == "SessionStart")
-                .then(|| crate::update::Settings::from_request(&event.env));
-            // A newer release rides on this session start's answer, rendered by the worker
-            // with the hooks' own notices.
-            let telling = match &update {
-                Some(Some(_)) => host.update.take_untold(),
-                _ => None,
-            };
-            if let Some(latest) = &telling {
-                event.notices.push(crate::update::notice(latest));
-            }
-            host.in_flight.fetch_add(1, Ordering::SeqCst);
-            let reply = host.pool.dispatch(event, Instant::now() + remaining).await;
-            host.in_flight.fetch_sub(1, Ordering::SeqCst);
-            if let Some(latest) = telling {
-                // A SessionStart answer always carries notices (its output is JSON or nothing),
-                // so an answer of the worker's own is one that told.
-                let told =
-                    matches!(&reply, HostReply::Event(r) if r.status == Status::Ok && r.exit == 0);
-                host.update.told(latest, told);
-            }
-            if let Some(settings) = update {
-                // Detached: the reply does not wait for the check.
-                host.update.after_session_start(settings);
-            }
-            reply
+            dispatch_event(event, host).await
         }
     }
+}
+
+/// Evaluates one event on its project's worker: the part the framed and the HTTP sockets share
+/// once each has checked its peer.
+async fn dispatch_event(event: EventRequest, host: &Host) -> HostReply {
+    if host.draining.load(Ordering::SeqCst) {
+        return refuse(Refusal::Draining, "the host is shutting down");
+    }
+    if let Err(e) = event.validate() {
+        return refuse(Refusal::BadRequest, &e.to_string());
+    }
+    let now = crate::now_unix_ms();
+    let remaining = match event.deadline_unix_ms {
+        0 => DEFAULT_DEADLINE,
+        d if d <= now => {
+            return refuse(
+                Refusal::DeadlinePassed,
+                "the event's deadline passed before dispatch",
+            );
+        }
+        d => Duration::from_millis(d - now).min(MAX_DEADLINE),
+    };
+    if let Some(monitor) = &host.pressure {
+        monitor.observe(&event);
+    }
+    let mut event = event;
+    // Notices are the host's own to add.
+    event.notices.clear();
+    let update = (event.event == "SessionStart")
+        .then(|| crate::update::Settings::from_request(&event.env));
+    // A newer release rides on this session start's answer, rendered by the worker
+    // with the hooks' own notices.
+    let telling = match &update {
+        Some(Some(_)) => host.update.take_untold(),
+        _ => None,
+    };
+    if let Some(latest) = &telling {
+        event.notices.push(crate::update::notice(latest));
+    }
+    host.in_flight.fetch_add(1, Ordering::SeqCst);
+    let reply = host.pool.dispatch(event, Instant::now() + remaining).await;
+    host.in_flight.fetch_sub(1, Ordering::SeqCst);
+    if let Some(latest) = telling {
+        // A SessionStart answer always carries notices (its output is JSON or nothing),
+        // so an answer of the worker's own is one that told.
+        let told = matches!(&reply, HostReply::Event(r) if r.status == Status::Ok && r.exit == 0);
+        host.update.told(latest, told);
+    }
+    if let Some(settings) = update {
+        // Detached: the reply does not wait for the check.
+        host.update.after_session_start(settings);
+    }
+    reply
 }
 
 fn refuse(code: Refusal, reason: &str) -> HostReply {
