@@ -29,7 +29,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use crate::sandbox::{self, Sandbox};
 
 #[path = "bench_exec.rs"]
-mod exec;
+pub(crate) mod exec;
 
 pub(crate) const COMMAND: &str =
     "cd /work/app && git status --short | head -20 && cargo test -q -- --nocapture 2>&1 | tail -5";

@@ -78,7 +78,7 @@ fn build_musl_noop(dir: &Path) -> anyhow::Result<Option<PathBuf>> {
 }
 
 /// Builds the static no-op into `dir`; returns its path.
-fn build_noop(dir: &Path) -> anyhow::Result<PathBuf> {
+pub(crate) fn build_noop(dir: &Path) -> anyhow::Result<PathBuf> {
     let src = dir.join("noop.rs");
     let out = dir.join("noop");
     std::fs::write(&src, NOOP)?;

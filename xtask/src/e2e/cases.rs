@@ -40,7 +40,13 @@ pub enum Plugin {
     Installed,
     /// A copy of it whose `bin/hook` is gone: every hook fails to start.
     WithoutClient,
+    /// The installed plugin, under managed settings that load only the organization's mods
+    /// (`allowManagedModsOnly`): our hooks module is refused and the command hooks answer.
+    ModsRefusedByPolicy,
 }
+
+/// The case whose runs give the overhead figures (it also runs the no-op plugin).
+pub const OVERHEAD: &str = "hook-overhead";
 
 /// One end-to-end case.
 pub struct Case {
@@ -119,12 +125,20 @@ fn first_at(o: &Outcome, marker: &str, turn: usize) -> Result<(), String> {
     }
 }
 
-/// Our plugin answered `event` at least once with exit 0 and output holding `marker`.
+/// Our plugin answered `event` at least once with exit 0 and output holding `marker`: its
+/// command hook (per Claude Code's debug log), or its hooks module (per the host's log of what
+/// it returned to the module).
 fn answered(o: &Outcome, event: &str, marker: &str) -> Result<(), String> {
-    let outputs = o.hook_outputs(event);
+    let mut outputs = o.hook_outputs(event);
+    outputs.extend(
+        o.mod_answers
+            .iter()
+            .filter(|(e, _, passed)| e == event && !passed)
+            .map(|(_, result, _)| ("0".to_owned(), result.clone())),
+    );
     ensure(
         !outputs.is_empty(),
-        format!("Claude Code never ran our hook for {event}"),
+        format!("Claude Code never ran our hook (command or module) for {event}"),
     )?;
     ensure(
         outputs
@@ -185,6 +199,17 @@ fn git(o: &Outcome, args: &[&str]) -> Result<String, String> {
 
 /// Claude Code 2.1.332's words for a guard hook that failed under `onFailure: "block"`.
 const ON_FAILURE_BLOCKS: &str = "blocking because onFailure is \"block\"";
+/// Our hooks module's words for a guarded call the host could not answer (its `.catch`).
+const MOD_CANNOT_CHECK: &str = "captain-hook could not check this call";
+
+/// What refuses a guarded call when our client is gone: Claude Code's `onFailure` on the
+/// command route, our module's `.catch` on the mod's route (it cannot start the host).
+fn guard_failed_words(o: &Outcome) -> &'static str {
+    match o.route {
+        super::Route::Mod => MOD_CANNOT_CHECK,
+        _ => ON_FAILURE_BLOCKS,
+    }
+}
 
 /// Claude Code refused a command's shell line `command` for `reason` (a part of it): the
 /// model read `[not run: blocked by hook: …]` in the line's place in the first request, and the
@@ -1448,7 +1473,7 @@ pub fn all() -> Vec<Case> {
                 )?;
                 let (text, is_error) = result_of(o, 1)?;
                 ensure(
-                    is_error && text.contains(ON_FAILURE_BLOCKS),
+                    is_error && text.contains(guard_failed_words(o)),
                     format!("the call was not refused for the failed guard: {text}"),
                 )
             },
@@ -1474,7 +1499,69 @@ pub fn all() -> Vec<Case> {
                     !o.exists("marked.txt"),
                     "the shell line ran although its guard could not start (marked.txt exists)",
                 )?;
-                refused_line(o, "touch marked.txt", ON_FAILURE_BLOCKS)
+                refused_line(o, "touch marked.txt", guard_failed_words(o))
+            },
+        },
+        Case {
+            name: "mods-refused-by-policy",
+            about: "managed allowManagedModsOnly: our module is not loaded; the command hooks still guard",
+            hooks: "[[hook]]\nkind = \"block_command\"\nargv = [\"touch\"]\nreason = \"E2E-POLICY no new files\"\n",
+            files: &[],
+            setup: "",
+            settings: "",
+            args: &[],
+            plugin: Plugin::ModsRefusedByPolicy,
+            prompts: &["Create policy.txt."],
+            mode: Mode::Bypass,
+            script: vec![bash("touch policy.txt")],
+            check: |o| {
+                ensure(!o.exists("policy.txt"), "the denied command ran")?;
+                let (text, is_error) = result_of(o, 1)?;
+                ensure(
+                    is_error && text.contains("E2E-POLICY"),
+                    format!("the call was not denied with our reason: {text}"),
+                )?;
+                if o.route != super::Route::Mod {
+                    return Ok(());
+                }
+                ensure(
+                    o.debug.contains("allowManagedModsOnly"),
+                    "Claude Code's debug log does not say the policy refused our module",
+                )?;
+                ensure(
+                    o.mod_answers.is_empty(),
+                    "the module answered although the policy refuses it",
+                )?;
+                ensure(
+                    o.spawns.iter().any(|s| s == "run PreToolUse"),
+                    "the command hook did not answer PreToolUse",
+                )
+            },
+        },
+        Case {
+            name: OVERHEAD,
+            about: "20 Bash calls, each checked: the PreToolUse time Claude Code logs, per route",
+            hooks: "[[hook]]\nkind = \"block_command\"\nargv = [\"rm\"]\nreason = \"E2E-UNUSED\"\n",
+            files: &[],
+            setup: "",
+            settings: "",
+            args: &[],
+            plugin: Plugin::Installed,
+            prompts: &["Run true twenty times."],
+            mode: Mode::Bypass,
+            script: (0..20).map(|_| bash("true")).collect(),
+            check: |o| {
+                for turn in 1..=20 {
+                    let (text, is_error) = result_of(o, turn)?;
+                    ensure(!is_error, format!("call {turn} was refused: {text}"))?;
+                }
+                if o.route == super::Route::Mod {
+                    ensure(
+                        !o.spawns.iter().any(|s| s == "run PreToolUse"),
+                        "bin/hook ran for PreToolUse although the module answered",
+                    )?;
+                }
+                Ok(())
             },
         },
     ]

@@ -10,6 +10,7 @@
 mod api;
 mod cases;
 pub(crate) mod claude;
+mod variants;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -21,6 +22,8 @@ use serde_json::Value;
 
 use crate::sandbox::Sandbox;
 use api::{FakeApi, Reply, Request};
+pub use variants::Route;
+use variants::{Plugins, SPAWN_LOG};
 
 /// How long one Claude Code run may take before the case fails.
 const RUN_TIMEOUT: Duration = Duration::from_secs(90);
@@ -32,6 +35,8 @@ struct Setup {
     plugin: PathBuf,
     logs: PathBuf,
     only: Vec<String>,
+    /// The routes each case runs by (`--via mod|cmd`; both when none is named).
+    via: Vec<Route>,
 }
 
 impl Setup {
@@ -49,27 +54,40 @@ impl Setup {
         for o in &self.only {
             args.extend(["--only".into(), o.clone()]);
         }
+        for r in &self.via {
+            args.extend(["--via".into(), r.tag().into()]);
+        }
         args
     }
 }
 
-/// Entry point: `e2e-claude [--only SUBSTRING]...`.
+/// The usage line.
+const USAGE: &str = "usage: e2e-claude [--only NAME]... [--via mod|cmd]...";
+
+/// Entry point: `e2e-claude [--only SUBSTRING]... [--via mod|cmd]...`.
 pub fn run(args: &[String]) -> anyhow::Result<()> {
     let mut only = Vec::new();
+    let mut via = Vec::new();
     let mut inside = None;
     let (mut claude, mut plugin, mut logs) = (None, None, None);
     // Every option takes a value; `--inside` and the paths after it are how the run re-enters
     // itself in the network namespace.
     let mut it = args.iter();
     while let Some(arg) = it.next() {
-        if !["--only", "--inside", "--claude", "--plugin", "--logs"].contains(&arg.as_str()) {
-            bail!("e2e-claude: unknown argument {arg:?} (usage: e2e-claude [--only NAME]...)");
+        if !["--only", "--via", "--inside", "--claude", "--plugin", "--logs"]
+            .contains(&arg.as_str())
+        {
+            bail!("e2e-claude: unknown argument {arg:?} ({USAGE})");
         }
         let Some(value) = it.next() else {
-            bail!("e2e-claude: {arg} needs a value (usage: e2e-claude [--only NAME]...)");
+            bail!("e2e-claude: {arg} needs a value ({USAGE})");
         };
         match arg.as_str() {
             "--only" => only.push(value.clone()),
+            "--via" => via.push(
+                Route::parse(value)
+                    .with_context(|| format!("e2e-claude: --via {value:?} ({USAGE})"))?,
+            ),
             "--inside" => inside = Some(PathBuf::from(value)),
             "--claude" => claude = Some(PathBuf::from(value)),
             "--plugin" => plugin = Some(PathBuf::from(value)),
@@ -84,6 +102,7 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
             plugin: plugin.context("--inside needs --plugin")?,
             logs: logs.context("--inside needs --logs")?,
             only,
+            via,
         };
         return run_cases(&setup);
     }
@@ -104,6 +123,7 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
         plugin,
         logs,
         only,
+        via,
     };
     println!(
         "e2e-claude: Claude Code {} with the plugin at {} (setup {:.1} s)",
@@ -195,6 +215,13 @@ fn run_cases(setup: &Setup) -> anyhow::Result<()> {
     let cases = selected(&setup.only)?;
     let mut failed = Vec::new();
     let started = Instant::now();
+    let plugins = Plugins::prepare(&setup.plugin, &setup.sandbox.join("plugins/routes"))?;
+    let routes = if setup.via.is_empty() {
+        vec![Route::Mod, Route::Command]
+    } else {
+        setup.via.clone()
+    };
+    let mut overhead = Vec::new();
     // Before any case: a plugin Claude Code refuses to load would fail them all, less clearly.
     match validate_plugin(setup, &home) {
         Ok(summary) => println!(
@@ -209,32 +236,53 @@ fn run_cases(setup: &Setup) -> anyhow::Result<()> {
             for line in detail.lines() {
                 println!("        {line}");
             }
-            failed.push(VALIDATE);
+            failed.push(VALIDATE.to_owned());
         }
     }
+    let mut runs = 0;
     for case in &cases {
-        let started = Instant::now();
-        let mut unserved = Vec::new();
-        let verdict = run_case(setup, &sandbox, case, &mut unserved);
-        let secs = started.elapsed().as_secs_f64();
-        match verdict {
-            Ok(()) => println!("PASS  {:<34} {secs:5.1} s  {}", case.name, case.about),
-            Err(detail) => {
-                println!("FAIL  {:<34} {secs:5.1} s  {}", case.name, case.about);
-                for line in detail.lines() {
-                    println!("        {line}");
+        // The overhead case also runs the no-op plugin, twice each, alternating.
+        let case_routes: Vec<Route> = if case.name == cases::OVERHEAD {
+            [Route::Mod, Route::Command, Route::Noop].repeat(2)
+        } else {
+            routes.clone()
+        };
+        for route in case_routes {
+            runs += 1;
+            let started = Instant::now();
+            let mut unserved = Vec::new();
+            let verdict = run_case(setup, &sandbox, &plugins, case, route, &mut unserved);
+            let secs = started.elapsed().as_secs_f64();
+            let name = format!("{} [{}]", case.name, route.tag());
+            match verdict {
+                Ok((spawned, ms)) => {
+                    println!("PASS  {name:<40} {secs:5.1} s  {}", case.about);
+                    if route != Route::Noop {
+                        println!("        {spawned}");
+                    }
+                    if case.name == cases::OVERHEAD {
+                        overhead.push((route, ms));
+                    }
                 }
-                failed.push(case.name);
+                Err(detail) => {
+                    println!("FAIL  {name:<40} {secs:5.1} s  {}", case.about);
+                    for line in detail.lines() {
+                        println!("        {line}");
+                    }
+                    failed.push(name);
+                }
+            }
+            for request in unserved {
+                println!("        note: the fake API refused {request} (Claude Code asked for it)");
             }
         }
-        for request in unserved {
-            println!("        note: the fake API refused {request} (Claude Code asked for it)");
-        }
+    }
+    if !overhead.is_empty() {
+        report_overhead(&overhead);
     }
     println!(
-        "{} cases: {} passed, {} failed",
-        cases.len(),
-        cases.len() - failed.len(),
+        "{runs} runs: {} passed, {} failed",
+        runs - failed.len(),
         failed.len()
     );
     if !failed.is_empty() {
@@ -313,22 +361,28 @@ fn validation_verdict(report: &Value, exited_ok: bool) -> Result<String, String>
     ))
 }
 
-/// One case: project, fake API, one Claude Code run, the case's checks. The error is the
-/// detail to print (what was expected, what our plugin answered); requests the fake did not
-/// serve are added to `unserved` either way.
+/// One case by one route: project, fake API, one Claude Code run, the case's checks, and on
+/// the mod's route the spawn rule ([`spawn_rule`]). The error is the detail to print (what was
+/// expected, what our plugin answered); requests the fake did not serve are added to
+/// `unserved` either way. `Ok` holds the spawn summary and the PreToolUse times the debug log
+/// gives.
 fn run_case(
     setup: &Setup,
     sandbox: &Sandbox,
+    plugins: &Plugins,
     case: &cases::Case,
+    route: Route,
     unserved: &mut Vec<String>,
-) -> Result<(), String> {
+) -> Result<(String, Vec<f64>), String> {
+    // A project per route: a run must not find the files of the other.
+    let dir_name = format!("{}-{}", case.name, route.tag());
     let project = if case.hooks.is_empty() {
-        let root = sandbox.dir.join("projects").join(case.name);
+        let root = sandbox.dir.join("projects").join(&dir_name);
         std::fs::create_dir_all(&root)
             .map(|()| root)
             .map_err(anyhow::Error::from)
     } else {
-        sandbox.project(case.name, &[("e2e.toml", case.hooks)])
+        sandbox.project(&dir_name, &[("e2e.toml", case.hooks)])
     }
     .map_err(|e| format!("creating the project: {e:#}"))?;
     for (rel, text) in case.files {
@@ -375,9 +429,11 @@ fn run_case(
         .map(|r| with_project(r, &project))
         .collect();
     let api = FakeApi::start(script).map_err(|e| format!("starting the fake API: {e}"))?;
-    let logs = setup.logs.join(case.name);
+    let logs = setup.logs.join(case.name).join(route.tag());
     std::fs::create_dir_all(&logs).map_err(|e| format!("{}: {e}", logs.display()))?;
-    let plugin = plugin_for(setup, sandbox, case)?;
+    let plugin = plugin_for(sandbox, plugins, case, route)?;
+    let host_log = host_log(sandbox);
+    let host_log_from = std::fs::metadata(&host_log).map_or(0, |m| m.len());
     let run = run_claude(
         setup,
         sandbox,
@@ -392,6 +448,9 @@ fn run_case(
         requests: api.requests(),
         stream: read_lines(&logs.join("stdout.jsonl")),
         debug: std::fs::read_to_string(logs.join("debug.log")).unwrap_or_default(),
+        route,
+        spawns: variants::spawns(&logs.join("spawns.log")),
+        mod_answers: variants::mod_answers(&host_log, host_log_from),
     };
     drop(api);
     save_requests(&logs, &outcome.requests);
@@ -403,14 +462,18 @@ fn run_case(
             .map(|r| format!("{} {}", r.method, r.path)),
     );
     let rejected = outcome.rejected_output();
-    let checked = run.and_then(|()| (case.check)(&outcome)).and_then(|()| {
-        if rejected.is_empty() {
-            Ok(())
-        } else {
-            Err("Claude Code rejected (part of) our hook output".into())
-        }
-    });
-    checked.map_err(|detail| {
+    let checked = run
+        .and_then(|()| (case.check)(&outcome))
+        .and_then(|()| {
+            if rejected.is_empty() {
+                Ok(())
+            } else {
+                Err("Claude Code rejected (part of) our hook output".into())
+            }
+        })
+        .and_then(|()| spawn_rule(case, &outcome));
+    let ms = variants::pre_tool_use_ms(&outcome.debug, route);
+    checked.map(|()| (outcome.spawn_summary(), ms)).map_err(|detail| {
         let mut out = detail;
         for line in &rejected {
             out.push_str(&format!("\n  claude: {line}"));
@@ -444,15 +507,95 @@ fn with_project(reply: &Reply, project: &Path) -> Reply {
     )
 }
 
-/// The plugin directory the case runs with: the installed one, or a copy of it without its
-/// client (`bin/hook`), which every hook then fails to start.
-fn plugin_for(setup: &Setup, sandbox: &Sandbox, case: &cases::Case) -> Result<PathBuf, String> {
+/// With the mod on, `bin/hook run <Event>` starts only for an event the module left to the
+/// command hooks: one the host told it to pass on, or one a settings file of the case also
+/// hooks (the module then passes it on without asking).
+fn spawn_rule(case: &cases::Case, o: &Outcome) -> Result<(), String> {
+    if o.route != Route::Mod || case.plugin != cases::Plugin::Installed {
+        return Ok(());
+    }
+    let mut stray = Vec::new();
+    for line in &o.spawns {
+        let Some(event) = line.strip_prefix("run ").map(|e| e.split(' ').next().unwrap_or(e))
+        else {
+            continue;
+        };
+        let passed = o.mod_answers.iter().any(|(e, _, pass)| e == event && *pass);
+        let shared = case.settings.contains(&format!("\"{event}\""));
+        if !passed && !shared {
+            stray.push(event.to_owned());
+        }
+    }
+    ensure_none(
+        &stray,
+        "bin/hook ran for events the hooks module answered itself",
+    )
+}
+
+fn ensure_none(items: &[String], what: &str) -> Result<(), String> {
+    if items.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("{what}: {}", items.join(", ")))
+    }
+}
+
+/// The host's log in the sandbox (the state directory under the sandbox's home).
+fn host_log(sandbox: &Sandbox) -> PathBuf {
+    sandbox
+        .dir
+        .join("home/.cache/captain-hook/host-v1/capt-hookd.log")
+}
+
+/// The overhead figures: the median PreToolUse time Claude Code logged per route.
+fn report_overhead(runs: &[(Route, Vec<f64>)]) {
+    let median = |route: Route| {
+        let mut all: Vec<f64> = runs
+            .iter()
+            .filter(|(r, _)| *r == route)
+            .flat_map(|(_, ms)| ms.iter().copied())
+            .collect();
+        all.sort_by(f64::total_cmp);
+        (all.get(all.len() / 2).copied(), all.len())
+    };
+    let (module, n_mod) = median(Route::Mod);
+    let (command, n_cmd) = median(Route::Command);
+    let (noop, n_noop) = median(Route::Noop);
+    let show = |m: Option<f64>| m.map_or("-".to_owned(), |m| format!("{m:.2} ms"));
+    println!(
+        "overhead: PreToolUse as Claude Code logs it (median): hooks module {} (n={n_mod}), \
+         command hook {} (n={n_cmd}), no-op binary hook {} (n={n_noop})",
+        show(module),
+        show(command),
+        show(noop)
+    );
+    if let (Some(m), Some(c), Some(n)) = (module, command, noop) {
+        println!(
+            "overhead: module/command {:.2} (target <= 0.33), module/no-op {:.2} (target < 1)",
+            m / c,
+            m / n
+        );
+    }
+}
+
+/// The plugin directory the case runs with: the route's copy of the installed plugin, or a copy
+/// of that without its client (`bin/hook`), which every hook then fails to start.
+fn plugin_for(
+    sandbox: &Sandbox,
+    plugins: &Plugins,
+    case: &cases::Case,
+    route: Route,
+) -> Result<PathBuf, String> {
+    let base = plugins.of(route);
     match case.plugin {
-        cases::Plugin::Installed => Ok(setup.plugin.clone()),
+        cases::Plugin::Installed | cases::Plugin::ModsRefusedByPolicy => Ok(base.to_path_buf()),
         cases::Plugin::WithoutClient => {
-            let copy = sandbox.dir.join("plugins").join(case.name);
+            let copy = sandbox
+                .dir
+                .join("plugins")
+                .join(format!("{}-{}", case.name, route.tag()));
             let _ = std::fs::remove_dir_all(&copy);
-            crate::copy_dir(&setup.plugin, &copy)
+            crate::copy_dir(base, &copy)
                 .map_err(|e| format!("copying the plugin to {}: {e:#}", copy.display()))?;
             let client = copy.join("bin/hook");
             std::fs::remove_file(&client)
@@ -476,7 +619,16 @@ fn run_claude(
     let file = |name: &str| {
         std::fs::File::create(logs.join(name)).map_err(|e| format!("{}: {e}", logs.display()))
     };
-    let mut cmd = Command::new(&setup.claude);
+    let mut cmd = if case.plugin == cases::Plugin::ModsRefusedByPolicy {
+        variants::under_managed_settings(
+            &setup.claude,
+            variants::MODS_MANAGED_ONLY,
+            &logs.join("managed"),
+        )
+        .map_err(|e| format!("preparing the managed settings: {e:#}"))?
+    } else {
+        Command::new(&setup.claude)
+    };
     cmd.current_dir(project)
         .env_clear()
         .env(
@@ -497,6 +649,10 @@ fn run_claude(
         .env("DISABLE_ERROR_REPORTING", "1")
         // Claude Code refuses bypass mode as root unless told it runs in a sandbox, which this is.
         .env("IS_SANDBOX", "1")
+        // The counting `bin/hook` notes each start here; the host logs each answer it gives
+        // the hooks module (the host a run starts inherits this).
+        .env(SPAWN_LOG, logs.join("spawns.log"))
+        .env("CAPT_HOOKD_LOG", "info,capt_hookd::server::http=debug")
         .arg("-p")
         .args(match case.prompts {
             [one] => vec![*one],
@@ -644,6 +800,12 @@ pub struct Outcome {
     pub stream: Vec<Value>,
     /// Claude Code's debug log.
     pub debug: String,
+    /// How our plugin answered.
+    pub route: Route,
+    /// One line per start of the plugin's `bin/hook`: its arguments.
+    pub spawns: Vec<String>,
+    /// The host's answers to the hooks module: (event, result JSON, passed on).
+    pub mod_answers: Vec<(String, String, bool)>,
 }
 
 impl Outcome {
@@ -749,12 +911,26 @@ impl Outcome {
             .filter(|l| {
                 l.contains("Hook JSON output validation failed")
                     || l.contains("Hook JSON output had unrecognized keys")
+                    // A result of our hooks module Claude Code refused: the hook was skipped.
+                    || (l.contains("captain-hook") && l.contains("hook skipped"))
             })
             .map(|l| {
                 let l = l.split_once("] ").map(|(_, r)| r).unwrap_or(l);
                 l.chars().take(300).collect()
             })
             .collect()
+    }
+
+    /// How many times `bin/hook` started, for what.
+    fn spawn_summary(&self) -> String {
+        let runs = self.spawns.iter().filter(|l| l.starts_with("run ")).count();
+        let inits = self.spawns.iter().filter(|l| *l == "mod-init").count();
+        let answered = self.mod_answers.iter().filter(|(_, _, p)| !p).count();
+        let passed = self.mod_answers.len() - answered;
+        format!(
+            "bin/hook started {runs} time(s) for an event, {inits} for mod-init; the module \
+             answered {answered} event(s), passed {passed} on"
+        )
     }
 
     /// One line per hook the stream reports (event, exit code, stdout), for a failure's detail.

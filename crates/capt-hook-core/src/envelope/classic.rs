@@ -7,7 +7,7 @@ use serde_json::{Map, Value};
 
 use super::Output;
 use crate::events::EventKind;
-use capt_hook_proto::{ClassicAnswer, ClassicResult};
+use capt_hook_proto::ClassicAnswer;
 
 /// The `hookSpecificOutput` fields a mod's result can set for `kind`, as Claude Code 2.1.332's
 /// mod API lists them per event; any other field this module renders must go through the
@@ -164,6 +164,7 @@ mod tests {
     use super::*;
     use crate::envelope::{Notes, Unchecked, envelope, with_notes};
     use crate::result::HookResult;
+    use capt_hook_proto::ClassicResult;
     use serde_json::json;
 
     fn json_out(v: Value) -> Output {

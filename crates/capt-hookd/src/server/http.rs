@@ -261,19 +261,30 @@ async fn serve(req: ModRequest, pid: u32, host: &Host) -> Reply {
         Err(reply) => return reply,
     };
     let key = MemoKey::of(&event.event, &event.payload_raw);
+    let event_name = event.event.clone();
     let guarded = is_guarded(&event.event);
     let reply = super::dispatch_event(event, host).await;
+    let name = event_name.clone();
     let answer = match reply {
         HostReply::Event(resp) if !(guarded && shortfall(&resp).is_some()) => resp,
         // The host could not give an answer that stands (refused, failed, incomplete): the
         // command hook answers as it does without a mod, with its own fallbacks (a guarded call
         // evaluated locally, else left to the user).
         other => {
-            tracing::info!(?other, "a mod's event goes to the command hook");
-            return ok(&pass_on(Vec::from(["the host's answer".to_owned()])));
+            tracing::info!(event = %name, ?other, "a mod's event goes to the command hook");
+            let reply = pass_on(Vec::from(["the host's answer".to_owned()]));
+            tracing::debug!(event = %name, pass = true, result = "{}", "mod answer");
+            return ok(&reply);
         }
     };
     let (reply, remember) = mod_reply(answer);
+    // What the mod returns, for a reader of the log (the e2e suite checks verdicts by it).
+    tracing::debug!(
+        event = %name,
+        pass = reply.pass,
+        result = %serde_json::to_string(&reply.result).unwrap_or_default(),
+        "mod answer"
+    );
     if let (Some(resp), Some(key)) = (remember, key) {
         host.remember(key, resp);
     }
