@@ -6,6 +6,10 @@
 
 mod support;
 
+// The host's HTTP socket, as the plugin's hooks module uses it.
+#[path = "e2e/mod_socket.rs"]
+mod mod_socket;
+
 // Builds a real Rust hook project against the SDK (a second compile of the SDK's
 // dependencies, minutes on a cold machine): CI runs it with `--features rust-project`.
 #[cfg(feature = "rust-project")]

@@ -137,25 +137,26 @@ pub fn serve(prestart: Option<&str>) -> anyhow::Result<()> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
         Err(e) => return Err(e).context("removing a stale socket"),
     }
-    let std_listener = std::os::unix::net::UnixListener::bind(&socket)
-        .with_context(|| format!("binding {}", socket.display()))?;
-    std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o600))?;
-    std_listener.set_nonblocking(true)?;
+    let std_listener = bind_private(&socket)?;
     // The mod's socket, beside it, bound the same way.
     let http_socket = paths::http_socket_path();
     // As above: under the lifetime lock any socket file here is a dead host's (none is fine).
     let _ = std::fs::remove_file(&http_socket);
-    let std_http = std::os::unix::net::UnixListener::bind(&http_socket)
-        .with_context(|| format!("binding {}", http_socket.display()))?;
-    std::fs::set_permissions(&http_socket, std::fs::Permissions::from_mode(0o600))?;
-    std_http.set_nonblocking(true)?;
+    // Without it the mod's events go to the command hooks: never a reason not to serve.
+    let std_http = match bind_private(&http_socket) {
+        Ok(l) => Some(l),
+        Err(e) => {
+            tracing::warn!(socket = %http_socket.display(), error = %e, "no HTTP socket for the mod");
+            None
+        }
+    };
 
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
     runtime.block_on(async move {
         let listener = UnixListener::from_std(std_listener)?;
-        let http = UnixListener::from_std(std_http)?;
+        let http = std_http.map(UnixListener::from_std).transpose()?;
         tokio::spawn(crate::logfile::keep_rotated(std::sync::Arc::clone(&log)));
         let records = Records::new(state_dir.join(paths::WORKER_RECORDS));
         let pool = Pool::new(
@@ -266,8 +267,17 @@ fn signal_ready() -> std::io::Result<()> {
 /// mod's HTTP one; `paths` are removed at shutdown.
 struct Sockets {
     framed: UnixListener,
-    http: UnixListener,
+    http: Option<UnixListener>,
     paths: [PathBuf; 2],
+}
+
+/// Binds a Unix socket only its owner may connect to, ready for tokio.
+fn bind_private(path: &Path) -> anyhow::Result<std::os::unix::net::UnixListener> {
+    let listener = std::os::unix::net::UnixListener::bind(path)
+        .with_context(|| format!("binding {}", path.display()))?;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
+    listener.set_nonblocking(true)?;
+    Ok(listener)
 }
 
 async fn run(
@@ -348,7 +358,7 @@ async fn run(
                 }
                 Err(e) => tracing::warn!(error = %e, "accept failed"),
             },
-            accepted = http_listener.accept() => match accepted {
+            accepted = accept_http(http_listener.as_ref()) => match accepted {
                 Ok((stream, _)) => http::admit(stream, &host, &drained_tx),
                 Err(e) if out_of_descriptors(&e) => {
                     let shed = host.conns.shed_one();
@@ -387,6 +397,16 @@ async fn run(
     host.pool.retire_all().await;
     host.pool.save_records_now();
     Ok(())
+}
+
+/// The next connection to the HTTP socket; never, when there is none.
+async fn accept_http(
+    listener: Option<&UnixListener>,
+) -> std::io::Result<(UnixStream, tokio::net::unix::SocketAddr)> {
+    match listener {
+        Some(l) => l.accept().await,
+        None => std::future::pending().await,
+    }
 }
 
 /// Sends each ResourcePressure event the sampler raises to its session's worker. Nobody waits
