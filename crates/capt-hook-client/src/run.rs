@@ -142,7 +142,11 @@ fn own_env() -> std::collections::BTreeMap<String, String> {
 fn mod_init() -> ExitCode {
     let timeout = crate::env::timeout().unwrap_or(crate::env::DEFAULT_TIMEOUT);
     let root = crate::env::project_dir()
-        .or_else(|| std::env::current_dir().ok().map(|d| d.display().to_string()))
+        .or_else(|| {
+            std::env::current_dir()
+                .ok()
+                .map(|d| d.display().to_string())
+        })
         .unwrap_or_else(|| "/".to_owned());
     if let Err(f) = transport::ensure_host(Instant::now() + timeout, &root) {
         return error(&format!("mod-init: {} ({})", f.message, f.kind.as_str()));

@@ -11,8 +11,8 @@ use crate::result::{Action, HookResult};
 mod classic;
 
 pub use capt_hook_proto::Decision;
-pub use classic::classic;
 pub use capt_hook_proto::failure::CANNOT_ASK;
+pub use classic::classic;
 
 /// What a hook command prints, and how it exits.
 #[derive(Debug, Clone, PartialEq)]

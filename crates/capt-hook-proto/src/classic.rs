@@ -315,7 +315,11 @@ mod tests {
     #[test]
     fn the_last_resort_fails_closed_on_every_guarded_event() {
         assert_eq!(
-            last_resort("PreToolUse", "r").unwrap().result.ask.as_deref(),
+            last_resort("PreToolUse", "r")
+                .unwrap()
+                .result
+                .ask
+                .as_deref(),
             Some("r")
         );
         let skill = last_resort("PreSkillShellCommand", "r").unwrap();

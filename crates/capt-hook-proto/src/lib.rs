@@ -15,8 +15,8 @@ pub mod payload;
 pub mod procfs;
 mod wire;
 
-pub use frame::{FrameError, decode, encode, frame_len, push_frame, read_frame, write_frame};
 pub use classic::{ClassicAnswer, ClassicResult};
+pub use frame::{FrameError, decode, encode, frame_len, push_frame, read_frame, write_frame};
 pub use wire::*;
 
 /// The JSON library the wire uses, so the client needs no second copy of it.

@@ -74,8 +74,10 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
     // itself in the network namespace.
     let mut it = args.iter();
     while let Some(arg) = it.next() {
-        if !["--only", "--via", "--inside", "--claude", "--plugin", "--logs"]
-            .contains(&arg.as_str())
+        if ![
+            "--only", "--via", "--inside", "--claude", "--plugin", "--logs",
+        ]
+        .contains(&arg.as_str())
         {
             bail!("e2e-claude: unknown argument {arg:?} ({USAGE})");
         }
@@ -473,17 +475,19 @@ fn run_case(
         })
         .and_then(|()| spawn_rule(case, &outcome));
     let ms = variants::pre_tool_use_ms(&outcome.debug, route);
-    checked.map(|()| (outcome.spawn_summary(), ms)).map_err(|detail| {
-        let mut out = detail;
-        for line in &rejected {
-            out.push_str(&format!("\n  claude: {line}"));
-        }
-        for line in outcome.hook_summary() {
-            out.push_str(&format!("\n{line}"));
-        }
-        out.push_str(&format!("\nlogs: {}", logs.display()));
-        out
-    })
+    checked
+        .map(|()| (outcome.spawn_summary(), ms))
+        .map_err(|detail| {
+            let mut out = detail;
+            for line in &rejected {
+                out.push_str(&format!("\n  claude: {line}"));
+            }
+            for line in outcome.hook_summary() {
+                out.push_str(&format!("\n{line}"));
+            }
+            out.push_str(&format!("\nlogs: {}", logs.display()));
+            out
+        })
 }
 
 /// Replaces `{P}` in scripted tool inputs with the project path.
@@ -516,7 +520,9 @@ fn spawn_rule(case: &cases::Case, o: &Outcome) -> Result<(), String> {
     }
     let mut stray = Vec::new();
     for line in &o.spawns {
-        let Some(event) = line.strip_prefix("run ").map(|e| e.split(' ').next().unwrap_or(e))
+        let Some(event) = line
+            .strip_prefix("run ")
+            .map(|e| e.split(' ').next().unwrap_or(e))
         else {
             continue;
         };

@@ -185,10 +185,7 @@ mod tests {
             "updatedInput": {"command": "ls -a"}, "additionalContext": "rewritten"}}));
         let a = classic(EventKind::PreToolUse, Some(&out));
         assert_eq!(a.result.allow, Some(true));
-        assert_eq!(
-            a.result.updated_input.unwrap()["command"],
-            json!("ls -a")
-        );
+        assert_eq!(a.result.updated_input.unwrap()["command"], json!("ls -a"));
         assert_eq!(a.result.additional_context, ["rewritten"]);
         assert!(a.unsaid.is_empty());
         let defer = json_out(json!({"hookSpecificOutput": {"permissionDecision": "defer"}}));

@@ -41,7 +41,10 @@ fn mod_init(env: &Env, root: &Path) -> (PathBuf, Value) {
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
-    (PathBuf::from(v["socket"].as_str().unwrap()), v["env"].clone())
+    (
+        PathBuf::from(v["socket"].as_str().unwrap()),
+        v["env"].clone(),
+    )
 }
 
 #[test]
@@ -102,11 +105,18 @@ fn events_posted_by_the_module_get_its_results() {
     assert_eq!(status, 405, "{reply}");
     let (status, reply) = post(&socket, "POST /v1/event", "{\"event\": 1}");
     assert_eq!(status, 400);
-    assert!(reply["error"].as_str().unwrap().contains("ModRequest"), "{reply}");
-    let envelope_without_id = json!({"event": "PreToolUse", "input": {"tool": "Bash"}, "env": vars});
+    assert!(
+        reply["error"].as_str().unwrap().contains("ModRequest"),
+        "{reply}"
+    );
+    let envelope_without_id =
+        json!({"event": "PreToolUse", "input": {"tool": "Bash"}, "env": vars});
     let (status, reply) = post(&socket, "POST /v1/event", &envelope_without_id.to_string());
     assert_eq!(status, 400);
-    assert!(reply["error"].as_str().unwrap().contains("tool_use_id"), "{reply}");
+    assert!(
+        reply["error"].as_str().unwrap().contains("tool_use_id"),
+        "{reply}"
+    );
 }
 
 /// A hook file that does not load is told once per session, in a `systemMessage`, which no
