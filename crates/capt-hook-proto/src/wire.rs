@@ -170,7 +170,7 @@ pub struct EventResponse {
     /// The answer as a mod returns it, when the request asked for it
     /// ([`EventRequest::classic`]): built from the same typed output as `stdout`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub classic: Option<crate::ClassicAnswer>,
+    pub classic: Option<Box<crate::ClassicAnswer>>,
 }
 
 /// A message from a client (`hook`, `capt-hookd status`, …) to the host: one per connection.

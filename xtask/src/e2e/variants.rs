@@ -64,7 +64,7 @@ impl Plugins {
             counting_client(installed, copy)?;
         }
         drop_module(&without_mod)?;
-        let noop = noop_plugin(&dir.join("noop"), dir)?;
+        let noop = noop_plugin(&dir.join("noop-plugin"), dir)?;
         Ok(Plugins {
             with_mod,
             without_mod,

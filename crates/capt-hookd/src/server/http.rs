@@ -311,10 +311,13 @@ fn pass_on(unsaid: Vec<String>) -> ModReply {
 /// The mod's reply to the worker's answer, and the answer to keep for the command hook when the
 /// mod must pass the event on.
 fn mod_reply(mut resp: EventResponse) -> (ModReply, Option<EventResponse>) {
-    let ClassicAnswer { result, unsaid } = resp.classic.take().unwrap_or_else(|| ClassicAnswer {
-        result: Default::default(),
-        unsaid: vec!["the mod answer (the worker sent none)".into()],
-    });
+    let ClassicAnswer { result, unsaid } = resp.classic.take().map_or_else(
+        || ClassicAnswer {
+            result: Default::default(),
+            unsaid: vec!["the mod answer (the worker sent none)".into()],
+        },
+        |answer| *answer,
+    );
     let pass = !unsaid.is_empty();
     let reply = ModReply {
         decision: resp.decision,
@@ -429,7 +432,7 @@ mod tests {
             elapsed_ms: 0.0,
             guard_completed: true,
             stale_build: false,
-            classic,
+            classic: classic.map(Box::new),
         }
     }
 
