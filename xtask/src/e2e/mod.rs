@@ -917,8 +917,11 @@ impl Outcome {
             .filter(|l| {
                 l.contains("Hook JSON output validation failed")
                     || l.contains("Hook JSON output had unrecognized keys")
-                    // A result of our hooks module Claude Code refused: the hook was skipped.
-                    || (l.contains("captain-hook") && l.contains("hook skipped"))
+                    // A result of our hooks module Claude Code refused (the hook was skipped);
+                    // one that threw is skipped by design (the command hook answers then).
+                    || (l.contains("captain-hook")
+                        && l.contains("hook skipped")
+                        && l.contains("wrong shape"))
             })
             .map(|l| {
                 let l = l.split_once("] ").map(|(_, r)| r).unwrap_or(l);
