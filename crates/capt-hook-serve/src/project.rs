@@ -32,8 +32,9 @@ pub struct Evaluation {
     pub unchecked: bool,
     /// The decision `stdout` gives the call, typed (the client's fallbacks read it).
     pub decision: Decision,
-    /// The same answer as our hooks module (a mod inside Claude Code) returns it.
-    pub classic: capt_hook_proto::ClassicAnswer,
+    /// The same answer as our hooks module (a mod inside Claude Code) returns it (boxed: it is
+    /// large beside the rest, and an evaluation travels in `Result`s).
+    pub classic: Box<capt_hook_proto::ClassicAnswer>,
 }
 
 /// Where an event came from, when another process sent it.
@@ -400,7 +401,7 @@ impl Project {
         } else {
             out
         };
-        let classic = envelope::classic(kind, out.as_ref());
+        let classic = Box::new(envelope::classic(kind, out.as_ref()));
         match out {
             // The events that only honour exit 2 get their feedback on stderr.
             Some(out) if out.blocking_stderr().is_some() => Evaluation {
@@ -658,7 +659,7 @@ pub fn read_event(
             exit_code: 0,
             unchecked: true,
             decision: envelope::Unchecked::decision(kind),
-            classic: envelope::classic(kind, out.as_ref()),
+            classic: Box::new(envelope::classic(kind, out.as_ref())),
         }
     };
     let payload = match parse_payload(stdin) {
@@ -700,7 +701,9 @@ pub fn read_input(event: &str, input: impl std::io::Read) -> Result<Vec<u8>, Eva
         exit_code: 0,
         unchecked: true,
         decision: kind.map_or(Decision::None, envelope::Unchecked::decision),
-        classic: kind.map_or_else(Default::default, |k| envelope::classic(k, out.as_ref())),
+        classic: Box::new(
+            kind.map_or_else(Default::default, |k| envelope::classic(k, out.as_ref())),
+        ),
     })
 }
 

@@ -159,7 +159,7 @@ pub fn respond_traced(
         // all loaded. Otherwise the answer already says so (ask, or deny for a mandatory hook).
         guard_completed: !eval.unchecked,
         stale_build: false,
-        classic: req.classic.then(|| Box::new(eval.classic)),
+        classic: req.classic.then_some(eval.classic),
     };
     (response, entry)
 }
