@@ -995,6 +995,9 @@ mod tests {
             requests: Vec::new(),
             stream: Vec::new(),
             debug: debug.to_owned(),
+            route: Route::Command,
+            spawns: Vec::new(),
+            mod_answers: Vec::new(),
         }
     }
 
