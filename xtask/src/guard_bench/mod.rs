@@ -381,7 +381,11 @@ mod tests {
 
     #[test]
     fn args() {
-        assert!(Args::parse(&["--fetch-only".into()]).expect("parses").fetch_only);
+        assert!(
+            Args::parse(&["--fetch-only".into()])
+                .expect("parses")
+                .fetch_only
+        );
         let a = Args::parse(&[
             "--check".into(),
             "--only".into(),

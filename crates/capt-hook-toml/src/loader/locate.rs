@@ -51,11 +51,6 @@ pub(super) fn locate_key(item: &Spanned<DeValue<'_>>, path: &str) -> Range<usize
     walk(item, path, true).unwrap_or_else(|deepest| deepest)
 }
 
-/// True when every segment of `path` is written in the table.
-pub(super) fn has_path(item: &Spanned<DeValue<'_>>, path: &str) -> bool {
-    walk(item, path, true).is_ok()
-}
-
 /// The span `path` resolves to, or the deepest span reached when it leaves the tree.
 fn walk(
     item: &Spanned<DeValue<'_>>,
@@ -93,6 +88,41 @@ fn walk(
         }
     }
     Ok(cur.span())
+}
+
+/// The key written at `span` in the table `path` names (`""`: the hook's own table). serde
+/// reports an unknown field or condition name at its key, and its path stops at the table
+/// holding it; the span, not the message's text, says which key it was.
+pub(super) fn key_at(
+    item: &Spanned<DeValue<'_>>,
+    path: &str,
+    span: &Range<usize>,
+) -> Option<String> {
+    let mut cur = item;
+    for segment in path.split('.').filter(|s| !s.is_empty()) {
+        let (key, indices) = segment.split_at(segment.find('[').unwrap_or(segment.len()));
+        if !key.is_empty() {
+            let DeValue::Table(t) = cur.get_ref() else {
+                return None;
+            };
+            cur = t.iter().find(|(k, _)| k.get_ref().as_ref() == key)?.1;
+        }
+        for idx in indices
+            .split(['[', ']'])
+            .filter_map(|s| s.parse::<usize>().ok())
+        {
+            let DeValue::Array(a) = cur.get_ref() else {
+                return None;
+            };
+            cur = a.get(idx)?;
+        }
+    }
+    let DeValue::Table(t) = cur.get_ref() else {
+        return None;
+    };
+    t.iter()
+        .find(|(k, _)| k.span() == *span)
+        .map(|(k, _)| k.get_ref().to_string())
 }
 
 /// Turns byte offsets into lines and columns. Every hook and inline test asks for its line, so

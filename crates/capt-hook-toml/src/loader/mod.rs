@@ -381,7 +381,7 @@ mod tests {
             (
                 "[[hook]]\nkind = \"deny\"\n",
                 (1, 1),
-                "hook[0].reason",
+                "hook[0]",
                 "missing field `reason`",
             ),
             // No kind at all.

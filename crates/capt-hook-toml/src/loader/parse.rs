@@ -180,30 +180,26 @@ fn read_entry(
         ));
     };
     read.map_err(|e| {
+        // Serde's path ends in an unknown field's key (it records a key before reading its
+        // value) and at the table that lacks a missing one, whose message names the key.
         let field = visible_path(&e.path().to_string());
         let message = clean_message(e.inner().message());
-        // Serde's path ends at the table holding an unknown or missing key (or a one-key
-        // condition table with an unknown name); the key completes it.
-        let field = match (field, named_key(&message)) {
-            (None, Some(key)) => Some(key.to_owned()),
-            (Some(path), Some(key)) if !message.starts_with("missing field") => {
-                let full = format!("{path}.{key}");
-                Some(if has_path(written, &full) { full } else { path })
-            }
-            (Some(path), Some(key)) => Some(format!("{path}.{key}")),
-            (field, None) => field,
-        };
-        // An unknown name sits at its key; anything else at the value.
-        let at = if message.starts_with("unknown") {
-            locate_key
-        } else {
-            locate
-        };
-        let span = field
-            .as_deref()
-            .map(|f| at(written, f))
-            .or_else(|| e.inner().span())
+        // The parser's own span (a key for a bad key, a value for a bad value, the table for a
+        // missing key); an untagged enum buffers its value and loses it, so the path finds it.
+        let span = e
+            .inner()
+            .span()
+            .or_else(|| field.as_deref().map(|f| locate(written, f)))
             .unwrap_or(item.span());
+        // An unknown condition name is a variant: the path stops at its table, the span is
+        // the key's.
+        let field = match key_at(written, field.as_deref().unwrap_or(""), &span) {
+            Some(key) => Some(match field {
+                Some(path) => format!("{path}.{key}"),
+                None => key,
+            }),
+            None => field,
+        };
         error(span, field, message)
     })
 }
@@ -217,16 +213,6 @@ fn visible_path(path: &str) -> Option<String> {
         .iter()
         .fold(path.to_owned(), |p, (key, hidden)| p.replace(hidden, key));
     Some(path)
-}
-
-/// The key an `unknown field`, `unknown variant` or `missing field` message names.
-fn named_key(message: &str) -> Option<&str> {
-    const NAMING: [&str; 3] = ["unknown field", "unknown variant", "missing field"];
-    if NAMING.iter().any(|p| message.starts_with(p)) {
-        message.split('`').nth(1)
-    } else {
-        None
-    }
 }
 
 /// Whether any table in `value` has an `exact` key, which [`exact_conditions`] rewrites.
