@@ -58,14 +58,19 @@ fn name(path: &Path) -> Result<&std::ffi::OsStr, Failed> {
         .ok_or_else(|| format!("{} has no file name", path.display()).into())
 }
 
-/// `text` with every line of a `[[hook.test]]` table (its header, body and `[hook.test.*]`
-/// sub-tables) emptied, up to the next header of anything else.
+/// The inline tests' tables: a hook's, and a styleguide rule's own.
+const TEST_TABLES: [&str; 2] = ["hook.test", "hook.rules.test"];
+
+/// `text` with every line of a test table (`[[hook.test]]`, `[[hook.rules.test]]`: its header,
+/// body and sub-tables) emptied, up to the next header of anything else.
 fn without_tests(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut in_test = false;
     for line in text.split_inclusive('\n') {
         if let Some(key) = header(line) {
-            in_test = key == "hook.test" || key.starts_with("hook.test.");
+            in_test = TEST_TABLES
+                .iter()
+                .any(|t| key == *t || key.starts_with(&format!("{t}.")));
         }
         if in_test {
             if line.ends_with('\n') {
@@ -92,7 +97,8 @@ fn header(line: &str) -> Option<String> {
         .then_some(key)
 }
 
-/// Whether `blanked` parses to `text` with the `test` key of every `[[hook]]` table removed.
+/// Whether `blanked` parses to `text` with the `test` key of every `[[hook]]` table and of its
+/// styleguide rules removed.
 fn check(text: &str, blanked: &str) -> Result<(), Failed> {
     let mut whole: toml::Table = toml::from_str(text).map_err(|e| e.to_string())?;
     let stripped: toml::Table = toml::from_str(blanked).map_err(|e| e.to_string())?;
@@ -100,6 +106,13 @@ fn check(text: &str, blanked: &str) -> Result<(), Failed> {
         for hook in hooks {
             if let toml::Value::Table(t) = hook {
                 t.remove("test");
+                if let Some(toml::Value::Array(rules)) = t.get_mut("rules") {
+                    for rule in rules {
+                        if let toml::Value::Table(r) = rule {
+                            r.remove("test");
+                        }
+                    }
+                }
             }
         }
     }

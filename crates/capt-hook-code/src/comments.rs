@@ -202,12 +202,110 @@ pub fn grown_over_budget(
         .collect()
 }
 
+/// The over-budget blocks of `before` that `after` rewords without growing: a block of `after`
+/// that shares a line of text with a long block of `before`, is no longer than it, and is not
+/// its words unchanged. Rewording a long comment is the moment to shorten it, so the comment
+/// guard's advisory sibling warns; [`grown_over_budget`] blocks only what grew.
+pub fn reworded_over_budget(
+    lang: Lang,
+    before: &str,
+    after: &str,
+    budget: &CommentBudget,
+) -> Vec<CommentBlock> {
+    let old: Vec<CommentBlock> = comment_blocks(lang, before)
+        .into_iter()
+        .filter(|b| b.over(budget))
+        .collect();
+    if old.is_empty() {
+        return Vec::new();
+    }
+    comment_blocks(lang, after)
+        .into_iter()
+        .filter(|b| b.over(budget))
+        .filter(|b| {
+            let words = b.words();
+            old.iter().any(|o| {
+                let old_words = o.words();
+                old_words.iter().any(|w| words.contains(w))
+                    && b.lines() <= o.lines()
+                    && old_words != words
+            })
+        })
+        .collect()
+}
+
+/// What an edit adds, counted in lines: `(comment, all)`, where `all` is the non-blank lines
+/// of `after` that `before` did not have (as many times as it had them) and `comment` those of
+/// them inside a comment block (trailing comments are code lines). The comment guard's other
+/// advisory sibling warns when most of what an edit adds is comments.
+pub fn added_comment_lines(lang: Lang, before: &str, after: &str) -> (usize, usize) {
+    let mut old: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+    for line in before.lines().map(str::trim).filter(|l| !l.is_empty()) {
+        *old.entry(line).or_default() += 1;
+    }
+    let blocks = comment_blocks(lang, after);
+    let in_block = |row: usize| blocks.iter().any(|b| (b.start..=b.end).contains(&row));
+    let (mut comment, mut all) = (0, 0);
+    for (i, line) in after.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() {
+            continue;
+        }
+        match old.get_mut(line) {
+            Some(n) if *n > 0 => *n -= 1,
+            _ => {
+                all += 1;
+                if in_block(i + 1) {
+                    comment += 1;
+                }
+            }
+        }
+    }
+    (comment, all)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn grown(lang: Lang, before: &str, after: &str) -> usize {
         grown_over_budget(lang, before, after, &CommentBudget::default()).len()
+    }
+
+    #[test]
+    fn rewording_a_long_block_is_told_apart_from_keeping_or_growing_it() {
+        let budget = CommentBudget::default();
+        let long = "# one here\n# two here\n# three here\n# four here\nx = 1\n";
+        let reworded = "# one here\n# two, said again\n# three here\n# four here\nx = 1\n";
+        let shorter = "# one here\n# three here\nx = 1\n";
+        let grown = "# one here\n# two here\n# three here\n# four here\n# five\nx = 1\n";
+        let reindented = "#   one here\n# two here\n# three here\n# four here\nx = 2\n";
+        let r = |a: &str| reworded_over_budget(Lang::Python, long, a, &budget).len();
+        assert_eq!(r(reworded), 1);
+        assert_eq!(r(shorter), 0, "shortened under the budget");
+        assert_eq!(r(grown), 0, "grown: the guard's, not the warning's");
+        assert_eq!(r(reindented), 0, "same words");
+        assert_eq!(
+            reworded_over_budget(Lang::Python, "x = 1\n", reworded, &budget).len(),
+            0,
+            "a new block is the guard's"
+        );
+    }
+
+    #[test]
+    fn added_lines_count_comments_apart_from_code() {
+        let before = "x = 1\n";
+        let after = "x = 1\n# why y\n# is two\n# here\ny = 2  # trailing\n\n";
+        assert_eq!(added_comment_lines(Lang::Python, before, after), (3, 4));
+        // A line the file already had twice, added a third time, is added.
+        assert_eq!(
+            added_comment_lines(Lang::Python, "a = 1\na = 1\n", "a = 1\na = 1\na = 1\n"),
+            (0, 1)
+        );
+        assert_eq!(
+            added_comment_lines(Lang::Rust, "fn f() {}\n", "fn f() {}\n"),
+            (0, 0)
+        );
     }
 
     #[test]

@@ -20,7 +20,10 @@ mod pattern;
 mod rewrite;
 mod style;
 
-pub use comments::{CommentBlock, CommentBudget, comment_blocks, grown_over_budget};
+pub use comments::{
+    CommentBlock, CommentBudget, added_comment_lines, comment_blocks, grown_over_budget,
+    reworded_over_budget,
+};
 pub use lang::Lang;
 pub use lint::{
     Violation, changed_lines, diff_lint, diff_lint_parsed, format_violations, lint_parsed,

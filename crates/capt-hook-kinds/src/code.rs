@@ -462,6 +462,56 @@ pub fn comment_budget_condition(budget: capt_hook_code::CommentBudget) -> Condit
     }
 }
 
+/// What `comment_edit` looks for in an edit's comments (the comment guard's two warnings).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum CommentEdit {
+    /// The edit rewords a block that was already over the default budget, without growing it
+    /// (see [`capt_hook_code::reworded_over_budget`]).
+    Reworded,
+    /// More than half of the lines the edit adds, and at least
+    /// [`MOSTLY_COMMENTS_MIN_LINES`] of them, are comment lines.
+    MostlyComments,
+}
+
+/// Fewer added lines than this are too few to call an edit "mostly comments": a two-line edit
+/// with one comment line is an ordinary edit.
+pub const MOSTLY_COMMENTS_MIN_LINES: usize = 4;
+
+/// `comment_edit`: the edit's comments are of the `kind` asked, in a language with a grammar.
+pub fn comment_edit_condition(kind: CommentEdit) -> Condition {
+    let name = match kind {
+        CommentEdit::Reworded => "{ comment_edit = \"reworded\" }",
+        CommentEdit::MostlyComments => "{ comment_edit = \"mostly_comments\" }",
+    };
+    Condition::Custom {
+        name: name.to_owned(),
+        reads_tool: true,
+        check: Arc::new(move |evt: &Event| {
+            let Some(lang) = evt.file().and_then(capt_hook_code::Lang::from_path) else {
+                return false;
+            };
+            let Some(images) = evt.edit_images() else {
+                return false;
+            };
+            match kind {
+                CommentEdit::Reworded => !capt_hook_code::reworded_over_budget(
+                    lang,
+                    &images.pre,
+                    &images.post,
+                    &capt_hook_code::CommentBudget::default(),
+                )
+                .is_empty(),
+                CommentEdit::MostlyComments => {
+                    let (comment, all) =
+                        capt_hook_code::added_comment_lines(lang, &images.pre, &images.post);
+                    all >= MOSTLY_COMMENTS_MIN_LINES && comment * 2 > all
+                }
+            }
+        }),
+    }
+}
+
 /// Rewrites the new text of Edit / Write / MultiEdit / NotebookEdit calls with an ast-grep fix
 /// template; nothing when the text comes out unchanged.
 #[track_caller]

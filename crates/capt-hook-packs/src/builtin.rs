@@ -74,7 +74,7 @@ pub const BUILTINS: &[Builtin] = &[
         ]
     ),
     pack!("go", ["testing.toml"]),
-    pack!("python", ["testing.toml"]),
+    pack!("python", ["style.toml", "testing.toml"]),
     pack!("rust", ["testing.toml"]),
     pack!("graphite", ["vcs.toml"]),
 ];

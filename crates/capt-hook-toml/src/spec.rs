@@ -448,6 +448,9 @@ pub enum ConditionSpec {
     /// The edit leaves a comment block over budget that it created or lengthened (`true`: the
     /// default budget).
     CommentBudget(CommentBudgetSpec),
+    /// The edit rewords a comment block that was already over the default budget without
+    /// growing it (`reworded`), or most of the lines it adds are comments (`mostly_comments`).
+    CommentEdit(CommentEditSpec),
     /// The edited hook file (its text after the edit) does not load, or has a hook without an
     /// inline test.
     HookFileProblems(bool),
@@ -504,6 +507,16 @@ pub struct CallsSinceSpec {
     pub since: OneOrMany<String>,
     /// How many calls make the condition hold (at least 1).
     pub at_least: usize,
+}
+
+/// What `comment_edit` looks for.
+#[derive(Debug, Clone, Copy, Deserialize, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum CommentEditSpec {
+    /// An already-long comment block reworded, not grown.
+    Reworded,
+    /// More than half of at least four added lines are comment lines.
+    MostlyComments,
 }
 
 /// `comment_budget = true`, or the budget spelled out.

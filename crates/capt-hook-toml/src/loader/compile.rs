@@ -157,6 +157,10 @@ pub fn compile_condition(spec: &ConditionSpec, field: &str) -> Result<Condition,
             };
             code::comment_budget_condition(budget)
         }
+        ConditionSpec::CommentEdit(spec) => code::comment_edit_condition(match spec {
+            CommentEditSpec::Reworded => code::CommentEdit::Reworded,
+            CommentEditSpec::MostlyComments => code::CommentEdit::MostlyComments,
+        }),
         ConditionSpec::HookFileProblems(want) => {
             let want = *want;
             Condition::Custom {
