@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use rusqlite::{Connection, OpenFlags, params_from_iter};
+use rusqlite::{Connection, OpenFlags, OptionalExtension as _, params_from_iter};
 use serde::Serialize;
 
 use crate::entry::NewDecision;
@@ -67,9 +67,25 @@ CREATE INDEX IF NOT EXISTS judge_calls_event ON judge_calls (session_id, ts_ms, 
 CREATE INDEX IF NOT EXISTS judge_calls_ts ON judge_calls (ts_ms);
 ";
 
+/// Schema version 3 chains the decisions (see [`crate::chain`]): each row gains its link and
+/// hash, and `chain` records what the first row links to (the head of the file it was rotated
+/// from). Rows already there keep no hash; `verify` reports them as unchained.
+const CHAIN_SCHEMA: &str = "
+ALTER TABLE decisions ADD COLUMN prev_hash TEXT;
+ALTER TABLE decisions ADD COLUMN row_hash TEXT;
+";
+
+/// The chain's own facts, key by key (`anchor`, `anchor_file`).
+const CHAIN_META: &str =
+    "CREATE TABLE IF NOT EXISTS chain (key TEXT PRIMARY KEY, value TEXT NOT NULL);";
+
 /// The schema version this build writes (`PRAGMA user_version`; ledgers before judge calls
-/// were 0).
-pub const SCHEMA_VERSION: i64 = 2;
+/// were 0, before the hash chain 2).
+pub const SCHEMA_VERSION: i64 = 3;
+
+/// The columns a decision row is hashed over, in [`crate::chain::RowContent`] order.
+const CONTENT: &str = "ts_ms, session_id, source, kind, source_file, event, action, tool_name, \
+                       tool_digest, event_uuid, message, detail_json";
 
 /// A ledger that cannot be used.
 #[derive(Debug, thiserror::Error)]
@@ -88,6 +104,9 @@ pub enum LedgerError {
         /// Why.
         source: std::io::Error,
     },
+    /// Rotation would overwrite an existing file.
+    #[error("will not rotate the decision ledger into {0}: the file exists")]
+    ArchiveExists(PathBuf),
     /// SQLite refused.
     #[error("decision ledger {path}: {source}")]
     Sqlite {
@@ -139,6 +158,12 @@ pub struct Decision {
     pub message: Option<String>,
     /// Further facts.
     pub detail: serde_json::Value,
+    /// The hash of the row before it (rows written before the chain have none).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prev_hash: Option<String>,
+    /// This row's hash over its content and `prev_hash`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub row_hash: Option<String>,
     /// The calls the hook made to its judge for this event (LLM hooks).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub judge: Vec<JudgeCallRow>,
@@ -216,6 +241,59 @@ impl Query {
     }
 }
 
+/// True when `schema.table` has `column`.
+fn has_column(
+    conn: &Connection,
+    schema: &str,
+    table: &str,
+    column: &str,
+) -> Result<bool, rusqlite::Error> {
+    conn.query_row(
+        "SELECT count(*) FROM pragma_table_info(?1, ?2) WHERE name = ?3",
+        [table, schema, column],
+        |r| r.get::<_, i64>(0),
+    )
+    .map(|n| n > 0)
+}
+
+/// The link the next decision row carries: the last row's hash; when the last row has none
+/// (or there are no rows), the recorded anchor, else [`crate::chain::GENESIS`].
+fn head(conn: &Connection) -> Result<String, rusqlite::Error> {
+    let last: Option<Option<String>> = conn
+        .query_row(
+            "SELECT row_hash FROM decisions ORDER BY id DESC LIMIT 1",
+            [],
+            |r| r.get(0),
+        )
+        .optional()?;
+    match last {
+        Some(Some(hash)) => Ok(hash),
+        _ => Ok(anchor(conn)?.0),
+    }
+}
+
+/// The chain's anchor and the file it came from.
+fn anchor(conn: &Connection) -> Result<(String, Option<String>), rusqlite::Error> {
+    let get = |key: &str| -> Result<Option<String>, rusqlite::Error> {
+        conn.query_row("SELECT value FROM chain WHERE key = ?1", [key], |r| {
+            r.get(0)
+        })
+        .optional()
+    };
+    let has_meta: i64 = conn.query_row(
+        "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'chain'",
+        [],
+        |r| r.get(0),
+    )?;
+    if has_meta == 0 {
+        return Ok((crate::chain::GENESIS.to_owned(), None));
+    }
+    Ok((
+        get("anchor")?.unwrap_or_else(|| crate::chain::GENESIS.to_owned()),
+        get("anchor_file")?,
+    ))
+}
+
 /// An open ledger.
 #[derive(Debug)]
 pub struct Ledger {
@@ -241,7 +319,7 @@ impl Ledger {
             path: path.to_path_buf(),
             source,
         };
-        let conn = Connection::open(path).map_err(sql)?;
+        let mut conn = Connection::open(path).map_err(sql)?;
         conn.busy_timeout(BUSY).map_err(sql)?;
         conn.pragma_update(None, "journal_mode", "WAL")
             .map_err(sql)?;
@@ -252,9 +330,24 @@ impl Ledger {
             .pragma_query_value(None, "user_version", |r| r.get(0))
             .map_err(sql)?;
         if version < SCHEMA_VERSION {
-            conn.execute_batch(JUDGE_SCHEMA).map_err(sql)?;
-            conn.pragma_update(None, "user_version", SCHEMA_VERSION)
+            // Under the write lock, with the version read again: two writers opening an old
+            // ledger at once must not both add the columns.
+            let tx = conn
+                .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
                 .map_err(sql)?;
+            let version: i64 = tx
+                .pragma_query_value(None, "user_version", |r| r.get(0))
+                .map_err(sql)?;
+            if version < SCHEMA_VERSION {
+                tx.execute_batch(JUDGE_SCHEMA).map_err(sql)?;
+                if !has_column(&tx, "main", "decisions", "row_hash").map_err(sql)? {
+                    tx.execute_batch(CHAIN_SCHEMA).map_err(sql)?;
+                }
+                tx.execute_batch(CHAIN_META).map_err(sql)?;
+                tx.pragma_update(None, "user_version", SCHEMA_VERSION)
+                    .map_err(sql)?;
+            }
+            tx.commit().map_err(sql)?;
         }
         Ok(Ledger {
             conn,
@@ -315,25 +408,50 @@ impl Ledger {
             path: path.clone(),
             source,
         };
-        let tx = self.conn.transaction().map_err(&sql)?;
+        // Immediate: the chain's head is read and extended in one write lock, so two writers
+        // never link their rows to the same predecessor.
+        let tx = self
+            .conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+            .map_err(&sql)?;
         let (mut added, mut judged) = (0, 0);
         if !decisions.is_empty() {
+            let mut prev = head(&tx).map_err(&sql)?;
             let mut stmt = tx
                 // The unique key treats NULL digests (events without a tool) as distinct, so
                 // `NOT EXISTS … IS` keeps a replayed row (a spool imported twice) from doubling.
                 .prepare_cached(
                     "INSERT INTO decisions (ts_ms, session_id, source, kind, \
                      source_file, event, action, tool_name, tool_digest, event_uuid, message, \
-                     detail_json) SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12 \
+                     detail_json, prev_hash, row_hash) SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, \
+                     ?9, ?10, ?11, ?12, ?13, ?14 \
                      WHERE NOT EXISTS (SELECT 1 FROM decisions WHERE session_id = ?2 \
                      AND ts_ms = ?1 AND source = ?3 AND kind = ?4 AND tool_digest IS ?9) \
                      ON CONFLICT DO NOTHING",
                 )
                 .map_err(&sql)?;
             for r in decisions {
-                added += stmt
+                let ts_ms = i64::try_from(r.ts_ms).unwrap_or(i64::MAX);
+                let hash = crate::chain::row_hash(
+                    &prev,
+                    &crate::chain::RowContent {
+                        ts_ms,
+                        session_id: &r.session_id,
+                        source: SOURCE,
+                        kind: &r.kind,
+                        source_file: &r.source_file,
+                        event: &r.event,
+                        action: r.action,
+                        tool_name: r.tool_name.as_deref(),
+                        tool_digest: r.tool_digest.as_deref(),
+                        event_uuid: r.event_uuid.as_deref(),
+                        message: r.message.as_deref(),
+                        detail_json: &r.detail_json,
+                    },
+                );
+                let n = stmt
                     .execute(rusqlite::params![
-                        i64::try_from(r.ts_ms).unwrap_or(i64::MAX),
+                        ts_ms,
                         r.session_id,
                         SOURCE,
                         r.kind,
@@ -345,8 +463,14 @@ impl Ledger {
                         r.event_uuid,
                         r.message,
                         r.detail_json,
+                        prev,
+                        hash,
                     ])
                     .map_err(&sql)?;
+                if n > 0 {
+                    added += n;
+                    prev = hash;
+                }
             }
         }
         if !judge.is_empty() {
@@ -455,10 +579,11 @@ impl Ledger {
             Some(n) => format!("LIMIT {n}"),
             None => String::new(),
         };
+        let chain = self.chain_columns()?;
         let sql = format!(
             "SELECT * FROM (SELECT id, ts_ms, session_id, source, kind, source_file, event, \
-             action, tool_name, tool_digest, event_uuid, message, detail_json FROM decisions \
-             {filter} ORDER BY ts_ms DESC, id DESC {limit}) ORDER BY ts_ms, id"
+             action, tool_name, tool_digest, event_uuid, message, detail_json, {chain} \
+             FROM decisions {filter} ORDER BY ts_ms DESC, id DESC {limit}) ORDER BY ts_ms, id"
         );
         let mut stmt = self.conn.prepare(&sql).map_err(|e| self.err(e))?;
         let rows = stmt
@@ -481,6 +606,8 @@ impl Ledger {
                     message: row.get(11)?,
                     detail: serde_json::from_str(&detail)
                         .unwrap_or(serde_json::Value::String(detail)),
+                    prev_hash: row.get(13)?,
+                    row_hash: row.get(14)?,
                     judge: Vec::new(),
                 })
             })
@@ -509,6 +636,198 @@ impl Ledger {
     pub fn path(&self) -> &Path {
         &self.path
     }
+
+    /// The chain columns to select: themselves, or `NULL`s in a ledger no writer of this build
+    /// has opened yet.
+    fn chain_columns(&self) -> Result<&'static str, LedgerError> {
+        Ok(
+            if has_column(&self.conn, "main", "decisions", "row_hash").map_err(|e| self.err(e))? {
+                "prev_hash, row_hash"
+            } else {
+                "NULL, NULL"
+            },
+        )
+    }
+
+    /// Checks this file's hash chain: every row, in the order written.
+    pub fn verify(&self) -> Result<crate::chain::FileReport, LedgerError> {
+        let e = |e| self.err(e);
+        let chain = self.chain_columns()?;
+        let mut stmt = self
+            .conn
+            .prepare(&format!(
+                "SELECT id, {CONTENT}, {chain} FROM decisions ORDER BY id"
+            ))
+            .map_err(e)?;
+        let rows = stmt
+            .query_map([], |r| {
+                let prev_hash: Option<String> = r.get(13)?;
+                let computed = match &prev_hash {
+                    None => None,
+                    Some(prev) => Some(crate::chain::row_hash(
+                        prev,
+                        &crate::chain::RowContent {
+                            ts_ms: r.get(1)?,
+                            session_id: &r.get::<_, String>(2)?,
+                            source: &r.get::<_, String>(3)?,
+                            kind: &r.get::<_, String>(4)?,
+                            source_file: &r.get::<_, String>(5)?,
+                            event: &r.get::<_, String>(6)?,
+                            action: &r.get::<_, String>(7)?,
+                            tool_name: r.get::<_, Option<String>>(8)?.as_deref(),
+                            tool_digest: r.get::<_, Option<String>>(9)?.as_deref(),
+                            event_uuid: r.get::<_, Option<String>>(10)?.as_deref(),
+                            message: r.get::<_, Option<String>>(11)?.as_deref(),
+                            detail_json: &r.get::<_, String>(12)?,
+                        },
+                    )),
+                };
+                Ok(crate::chain::StoredRow {
+                    id: r.get(0)?,
+                    computed,
+                    prev_hash,
+                    row_hash: r.get(14)?,
+                })
+            })
+            .map_err(e)?
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(e)?;
+        let (anchor, anchor_file) = anchor(&self.conn).map_err(e)?;
+        Ok(crate::chain::walk(&rows, &anchor, anchor_file))
+    }
+
+    /// Rotation: moves every row (decisions and judge calls) into a new ledger file at
+    /// `archive`, in one transaction, and anchors this file's chain to the moved rows' head,
+    /// so the next row links to the last row of the archive. Writers keep this file open and
+    /// never see a half-moved ledger. Returns how many decisions moved.
+    pub fn rotate(&mut self, archive: &Path) -> Result<u64, LedgerError> {
+        if archive.exists() {
+            return Err(LedgerError::ArchiveExists(archive.to_path_buf()));
+        }
+        drop(Ledger::open(archive)?);
+        let path = self.path.clone();
+        let sql = move |source| LedgerError::Sqlite {
+            path: path.clone(),
+            source,
+        };
+        self.conn
+            .execute("ATTACH DATABASE ?1 AS archive", [archive.to_string_lossy()])
+            .map_err(&sql)?;
+        let moved = (|| -> Result<u64, rusqlite::Error> {
+            let tx = self
+                .conn
+                .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+            let head = head(&tx)?;
+            let moved = tx.execute(
+                &format!(
+                    "INSERT INTO archive.decisions (id, {CONTENT}, prev_hash, row_hash) \
+                     SELECT id, {CONTENT}, prev_hash, row_hash FROM main.decisions ORDER BY id"
+                ),
+                [],
+            )?;
+            tx.execute_batch(
+                "INSERT INTO archive.judge_calls SELECT * FROM main.judge_calls ORDER BY id;
+                 INSERT INTO archive.chain SELECT * FROM main.chain;
+                 DELETE FROM main.decisions;
+                 DELETE FROM main.judge_calls;",
+            )?;
+            // Beside the ledger: its name, so the pair can move together; elsewhere: the path.
+            let file = match (archive.parent(), archive.file_name()) {
+                (Some(dir), Some(name)) if Some(dir) == self.path.parent() => {
+                    name.to_string_lossy().into_owned()
+                }
+                _ => archive.to_string_lossy().into_owned(),
+            };
+            tx.execute(
+                "INSERT INTO main.chain (key, value) VALUES ('anchor', ?1), ('anchor_file', ?2) \
+                 ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                [head, file],
+            )?;
+            tx.commit()?;
+            Ok(moved as u64)
+        })();
+        let detached = self.conn.execute("DETACH DATABASE archive", []);
+        let moved = moved.map_err(&sql)?;
+        detached.map_err(&sql)?;
+        Ok(moved)
+    }
+}
+
+/// How a ledger file joins the file it was rotated from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case", tag = "link")]
+pub enum Link {
+    /// It starts the chain (no predecessor recorded).
+    Genesis,
+    /// The predecessor's last row is the one this file's first row links to.
+    Joined,
+    /// The recorded predecessor is not there (moved away or shipped elsewhere): this file is
+    /// checked from its anchor, the predecessor not at all.
+    Missing,
+    /// The predecessor's last row is not the one this file links to: rows were cut from the
+    /// predecessor's end, or it is another file.
+    Mismatch {
+        /// The predecessor's head.
+        found: String,
+    },
+}
+
+/// One file's part in [`verify_files`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct FileCheck {
+    /// The file.
+    pub path: PathBuf,
+    /// Its own chain.
+    #[serde(flatten)]
+    pub report: crate::chain::FileReport,
+    /// How it joins its predecessor.
+    #[serde(flatten)]
+    pub link: Link,
+}
+
+impl FileCheck {
+    /// True when neither the file's chain nor its link to the predecessor is broken.
+    pub fn intact(&self) -> bool {
+        self.report.broken.is_none() && !matches!(self.link, Link::Mismatch { .. })
+    }
+}
+
+/// At most this many rotated files are followed back (a loop of links ends here too).
+const MAX_FILES: usize = 10_000;
+
+/// Verifies the ledger at `path` and, through the anchors rotation recorded, every file it was
+/// rotated from that is still there; newest first.
+pub fn verify_files(path: &Path) -> Result<Vec<FileCheck>, LedgerError> {
+    let mut out: Vec<FileCheck> = Vec::new();
+    let mut next = Some(path.to_path_buf());
+    while let Some(file) = next.take() {
+        let report = Ledger::open_read(&file)?.verify()?;
+        let mut link = Link::Genesis;
+        if let Some(name) = &report.anchor_file {
+            let prev = file
+                .parent()
+                .map_or_else(|| PathBuf::from(name), |dir| dir.join(name));
+            if out.len() + 1 >= MAX_FILES || out.iter().any(|c| c.path == prev) || prev == file {
+                link = Link::Missing;
+            } else if prev.exists() {
+                let head = Ledger::open_read(&prev)?.verify()?.head;
+                if head == report.anchor {
+                    link = Link::Joined;
+                } else {
+                    link = Link::Mismatch { found: head };
+                }
+                next = Some(prev);
+            } else {
+                link = Link::Missing;
+            }
+        }
+        out.push(FileCheck {
+            path: file,
+            report,
+            link,
+        });
+    }
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -680,6 +999,164 @@ mod tests {
         // Opening again migrates nothing twice.
         drop(ledger);
         assert!(Ledger::open(&path).is_ok());
+    }
+
+    fn broken(path: &Path) -> Option<(i64, crate::chain::Break)> {
+        Ledger::open_read(path).unwrap().verify().unwrap().broken
+    }
+
+    /// Every row links to the one before; an edited, removed or reordered row is named.
+    #[test]
+    fn the_chain_names_the_first_changed_removed_or_reordered_row() {
+        use crate::chain::Break;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("d.db");
+        let mut ledger = Ledger::open(&path).unwrap();
+        let rows: Vec<_> = (1..=5)
+            .map(|i| row("s", &format!("h{i}"), "block", i * 10))
+            .collect();
+        ledger.insert(&rows[..2]).unwrap();
+        // A replayed row adds nothing and does not move the head.
+        ledger.insert(&rows[..3]).unwrap();
+        ledger.insert(&rows[3..]).unwrap();
+        let ok = ledger.verify().unwrap();
+        assert_eq!((ok.rows, ok.broken.clone(), ok.unchained), (5, None, None));
+        let listed = ledger.query(&Query::default()).unwrap();
+        assert_eq!(listed[0].prev_hash.as_deref(), Some(crate::chain::GENESIS));
+        assert_eq!(listed[1].prev_hash, listed[0].row_hash);
+        assert_eq!(ok.head, listed[4].row_hash.clone().unwrap());
+
+        let conn = Connection::open(&path).unwrap();
+        conn.execute("UPDATE decisions SET action = 'allow' WHERE id = 3", [])
+            .unwrap();
+        assert_eq!(broken(&path), Some((3, Break::Changed)));
+        conn.execute("UPDATE decisions SET action = 'block' WHERE id = 3", [])
+            .unwrap();
+        assert_eq!(broken(&path), None, "undone, the chain holds again");
+
+        // Rows 2 and 3 trade places (ids swapped).
+        conn.execute_batch(
+            "UPDATE decisions SET id = 100 WHERE id = 2;
+             UPDATE decisions SET id = 2 WHERE id = 3;
+             UPDATE decisions SET id = 3 WHERE id = 100;",
+        )
+        .unwrap();
+        assert_eq!(broken(&path), Some((2, Break::Reordered)));
+        conn.execute_batch(
+            "UPDATE decisions SET id = 100 WHERE id = 2;
+             UPDATE decisions SET id = 2 WHERE id = 3;
+             UPDATE decisions SET id = 3 WHERE id = 100;",
+        )
+        .unwrap();
+        assert_eq!(broken(&path), None);
+
+        conn.execute("DELETE FROM decisions WHERE id = 4", [])
+            .unwrap();
+        assert_eq!(broken(&path), Some((5, Break::Removed)));
+    }
+
+    /// Rows from before the chain are reported as unchained; the chain starts after them.
+    #[test]
+    fn rows_from_before_the_chain_are_unchained_and_the_chain_starts_after_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("old.db");
+        {
+            let conn = Connection::open(&path).unwrap();
+            conn.execute_batch(SCHEMA).unwrap();
+            conn.execute_batch(JUDGE_SCHEMA).unwrap();
+            conn.pragma_update(None, "user_version", 2).unwrap();
+            for ts in [1, 2] {
+                conn.execute(
+                    "INSERT INTO decisions (ts_ms, session_id, source, kind, event, action) \
+                     VALUES (?1, 's0', 'captain-hook', 'old', 'Stop', 'block')",
+                    [ts],
+                )
+                .unwrap();
+            }
+        }
+        // Read before any writer of this build opened it: no chain columns, nothing chained.
+        let before = Ledger::open_read(&path).unwrap().verify().unwrap();
+        assert_eq!((before.unchained, before.broken), (Some((1, 2)), None));
+        let mut ledger = Ledger::open(&path).unwrap();
+        ledger.insert(&[row("s", "new", "block", 9)]).unwrap();
+        let r = ledger.verify().unwrap();
+        assert_eq!((r.rows, r.unchained, r.broken), (3, Some((1, 2)), None));
+        // A hash stripped from a chained row is not mistaken for an old row.
+        ledger.insert(&[row("s", "newer", "block", 10)]).unwrap();
+        ledger
+            .conn
+            .execute("UPDATE decisions SET row_hash = NULL WHERE id = 3", [])
+            .unwrap();
+        assert_eq!(
+            ledger.verify().unwrap().broken.map(|b| b.0),
+            Some(3),
+            "row 3 unhashed after it was chained"
+        );
+    }
+
+    /// Rotation moves the rows into an archive; the next row links to the archive's last, and
+    /// verification follows the link.
+    #[test]
+    fn rotation_keeps_the_chain_verifiable_across_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("decisions.db");
+        let archive = dir.path().join("decisions.1.db");
+        let mut ledger = Ledger::open(&path).unwrap();
+        ledger
+            .insert(&[row("s", "a", "block", 1), row("s", "b", "block", 2)])
+            .unwrap();
+        ledger
+            .insert_judge_calls(&[judge_row("s", "a", 1, 0, true)])
+            .unwrap();
+        assert_eq!(ledger.rotate(&archive).unwrap(), 2);
+        assert!(matches!(
+            ledger.rotate(&archive),
+            Err(LedgerError::ArchiveExists(_))
+        ));
+        assert!(ledger.query(&Query::default()).unwrap().is_empty());
+        let old = Ledger::open_read(&archive).unwrap();
+        let moved = old.query(&Query::default()).unwrap();
+        assert_eq!(moved.len(), 2);
+        assert_eq!(moved[0].judge.len(), 1, "judge calls move with their rows");
+        let archive_head = moved[1].row_hash.clone().unwrap();
+
+        ledger.insert(&[row("s", "c", "block", 3)]).unwrap();
+        let now = ledger.query(&Query::default()).unwrap();
+        assert_eq!(now[0].prev_hash.as_deref(), Some(archive_head.as_str()));
+        let checks = verify_files(&path).unwrap();
+        assert_eq!(checks.len(), 2);
+        assert_eq!(checks[0].link, Link::Joined);
+        assert_eq!(
+            checks[0].report.anchor_file.as_deref(),
+            Some("decisions.1.db")
+        );
+        assert_eq!(checks[1].link, Link::Genesis);
+        assert!(checks.iter().all(FileCheck::intact));
+
+        // A second rotation chains three files.
+        let archive2 = dir.path().join("decisions.2.db");
+        ledger.rotate(&archive2).unwrap();
+        ledger.insert(&[row("s", "d", "block", 4)]).unwrap();
+        assert_eq!(verify_files(&path).unwrap().len(), 3);
+
+        // Cutting the oldest archive's last row shows at the link of the file after it.
+        Connection::open(&archive)
+            .unwrap()
+            .execute("DELETE FROM decisions WHERE id = 2", [])
+            .unwrap();
+        let checks = verify_files(&path).unwrap();
+        assert!(
+            matches!(checks[1].link, Link::Mismatch { .. }),
+            "{checks:?}"
+        );
+        assert!(!checks[1].intact());
+
+        // An archive shipped elsewhere: the ledger is checked from its anchor.
+        std::fs::remove_file(&archive2).unwrap();
+        let checks = verify_files(&path).unwrap();
+        assert_eq!(checks.len(), 1);
+        assert_eq!(checks[0].link, Link::Missing);
+        assert!(checks[0].intact());
     }
 
     #[test]
