@@ -262,7 +262,11 @@ pub enum LedgerAction {
 
 /// The filters of `capt-hook decisions`.
 #[derive(Debug, Clone, clap::Args)]
+#[command(args_conflicts_with_subcommands = true)]
 pub struct DecisionArgs {
+    /// Check or export the ledger instead of listing it.
+    #[command(subcommand)]
+    pub command: Option<DecisionsCommand>,
     /// Only this session.
     #[arg(long)]
     pub session: Option<String>,
@@ -297,8 +301,199 @@ pub struct DecisionArgs {
     pub db: Option<PathBuf>,
 }
 
+/// `capt-hook decisions verify|export|rotate`.
+#[derive(Debug, Clone, clap::Subcommand)]
+pub enum DecisionsCommand {
+    /// Check the ledger's hash chain, and that of every file it was rotated from: names the
+    /// first row that was changed, removed or reordered, and exits 1 when one was.
+    Verify {
+        /// The ledger (default: $CAPT_HOOK_DECISIONS_DB, else <state dir>/hooks/decisions.db).
+        #[arg(long)]
+        db: Option<PathBuf>,
+        /// One JSON object per file.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print every decision (oldest first, with its chain hashes) for a log system.
+    Export {
+        /// `jsonl`: one decision per line; `otlp-json`: OTLP/JSON log requests, one per line.
+        #[arg(long, value_enum, default_value = "jsonl")]
+        format: ExportFormat,
+        /// Only decisions at or after this time (as for `decisions --since`).
+        #[arg(long)]
+        since: Option<String>,
+        /// Only decisions before this time.
+        #[arg(long)]
+        until: Option<String>,
+        /// The ledger.
+        #[arg(long)]
+        db: Option<PathBuf>,
+    },
+    /// Move every row into an archive file beside the ledger; the ledger's next row links to
+    /// the archive's last, so `verify` checks both.
+    Rotate {
+        /// The archive (default: decisions.<UTC time>.db beside the ledger).
+        #[arg(long)]
+        to: Option<PathBuf>,
+        /// The ledger.
+        #[arg(long)]
+        db: Option<PathBuf>,
+    },
+}
+
+/// The export formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ExportFormat {
+    /// One decision per line, as `decisions --json` prints it.
+    Jsonl,
+    /// OTLP/JSON `ExportLogsServiceRequest`s, one per line.
+    OtlpJson,
+}
+
+fn ledger_path(db: &Option<PathBuf>) -> PathBuf {
+    db.clone()
+        .unwrap_or_else(capt_hook_journal::ledger::default_path)
+}
+
+/// `capt-hook decisions verify`.
+fn verify(db: &Option<PathBuf>, json: bool) -> anyhow::Result<ExitCode> {
+    let path = ledger_path(db);
+    let mut checks = capt_hook_journal::verify_files(&path)?;
+    // Oldest first: the first break printed is the earliest in the record.
+    checks.reverse();
+    let mut out = std::io::stdout().lock();
+    for c in &checks {
+        if json {
+            writeln!(out, "{}", serde_json::to_string(c)?)?;
+            continue;
+        }
+        let r = &c.report;
+        writeln!(out, "{}: {} rows", c.path.display(), r.rows)?;
+        if let Some((first, last)) = r.unchained {
+            writeln!(
+                out,
+                "  unchained from row {first} to row {last}: written before the hash chain, \
+                 their content cannot be checked"
+            )?;
+        }
+        match &c.link {
+            capt_hook_journal::Link::Genesis => {}
+            capt_hook_journal::Link::Joined => writeln!(
+                out,
+                "  continues {} (its last row is the one this file's first links to)",
+                r.anchor_file.as_deref().unwrap_or("?")
+            )?,
+            capt_hook_journal::Link::Missing => writeln!(
+                out,
+                "  continues {}, which is not there: checked from its anchor {}",
+                r.anchor_file.as_deref().unwrap_or("?"),
+                r.anchor
+            )?,
+            capt_hook_journal::Link::Mismatch { found } => writeln!(
+                out,
+                "  BROKEN: continues {}, whose last row ({found}) is not the one this file \
+                 links to ({}): rows were cut from its end or it was replaced",
+                r.anchor_file.as_deref().unwrap_or("?"),
+                r.anchor
+            )?,
+        }
+        match &r.broken {
+            Some((row, how)) => writeln!(out, "  BROKEN at row {row}: {}", how.describe())?,
+            None => writeln!(out, "  chain intact; head {}", r.head)?,
+        }
+    }
+    out.flush()?;
+    let first_break = checks.iter().find(|c| !c.intact());
+    match first_break {
+        Some(c) => {
+            let at = match &c.report.broken {
+                Some((row, _)) => format!("row {row}"),
+                None => "its first row".to_owned(),
+            };
+            eprintln!(
+                "capt-hook: the decision ledger was altered: first break in {} at {at}",
+                c.path.display()
+            );
+            Ok(ExitCode::FAILURE)
+        }
+        None => Ok(ExitCode::SUCCESS),
+    }
+}
+
+/// `capt-hook decisions export`.
+fn export(
+    format: ExportFormat,
+    since: &Option<String>,
+    until: &Option<String>,
+    db: &Option<PathBuf>,
+) -> anyhow::Result<ExitCode> {
+    let now = capt_hook_proto::clock::now_unix_ms();
+    let time = |flag: &str, v: &Option<String>| -> anyhow::Result<Option<u64>> {
+        v.as_deref()
+            .map(|t| capt_hook_journal::time::parse_time(t, now))
+            .transpose()
+            .with_context(|| format!("--{flag}"))
+    };
+    let query = Query {
+        since_ms: time("since", since)?,
+        until_ms: time("until", until)?,
+        ..Query::default()
+    };
+    let path = ledger_path(db);
+    let rows = Ledger::open_read(&path)?.query(&query)?;
+    let mut out = std::io::stdout().lock();
+    match format {
+        ExportFormat::Jsonl => {
+            for d in &rows {
+                writeln!(out, "{}", capt_hook_journal::export::jsonl(d)?)?;
+            }
+        }
+        ExportFormat::OtlpJson => {
+            for batch in rows.chunks(capt_hook_journal::export::OTLP_BATCH) {
+                writeln!(out, "{}", capt_hook_journal::export::otlp_request(batch))?;
+            }
+        }
+    }
+    out.flush()?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `capt-hook decisions rotate`.
+fn rotate(to: &Option<PathBuf>, db: &Option<PathBuf>) -> anyhow::Result<ExitCode> {
+    let path = ledger_path(db);
+    if !path.exists() {
+        anyhow::bail!(LedgerError::Missing(path));
+    }
+    let archive = match to {
+        Some(p) => p.clone(),
+        None => {
+            let stamp = capt_hook_journal::time::utc(capt_hook_proto::clock::now_unix_ms())
+                .replace([':', '-'], "");
+            path.with_file_name(format!("decisions.{stamp}.db"))
+        }
+    };
+    let moved = Ledger::open(&path)?.rotate(&archive)?;
+    eprintln!(
+        "Moved {moved} decisions to {}; {} continues its chain",
+        archive.display(),
+        path.display()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
 /// `capt-hook decisions`.
 pub fn decisions(args: &DecisionArgs) -> anyhow::Result<ExitCode> {
+    match &args.command {
+        Some(DecisionsCommand::Verify { db, json }) => return verify(db, *json),
+        Some(DecisionsCommand::Export {
+            format,
+            since,
+            until,
+            db,
+        }) => return export(*format, since, until, db),
+        Some(DecisionsCommand::Rotate { to, db }) => return rotate(to, db),
+        None => {}
+    }
     let now = capt_hook_proto::clock::now_unix_ms();
     let time = |flag: &str, v: &Option<String>| -> anyhow::Result<Option<u64>> {
         v.as_deref()

@@ -149,6 +149,76 @@ fn run_writes_the_session_log_and_the_ledger() {
     assert!(rows("run-spawned").is_empty());
 }
 
+/// `decisions verify` checks the ledger's hash chain and names the first edited row (exit 1);
+/// `export` ships rows with their hashes, as JSON lines or OTLP/JSON; after `rotate`, the chain
+/// is checked across both files.
+#[test]
+fn decisions_verify_names_an_edited_row_and_export_carries_the_chain() {
+    let p = Project::new(&[("stash.toml", STASH)]);
+    for (i, cmd) in ["git stash", "git stash pop", "git stash list"]
+        .iter()
+        .enumerate()
+    {
+        let payload = format!(
+            r#"{{"session_id":"chain","tool_name":"Bash","tool_input":{{"command":"{cmd}"}},"tool_use_id":"toolu_{i}"}}"#
+        );
+        p.run(&["run", "PreToolUse"], payload.as_bytes());
+    }
+    let db = p.root().join("home/.claude/state/hooks/decisions.db");
+    let ok = p.run(&["decisions", "verify"], b"");
+    assert_eq!(ok.status.code(), Some(0), "{}", text(&ok.stderr));
+    assert!(text(&ok.stdout).contains("3 rows"), "{}", text(&ok.stdout));
+    assert!(
+        text(&ok.stdout).contains("chain intact"),
+        "{}",
+        text(&ok.stdout)
+    );
+
+    let jsonl = p.run(&["decisions", "export", "--format", "jsonl"], b"");
+    let rows: Vec<serde_json::Value> = text(&jsonl.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(rows.len(), 3, "{}", text(&jsonl.stderr));
+    assert_eq!(rows[1]["prev_hash"], rows[0]["row_hash"]);
+    let otlp = p.run(&["decisions", "export", "--format", "otlp-json"], b"");
+    let req: serde_json::Value = serde_json::from_str(text(&otlp.stdout).trim()).unwrap();
+    let records = &req["resourceLogs"][0]["scopeLogs"][0]["logRecords"];
+    assert_eq!(records.as_array().unwrap().len(), 3, "{req}");
+    assert_eq!(records[0]["severityText"], "WARN");
+
+    rusqlite::Connection::open(&db)
+        .unwrap()
+        .execute("UPDATE decisions SET message = 'fine' WHERE id = 2", [])
+        .unwrap();
+    let bad = p.run(&["decisions", "verify"], b"");
+    assert_eq!(bad.status.code(), Some(1), "{}", text(&bad.stdout));
+    assert!(
+        text(&bad.stdout).contains("BROKEN at row 2"),
+        "{}",
+        text(&bad.stdout)
+    );
+    let said = text(&bad.stderr);
+    assert!(
+        said.contains(&db.display().to_string()) && said.contains("row 2"),
+        "{said}"
+    );
+
+    let archive = p.root().join("home/old.db");
+    let rotated = p.run(
+        &["decisions", "rotate", "--to", archive.to_str().unwrap()],
+        b"",
+    );
+    assert_eq!(rotated.status.code(), Some(0), "{}", text(&rotated.stderr));
+    let after = p.run(&["decisions", "verify"], b"");
+    assert_eq!(after.status.code(), Some(1), "the archive keeps the edit");
+    assert!(
+        text(&after.stderr).contains(&archive.display().to_string()),
+        "{}",
+        text(&after.stderr)
+    );
+}
+
 /// A mistyped command line is an error (exit 1, naming what was wrong), never exit 2, which
 /// Claude Code reads as a blocking verdict; help and version exit 0.
 #[test]
