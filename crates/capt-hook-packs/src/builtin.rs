@@ -33,8 +33,10 @@ macro_rules! pack {
     };
 }
 
-/// Every builtin pack, in load order: the always-on packs, then the language packs.
+/// Every builtin pack, in load order: the mandatory guard of the host, the always-on packs,
+/// then the language packs.
 pub const BUILTINS: &[Builtin] = &[
+    pack!("host", ["control.toml"]),
     pack!(
         "general",
         [

@@ -42,6 +42,11 @@ pub struct Manifest {
     /// The original's NLP resources: accepted so its packs load; nothing here provisions them.
     #[serde(default)]
     pub resources: Vec<String>,
+    /// No project can turn the pack or its hooks off (`config.toml` naming them is told it
+    /// has no effect). Honoured for builtin packs only: a plugin is the project's choice, so
+    /// its claim would mean nothing.
+    #[serde(default)]
+    pub mandatory: bool,
 }
 
 /// `.claude/hooks/config.toml`: what a project turns off.
@@ -304,8 +309,18 @@ pub fn load(root: &Path, hooks_dir: &Path, claude_dir: &Path, registry: &mut Reg
             }
         }
         if off(&id, &mut unused) {
-            info.state = State::Off;
-            info.why = format!("disabled in {}", config_file.display());
+            if manifest.mandatory {
+                out.notices.push(format!(
+                    "{}: `{id}` is mandatory and cannot be turned off; it stays on",
+                    config_file.display()
+                ));
+            } else {
+                info.state = State::Off;
+                info.why = format!("disabled in {}", config_file.display());
+            }
+        }
+        if manifest.mandatory && info.state == State::Active {
+            info.why = "mandatory: always on, whatever a project's config.toml says".into();
         }
         if info.state == State::Active {
             let files = b.runtime.iter().map(|(name, text)| {
@@ -317,8 +332,17 @@ pub fn load(root: &Path, hooks_dir: &Path, claude_dir: &Path, registry: &mut Reg
             });
             // Builtin patterns compile when first searched, and the files are the copies
             // without inline tests (build.rs): the tests load them whole, proving both.
+            let mandatory = manifest.mandatory.then_some(config_file.as_path());
             capt_hook_core::pattern::deferred(|| {
-                register(&mut info, files, &config, &mut unused, &mut out, registry)
+                register(
+                    &mut info,
+                    files,
+                    &config,
+                    mandatory,
+                    &mut unused,
+                    &mut out,
+                    registry,
+                )
             });
         }
         out.infos.push(info);
@@ -366,11 +390,19 @@ pub fn load(root: &Path, hooks_dir: &Path, claude_dir: &Path, registry: &mut Reg
                 out.errors.push(e);
             }
             Ok((manifest, files)) => {
+                if manifest.mandatory {
+                    out.notices.push(format!(
+                        "{}: `mandatory` is honoured for builtin packs only; `{id}` can be \
+                         turned off like any plugin pack",
+                        dir.join("pack.toml").display()
+                    ));
+                }
                 info.description = manifest.description;
                 register(
                     &mut info,
                     files.into_iter(),
                     &config,
+                    None,
                     &mut unused,
                     &mut out,
                     registry,
@@ -392,11 +424,13 @@ pub fn load(root: &Path, hooks_dir: &Path, claude_dir: &Path, registry: &mut Reg
 }
 
 /// Registers a pack's hook files (stem without the pack prefix, text, path) under
-/// `<prefix><stem>`, leaving out hooks the config turns off.
+/// `<prefix><stem>`, leaving out hooks the config turns off, unless the pack is mandatory
+/// (`mandatory` is then the config file, named in the notice that the switch did nothing).
 fn register(
     info: &mut PackInfo,
     files: impl Iterator<Item = (String, String, PathBuf)>,
     config: &Config,
+    mandatory: Option<&Path>,
     unused: &mut Vec<&String>,
     out: &mut Packs,
     registry: &mut Registry,
@@ -414,8 +448,18 @@ fn register(
         for hook in scratch.hooks() {
             if config.hooks.disable.iter().any(|d| *d == hook.name) {
                 unused.retain(|d| **d != hook.name);
-                out.hooks_off.push(hook.name.clone());
-                continue;
+                if let Some(config_file) = mandatory {
+                    out.notices.push(format!(
+                        "{}: `{}` belongs to the mandatory pack {} and cannot be turned off; it \
+                         stays on",
+                        config_file.display(),
+                        hook.name,
+                        info.id
+                    ));
+                } else {
+                    out.hooks_off.push(hook.name.clone());
+                    continue;
+                }
             }
             registry.push((**hook).clone());
             info.hooks += 1;

@@ -138,6 +138,48 @@ fn manifests_turn_language_packs_on_and_config_turns_packs_and_hooks_off() {
     assert!(packs.origin("mine:hook_x").is_none());
 }
 
+/// The host guard is mandatory: a project's config.toml naming its pack or its hook turns
+/// nothing off, and says so.
+#[test]
+fn the_mandatory_host_guard_cannot_be_turned_off() {
+    let (_tmp, root, hooks, home) = scratch();
+    write(
+        &hooks.join(CONFIG_FILE),
+        "[packs]\ndisable = [\"host\", \"builtin:host\"]\n\n[hooks]\ndisable = [\"host/control:hook_host_control\"]\n",
+    );
+    let mut reg = Registry::new();
+    let packs = load(&root, &hooks, &home.join(".claude"), &mut reg);
+    let info = packs.infos.iter().find(|p| p.id == "builtin:host").unwrap();
+    assert_eq!(info.state, State::Active);
+    assert!(info.why.contains("mandatory"), "{info:?}");
+    assert!(packs.hooks_off.is_empty(), "{:?}", packs.hooks_off);
+    let r = bash(&reg, &root, "capt-hookd restart-workers").unwrap();
+    assert_eq!(r.action, Action::Block);
+    assert!(
+        r.message
+            .as_deref()
+            .unwrap_or("")
+            .contains("their own terminal"),
+        "{r:?}"
+    );
+    assert!(bash(&reg, &root, "capt-hookd status").is_none());
+    assert_eq!(packs.notices.len(), 2, "{:?}", packs.notices);
+    assert!(
+        packs
+            .notices
+            .iter()
+            .all(|n| n.contains("cannot be turned off")),
+        "{:?}",
+        packs.notices
+    );
+    assert!(
+        reg.hooks()
+            .iter()
+            .any(|h| h.name == "host/control:hook_host_control" && h.mandatory),
+        "the hook itself is mandatory for the client"
+    );
+}
+
 #[test]
 fn a_config_that_does_not_parse_turns_nothing_off_and_says_where() {
     let (_tmp, root, hooks, home) = scratch();
