@@ -84,6 +84,13 @@ vars! {
     /// The URL the release check asks for the latest release (JSON with `tag_name` or
     /// `version`).
     CAPT_HOOK_UPDATE_URL, read_by: "capt-hookd", default: "the GitHub releases API of the repository";
+    /// Claude Code's switch for traffic it does without; set to anything (`0` included, as
+    /// Claude Code reads it) in a session's or the host's environment, it also turns the
+    /// host's release check off.
+    CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC, read_by: "capt-hookd", default: "unset";
+    /// Claude Code's switch for its own updates; set to anything, it also turns the host's
+    /// release check off.
+    DISABLE_AUTOUPDATER, read_by: "capt-hookd", default: "unset";
     /// `1`, `true` or `yes` adds the `raw` annotation to every event.
     CAPT_HOOK_CCX_RAW, read_by: "capt-hook, workers", default: "unset";
     /// The judge LLM hooks use when a hook names none: `auto` (Jev when `TYPESAFE_API_KEY` is

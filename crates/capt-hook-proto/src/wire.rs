@@ -362,17 +362,20 @@ pub enum WorkerFrame {
 /// Variables that belong to one request: sent along with the event, never copied into a
 /// worker's base environment.
 pub fn is_request_env(name: &str) -> bool {
-    matches!(name, "XDG_CACHE_HOME" | "CEREBRAS_API_KEY")
-        || [
-            "CAPT_HOOK_",
-            "CAPTAIN_HOOK_",
-            "HOOKS_",
-            "CLAUDE_",
-            "FACTORY_",
-            "ORCA_",
-        ]
-        .iter()
-        .any(|p| name.starts_with(p))
+    // DISABLE_AUTOUPDATER: the host's release check follows the session's choice.
+    matches!(
+        name,
+        "XDG_CACHE_HOME" | "CEREBRAS_API_KEY" | crate::env::DISABLE_AUTOUPDATER
+    ) || [
+        "CAPT_HOOK_",
+        "CAPTAIN_HOOK_",
+        "HOOKS_",
+        "CLAUDE_",
+        "FACTORY_",
+        "ORCA_",
+    ]
+    .iter()
+    .any(|p| name.starts_with(p))
 }
 
 /// Variables that change what hooks do, so workers are keyed by them: two sessions that differ

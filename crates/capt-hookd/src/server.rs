@@ -656,8 +656,9 @@ async fn dispatch_event(event: EventRequest, host: &Host) -> HostReply {
     let mut event = event;
     // Notices are the host's own to add.
     event.notices.clear();
-    let update =
-        (event.event == "SessionStart").then(|| crate::update::Settings::from_request(&event.env));
+    let update = (event.event == "SessionStart").then(|| {
+        crate::update::Settings::from_request(&event.env, |name| std::env::var(name).ok())
+    });
     // A newer release rides on this session start's answer, rendered by the worker
     // with the hooks' own notices.
     let telling = match &update {

@@ -22,8 +22,16 @@ use capt_hook_proto::BUILD;
 use serde::{Deserialize, Serialize};
 
 pub use capt_hook_proto::env::{
-    CAPT_HOOK_UPDATE_URL, HOOKS_UPDATE_ENABLED, HOOKS_UPDATE_INTERVAL_MINUTES,
+    CAPT_HOOK_UPDATE_URL, CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC, DISABLE_AUTOUPDATER,
+    HOOKS_UPDATE_ENABLED, HOOKS_UPDATE_INTERVAL_MINUTES,
 };
+
+/// Claude Code's switches that also turn the check off: a user who told Claude Code to make no
+/// traffic it can do without, or not to update itself, expects the same of its hooks' host.
+pub const CLAUDE_CODE_SWITCHES: [&str; 2] = [
+    CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC,
+    DISABLE_AUTOUPDATER,
+];
 
 /// Where releases are announced unless `CAPT_HOOK_UPDATE_URL` says otherwise.
 pub const DEFAULT_URL: &str =
@@ -73,8 +81,21 @@ pub struct Settings {
 }
 
 impl Settings {
-    /// Reads the request's environment (where `HOOKS_*` and `CAPT_HOOK_*` travel).
-    pub fn from_request(env: &BTreeMap<String, String>) -> Option<Settings> {
+    /// Reads the request's environment (where `HOOKS_*`, `CAPT_HOOK_*` and Claude Code's
+    /// switches travel); `host_env` is the host's own (one of Claude Code's switches set
+    /// there, as a service manager may, turns the check off for every session).
+    pub fn from_request(
+        env: &BTreeMap<String, String>,
+        host_env: impl Fn(&str) -> Option<String>,
+    ) -> Option<Settings> {
+        // Read as Claude Code reads them: any non-empty value, `0` included, is on.
+        let switched_off = |name: &str| {
+            env.get(name).is_some_and(|v| !v.is_empty())
+                || host_env(name).is_some_and(|v| !v.is_empty())
+        };
+        if CLAUDE_CODE_SWITCHES.iter().any(|n| switched_off(n)) {
+            return None;
+        }
         let enabled = env
             .get(HOOKS_UPDATE_ENABLED)
             .map(|v| v.trim().to_ascii_lowercase());
@@ -358,15 +379,47 @@ mod tests {
                 .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
                 .collect::<BTreeMap<_, _>>()
         };
+        let host = |_: &str| None;
         assert_eq!(
-            Settings::from_request(&env(&[(HOOKS_UPDATE_ENABLED, "false")])),
+            Settings::from_request(&env(&[(HOOKS_UPDATE_ENABLED, "false")]), host),
             None
         );
-        let s = Settings::from_request(&env(&[(HOOKS_UPDATE_INTERVAL_MINUTES, "5")])).unwrap();
+        let s =
+            Settings::from_request(&env(&[(HOOKS_UPDATE_INTERVAL_MINUTES, "5")]), host).unwrap();
         assert_eq!(
             (s.url.as_str(), s.interval),
             (DEFAULT_URL, Duration::from_secs(300))
         );
+    }
+
+    /// Claude Code's switches turn the check off as Claude Code reads them (any non-empty
+    /// value, `0` included), from the session's environment or the host's own.
+    #[test]
+    fn claude_codes_switches_turn_the_check_off() {
+        let none = |_: &str| None;
+        for name in [
+            CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC,
+            DISABLE_AUTOUPDATER,
+        ] {
+            for value in ["1", "0", "true"] {
+                let env = BTreeMap::from([(name.to_owned(), value.to_owned())]);
+                assert_eq!(Settings::from_request(&env, none), None, "{name}={value}");
+            }
+            let empty = BTreeMap::from([(name.to_owned(), String::new())]);
+            assert!(
+                Settings::from_request(&empty, none).is_some(),
+                "{name} empty"
+            );
+            let host = |n: &str| (n == name).then(|| "1".to_owned());
+            assert_eq!(
+                Settings::from_request(&BTreeMap::new(), host),
+                None,
+                "{name} in the host's environment"
+            );
+            // The switch travels with the session's request to the host.
+            assert!(capt_hook_proto::is_request_env(name), "{name}");
+        }
+        assert!(Settings::from_request(&BTreeMap::new(), none).is_some());
     }
 
     #[test]

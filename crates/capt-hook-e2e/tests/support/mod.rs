@@ -98,6 +98,9 @@ impl Env {
             .env_remove("FACTORY_PROJECT_DIR")
             .env_remove("CAPT_HOOK_CLIENT_TIMEOUT")
             .env_remove("CAPT_HOOKD_WORKER")
+            // Claude Code's switches turn the host's release check off; a test sets them itself.
+            .env_remove("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC")
+            .env_remove("DISABLE_AUTOUPDATER")
             // The host state directory follows it; this user's lives under the temp HOME.
             .env_remove("XDG_CACHE_HOME")
             .envs(self.extra.iter().map(|(k, v)| (k, v)));
