@@ -19,6 +19,7 @@ pub mod helper;
 mod journal;
 mod logging;
 mod packs;
+mod policy;
 mod rust_project;
 mod scaffold;
 mod tickets;
@@ -119,6 +120,12 @@ enum Command {
     },
     /// Query the decision ledger: one row per verdict a hook delivered.
     Decisions(journal::DecisionArgs),
+    /// Policy packs (loaded before every project's hooks, never turned off by one): `status`,
+    /// `verify` their signatures, `sums` for signing.
+    Policy {
+        #[command(subcommand)]
+        command: policy::PolicyCommand,
+    },
     /// The project's permission tickets: list or revoke them.
     Tickets {
         #[command(subcommand)]
@@ -264,6 +271,7 @@ fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
             judge: false,
         } => journal::logs(session.as_deref(), follow, json, tail),
         Command::Decisions(args) => journal::decisions(&args),
+        Command::Policy { command } => policy::run(&command),
         Command::Helper { command } => match command {
             HelperCommand::Status => helper::status(),
             HelperCommand::Install {

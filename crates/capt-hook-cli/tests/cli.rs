@@ -219,6 +219,84 @@ fn decisions_verify_names_an_edited_row_and_export_carries_the_chain() {
     );
 }
 
+/// Policy packs load before the project's hooks: a signed pack's guard denies; with the trusted
+/// key configured, the same pack altered by one byte does not load, and a guarded call asks,
+/// naming the altered file; `policy verify` exits 1 naming it, `status` says signed/REFUSED.
+#[test]
+fn an_altered_policy_pack_makes_guarded_calls_ask_naming_the_file() {
+    let p = Project::new(&[]);
+    let fixtures = workspace().join("crates/capt-hook-packs/tests/fixtures/policy");
+    let pack = p.root().join("policy/org");
+    std::fs::create_dir_all(pack.join("hooks")).unwrap();
+    for rel in [
+        "pack.toml",
+        "hooks/guard.toml",
+        "SHA256SUMS",
+        "SHA256SUMS.minisig",
+    ] {
+        std::fs::copy(fixtures.join("org").join(rel), pack.join(rel)).unwrap();
+    }
+    let dir = p.root().join("policy");
+    let key = fixtures.join("trusted.pub");
+    let env: &[(&str, &Path)] = &[
+        ("CAPT_HOOK_POLICY_DIR", &dir),
+        ("CAPT_HOOK_POLICY_KEY", &key),
+        ("CAPT_HOOK_RUN_PACKS", Path::new("1")),
+    ];
+    let call = |cmd: &str| -> serde_json::Value {
+        let payload = format!(
+            r#"{{"session_id":"pol","tool_name":"Bash","tool_input":{{"command":"{cmd}"}},"tool_use_id":"toolu_p","hook_event_name":"PreToolUse","permission_mode":"default"}}"#
+        );
+        let out = p.run_env(&["run", "PreToolUse"], payload.as_bytes(), env);
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        serde_json::from_str(text(&out.stdout).trim()).unwrap_or(serde_json::Value::Null)
+    };
+    let denied = call("terraform apply -auto-approve");
+    assert_eq!(
+        denied["hookSpecificOutput"]["permissionDecision"], "deny",
+        "{denied}"
+    );
+    assert!(
+        denied.to_string().contains("organisation policy"),
+        "{denied}"
+    );
+    let status = p.run_env(&["policy", "verify"], b"", env);
+    assert_eq!(status.status.code(), Some(0), "{}", text(&status.stderr));
+    assert!(
+        text(&status.stdout).contains("policy:org"),
+        "{}",
+        text(&status.stdout)
+    );
+    assert!(
+        text(&status.stdout).contains("signed"),
+        "{}",
+        text(&status.stdout)
+    );
+
+    // One byte changed.
+    let guard = pack.join("hooks/guard.toml");
+    let altered = std::fs::read_to_string(&guard)
+        .unwrap()
+        .replace("apply", "applz");
+    std::fs::write(&guard, altered).unwrap();
+    let asked = call("ls");
+    assert_eq!(
+        asked["hookSpecificOutput"]["permissionDecision"], "ask",
+        "{asked}"
+    );
+    let reason = asked["hookSpecificOutput"]["permissionDecisionReason"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(reason.contains("hooks/guard.toml"), "{asked}");
+    let verify = p.run_env(&["policy", "verify"], b"", env);
+    assert_eq!(verify.status.code(), Some(1), "{}", text(&verify.stdout));
+    assert!(
+        text(&verify.stdout).contains("REFUSED") && text(&verify.stdout).contains("guard.toml"),
+        "{}",
+        text(&verify.stdout)
+    );
+}
+
 /// A mistyped command line is an error (exit 1, naming what was wrong), never exit 2, which
 /// Claude Code reads as a blocking verdict; help and version exit 0.
 #[test]

@@ -15,6 +15,7 @@
 pub mod builtin;
 pub mod detect;
 pub mod plugins;
+pub mod policy;
 
 use std::path::{Path, PathBuf};
 

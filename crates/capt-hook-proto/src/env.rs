@@ -55,6 +55,12 @@ vars! {
     /// `1` (or `true`, `yes`): `capt-hook run` also runs the packs, as `--packs` does, for harnesses that cannot
     /// add the flag (the behaviour-case runner calls `CMD run <Event>`).
     CAPT_HOOK_RUN_PACKS, read_by: "capt-hook", default: "unset";
+    /// Policy pack directories, `:`-separated, loaded before every project's hooks and never
+    /// turned off by one (replaces the defaults).
+    CAPT_HOOK_POLICY_DIR, read_by: "capt-hook, workers", default: "`/etc/captain-hook/policy` and `~/.config/captain-hook/policy`";
+    /// The minisign public key policy packs must be signed with; with one, an unsigned or
+    /// altered pack does not load and the calls it guards ask.
+    CAPT_HOOK_POLICY_KEY, read_by: "capt-hook, workers", default: "`/etc/captain-hook/policy.pub` when it exists";
     /// A `tracing` filter for the host's log.
     CAPT_HOOKD_LOG, read_by: "capt-hookd", default: "`info`";
     /// Seconds a worker may sit idle before it is retired.

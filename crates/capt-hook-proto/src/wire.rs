@@ -391,6 +391,8 @@ pub fn is_semantic_env(name: &str) -> bool {
             | "CAPT_HOOK_BUILD_DIR"
             | "CAPT_HOOK_SDK"
             | "CLAUDE_CONFIG_DIR"
+            | crate::env::CAPT_HOOK_POLICY_DIR
+            | crate::env::CAPT_HOOK_POLICY_KEY
     ) || name.starts_with("HOOKS_")
 }
 

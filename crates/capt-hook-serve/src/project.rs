@@ -133,20 +133,32 @@ impl Project {
         // The packs load on a second thread while this one reads the project's files: a
         // worker's start is on the path of the first event, and the two share nothing but
         // the order their hooks are appended in, which the join below keeps.
-        let ((mut registry, mut errors), (packs, pack_hooks)) = std::thread::scope(|s| {
-            let packs = s.spawn(|| {
-                let mut hooks = Registry::new();
-                let packs = capt_hook_packs::load(root, hooks_dir, &claude_dir, &mut hooks);
-                (packs, hooks)
+        let ((project_hooks, mut errors), (packs, pack_hooks, policy, mut registry)) =
+            std::thread::scope(|s| {
+                let packs = s.spawn(|| {
+                    // Policy first: the organisation's hooks lead the fold, whatever the project
+                    // registers, and nothing in the project turns them off.
+                    let mut policy_hooks = Registry::new();
+                    let policy = capt_hook_packs::policy::load(
+                        &capt_hook_packs::policy::Settings::from_env(),
+                        &mut policy_hooks,
+                    );
+                    let mut hooks = Registry::new();
+                    let packs = capt_hook_packs::load(root, hooks_dir, &claude_dir, &mut hooks);
+                    (packs, hooks, policy, policy_hooks)
+                });
+                let mut registry = base.clone();
+                let errors = load_dir(hooks_dir, &mut registry);
+                let packs = packs
+                    .join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+                ((registry, errors), packs)
             });
-            let mut registry = base.clone();
-            let errors = load_dir(hooks_dir, &mut registry);
-            let packs = packs
-                .join()
-                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-            ((registry, errors), packs)
-        });
+        registry.extend(project_hooks);
         registry.extend(pack_hooks);
+        // A refused policy pack is a load error like a broken project file: the calls its
+        // hooks might have denied ask, naming the file at fault.
+        errors.extend(policy.errors.iter().cloned());
         errors.extend(packs.errors.iter().cloned());
         errors.extend(crate::specialties::check_specialties_in(
             root,
@@ -160,7 +172,8 @@ impl Project {
         for n in &packs.notices {
             tracing::warn!(notice = %n, "pack notice");
         }
-        let watched = packs.watched.clone();
+        let mut watched = packs.watched.clone();
+        watched.extend(policy.watched.iter().cloned());
         Project {
             root: root.to_path_buf(),
             hooks_dir: hooks_dir.to_path_buf(),
