@@ -129,6 +129,77 @@ fn a_bare_client_reads_the_event_from_the_payload() {
     assert!(stderr(&out).contains("hook_event_name"), "{}", stderr(&out));
 }
 
+/// The host's control commands are the user's: sent as a Bash tool call through the real
+/// client and host, `capt-hookd shutdown` is denied by the mandatory `host` pack, even with the
+/// project's config.toml naming it; the same command from the user's shell stops the host.
+#[test]
+fn host_control_from_a_tool_call_is_denied_and_from_the_shell_works() {
+    let env = Env::new();
+    let root = env.project("p", HOOKS);
+    std::fs::write(
+        root.join(".claude/hooks/config.toml"),
+        "[packs]\ndisable = [\"host\"]\n",
+    )
+    .unwrap();
+    let out = env.hook("PreToolUse", &bash(&root, "capt-hookd shutdown"), &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let answer = json_out(&out);
+    assert_eq!(decision(&answer), Some("deny"), "{answer}");
+    assert!(
+        answer.to_string().contains("their own terminal"),
+        "{answer}"
+    );
+    assert!(env.status().is_some(), "the host still runs");
+
+    let shell = env.cmd("capt-hookd").arg("shutdown").output().unwrap();
+    assert_eq!(shell.status.code(), Some(0), "{}", stderr(&shell));
+    env.wait_until("the host stopped", || env.status().is_none());
+}
+
+/// Policy through the real client, host and worker: the session's `CAPT_HOOK_POLICY_DIR` and
+/// `CAPT_HOOK_POLICY_KEY` reach the worker; a signed pack's guard denies, and the same pack with
+/// one byte changed makes a guarded call ask, naming the altered file.
+#[test]
+fn an_altered_policy_pack_asks_through_the_host_naming_the_file() {
+    let env = Env::new();
+    let root = env.project("p", HOOKS);
+    let fixtures = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../capt-hook-packs/tests/fixtures/policy");
+    let policy = env.dir.path().join("policy");
+    let pack = policy.join("org");
+    std::fs::create_dir_all(pack.join("hooks")).unwrap();
+    for rel in [
+        "pack.toml",
+        "hooks/guard.toml",
+        "SHA256SUMS",
+        "SHA256SUMS.minisig",
+    ] {
+        std::fs::copy(fixtures.join("org").join(rel), pack.join(rel)).unwrap();
+    }
+    let key = fixtures.join("trusted.pub");
+    let vars = [
+        ("CAPT_HOOK_POLICY_DIR", policy.to_str().unwrap()),
+        ("CAPT_HOOK_POLICY_KEY", key.to_str().unwrap()),
+    ];
+    let out = env.hook("PreToolUse", &bash(&root, "terraform apply"), &vars);
+    let answer = json_out(&out);
+    assert_eq!(decision(&answer), Some("deny"), "{answer}");
+    assert!(
+        answer.to_string().contains("organisation policy"),
+        "{answer}"
+    );
+
+    let guard = pack.join("hooks/guard.toml");
+    let text = std::fs::read_to_string(&guard).unwrap();
+    std::fs::write(&guard, text.replacen("apply", "applz", 1)).unwrap();
+    // The worker reloads when a watched file changes.
+    env.wait_until("the altered pack asks", || {
+        let out = env.hook("PreToolUse", &bash(&root, "ls"), &vars);
+        let answer = json_out(&out);
+        decision(&answer) == Some("ask") && answer.to_string().contains("hooks/guard.toml")
+    });
+}
+
 #[test]
 fn first_event_starts_the_host_and_later_ones_reuse_it() {
     let env = Env::new();
@@ -2321,7 +2392,8 @@ impl ReleaseServer {
 
 /// The release check: after a SessionStart the host asks the release URL once per interval,
 /// detached; a newer release is told once, on a later SessionStart, beside what the hooks said.
-/// `HOOKS_UPDATE_ENABLED=false` turns it off.
+/// `HOOKS_UPDATE_ENABLED=false` turns it off, and so do Claude Code's
+/// `CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC` and `DISABLE_AUTOUPDATER`.
 #[test]
 fn update_check_after_session_start_tells_of_a_newer_release_once() {
     let server = ReleaseServer::start(r#"{"tag_name":"v99.0.0","name":"far future"}"#);
@@ -2390,17 +2462,21 @@ fn update_check_after_session_start_tells_of_a_newer_release_once() {
         "session_id": "u", "cwd": root, "hook_event_name": "SessionStart", "source": "startup",
     })
     .to_string();
-    let out = off.hook(
-        "SessionStart",
-        payload.as_bytes(),
-        &[("HOOKS_UPDATE_ENABLED", "false")],
-    );
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    // Off by our switch, and by each of Claude Code's (any value, `0` included, as Claude
+    // Code reads them).
+    for vars in [
+        [("HOOKS_UPDATE_ENABLED", "false")],
+        [("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")],
+        [("DISABLE_AUTOUPDATER", "0")],
+    ] {
+        let out = off.hook("SessionStart", payload.as_bytes(), &vars);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    }
     let out = off.hook("SessionStart", payload.as_bytes(), &[]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     off.wait_until("the enabled start checked", || quiet.hits() >= 1);
     let _ = off.cmd("capt-hookd").arg("shutdown").output();
-    assert_eq!(quiet.hits(), 1, "HOOKS_UPDATE_ENABLED=false made a request");
+    assert_eq!(quiet.hits(), 1, "a start with the check off made a request");
 }
 
 /// The host log is kept to `CAPT_HOOK_LOG_MAX_BYTES`: a host starting on a larger one moves it
