@@ -389,6 +389,11 @@ fn verify(db: &Option<PathBuf>, json: bool) -> anyhow::Result<ExitCode> {
                 r.anchor_file.as_deref().unwrap_or("?"),
                 r.anchor
             )?,
+            capt_hook_journal::Link::Cycle => writeln!(
+                out,
+                "  BROKEN: continues {}, a file already checked (the rotation links were edited)",
+                r.anchor_file.as_deref().unwrap_or("?")
+            )?,
             capt_hook_journal::Link::Mismatch { found } => writeln!(
                 out,
                 "  BROKEN: continues {}, whose last row ({found}) is not the one this file \

@@ -770,6 +770,9 @@ pub enum Link {
         /// The predecessor's head.
         found: String,
     },
+    /// The recorded predecessor is this file or one already followed (or the chain of files
+    /// is past 10,000): the links were edited.
+    Cycle,
 }
 
 /// One file's part in [`verify_files`].
@@ -788,7 +791,7 @@ pub struct FileCheck {
 impl FileCheck {
     /// True when neither the file's chain nor its link to the predecessor is broken.
     pub fn intact(&self) -> bool {
-        self.report.broken.is_none() && !matches!(self.link, Link::Mismatch { .. })
+        self.report.broken.is_none() && !matches!(self.link, Link::Mismatch { .. } | Link::Cycle)
     }
 }
 
@@ -799,24 +802,25 @@ const MAX_FILES: usize = 10_000;
 /// rotated from that is still there; newest first.
 pub fn verify_files(path: &Path) -> Result<Vec<FileCheck>, LedgerError> {
     let mut out: Vec<FileCheck> = Vec::new();
-    let mut next = Some(path.to_path_buf());
-    while let Some(file) = next.take() {
-        let report = Ledger::open_read(&file)?.verify()?;
+    let mut next = Some((path.to_path_buf(), Ledger::open_read(path)?.verify()?));
+    while let Some((file, report)) = next.take() {
         let mut link = Link::Genesis;
         if let Some(name) = &report.anchor_file {
             let prev = file
                 .parent()
                 .map_or_else(|| PathBuf::from(name), |dir| dir.join(name));
-            if out.len() + 1 >= MAX_FILES || out.iter().any(|c| c.path == prev) || prev == file {
-                link = Link::Missing;
+            if prev == file || out.iter().any(|c| c.path == prev) || out.len() + 1 >= MAX_FILES {
+                link = Link::Cycle;
             } else if prev.exists() {
-                let head = Ledger::open_read(&prev)?.verify()?.head;
-                if head == report.anchor {
-                    link = Link::Joined;
+                let older = Ledger::open_read(&prev)?.verify()?;
+                link = if older.head == report.anchor {
+                    Link::Joined
                 } else {
-                    link = Link::Mismatch { found: head };
-                }
-                next = Some(prev);
+                    Link::Mismatch {
+                        found: older.head.clone(),
+                    }
+                };
+                next = Some((prev, older));
             } else {
                 link = Link::Missing;
             }
@@ -1149,6 +1153,20 @@ mod tests {
             matches!(checks[1].link, Link::Mismatch { .. }),
             "{checks:?}"
         );
+        assert!(!checks[1].intact());
+
+        // A link edited to point back at the ledger itself is caught, not followed forever.
+        let looped = Ledger::open(&archive2).unwrap();
+        looped
+            .conn
+            .execute(
+                "UPDATE chain SET value = 'decisions.2.db' WHERE key = 'anchor_file'",
+                [],
+            )
+            .unwrap();
+        drop(looped);
+        let checks = verify_files(&path).unwrap();
+        assert_eq!(checks[1].link, Link::Cycle, "{checks:?}");
         assert!(!checks[1].intact());
 
         // An archive shipped elsewhere: the ledger is checked from its anchor.
