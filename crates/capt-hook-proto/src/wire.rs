@@ -481,5 +481,11 @@ pub(crate) mod tests {
         // Where Claude Code's settings and plugin roster are: which plugin packs load.
         assert!(is_semantic_env("CLAUDE_CONFIG_DIR"));
         assert!(!is_semantic_env("CLAUDE_CODE_SESSION_ID"));
+        // Which policy packs load and the key they must be signed with: a worker per pair.
+        assert!(is_semantic_env("CAPT_HOOK_POLICY_DIR"));
+        assert!(is_semantic_env("CAPT_HOOK_POLICY_KEY"));
+        // Claude Code's switch the release check follows travels with the request.
+        assert!(is_request_env("DISABLE_AUTOUPDATER"));
+        assert!(!is_semantic_env("DISABLE_AUTOUPDATER"));
     }
 }
