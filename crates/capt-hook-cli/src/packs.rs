@@ -80,7 +80,36 @@ pub fn pack_list(root: &Path, hooks_dir: &Path) -> ExitCode {
     let Some(packs) = project.packs() else {
         return ExitCode::SUCCESS;
     };
-    let width = packs.infos.iter().map(|p| p.id.len()).max().unwrap_or(0);
+    // Policy packs load first; listed first, with how far they are trusted.
+    let policy = captain_hook::packs::policy::load(
+        &captain_hook::packs::policy::Settings::from_env(),
+        &mut Registry::new(),
+    );
+    let width = packs
+        .infos
+        .iter()
+        .map(|p| p.id.len())
+        .chain(policy.packs.iter().map(|p| p.id.len()))
+        .max()
+        .unwrap_or(0);
+    for p in &policy.packs {
+        use captain_hook::packs::policy::Trust;
+        let (state, why) = match &p.trust {
+            Trust::Signed => (
+                "signed",
+                "signature verified; not switchable off".to_owned(),
+            ),
+            Trust::Unverified => (
+                "active",
+                "no trusted key: unverified; not switchable off".to_owned(),
+            ),
+            Trust::Refused(e) => ("refused", e.message.clone()),
+        };
+        println!(
+            "  {:<width$}  {:<7}  {:>3} hooks  {:<8}  {}",
+            p.id, "policy", p.hooks, state, why
+        );
+    }
     for p in &packs.infos {
         println!(
             "  {:<width$}  {:<7}  {:>3} hooks  {:<8}  {}",
@@ -94,13 +123,13 @@ pub fn pack_list(root: &Path, hooks_dir: &Path) -> ExitCode {
     for line in judgeless(&project, root) {
         println!("{line}");
     }
-    for e in &packs.errors {
+    for e in policy.errors.iter().chain(&packs.errors) {
         println!("!  {e}");
     }
     for n in &packs.notices {
         println!("!  {n}");
     }
-    if packs.errors.is_empty() {
+    if packs.errors.is_empty() && policy.errors.is_empty() {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)

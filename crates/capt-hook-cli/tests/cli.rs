@@ -272,6 +272,13 @@ fn an_altered_policy_pack_makes_guarded_calls_ask_naming_the_file() {
         "{}",
         text(&status.stdout)
     );
+    let listed = p.run_env(&["pack", "list"], b"", env);
+    let row = text(&listed.stdout)
+        .lines()
+        .find(|l| l.contains("policy:org"))
+        .map(str::to_owned)
+        .unwrap_or_default();
+    assert!(row.contains("signed"), "{}", text(&listed.stdout));
 
     // One byte changed.
     let guard = pack.join("hooks/guard.toml");
