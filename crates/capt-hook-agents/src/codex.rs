@@ -1,0 +1,87 @@
+//! OpenAI Codex CLI (npm `@openai/codex`, observed at 0.169): Claude Code's event names and
+//! envelope, with three differences that bite. Its output parser refuses a whole answer over one
+//! field it does not know for that event, and a refused answer lets the call run; a plain
+//! `permissionDecision: "allow"` or an `ask` is refused the same way; and edits arrive as one
+//! `apply_patch` call holding a patch, not as Edit/Write with a `file_path`.
+
+use capt_hook_core::EventKind::*;
+
+use crate::Agent;
+use crate::table::{AgentTable, Call, InputMap, OutputStyle, PayloadStyle, ToolRow, row};
+
+/// Codex's table.
+pub fn table() -> AgentTable {
+    AgentTable {
+        agent: Agent::Codex,
+        title: "OpenAI Codex CLI",
+        env: &[],
+        // Every Codex event but SessionStart carries the turn's id; Claude Code sends none.
+        marks: &["turn_id"],
+        payload: PayloadStyle::Claude,
+        output: OutputStyle::ClaudeFields,
+        fields: &[],
+        events: vec![
+            // A deny needs a non-empty reason; an allow is honoured only with updatedInput.
+            row("PreToolUse", Some(PreToolUse), Call::Payload, "brcn"),
+            // `decision.behavior` allow/deny; an updatedInput there is refused.
+            row(
+                "PermissionRequest",
+                Some(PermissionRequest),
+                Call::Payload,
+                "bpn",
+            ),
+            row("PostToolUse", Some(PostToolUse), Call::Payload, "bcn"),
+            row(
+                "UserPromptSubmit",
+                Some(UserPromptSubmit),
+                Call::None,
+                "bcn",
+            ),
+            row("Stop", Some(Stop), Call::None, "bn"),
+            row("SubagentStop", Some(SubagentStop), Call::None, "bn"),
+            row("SubagentStart", Some(SubagentStart), Call::None, "cn"),
+            row("SessionStart", Some(SessionStart), Call::None, "cn"),
+            row("PreCompact", Some(PreCompact), Call::None, "n"),
+            row("PostCompact", Some(PostCompact), Call::None, "n"),
+        ],
+        tools: &[
+            ToolRow {
+                name: "Bash",
+                ours: "Bash",
+                input: InputMap::Keys(&[]),
+            },
+            ToolRow {
+                name: "exec_command",
+                ours: "Bash",
+                input: InputMap::Keys(&[("cmd", "command")]),
+            },
+            // Older builds: `command` as an argv array (`["bash", "-lc", "…"]`).
+            ToolRow {
+                name: "shell",
+                ours: "Bash",
+                input: InputMap::ShellArgv,
+            },
+            ToolRow {
+                name: "apply_patch",
+                ours: "Edit",
+                input: InputMap::ApplyPatch,
+            },
+        ],
+        cannot: &[
+            "`ask`: Codex refuses the answer (and runs the call), so an ask is sent as a deny \
+             with its reason.",
+            "A plain allow on PreToolUse: refused the same way, so it is left out and Codex's \
+             own approval decides.",
+            "A rewrite of an `apply_patch` call (the patch cannot be rebuilt from an Edit): \
+             refused as a deny that says so.",
+            "A rewrite on PermissionRequest: refused as a deny naming the command to run \
+             instead.",
+            "Context on Stop, SubagentStop, PreCompact and PostCompact: shown to the user as \
+             `systemMessage` where the event has one.",
+            "Hooks run only once trusted by hash (`[hooks.state]` in `config.toml`); an \
+             untrusted hook is skipped silently.",
+        ],
+        config: "`~/.codex/hooks.json` (user) or `.codex/hooks.json` (project), Claude Code's \
+                 shape; `timeout` in seconds",
+    }
+}

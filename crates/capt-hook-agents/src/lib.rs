@@ -1,0 +1,287 @@
+//! Adapters at the edge, so one engine answers every coding agent: the agent is named (or
+//! detected), its payload is read as the Claude Code payload our engine evaluates
+//! ([`normalise`]), and the Claude Code answer the engine gives is written back in the agent's
+//! own output shape with only the fields it accepts ([`render`]).
+//!
+//! Each agent is one module holding one table ([`table::AgentTable`]): its event names, its tool
+//! names and inputs, what an answer to each event can carry, and what it cannot express. What an
+//! agent cannot express is answered the safe way: a deny stays a deny, an ask it cannot show
+//! becomes a deny with the reason, and a rewrite it cannot apply becomes a deny naming the
+//! suggested command. `docs/agents.md` is generated from the same tables ([`matrix`]).
+
+use std::fmt;
+use std::str::FromStr;
+use std::sync::LazyLock;
+
+use serde_json::Value;
+
+pub mod claude;
+pub mod codex;
+pub mod copilot;
+pub mod cursor;
+pub mod factory;
+pub mod gemini;
+pub mod matrix;
+mod normalise;
+pub mod patch;
+mod render;
+pub mod table;
+pub mod verdict;
+
+pub use normalise::{Normalised, normalise};
+pub use render::{Answer, render};
+pub use table::AgentTable;
+
+/// A coding agent whose hooks we answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Agent {
+    /// Anthropic's Claude Code: our engine's own protocol.
+    Claude,
+    /// OpenAI Codex CLI.
+    Codex,
+    /// Factory Droid.
+    Factory,
+    /// Google Gemini CLI.
+    Gemini,
+    /// Cursor.
+    Cursor,
+    /// GitHub Copilot CLI.
+    Copilot,
+}
+
+static TABLES: LazyLock<[AgentTable; 6]> = LazyLock::new(|| {
+    [
+        claude::table(),
+        codex::table(),
+        factory::table(),
+        gemini::table(),
+        cursor::table(),
+        copilot::table(),
+    ]
+});
+
+impl Agent {
+    /// Every agent. Detection from the environment checks them in this order, except that
+    /// Claude Code comes last (Gemini CLI sets `CLAUDE_PROJECT_DIR` too).
+    pub const ALL: [Agent; 6] = [
+        Agent::Claude,
+        Agent::Codex,
+        Agent::Factory,
+        Agent::Gemini,
+        Agent::Cursor,
+        Agent::Copilot,
+    ];
+
+    /// The name `--agent` takes.
+    pub fn name(self) -> &'static str {
+        match self {
+            Agent::Claude => "claude",
+            Agent::Codex => "codex",
+            Agent::Factory => "factory",
+            Agent::Gemini => "gemini",
+            Agent::Cursor => "cursor",
+            Agent::Copilot => "copilot",
+        }
+    }
+
+    /// Other spellings `--agent` accepts: the products' own names.
+    fn aliases(self) -> &'static [&'static str] {
+        match self {
+            Agent::Claude => &["claude-code"],
+            Agent::Codex => &["codex-cli"],
+            Agent::Factory => &["droid"],
+            Agent::Gemini => &["gemini-cli"],
+            Agent::Cursor => &[],
+            Agent::Copilot => &["copilot-cli"],
+        }
+    }
+
+    /// The agent's table.
+    pub fn table(self) -> &'static AgentTable {
+        &TABLES[self as usize]
+    }
+
+    /// The comma-separated names, for error messages.
+    pub fn valid_names() -> String {
+        Agent::ALL.map(Agent::name).join(", ")
+    }
+}
+
+impl fmt::Display for Agent {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Agent {
+    type Err = AgentError;
+
+    fn from_str(s: &str) -> Result<Agent, AgentError> {
+        let wanted = s.trim().to_ascii_lowercase();
+        Agent::ALL
+            .into_iter()
+            .find(|a| a.name() == wanted || a.aliases().contains(&wanted.as_str()))
+            .ok_or_else(|| AgentError::UnknownAgent(s.to_owned()))
+    }
+}
+
+/// Why an event from an agent could not be read or answered.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum AgentError {
+    /// `--agent` named no agent we know.
+    #[error("unknown agent '{0}'; known agents are: {names}", names = Agent::valid_names())]
+    UnknownAgent(String),
+    /// No agent was named, none was recognised, and the payload is not Claude Code's shape.
+    #[error(
+        "this event comes from an agent capt-hook does not know (no --agent, no agent's \
+         environment variables, and the payload is not Claude Code's shape: {0}); name one with \
+         --agent ({names})",
+        names = Agent::valid_names()
+    )]
+    Unrecognised(String),
+    /// The agent has no event of this name.
+    #[error("{agent} has no event '{name}'; its events are: {events}")]
+    UnknownEvent {
+        /// The agent.
+        agent: Agent,
+        /// The name given.
+        name: String,
+        /// The agent's event names.
+        events: String,
+    },
+    /// A payload field the event needs is missing or of the wrong type.
+    #[error("{agent} {event} payload: field `{field}` {problem}")]
+    Field {
+        /// The agent.
+        agent: Agent,
+        /// The agent's event name.
+        event: String,
+        /// The field.
+        field: String,
+        /// What is wrong with it.
+        problem: String,
+    },
+    /// An `apply_patch` input that is not a patch.
+    #[error("{agent} {event} payload: tool_input: {source}")]
+    Patch {
+        /// The agent.
+        agent: Agent,
+        /// The agent's event name.
+        event: String,
+        /// Where the patch went wrong.
+        source: patch::PatchError,
+    },
+    /// Our own answer could not be read (a bug on our side, reported rather than guessed at).
+    #[error("the engine's answer to {event} is not a hook envelope: {problem}")]
+    Envelope {
+        /// Our event name.
+        event: String,
+        /// What is wrong with it.
+        problem: String,
+    },
+}
+
+/// Which agent sent an event: the name given (`--agent`) first; else an environment variable
+/// only that agent sets; else payload fields only that agent sends, or an event name only it
+/// uses; else Claude Code, but only when the payload has Claude Code's shape (an event name of
+/// ours and a `session_id`). Anything else is an error naming the way out.
+pub fn detect(
+    explicit: Option<&str>,
+    env: impl Fn(&str) -> Option<String>,
+    payload: &Value,
+) -> Result<Agent, AgentError> {
+    if let Some(name) = explicit {
+        return name.parse();
+    }
+    let others = Agent::ALL.into_iter().filter(|a| *a != Agent::Claude);
+    let set = |v: &str| env(v).is_some_and(|x| !x.is_empty());
+    if let Some(a) = others
+        .clone()
+        .find(|a| a.table().env.iter().any(|v| set(v)))
+    {
+        return Ok(a);
+    }
+    let has = |k: &str| payload.get(k).is_some();
+    if let Some(a) = others
+        .clone()
+        .find(|a| a.table().marks.iter().any(|k| has(k)))
+    {
+        return Ok(a);
+    }
+    let event = payload
+        .get("hook_event_name")
+        .or_else(|| payload.get("hookEventName"))
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let claude = Agent::Claude.table();
+    if claude.event(event).is_none() {
+        let owners: Vec<Agent> = others
+            .filter(|a| a.table().event(event).is_some())
+            .collect();
+        if let [only] = owners.as_slice() {
+            return Ok(*only);
+        }
+    }
+    if claude.event(event).is_some() && payload.get("session_id").is_some_and(Value::is_string) {
+        return Ok(Agent::Claude);
+    }
+    let what = if event.is_empty() {
+        "it names no event in hook_event_name".to_owned()
+    } else if claude.event(event).is_none() {
+        format!("'{event}' is not a Claude Code event")
+    } else {
+        "it has no session_id".to_owned()
+    };
+    Err(AgentError::Unrecognised(what))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn no_env(_: &str) -> Option<String> {
+        None
+    }
+
+    #[test]
+    fn names_parse_and_unknown_names_list_the_known() {
+        assert_eq!("Codex".parse::<Agent>().unwrap(), Agent::Codex);
+        assert_eq!("droid".parse::<Agent>().unwrap(), Agent::Factory);
+        let e = "aider".parse::<Agent>().unwrap_err().to_string();
+        assert!(e.contains("'aider'") && e.contains("codex, factory"), "{e}");
+        for a in Agent::ALL {
+            assert_eq!(a.table().agent, a, "tables are in Agent order");
+        }
+    }
+
+    #[test]
+    fn detection_order() {
+        let p = json!({"hook_event_name": "PreToolUse", "session_id": "s"});
+        assert_eq!(detect(Some("gemini"), no_env, &p).unwrap(), Agent::Gemini);
+        // Gemini CLI sets CLAUDE_PROJECT_DIR as well as its own.
+        let gemini_env = |v: &str| {
+            matches!(v, "GEMINI_PROJECT_DIR" | "CLAUDE_PROJECT_DIR").then(|| "/p".to_owned())
+        };
+        assert_eq!(detect(None, gemini_env, &p).unwrap(), Agent::Gemini);
+        let turn = json!({"hook_event_name": "PreToolUse", "session_id": "s", "turn_id": "t"});
+        assert_eq!(detect(None, no_env, &turn).unwrap(), Agent::Codex);
+        let before = json!({"hook_event_name": "BeforeTool", "session_id": "s"});
+        assert_eq!(detect(None, no_env, &before).unwrap(), Agent::Gemini);
+        assert_eq!(detect(None, no_env, &p).unwrap(), Agent::Claude);
+    }
+
+    #[test]
+    fn an_unknown_shape_is_an_error_not_a_guess() {
+        for p in [
+            json!({"event": "before_tool"}),
+            json!({"hook_event_name": "OnToolCall", "session_id": "s"}),
+            json!({"hook_event_name": "PreToolUse"}),
+        ] {
+            let e = detect(None, no_env, &p).unwrap_err();
+            assert!(matches!(e, AgentError::Unrecognised(_)), "{e}");
+            assert!(e.to_string().contains("--agent"), "{e}");
+        }
+    }
+}

@@ -1,0 +1,119 @@
+//! `docs/agents.md`, generated from the tables: per agent, each event and what each kind of
+//! verdict becomes there ([`crate::verdict::landing`], the rule the renderers follow), the tools
+//! it renames, and what it cannot express. A test fails when the file differs from this text.
+
+use std::fmt::Write;
+
+use crate::Agent;
+use crate::table::{AgentTable, InputMap};
+use crate::verdict::{Kind, Landing, landing};
+
+fn cell(l: Landing) -> &'static str {
+    match l {
+        Landing::Lands => "yes",
+        Landing::AsBlock => "deny",
+        Landing::AsContext => "context",
+        Landing::AsNotice => "notice",
+        Landing::Dropped => "—",
+    }
+}
+
+fn input(map: InputMap) -> String {
+    match map {
+        InputMap::Keys([]) => "same keys".to_owned(),
+        InputMap::Keys(pairs) => pairs
+            .iter()
+            .map(|(theirs, ours)| format!("`{theirs}` → `{ours}`"))
+            .collect::<Vec<_>>()
+            .join(", "),
+        InputMap::ShellArgv => "`command` argv joined into one command line".to_owned(),
+        InputMap::ApplyPatch => "the patch read into one Edit/MultiEdit per updated file, a \
+                                 Write per added file, `rm`/`mv` for deleted and moved files; \
+                                 each is checked and the strictest verdict answers"
+            .to_owned(),
+    }
+}
+
+fn section(out: &mut String, t: &AgentTable) -> std::fmt::Result {
+    writeln!(out, "## {} (`--agent {}`)\n", t.title, t.agent.name())?;
+    writeln!(out, "Hooks live in {}.\n", t.config)?;
+    if !t.env.is_empty() {
+        let vars: Vec<String> = t.env.iter().map(|v| format!("`{v}`")).collect();
+        writeln!(
+            out,
+            "Recognised without `--agent` by {}.\n",
+            vars.join(", ")
+        )?;
+    }
+    write!(out, "| Event | Evaluated as |")?;
+    for k in Kind::ALL {
+        write!(out, " {} |", k.name())?;
+    }
+    writeln!(out)?;
+    writeln!(out, "|---|---|{}", "---|".repeat(Kind::ALL.len()))?;
+    for row in &t.events {
+        match row.ours {
+            Some(ours) => {
+                write!(out, "| `{}` | {} |", row.name, ours.name())?;
+                for k in Kind::ALL {
+                    write!(out, " {} |", cell(landing(row.accepts, k)))?;
+                }
+            }
+            None => {
+                write!(out, "| `{}` | not evaluated |", row.name)?;
+                for _ in Kind::ALL {
+                    write!(out, " — |")?;
+                }
+            }
+        }
+        writeln!(out)?;
+    }
+    if !t.tools.is_empty() {
+        writeln!(out, "\n| Tool | Matches `tool =` | Input |\n|---|---|---|")?;
+        for tool in t.tools {
+            writeln!(
+                out,
+                "| `{}` | {} | {} |",
+                tool.name,
+                tool.ours,
+                input(tool.input)
+            )?;
+        }
+    }
+    if !t.cannot.is_empty() {
+        writeln!(out, "\nWhat it cannot express, and what is sent instead:\n")?;
+        for c in t.cannot {
+            writeln!(out, "* {c}")?;
+        }
+    }
+    writeln!(out)
+}
+
+/// The text of `docs/agents.md`.
+pub fn markdown() -> String {
+    let mut out = String::from(
+        "# Agents\n\n\
+         <!-- Generated from crates/capt-hook-agents (matrix::markdown); do not edit. \
+         `CAPT_HOOK_BLESS=1 cargo test -p capt-hook-agents` rewrites it. -->\n\n\
+         One set of project hooks answers every agent below. Each agent's payload is read as the \
+         Claude Code payload the rules are written for (its event under our name, its tools \
+         under Claude Code's names with Claude Code's input keys), and the verdict is written \
+         back in the agent's own shape with only the fields it accepts. `hook run --agent \
+         <name> <Event>` names the agent; without it the agent is recognised from its \
+         environment or its payload, and a payload of no shape we know is refused with an \
+         error rather than guessed at.\n\n\
+         The tables say what becomes of each kind of verdict on each event: **yes** it lands \
+         as such; **deny** it is sent as a refusal that says why (an ask the agent cannot show, \
+         a rewrite it cannot apply: never weaker than the verdict); **context** or **notice** \
+         its text reaches the model or the user; **—** nothing reaches the agent, which goes \
+         on as it would.\n\n",
+    );
+    for a in Agent::ALL {
+        // Writing to a String cannot fail.
+        let _ = section(&mut out, a.table());
+    }
+    while out.ends_with("\n\n") {
+        out.pop();
+    }
+    out
+}
