@@ -5,7 +5,7 @@
 use std::fmt::Write;
 
 use crate::Agent;
-use crate::table::{AgentTable, InputMap};
+use crate::table::{AgentTable, InputMap, OutputStyle};
 use crate::verdict::{Kind, Landing, landing};
 
 fn cell(l: Landing) -> &'static str {
@@ -37,6 +37,14 @@ fn input(map: InputMap) -> String {
 fn section(out: &mut String, t: &AgentTable) -> std::fmt::Result {
     writeln!(out, "## {} (`--agent {}`)\n", t.title, t.agent.name())?;
     writeln!(out, "Hooks live in {}.\n", t.config)?;
+    if t.output == OutputStyle::Passthrough {
+        return writeln!(
+            out,
+            "Our own protocol: every event and answer as `docs/events.md` describes, unchanged. \
+             A payload from an agent that is not named or recognised is answered as Claude \
+             Code's only when it has Claude Code's shape.\n"
+        );
+    }
     if !t.env.is_empty() {
         let vars: Vec<String> = t.env.iter().map(|v| format!("`{v}`")).collect();
         writeln!(
@@ -56,7 +64,14 @@ fn section(out: &mut String, t: &AgentTable) -> std::fmt::Result {
             Some(ours) => {
                 write!(out, "| `{}` | {} |", row.name, ours.name())?;
                 for k in Kind::ALL {
-                    write!(out, " {} |", cell(landing(row.accepts, k)))?;
+                    // Our envelope asks and rewrites a call only on the events that guard one.
+                    let arises = ours.is_guard() || !matches!(k, Kind::Ask | Kind::Rewrite);
+                    let text = if arises {
+                        cell(landing(row.accepts, k))
+                    } else {
+                        "n/a"
+                    };
+                    write!(out, " {text} |")?;
                 }
             }
             None => {
@@ -106,7 +121,9 @@ pub fn markdown() -> String {
          as such; **deny** it is sent as a refusal that says why (an ask the agent cannot show, \
          a rewrite it cannot apply: never weaker than the verdict); **context** or **notice** \
          its text reaches the model or the user; **—** nothing reaches the agent, which goes \
-         on as it would.\n\n",
+         on as it would; **n/a** our answers never carry it there. **warn** is text for the \
+         model (`additionalContext`); on Stop events a warning keeps the agent going, so it \
+         arrives as a block.\n\n",
     );
     for a in Agent::ALL {
         // Writing to a String cannot fail.

@@ -154,6 +154,9 @@ pub fn normalise(
 
 type FieldProblem = (&'static str, &'static str);
 
+/// A call under Claude Code's tool name, with Claude Code's input keys.
+type ToolCall = (String, Map<String, Value>);
+
 /// A tool input given as an object, or as JSON text of one (Copilot's `toolArgs`, Cursor's MCP
 /// `tool_input`); missing is empty.
 fn object_or_text(
@@ -204,7 +207,7 @@ pub(crate) fn map_tool(
     tool: &str,
     mut input: Map<String, Value>,
     cwd: Option<&str>,
-) -> Result<Vec<(String, Map<String, Value>)>, patch::PatchError> {
+) -> Result<Vec<ToolCall>, patch::PatchError> {
     // Cursor's afterFileEdit already gave Edit or MultiEdit; tell them apart by shape.
     if tool == "Edit" && input.contains_key("edits") {
         return Ok(vec![("MultiEdit".into(), input)]);
@@ -251,7 +254,7 @@ pub(crate) fn map_tool(
 
 /// The Edit, MultiEdit, Write and shell calls a patch amounts to. A deletion or a move has no
 /// Claude Code tool; it is the `rm` or `mv` it amounts to, so deletion guards see it.
-fn patch_calls(ops: &[PatchOp], cwd: Option<&str>) -> Vec<(String, Map<String, Value>)> {
+fn patch_calls(ops: &[PatchOp], cwd: Option<&str>) -> Vec<ToolCall> {
     let obj = |v: Value| v.as_object().cloned().unwrap_or_default();
     let mut calls = Vec::new();
     for op in ops {

@@ -281,7 +281,7 @@ pub fn settle(v: Verdict, a: Accepts, reversible: bool, title: &str) -> Verdict 
         Decision::Block(r) => (Some(Kind::Block), r.clone()),
         Decision::Ask(r) => (
             Some(Kind::Ask),
-            format!("{r} (a hook would ask you first; {title} cannot ask, so the call is refused)"),
+            format!("{r} (this call would be left to you, and {title} cannot ask; refused)"),
         ),
         Decision::Rewrite(input) => (Some(Kind::Rewrite), unrewritable(input, title)),
     };
@@ -305,7 +305,11 @@ pub fn settle(v: Verdict, a: Accepts, reversible: bool, title: &str) -> Verdict 
         }
     }
     for c in v.context {
-        text(landing(a, Kind::Warn), c, &mut out);
+        let l = match landing(a, Kind::Warn) {
+            Landing::Lands => Landing::AsContext,
+            other => other,
+        };
+        text(l, c, &mut out);
     }
     if a.notice {
         out.notices.extend(v.notices);
