@@ -468,6 +468,7 @@ fn direct_request(sandbox: &Sandbox, root: &Path, payload: &[u8]) -> anyhow::Res
         notice_epoch: None,
         notices: Vec::new(),
         classic: false,
+        agent: None,
     };
     let body = capt_hook_proto::encode(&capt_hook_proto::HostRequest::event(
         std::process::id(),

@@ -272,6 +272,27 @@ mod tests {
         assert_eq!(detect(None, no_env, &p).unwrap(), Agent::Claude);
     }
 
+    /// The client picks its fallbacks from the proto's list without these tables; the two name
+    /// the same events.
+    #[test]
+    fn the_clients_guard_list_is_the_tables() {
+        let mut from_tables: Vec<(&str, &str)> = Agent::ALL
+            .into_iter()
+            .filter(|a| *a != Agent::Claude)
+            .flat_map(|a| {
+                a.table()
+                    .events
+                    .iter()
+                    .filter(|e| e.ours.is_some_and(|k| k.is_guard()))
+                    .map(move |e| (a.name(), e.name))
+            })
+            .collect();
+        let mut listed = capt_hook_proto::failure::AGENT_GUARDED_EVENTS.to_vec();
+        from_tables.sort();
+        listed.sort();
+        assert_eq!(from_tables, listed);
+    }
+
     #[test]
     fn an_unknown_shape_is_an_error_not_a_guess() {
         for p in [

@@ -16,7 +16,7 @@ use std::io::{Read, Write};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use capt_hook_proto::failure::{is_guarded, last_resort};
+use capt_hook_proto::failure::{is_guarded_for, last_resort};
 use capt_hook_proto::serde_json::Value;
 use capt_hook_proto::{
     EventRequest, EventResponse, MAX_EVENT_INPUT, is_request_env, paths, payload,
@@ -27,18 +27,71 @@ use crate::transport::{self, Kind};
 /// Left at the end of the deadline for printing our own answer after local evaluation failed.
 const PRINT_MARGIN: Duration = Duration::from_millis(50);
 
+const USAGE: &str = "usage: hook run [--agent AGENT] EVENT [--async]";
+
+/// What `hook` was asked to do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Cmd<'a> {
+    /// Nothing: async hooks run inside the worker after the foreground reply.
+    Nothing,
+    /// `hook mod-init`.
+    ModInit,
+    /// Answer one event. `agent` is another coding agent's name (`--agent codex`), `None` for
+    /// Claude Code; `event` is `None` when the payload must name it.
+    Run {
+        agent: Option<&'a str>,
+        event: Option<&'a str>,
+    },
+}
+
+/// Reads the arguments; `None` for a usage error.
+fn parse_args<'a>(args: &[&'a str]) -> Option<Cmd<'a>> {
+    let rest = match args {
+        ["mod-init"] => return Some(Cmd::ModInit),
+        // Claude Code before 2.1.139 drops exec form's `args` and runs the bare command: the
+        // payload names its event.
+        [] => {
+            return Some(Cmd::Run {
+                agent: None,
+                event: None,
+            });
+        }
+        ["run", rest @ ..] => rest,
+        _ => return None,
+    };
+    let (mut agent, mut event, mut is_async) = (None, None, false);
+    let mut it = rest.iter();
+    while let Some(arg) = it.next() {
+        match *arg {
+            "--async" => is_async = true,
+            "--agent" => agent = Some(*it.next()?),
+            a if a.starts_with("--agent=") => agent = a.get("--agent=".len()..),
+            a if !a.is_empty() && !a.starts_with('-') && event.is_none() => event = Some(a),
+            _ => return None,
+        }
+    }
+    let event = event?;
+    if agent.is_some_and(str::is_empty) {
+        return None;
+    }
+    if is_async {
+        return Some(Cmd::Nothing);
+    }
+    Some(Cmd::Run {
+        // Claude Code's own events need no adapter.
+        agent: agent.filter(|a| *a != "claude"),
+        event: Some(event),
+    })
+}
+
 /// Runs `hook` with its arguments (without the program name).
 pub fn main(args: &[String]) -> ExitCode {
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let named = match args.as_slice() {
-        // Async hooks run inside the worker after the foreground reply; nothing to do here.
-        ["run", _, "--async"] => return ExitCode::SUCCESS,
-        ["run", event] if !event.is_empty() && !event.starts_with('-') => Some(*event),
-        ["mod-init"] => return mod_init(),
-        // Claude Code before 2.1.139 drops exec form's `args` and runs the bare command: the
-        // payload names its event.
-        [] => None,
-        _ => return error("usage: hook run EVENT [--async]"),
+    let (agent, named) = match parse_args(&args) {
+        Some(Cmd::Nothing) => return ExitCode::SUCCESS,
+        Some(Cmd::ModInit) => return mod_init(),
+        Some(Cmd::Run { agent, event }) => (agent, event),
+        None => return error(USAGE),
     };
     let mut input = Vec::new();
     let read = std::io::stdin()
@@ -59,11 +112,11 @@ pub fn main(args: &[String]) -> ExitCode {
             );
         }
     };
-    let guarded = is_guarded(event);
+    let guarded = is_guarded_for(agent, event);
     // A guarded call is never refused over input we can still send: it gets an answer.
     let refuse = |what: String| {
         if guarded {
-            unchecked(event, Kind::BadInput, &what)
+            unchecked(agent, event, Kind::BadInput, &what)
         } else {
             error(&what)
         }
@@ -87,8 +140,10 @@ pub fn main(args: &[String]) -> ExitCode {
         Ok(s) => s,
         Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
     };
+    // Cursor names the workspace instead of a cwd on some events.
     let cwd = payload
         .get("cwd")
+        .or_else(|| payload.get("workspace_roots").and_then(|r| r.get(0)))
         .and_then(Value::as_str)
         .filter(|c| !c.is_empty())
         .map(str::to_owned);
@@ -116,6 +171,7 @@ pub fn main(args: &[String]) -> ExitCode {
         notice_epoch: None,
         notices: Vec::new(),
         classic: false,
+        agent: agent.map(str::to_owned),
     };
     dispatch(&req, timeout)
 }
@@ -162,7 +218,8 @@ fn mod_init() -> ExitCode {
 fn dispatch(req: &EventRequest, timeout: Duration) -> ExitCode {
     let start = Instant::now();
     let deadline = start + timeout;
-    if !is_guarded(&req.event) {
+    let agent = req.agent.as_deref();
+    if !is_guarded_for(agent, &req.event) {
         return match transport::dispatch(req, deadline) {
             Ok(resp) => emit(&resp),
             Err(failure) => error(&failure.message),
@@ -170,14 +227,14 @@ fn dispatch(req: &EventRequest, timeout: Duration) -> ExitCode {
     }
     let host = match transport::dispatch(req, start + timeout * 2 / 3) {
         // The event ran on the host: a bad answer is reported, never evaluated a second time.
-        Ok(resp) => return graded(&req.event, &resp, "the host's answer"),
+        Ok(resp) => return graded(agent, &req.event, &resp, "the host's answer"),
         Err(f) => f,
     };
     let local_by = deadline
         .checked_sub(PRINT_MARGIN.min(timeout / 10))
         .unwrap_or(deadline);
     match transport::evaluate_locally(req, local_by) {
-        Ok(resp) => graded(&req.event, &resp, "local evaluation"),
+        Ok(resp) => graded(agent, &req.event, &resp, "local evaluation"),
         Err(local) => {
             let why = format!(
                 "the host could not answer ({}: {}) and local evaluation failed ({}: {})",
@@ -186,13 +243,13 @@ fn dispatch(req: &EventRequest, timeout: Duration) -> ExitCode {
                 local.kind.as_str(),
                 local.message
             );
-            unchecked(&req.event, host.kind, &why)
+            unchecked(agent, &req.event, host.kind, &why)
         }
     }
 }
 
 /// Prints a guarded event's answer when it can stand, or the ask answer saying why not.
-fn graded(event: &str, resp: &EventResponse, from: &str) -> ExitCode {
+fn graded(agent: Option<&str>, event: &str, resp: &EventResponse, from: &str) -> ExitCode {
     match grade(resp) {
         None => emit(resp),
         Some(kind) => {
@@ -201,7 +258,7 @@ fn graded(event: &str, resp: &EventResponse, from: &str) -> ExitCode {
                 Some(d) => format!("{from} was incomplete ({}: {d})", kind.as_str()),
                 None => format!("{from} was incomplete ({})", kind.as_str()),
             };
-            unchecked(event, kind, &why)
+            unchecked(agent, event, kind, &why)
         }
     }
 }
@@ -241,8 +298,14 @@ pub fn reason(kind: Kind, why: &str) -> String {
 }
 
 /// Leaves a guarded call to the user, visibly: the ask answer on stdout, one line on stderr,
-/// exit 0.
-fn unchecked(event: &str, kind: Kind, why: &str) -> ExitCode {
+/// exit 0. Another agent's call is refused instead (exit 2, the reason on stderr: the one
+/// blocking answer every agent's guard event reads without its own output shape, which only
+/// the worker's adapters know).
+fn unchecked(agent: Option<&str>, event: &str, kind: Kind, why: &str) -> ExitCode {
+    if agent.is_some() {
+        eprintln!("{}", reason(kind, why));
+        return ExitCode::from(2);
+    }
     if let Some(envelope) = last_resort(event, &reason(kind, why)) {
         println!("{envelope}");
     }
@@ -298,6 +361,41 @@ mod tests {
         let mut failed = resp("", Nothing, 0, true);
         failed.status = capt_hook_proto::Status::Error;
         assert_eq!(grade(&failed), Some(Kind::WorkerError));
+    }
+
+    #[test]
+    fn arguments() {
+        let run = |agent, event| Some(Cmd::Run { agent, event });
+        assert_eq!(parse_args(&["run", "Stop"]), run(None, Some("Stop")));
+        assert_eq!(parse_args(&[]), run(None, None));
+        assert_eq!(parse_args(&["run", "Stop", "--async"]), Some(Cmd::Nothing));
+        assert_eq!(
+            parse_args(&["run", "--agent", "gemini", "BeforeTool"]),
+            run(Some("gemini"), Some("BeforeTool"))
+        );
+        assert_eq!(
+            parse_args(&["run", "--agent=codex", "PreToolUse"]),
+            run(Some("codex"), Some("PreToolUse"))
+        );
+        assert_eq!(
+            parse_args(&["run", "--agent", "claude", "PreToolUse"]),
+            run(None, Some("PreToolUse"))
+        );
+        assert_eq!(
+            parse_args(&["run", "--agent", "codex", "Stop", "--async"]),
+            Some(Cmd::Nothing)
+        );
+        for bad in [
+            &["run"][..],
+            &["run", "--agent"],
+            &["run", "--agent", "codex"],
+            &["run", "--agent=", "Stop"],
+            &["run", "-x"],
+            &["run", "A", "B"],
+            &["walk"],
+        ] {
+            assert_eq!(parse_args(bad), None, "{bad:?}");
+        }
     }
 
     #[test]

@@ -963,6 +963,7 @@ fn event_request(root: &std::path::Path) -> EventRequest {
         notice_epoch: None,
         notices: Vec::new(),
         classic: false,
+        agent: None,
     }
 }
 

@@ -21,6 +21,28 @@ pub fn is_guarded(event: &str) -> bool {
     GUARDED_EVENTS.contains(&event)
 }
 
+/// Other agents' events that guard a call, as `(agent, event)` in the agent's own spelling
+/// (`hook run --agent <agent> <event>`). The client reads this list without the adapters;
+/// capt-hook-agents owns the fact in its tables and checks this list against them.
+pub const AGENT_GUARDED_EVENTS: &[(&str, &str)] = &[
+    ("codex", "PreToolUse"),
+    ("codex", "PermissionRequest"),
+    ("factory", "PreToolUse"),
+    ("gemini", "BeforeTool"),
+    ("cursor", "beforeShellExecution"),
+    ("cursor", "beforeMCPExecution"),
+    ("cursor", "beforeReadFile"),
+    ("copilot", "preToolUse"),
+];
+
+/// [`is_guarded`] for an event from `agent` (`None`, or `claude`: Claude Code's own names).
+pub fn is_guarded_for(agent: Option<&str>, event: &str) -> bool {
+    match agent {
+        None | Some("claude") => is_guarded(event),
+        Some(a) => AGENT_GUARDED_EVENTS.contains(&(a, event)),
+    }
+}
+
 /// The answer (one compact JSON line) for a guarded call nothing could check, with `reason`:
 /// PreToolUse asks the user, PermissionRequest shows its dialog with the reason as a
 /// `systemMessage`, and PreSkillShellCommand, which cannot wait for a prompt, is refused. `None`
@@ -106,5 +128,15 @@ mod tests {
             assert!(last_resort(e, "r").is_some(), "{e}");
         }
         assert_eq!(last_resort("Stop", "r"), None);
+    }
+
+    #[test]
+    fn guarded_events_by_agent() {
+        assert!(is_guarded_for(None, "PreToolUse"));
+        assert!(is_guarded_for(Some("claude"), "PermissionRequest"));
+        assert!(is_guarded_for(Some("gemini"), "BeforeTool"));
+        assert!(!is_guarded_for(Some("gemini"), "PreToolUse"));
+        assert!(!is_guarded_for(Some("codex"), "Stop"));
+        assert!(!is_guarded_for(Some("aider"), "PreToolUse"));
     }
 }

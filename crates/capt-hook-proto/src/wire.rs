@@ -42,6 +42,12 @@ pub struct EventRequest {
     /// as a mod returns it ([`EventResponse::classic`]). Clients leave it out.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub classic: bool,
+    /// The coding agent that sent the event (`hook run --agent codex BeforeTool`), when it is
+    /// not Claude Code: then `event` is the agent's own event name and `payload_raw` its own
+    /// payload, and the worker reads both through that agent's adapter and answers in its
+    /// shape. Left out for Claude Code.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
 }
 
 /// Why an event request cannot be served.
@@ -422,6 +428,7 @@ pub(crate) mod tests {
             notice_epoch: None,
             notices: Vec::new(),
             classic: false,
+            agent: None,
         }
     }
 

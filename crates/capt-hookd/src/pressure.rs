@@ -433,6 +433,7 @@ impl Sampler {
             notice_epoch: None,
             notices: Vec::new(),
             classic: false,
+            agent: None,
         }
     }
 }

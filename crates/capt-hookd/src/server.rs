@@ -621,7 +621,9 @@ async fn answer(req: HostRequest, host: &Host) -> HostReply {
                 );
             }
             // The mod left this event's answer to the command hook: it is given, not run again.
-            if let Some(resp) = host.remembered.take(&event) {
+            if event.agent.is_none()
+                && let Some(resp) = host.remembered.take(&event)
+            {
                 tracing::debug!(event = %event.event, "answered from the mod's event");
                 return HostReply::Event(resp);
             }

@@ -5,6 +5,7 @@
 //! directory load after the Rust hooks, so registration order is Rust first, then the files in byte
 //! order of name.
 
+pub mod agent;
 pub mod evaluate;
 pub mod run;
 pub mod serve;

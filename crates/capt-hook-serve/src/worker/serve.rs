@@ -397,6 +397,7 @@ mod tests {
             notice_epoch: None,
             notices: Vec::new(),
             classic: false,
+            agent: None,
         }
     }
 

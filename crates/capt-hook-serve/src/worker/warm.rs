@@ -123,8 +123,23 @@ pub fn respond(project: &Project, req: &EventRequest, deadline: Option<Instant>)
 }
 
 /// [`respond`], also returning the event's journal entry, for [`capt_hook_journal::submit`]
-/// once the response has been sent.
+/// once the response has been sent. Another agent's event goes through its adapter
+/// ([`crate::worker::agent`]).
 pub fn respond_traced(
+    project: &Project,
+    req: &EventRequest,
+    deadline: Option<Instant>,
+) -> (EventResponse, capt_hook_journal::Entry) {
+    match req.agent.as_deref() {
+        Some(agent) => {
+            crate::worker::agent::respond(req, agent, |sub| respond_claude(project, sub, deadline))
+        }
+        None => respond_claude(project, req, deadline),
+    }
+}
+
+/// [`respond_traced`] for a Claude Code event.
+fn respond_claude(
     project: &Project,
     req: &EventRequest,
     deadline: Option<Instant>,
@@ -177,6 +192,15 @@ pub fn has_async_hooks(project: &Project) -> bool {
 /// Runs the project's async hooks for an event whose reply has been sent; handlers still
 /// running at `deadline` are abandoned.
 pub fn run_async_hooks(project: &Project, req: &EventRequest, deadline: Instant) {
+    if let Some(agent) = req.agent.as_deref() {
+        // An event that could not be read was reported by the foreground reply.
+        if let Ok((_, subs)) = crate::worker::agent::claude_requests(req, agent) {
+            for sub in &subs {
+                run_async_hooks(project, sub, deadline);
+            }
+        }
+        return;
+    }
     project.evaluate_from(
         &req.event,
         req.payload_raw.as_bytes(),

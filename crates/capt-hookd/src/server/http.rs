@@ -251,6 +251,7 @@ fn event_request(req: ModRequest, pid: u32) -> Result<EventRequest, Reply> {
         notice_epoch: None,
         notices: Vec::new(),
         classic: true,
+        agent: None,
     })
 }
 
@@ -418,6 +419,7 @@ mod tests {
             notice_epoch: None,
             notices: Vec::new(),
             classic: false,
+            agent: None,
         }
     }
 

@@ -1,0 +1,309 @@
+//! An event from another coding agent (`hook run --agent codex PreToolUse`): read through that
+//! agent's adapter as the Claude Code event(s) it amounts to, each evaluated as Claude Code's,
+//! and the answers written back in the agent's own shape (capt-hook-agents owns every
+//! per-agent fact; this only routes).
+
+use std::time::Instant;
+
+use capt_hook_agents::{Agent, AgentError, Answer, Normalised, normalise, render};
+use capt_hook_proto::{Decision, EventRequest, EventResponse, Status};
+
+/// The Claude Code requests an agent's event amounts to (one per call; none for an event we
+/// leave alone), with the reading they came from.
+pub fn claude_requests(
+    req: &EventRequest,
+    agent: &str,
+) -> Result<(Normalised, Vec<EventRequest>), AgentError> {
+    let payload = match capt_hook_proto::payload::parse(req.payload_raw.as_bytes()) {
+        Ok(Some(v)) => v,
+        Ok(None) => serde_json::Value::Object(Default::default()),
+        Err(e) => {
+            return Err(AgentError::Field {
+                agent: agent.parse()?,
+                event: req.event.clone(),
+                field: "(payload)".into(),
+                problem: format!("is not JSON: {e}"),
+            });
+        }
+    };
+    let agent: Agent = agent.parse()?;
+    let n = normalise(agent, Some(&req.event), &payload)?;
+    let Some(ours) = n.ours else {
+        return Ok((n, Vec::new()));
+    };
+    let subs = n
+        .payloads
+        .iter()
+        .map(|p| EventRequest {
+            event: ours.name().to_owned(),
+            payload_raw: p.to_string(),
+            agent: None,
+            ..req.clone()
+        })
+        .collect();
+    Ok((n, subs))
+}
+
+/// Deny wins, then ask, then allow: what the client grades the folded answer by.
+fn stricter(a: Decision, b: Decision) -> Decision {
+    let rank = |d: Decision| match d {
+        Decision::Deny => 3,
+        Decision::Ask => 2,
+        Decision::Allow => 1,
+        _ => 0,
+    };
+    if rank(b) > rank(a) { b } else { a }
+}
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+/// A journal entry for an agent event that ran no hooks.
+fn bare_entry(
+    req: &EventRequest,
+    error: Option<String>,
+    exit: i32,
+    started: Instant,
+) -> capt_hook_journal::Entry {
+    capt_hook_journal::Entry {
+        ts_ms: now_ms(),
+        event_name: req.event.clone(),
+        event: None,
+        fired: Vec::new(),
+        errors: error.into_iter().collect(),
+        verdict: None,
+        exit,
+        elapsed_ms: started.elapsed().as_secs_f64() * 1000.0,
+        spawned: false,
+    }
+}
+
+/// Answers `req`, an event of `agent`, evaluating each Claude Code event it amounts to with
+/// `claude`. An event that cannot be read is answered the way the agent reads a failed check
+/// where it can be (a guard refuses the call), else reported as the worker's error.
+pub fn respond(
+    req: &EventRequest,
+    agent: &str,
+    claude: impl Fn(&EventRequest) -> (EventResponse, capt_hook_journal::Entry),
+) -> (EventResponse, capt_hook_journal::Entry) {
+    let started = Instant::now();
+    let response = |stdout: String, stderr: String, exit: i32, decision, completed| EventResponse {
+        schema: 1,
+        status: Status::Ok,
+        stdout,
+        decision,
+        stderr,
+        exit,
+        elapsed_ms: started.elapsed().as_secs_f64() * 1000.0,
+        guard_completed: completed,
+        stale_build: false,
+        classic: None,
+    };
+    let (n, subs) = match claude_requests(req, agent) {
+        Ok(x) => x,
+        Err(e) => {
+            let message = format!("capt-hook: {e}");
+            // A known event of a known agent still gets its agent's failure answer.
+            let known = agent.parse::<Agent>().ok().and_then(|a| {
+                a.table().event(&req.event).map(|row| Normalised {
+                    agent: a,
+                    event: req.event.clone(),
+                    ours: row.ours,
+                    tool: None,
+                    payloads: Vec::new(),
+                })
+            });
+            let failed = Answer {
+                stdout: String::new(),
+                stderr: message.clone(),
+                exit: 1,
+            };
+            let entry = bare_entry(req, Some(message.clone()), 1, started);
+            return match known.map(|n| render(&n, &[failed])) {
+                Some(Ok(a)) if !a.stdout.is_empty() => {
+                    let guarded = capt_hook_proto::failure::is_guarded_for(Some(agent), &req.event);
+                    let decision = if guarded {
+                        Decision::Deny
+                    } else {
+                        Decision::None
+                    };
+                    (
+                        response(a.stdout + "\n", a.stderr, a.exit, decision, false),
+                        entry,
+                    )
+                }
+                _ => {
+                    let mut r = response(String::new(), message + "\n", 1, Decision::None, false);
+                    r.status = Status::Error;
+                    (r, entry)
+                }
+            };
+        }
+    };
+    if subs.is_empty() {
+        return (
+            response(String::new(), String::new(), 0, Decision::None, true),
+            bare_entry(req, None, 0, started),
+        );
+    }
+    let mut answers = Vec::new();
+    let mut entries = Vec::new();
+    let mut decision = Decision::None;
+    let mut completed = true;
+    let mut stale = false;
+    for sub in &subs {
+        let (resp, entry) = claude(sub);
+        decision = stricter(decision, resp.decision);
+        completed &= resp.guard_completed;
+        stale |= resp.stale_build;
+        answers.push(Answer {
+            stdout: resp.stdout,
+            stderr: resp.stderr,
+            exit: if resp.status == Status::Error && resp.exit == 0 {
+                1
+            } else {
+                resp.exit
+            },
+        });
+        entries.push(entry);
+    }
+    // Every call was journalled; the caller submits the last once the reply is sent.
+    let last = entries.pop();
+    for e in entries {
+        capt_hook_journal::submit(e);
+    }
+    let entry = last.unwrap_or_else(|| bare_entry(req, None, 0, started));
+    match render(&n, &answers) {
+        Ok(a) => {
+            let stdout = if a.stdout.is_empty() || a.stdout.ends_with('\n') {
+                a.stdout
+            } else {
+                a.stdout + "\n"
+            };
+            let mut r = response(stdout, a.stderr, a.exit, decision, completed);
+            r.stale_build = stale;
+            (r, entry)
+        }
+        Err(e) => {
+            let mut r = response(
+                String::new(),
+                format!("capt-hook: {e}\n"),
+                1,
+                Decision::None,
+                false,
+            );
+            r.status = Status::Error;
+            (r, entry)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::project::{Project, default_hooks_dir};
+    use crate::worker::warm::respond_traced;
+    use capt_hook_engine::registry::Registry;
+    use serde_json::{Value, json};
+
+    fn project(root: &std::path::Path) -> Project {
+        let hooks = default_hooks_dir(root);
+        std::fs::create_dir_all(&hooks).unwrap();
+        let hook = "[[hook]]\nkind = \"block_command\"\nargv = [\"git\", \"stash\"]\n\
+                    reason = \"stashes hide work\"\n\n[[hook]]\nkind = \"block_command\"\n\
+                    argv = [\"rm\"]\nreason = \"keep the notes\"\n";
+        std::fs::write(hooks.join("guards.toml"), hook).unwrap();
+        Project::load_with_packs(root, &hooks, &Registry::new())
+    }
+
+    fn request(root: &std::path::Path, agent: &str, event: &str, payload: Value) -> EventRequest {
+        EventRequest {
+            schema: 1,
+            event: event.into(),
+            root: root.display().to_string(),
+            cwd: root.display().to_string(),
+            env: Default::default(),
+            payload_raw: payload.to_string(),
+            client_pid: 2,
+            client_ppid: 1,
+            deadline_unix_ms: 0,
+            notice_epoch: None,
+            notices: Vec::new(),
+            classic: false,
+            agent: Some(agent.into()),
+        }
+    }
+
+    fn stdout(r: &EventResponse) -> Value {
+        serde_json::from_str(&r.stdout).unwrap_or(Value::Null)
+    }
+
+    /// One `block_command` guards Gemini's shell, Codex's patch and Copilot's bash, each
+    /// answered in its own shape.
+    #[test]
+    fn one_rule_answers_every_agent_in_its_shape() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path();
+        let p = project(root);
+        let cwd = root.display().to_string();
+
+        let gemini = json!({"session_id": "g", "cwd": cwd, "hook_event_name": "BeforeTool",
+            "timestamp": "2026-12-05T11:00:00Z", "tool_name": "run_shell_command",
+            "tool_input": {"command": "git stash"}});
+        let (r, _) = respond_traced(&p, &request(root, "gemini", "BeforeTool", gemini), None);
+        let v = stdout(&r);
+        assert_eq!(v["decision"], "deny", "{}", r.stdout);
+        assert!(
+            v["reason"].as_str().unwrap().contains("stashes hide work"),
+            "{v}"
+        );
+        assert_eq!((r.exit, r.decision), (0, Decision::Deny));
+
+        // The patch deletes a file: the `rm` it amounts to is refused, so the patch is.
+        let patch = "*** Begin Patch\n*** Add File: a.txt\n+hi\n*** Delete File: notes.txt\n\
+                     *** End Patch\n";
+        let codex = json!({"session_id": "c", "cwd": cwd, "hook_event_name": "PreToolUse",
+            "turn_id": "1", "tool_name": "apply_patch", "tool_input": {"command": patch}});
+        let (r, _) = respond_traced(&p, &request(root, "codex", "PreToolUse", codex), None);
+        let v = stdout(&r);
+        assert_eq!(
+            v["hookSpecificOutput"]["permissionDecision"], "deny",
+            "{}",
+            r.stdout
+        );
+        assert!(r.guard_completed);
+
+        let copilot = json!({"timestamp": 1, "cwd": cwd, "toolName": "bash",
+            "toolArgs": "{\"command\":\"ls\"}"});
+        let (r, _) = respond_traced(&p, &request(root, "copilot", "preToolUse", copilot), None);
+        assert_eq!(
+            (r.stdout.as_str(), r.exit),
+            ("", 0),
+            "an allowed call says nothing"
+        );
+    }
+
+    /// What cannot be read is refused in the agent's shape on a guard, an error elsewhere; an
+    /// event we leave alone is answered with nothing.
+    #[test]
+    fn unreadable_events_fail_closed() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path();
+        let p = project(root);
+        let bad = json!({"timestamp": 1, "cwd": "/", "toolName": "bash", "toolArgs": "{oops"});
+        let (r, entry) = respond_traced(&p, &request(root, "copilot", "preToolUse", bad), None);
+        assert_eq!(stdout(&r)["permissionDecision"], "deny", "{}", r.stdout);
+        assert_eq!(entry.errors.len(), 1);
+
+        let (r, _) = respond_traced(&p, &request(root, "aider", "PreToolUse", json!({})), None);
+        assert_eq!((r.status, r.exit), (Status::Error, 1));
+        assert!(r.stderr.contains("unknown agent 'aider'"), "{}", r.stderr);
+
+        let model = json!({"session_id": "g", "hook_event_name": "BeforeModel"});
+        let (r, _) = respond_traced(&p, &request(root, "gemini", "BeforeModel", model), None);
+        assert_eq!((r.stdout.as_str(), r.exit, r.status), ("", 0, Status::Ok));
+    }
+}
