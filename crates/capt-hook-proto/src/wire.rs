@@ -196,7 +196,7 @@ pub struct HostRequest {
 impl HostRequest {
     /// An event request from this build.
     pub fn event(client_pid: u32, request: EventRequest) -> HostRequest {
-        HostRequest::new(client_pid, Op::Event(request))
+        HostRequest::new(client_pid, Op::Event(Box::new(request)))
     }
 
     /// A request from this build.
@@ -214,8 +214,9 @@ impl HostRequest {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Op {
-    /// Evaluate one event on the project's worker.
-    Event(EventRequest),
+    /// Evaluate one event on the project's worker (boxed: it is large beside the other
+    /// operations; clippy's large_enum_variant).
+    Event(Box<EventRequest>),
     /// Describe the host and its workers.
     Status,
     /// Stop and reap every worker; keep the host.

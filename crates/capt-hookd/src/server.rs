@@ -627,7 +627,7 @@ async fn answer(req: HostRequest, host: &Host) -> HostReply {
                 tracing::debug!(event = %event.event, "answered from the mod's event");
                 return HostReply::Event(resp);
             }
-            dispatch_event(event, host).await
+            dispatch_event(*event, host).await
         }
     }
 }
