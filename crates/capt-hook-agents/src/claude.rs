@@ -33,7 +33,7 @@ pub fn table() -> AgentTable {
             .collect(),
         tools: &[],
         cannot: &[],
-        config: "`.claude/settings.json` (project) or `~/.claude/settings.json` (user): \
-                 `capt-hook install`",
+        config: "the captain-hook plugin (`plugin/hooks/hooks.json`, every event)",
+        install: None,
     }
 }

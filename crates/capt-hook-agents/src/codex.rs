@@ -7,7 +7,9 @@
 use capt_hook_core::EventKind::*;
 
 use crate::Agent;
-use crate::table::{AgentTable, Call, InputMap, OutputStyle, PayloadStyle, ToolRow, row};
+use crate::table::{
+    AgentTable, Call, ConfigFormat, InputMap, Install, OutputStyle, PayloadStyle, ToolRow, row,
+};
 
 /// Codex's table.
 pub fn table() -> AgentTable {
@@ -83,5 +85,12 @@ pub fn table() -> AgentTable {
         ],
         config: "`~/.codex/hooks.json` (user) or `.codex/hooks.json` (project), Claude Code's \
                  shape; `timeout` in seconds",
+        install: Some(Install {
+            user: ".codex/hooks.json",
+            user_env: Some(("CODEX_HOME", "hooks.json")),
+            project: ".codex/hooks.json",
+            // Seconds; above the client's own 30 s deadline, so the client answers first.
+            format: ConfigFormat::Groups { timeout: 40 },
+        }),
     }
 }

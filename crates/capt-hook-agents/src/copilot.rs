@@ -4,7 +4,9 @@
 use capt_hook_core::EventKind::*;
 
 use crate::Agent;
-use crate::table::{AgentTable, Call, InputMap, OutputStyle, PayloadStyle, ToolRow, row};
+use crate::table::{
+    AgentTable, Call, ConfigFormat, InputMap, Install, OutputStyle, PayloadStyle, ToolRow, row,
+};
 
 /// Copilot CLI's table.
 pub fn table() -> AgentTable {
@@ -69,5 +71,11 @@ pub fn table() -> AgentTable {
         ],
         config: "`.github/hooks/*.json` (project) or `~/.copilot/hooks/*.json` (user), \
                  `version: 1`, command under `bash`",
+        install: Some(Install {
+            user: ".copilot/hooks/capt-hook.json",
+            user_env: Some(("COPILOT_HOME", "hooks/capt-hook.json")),
+            project: ".github/hooks/capt-hook.json",
+            format: ConfigFormat::OwnFile { timeout_sec: 40 },
+        }),
     }
 }

@@ -5,7 +5,7 @@
 use capt_hook_core::EventKind::*;
 
 use crate::Agent;
-use crate::table::{AgentTable, Call, OutputStyle, PayloadStyle, row};
+use crate::table::{AgentTable, Call, ConfigFormat, Install, OutputStyle, PayloadStyle, row};
 
 /// Cursor's table.
 pub fn table() -> AgentTable {
@@ -54,5 +54,11 @@ pub fn table() -> AgentTable {
             "An MCP call's server name: the tool is named `mcp__cursor__<tool>`.",
         ],
         config: "`.cursor/hooks.json` (project) or `~/.cursor/hooks.json` (user), `version: 1`",
+        install: Some(Install {
+            user: ".cursor/hooks.json",
+            user_env: None,
+            project: ".cursor/hooks.json",
+            format: ConfigFormat::Flat,
+        }),
     }
 }

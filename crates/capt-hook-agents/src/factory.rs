@@ -4,7 +4,9 @@
 use capt_hook_core::EventKind::*;
 
 use crate::Agent;
-use crate::table::{AgentTable, Call, InputMap, OutputStyle, PayloadStyle, ToolRow, row};
+use crate::table::{
+    AgentTable, Call, ConfigFormat, InputMap, Install, OutputStyle, PayloadStyle, ToolRow, row,
+};
 
 /// Factory's table.
 pub fn table() -> AgentTable {
@@ -61,5 +63,11 @@ pub fn table() -> AgentTable {
         ],
         config: "`~/.factory/settings.json` (user) or `.factory/settings.json` (project), \
                  Claude Code's shape",
+        install: Some(Install {
+            user: ".factory/settings.json",
+            user_env: None,
+            project: ".factory/settings.json",
+            format: ConfigFormat::Groups { timeout: 40 },
+        }),
     }
 }

@@ -5,7 +5,9 @@
 use capt_hook_core::EventKind::*;
 
 use crate::Agent;
-use crate::table::{AgentTable, Call, InputMap, OutputStyle, PayloadStyle, ToolRow, row};
+use crate::table::{
+    AgentTable, Call, ConfigFormat, InputMap, Install, OutputStyle, PayloadStyle, ToolRow, row,
+};
 
 /// Gemini CLI's table.
 pub fn table() -> AgentTable {
@@ -93,5 +95,12 @@ pub fn table() -> AgentTable {
         ],
         config: "`~/.gemini/settings.json` (user) or `.gemini/settings.json` (project) under \
                  `hooks`; `timeout` in milliseconds",
+        install: Some(Install {
+            user: ".gemini/settings.json",
+            user_env: None,
+            project: ".gemini/settings.json",
+            // Milliseconds.
+            format: ConfigFormat::Groups { timeout: 40_000 },
+        }),
     }
 }

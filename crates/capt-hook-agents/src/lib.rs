@@ -21,6 +21,7 @@ pub mod copilot;
 pub mod cursor;
 pub mod factory;
 pub mod gemini;
+pub mod install;
 pub mod matrix;
 mod normalise;
 pub mod patch;
@@ -171,6 +172,20 @@ pub enum AgentError {
         event: String,
         /// Where the patch went wrong.
         source: patch::PatchError,
+    },
+    /// The installer has nothing to write for this agent.
+    #[error(
+        "capt-hook install does not write {0}'s hooks (Claude Code gets them from the \
+         captain-hook plugin)"
+    )]
+    NotInstallable(Agent),
+    /// An agent's hook configuration file of a shape the installer will not overwrite.
+    #[error("hook configuration: `{path}` {problem}")]
+    Config {
+        /// Where in the file (`hooks.Stop`).
+        path: String,
+        /// What is wrong there.
+        problem: String,
     },
     /// Our own answer could not be read (a bug on our side, reported rather than guessed at).
     #[error("the engine's answer to {event} is not a hook envelope: {problem}")]

@@ -37,6 +37,18 @@ fn input(map: InputMap) -> String {
 fn section(out: &mut String, t: &AgentTable) -> std::fmt::Result {
     writeln!(out, "## {} (`--agent {}`)\n", t.title, t.agent.name())?;
     writeln!(out, "Hooks live in {}.\n", t.config)?;
+    if let Some(i) = t.install {
+        writeln!(
+            out,
+            "`capt-hook install --agent {name}` writes `{project}` in the project (`--user`: \
+             `~/{user}`), pointing every event below at `hook run --agent {name} <Event>` and \
+             keeping the other hooks; `capt-hook uninstall --agent {name}` takes ours out \
+             again.\n",
+            name = t.agent.name(),
+            project = i.project,
+            user = i.user,
+        )?;
+    }
     if t.output == OutputStyle::Passthrough {
         return writeln!(
             out,

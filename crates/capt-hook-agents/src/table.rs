@@ -34,6 +34,42 @@ pub struct AgentTable {
     pub cannot: &'static [&'static str],
     /// Where its hook configuration lives, for the docs.
     pub config: &'static str,
+    /// How `capt-hook install --agent` writes that configuration; `None` where something else
+    /// installs us (Claude Code's plugin).
+    pub install: Option<Install>,
+}
+
+/// Where and how the installer writes an agent's hook configuration.
+#[derive(Debug, Clone, Copy)]
+pub struct Install {
+    /// The user-level file, under the home directory.
+    pub user: &'static str,
+    /// A variable that moves the user-level directory, and the file's name under it
+    /// (`CODEX_HOME`, `hooks.json`).
+    pub user_env: Option<(&'static str, &'static str)>,
+    /// The project-level file, under the project root.
+    pub project: &'static str,
+    /// The file's shape.
+    pub format: ConfigFormat,
+}
+
+/// The shape of an agent's hook configuration file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConfigFormat {
+    /// Claude Code's: `{"hooks": {Event: [{"hooks": [{"type": "command", "command", "timeout"}]}]}}`
+    /// inside a file that may hold other settings; `timeout` in the agent's own unit.
+    Groups {
+        /// The timeout written, in the agent's unit.
+        timeout: u32,
+    },
+    /// Cursor's: `{"version": 1, "hooks": {event: [{"command"}]}}`.
+    Flat,
+    /// Copilot CLI's: a file of our own, `{"version": 1, "hooks": {event: [{"type": "command",
+    /// "bash", "timeoutSec"}]}}`.
+    OwnFile {
+        /// `timeoutSec`.
+        timeout_sec: u32,
+    },
 }
 
 impl AgentTable {

@@ -15,6 +15,7 @@ use captain_hook::testing::{TestOutcome, all_passed, human_report, json_report, 
 use captain_hook::{DispatchOptions, Dispatcher, Event, LoadError, Project, Registry, load_dir};
 use clap::{Parser, Subcommand, ValueEnum};
 
+mod agents;
 pub mod helper;
 mod journal;
 mod logging;
@@ -95,6 +96,29 @@ enum Command {
         /// Print nothing when the build is already up to date.
         #[arg(long)]
         quiet: bool,
+    },
+    /// Point another coding agent's hooks at capt-hook: every event it has runs the `hook`
+    /// client (`hook run --agent <agent> <Event>`), its other hooks and settings kept; running
+    /// it again changes nothing. Writes the project's file, or the user's with --user.
+    Install {
+        /// The agent: codex, factory, gemini, cursor or copilot (Claude Code uses the plugin).
+        #[arg(long)]
+        agent: String,
+        /// The user's configuration instead of the project's.
+        #[arg(long)]
+        user: bool,
+        /// The client the agent runs (default: `hook` beside this program, else on the PATH).
+        #[arg(long)]
+        hook: Option<PathBuf>,
+    },
+    /// Remove what `install --agent` wrote, leaving the agent's other hooks as they were.
+    Uninstall {
+        /// The agent: codex, factory, gemini, cursor or copilot.
+        #[arg(long)]
+        agent: String,
+        /// The user's configuration instead of the project's.
+        #[arg(long)]
+        user: bool,
     },
     /// Check the installation: duplicate hook registrations, a missing or stale host.
     Doctor,
@@ -281,6 +305,15 @@ fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
             } => helper::install(host.as_deref(), print, !no_start),
             HelperCommand::Uninstall => helper::uninstall(),
         },
+        Command::Install { agent, user, hook } => agents::install(
+            &project_root(&cli.root, None),
+            &agent,
+            user,
+            hook.as_deref(),
+        ),
+        Command::Uninstall { agent, user } => {
+            agents::uninstall(&project_root(&cli.root, None), &agent, user)
+        }
         Command::Doctor => {
             let root = project_root(&cli.root, None);
             let home = PathBuf::from(std::env::var_os("HOME").unwrap_or_default());

@@ -1,0 +1,204 @@
+//! `capt-hook install --agent <agent>` and `uninstall --agent <agent>`: another coding agent's
+//! hook configuration file read, changed by capt-hook-agents' installer, and written back whole
+//! (through a temporary file, so the agent never reads half of it). A file that is not JSON of
+//! the expected shape is left untouched and named in the error.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{Context, bail};
+use capt_hook_agents::Agent;
+use capt_hook_agents::install::{self, Scope};
+use serde_json::Value;
+
+/// The `hook` client beside this program, else `hook` on the PATH.
+fn default_hook() -> String {
+    std::env::current_exe()
+        .ok()
+        .and_then(|exe| exe.parent().map(|d| d.join("hook")))
+        .filter(|p| p.is_file())
+        .map_or_else(|| "hook".to_owned(), |p| p.display().to_string())
+}
+
+fn agent_of(name: &str) -> anyhow::Result<Agent> {
+    Ok(name.parse::<Agent>()?)
+}
+
+fn path_for(agent: Agent, user: bool, root: &Path) -> anyhow::Result<PathBuf> {
+    let home = PathBuf::from(std::env::var_os("HOME").unwrap_or_default());
+    let scope = if user { Scope::User } else { Scope::Project };
+    Ok(install::config_path(agent, scope, &home, root, |v| {
+        std::env::var(v).ok()
+    })?)
+}
+
+/// The file's JSON; `None` when there is no file.
+fn read(path: &Path) -> anyhow::Result<Option<Value>> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
+    };
+    if text.trim().is_empty() {
+        return Ok(None);
+    }
+    serde_json::from_str(&text).map(Some).with_context(|| {
+        format!(
+            "{} is not JSON capt-hook can edit (left as it is)",
+            path.display()
+        )
+    })
+}
+
+fn write(path: &Path, value: &Value) -> anyhow::Result<()> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let mut text = serde_json::to_string_pretty(value)?;
+    text.push('\n');
+    let tmp = dir.join(format!(
+        ".{}.capt-hook.tmp",
+        path.file_name().and_then(|n| n.to_str()).unwrap_or("hooks")
+    ));
+    std::fs::write(&tmp, text).with_context(|| format!("writing {}", tmp.display()))?;
+    std::fs::rename(&tmp, path).with_context(|| format!("replacing {}", path.display()))
+}
+
+fn edit_error(path: &Path, e: capt_hook_agents::AgentError) -> anyhow::Error {
+    anyhow::anyhow!("{}: {e} (left as it is)", path.display())
+}
+
+/// `capt-hook install --agent <agent> [--user] [--hook PATH]`.
+pub fn install(
+    root: &Path,
+    agent: &str,
+    user: bool,
+    hook: Option<&Path>,
+) -> anyhow::Result<ExitCode> {
+    let agent = agent_of(agent)?;
+    if agent.table().install.is_none() {
+        bail!(capt_hook_agents::AgentError::NotInstallable(agent));
+    }
+    let path = path_for(agent, user, root)?;
+    let hook = hook.map_or_else(default_hook, |h| h.display().to_string());
+    let existing = read(&path)?;
+    let next =
+        install::install(agent, existing.as_ref(), &hook).map_err(|e| edit_error(&path, e))?;
+    if existing.as_ref() == Some(&next) {
+        println!(
+            "{}: capt-hook's hooks are already in {}",
+            agent.table().title,
+            path.display()
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
+    write(&path, &next)?;
+    println!(
+        "{}: every event now runs `{}` ({})",
+        agent.table().title,
+        install::command(&hook, agent, "<Event>"),
+        path.display()
+    );
+    if agent == Agent::Codex {
+        println!(
+            "Codex runs a hook only once it is trusted: review the new hooks in Codex (or \
+             run it with --dangerously-bypass-hook-trust), or they are skipped without a word."
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `capt-hook uninstall --agent <agent> [--user]`.
+pub fn uninstall(root: &Path, agent: &str, user: bool) -> anyhow::Result<ExitCode> {
+    let agent = agent_of(agent)?;
+    if agent.table().install.is_none() {
+        bail!(capt_hook_agents::AgentError::NotInstallable(agent));
+    }
+    let path = path_for(agent, user, root)?;
+    let Some(existing) = read(&path)? else {
+        println!(
+            "{}: nothing to remove ({} does not exist)",
+            agent.table().title,
+            path.display()
+        );
+        return Ok(ExitCode::SUCCESS);
+    };
+    let next = install::uninstall(agent, &existing).map_err(|e| edit_error(&path, e))?;
+    if next == existing {
+        println!(
+            "{}: no capt-hook hooks in {}",
+            agent.table().title,
+            path.display()
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
+    let nothing_left = next
+        .get("hooks")
+        .and_then(Value::as_object)
+        .is_none_or(|h| h.is_empty());
+    if install::owns_file(agent) && nothing_left {
+        std::fs::remove_file(&path).with_context(|| format!("removing {}", path.display()))?;
+    } else {
+        write(&path, &next)?;
+    }
+    println!(
+        "{}: capt-hook's hooks removed from {}",
+        agent.table().title,
+        path.display()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn install_twice_then_uninstall_leaves_the_users_hooks() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path();
+        let file = root.join(".codex/hooks.json");
+        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+        let theirs = serde_json::json!({"hooks": {"PreToolUse": [
+            {"matcher": "Bash", "hooks": [{"type": "command", "command": "./audit.sh"}]}
+        ]}});
+        std::fs::write(&file, theirs.to_string()).unwrap();
+        let hook = Path::new("/opt/bin/hook");
+        install(root, "codex", false, Some(hook)).unwrap();
+        let once = std::fs::read_to_string(&file).unwrap();
+        assert!(
+            once.contains("/opt/bin/hook run --agent codex PreToolUse"),
+            "{once}"
+        );
+        install(root, "codex", false, Some(hook)).unwrap();
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), once, "idempotent");
+        uninstall(root, "codex", false).unwrap();
+        let after: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+        assert_eq!(after, theirs);
+    }
+
+    #[test]
+    fn copilot_gets_a_file_of_its_own_and_unreadable_files_are_left_alone() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path();
+        install(root, "copilot", false, Some(Path::new("hook"))).unwrap();
+        let file = root.join(".github/hooks/capt-hook.json");
+        assert!(file.is_file());
+        uninstall(root, "copilot", false).unwrap();
+        assert!(!file.exists(), "our own file goes with our hooks");
+
+        let settings = root.join(".gemini/settings.json");
+        std::fs::create_dir_all(settings.parent().unwrap()).unwrap();
+        std::fs::write(&settings, "{ // a comment\n}").unwrap();
+        let e = install(root, "gemini", false, None).unwrap_err();
+        assert!(
+            format!("{e:#}").contains("settings.json is not JSON"),
+            "{e:#}"
+        );
+        assert_eq!(
+            std::fs::read_to_string(&settings).unwrap(),
+            "{ // a comment\n}"
+        );
+        assert!(install(root, "claude", false, None).is_err());
+        assert!(install(root, "aider", false, None).is_err());
+    }
+}
