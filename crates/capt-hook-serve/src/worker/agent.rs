@@ -44,6 +44,34 @@ pub fn claude_requests(
     Ok((n, subs))
 }
 
+/// Which adapter reads `req`, by agent name: the agent the client named; else, for an event
+/// name Claude Code does not have (a hook configured without `--agent`), the agent whose
+/// payload shape it is. `Ok(None)` for Claude Code's own events; `Err` for an event of no agent
+/// we know, saying how to name one.
+pub fn agent_of(req: &EventRequest) -> Result<Option<String>, AgentError> {
+    if let Some(a) = &req.agent {
+        return Ok(Some(a.clone()));
+    }
+    if req.classic || req.event.parse::<capt_hook_core::EventKind>().is_ok() {
+        return Ok(None);
+    }
+    let mut payload = match capt_hook_proto::payload::parse(req.payload_raw.as_bytes()) {
+        Ok(Some(v)) => v,
+        _ => serde_json::Value::Object(Default::default()),
+    };
+    // The event named on the command line speaks for a payload that does not name it.
+    if let Some(obj) = payload.as_object_mut()
+        && !obj.contains_key("hook_event_name")
+        && !obj.contains_key("hookEventName")
+    {
+        obj.insert("hook_event_name".into(), req.event.clone().into());
+    }
+    match capt_hook_agents::detect(None, |v| req.env.get(v).cloned(), &payload)? {
+        Agent::Claude => Ok(None),
+        a => Ok(Some(a.name().to_owned())),
+    }
+}
+
 /// Deny wins, then ask, then allow: what the client grades the folded answer by.
 fn stricter(a: Decision, b: Decision) -> Decision {
     let rank = |d: Decision| match d {
@@ -81,6 +109,60 @@ fn bare_entry(
     }
 }
 
+/// The answer to an event that could not be read: the agent's own answer to a failed check
+/// where its event is known (a guard refuses the call), else the worker's error, naming why.
+pub fn unreadable(
+    req: &EventRequest,
+    agent: Option<&str>,
+    e: &AgentError,
+) -> (EventResponse, capt_hook_journal::Entry) {
+    let started = Instant::now();
+    let message = format!("capt-hook: {e}");
+    let known = agent.and_then(|a| a.parse::<Agent>().ok()).and_then(|a| {
+        a.table().event(&req.event).map(|row| Normalised {
+            agent: a,
+            event: req.event.clone(),
+            ours: row.ours,
+            tool: None,
+            payloads: Vec::new(),
+        })
+    });
+    let failed = Answer {
+        stdout: String::new(),
+        stderr: message.clone(),
+        exit: 1,
+    };
+    let entry = bare_entry(req, Some(message.clone()), 1, started);
+    let mut r = EventResponse {
+        schema: 1,
+        status: Status::Error,
+        stdout: String::new(),
+        decision: Decision::None,
+        stderr: message + "\n",
+        exit: 1,
+        elapsed_ms: 0.0,
+        guard_completed: false,
+        stale_build: false,
+        classic: None,
+    };
+    if let Some(Ok(a)) = known.map(|n| render(&n, &[failed]))
+        && !a.stdout.is_empty()
+    {
+        let guarded = capt_hook_proto::failure::is_guarded_for(agent, &req.event);
+        r.status = Status::Ok;
+        r.stdout = a.stdout + "\n";
+        r.stderr = a.stderr;
+        r.exit = a.exit;
+        r.decision = if guarded {
+            Decision::Deny
+        } else {
+            Decision::None
+        };
+    }
+    r.elapsed_ms = started.elapsed().as_secs_f64() * 1000.0;
+    (r, entry)
+}
+
 /// Answers `req`, an event of `agent`, evaluating each Claude Code event it amounts to with
 /// `claude`. An event that cannot be read is answered the way the agent reads a failed check
 /// where it can be (a guard refuses the call), else reported as the worker's error.
@@ -104,44 +186,7 @@ pub fn respond(
     };
     let (n, subs) = match claude_requests(req, agent) {
         Ok(x) => x,
-        Err(e) => {
-            let message = format!("capt-hook: {e}");
-            // A known event of a known agent still gets its agent's failure answer.
-            let known = agent.parse::<Agent>().ok().and_then(|a| {
-                a.table().event(&req.event).map(|row| Normalised {
-                    agent: a,
-                    event: req.event.clone(),
-                    ours: row.ours,
-                    tool: None,
-                    payloads: Vec::new(),
-                })
-            });
-            let failed = Answer {
-                stdout: String::new(),
-                stderr: message.clone(),
-                exit: 1,
-            };
-            let entry = bare_entry(req, Some(message.clone()), 1, started);
-            return match known.map(|n| render(&n, &[failed])) {
-                Some(Ok(a)) if !a.stdout.is_empty() => {
-                    let guarded = capt_hook_proto::failure::is_guarded_for(Some(agent), &req.event);
-                    let decision = if guarded {
-                        Decision::Deny
-                    } else {
-                        Decision::None
-                    };
-                    (
-                        response(a.stdout + "\n", a.stderr, a.exit, decision, false),
-                        entry,
-                    )
-                }
-                _ => {
-                    let mut r = response(String::new(), message + "\n", 1, Decision::None, false);
-                    r.status = Status::Error;
-                    (r, entry)
-                }
-            };
-        }
+        Err(e) => return unreadable(req, Some(agent), &e),
     };
     if subs.is_empty() {
         return (
@@ -301,6 +346,24 @@ mod tests {
         let (r, _) = respond_traced(&p, &request(root, "aider", "PreToolUse", json!({})), None);
         assert_eq!((r.status, r.exit), (Status::Error, 1));
         assert!(r.stderr.contains("unknown agent 'aider'"), "{}", r.stderr);
+
+        // Without --agent: Gemini's event name and shape name it; a shape of no agent we know
+        // is an error that says how to name one.
+        let gemini = json!({"session_id": "g", "cwd": "/", "hook_event_name": "BeforeTool",
+            "tool_name": "run_shell_command", "tool_input": {"command": "git stash"}});
+        let mut unnamed = request(root, "gemini", "BeforeTool", gemini);
+        unnamed.agent = None;
+        let (r, _) = respond_traced(&p, &unnamed, None);
+        assert_eq!(stdout(&r)["decision"], "deny", "{}", r.stdout);
+        let mut unknown = request(root, "x", "OnToolCall", json!({"tool": "sh"}));
+        unknown.agent = None;
+        let (r, _) = respond_traced(&p, &unknown, None);
+        assert_eq!((r.status, r.exit), (Status::Error, 1));
+        assert!(
+            r.stderr.contains("an agent capt-hook does not know"),
+            "{}",
+            r.stderr
+        );
 
         let model = json!({"session_id": "g", "hook_event_name": "BeforeModel"});
         let (r, _) = respond_traced(&p, &request(root, "gemini", "BeforeModel", model), None);

@@ -130,11 +130,11 @@ pub fn respond_traced(
     req: &EventRequest,
     deadline: Option<Instant>,
 ) -> (EventResponse, capt_hook_journal::Entry) {
-    match req.agent.as_deref() {
-        Some(agent) => {
-            crate::worker::agent::respond(req, agent, |sub| respond_claude(project, sub, deadline))
-        }
-        None => respond_claude(project, req, deadline),
+    use crate::worker::agent;
+    match agent::agent_of(req) {
+        Ok(None) => respond_claude(project, req, deadline),
+        Ok(Some(name)) => agent::respond(req, &name, |sub| respond_claude(project, sub, deadline)),
+        Err(e) => agent::unreadable(req, None, &e),
     }
 }
 
@@ -192,14 +192,18 @@ pub fn has_async_hooks(project: &Project) -> bool {
 /// Runs the project's async hooks for an event whose reply has been sent; handlers still
 /// running at `deadline` are abandoned.
 pub fn run_async_hooks(project: &Project, req: &EventRequest, deadline: Instant) {
-    if let Some(agent) = req.agent.as_deref() {
-        // An event that could not be read was reported by the foreground reply.
-        if let Ok((_, subs)) = crate::worker::agent::claude_requests(req, agent) {
-            for sub in &subs {
-                run_async_hooks(project, sub, deadline);
+    match crate::worker::agent::agent_of(req) {
+        Ok(None) => {}
+        Ok(Some(agent)) => {
+            // An event that could not be read was reported by the foreground reply.
+            if let Ok((_, subs)) = crate::worker::agent::claude_requests(req, &agent) {
+                for sub in &subs {
+                    run_async_hooks(project, sub, deadline);
+                }
             }
+            return;
         }
-        return;
+        Err(_) => return,
     }
     project.evaluate_from(
         &req.event,
