@@ -166,6 +166,70 @@ pub fn uninstall(agent: Agent, existing: &Value) -> Result<Value, AgentError> {
     Ok(config)
 }
 
+/// What an agent's configuration holds of ours.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum State {
+    /// None of our hooks.
+    Absent,
+    /// Every event, pointed at this client: what [`install`] would write.
+    Current,
+    /// Some of ours, but not what [`install`] would write now; says what differs.
+    Stale(String),
+}
+
+/// What `existing` holds of our hooks for `agent`, against the client at `hook`.
+pub fn state(agent: Agent, existing: &Value, hook: &str) -> Result<State, AgentError> {
+    let ours = |h: &Value| {
+        ["command", "bash"]
+            .iter()
+            .filter_map(|k| h.get(*k).and_then(Value::as_str))
+            .find(|c| is_ours(agent, c))
+            .map(str::to_owned)
+    };
+    let mut found: Vec<(String, String)> = Vec::new();
+    if let Some(hooks) = existing.get("hooks").and_then(Value::as_object) {
+        for (event, list) in hooks {
+            for entry in list.as_array().into_iter().flatten() {
+                let handlers = entry
+                    .get("hooks")
+                    .and_then(Value::as_array)
+                    .map_or_else(|| vec![entry], |h| h.iter().collect());
+                found.extend(
+                    handlers
+                        .into_iter()
+                        .filter_map(ours)
+                        .map(|c| (event.clone(), c)),
+                );
+            }
+        }
+    }
+    if found.is_empty() {
+        return Ok(State::Absent);
+    }
+    if install(agent, Some(existing), hook)? == *existing {
+        return Ok(State::Current);
+    }
+    let missing: Vec<&str> = agent
+        .table()
+        .events
+        .iter()
+        .filter(|e| e.ours.is_some() && !found.iter().any(|(ev, _)| ev == e.name))
+        .map(|e| e.name)
+        .collect();
+    let elsewhere = found.iter().any(|(ev, c)| *c != command(hook, agent, ev));
+    let mut why = Vec::new();
+    if !missing.is_empty() {
+        why.push(format!("no hook for {}", missing.join(", ")));
+    }
+    if elsewhere {
+        why.push(format!("some run another client than {hook}"));
+    }
+    if why.is_empty() {
+        why.push("the entries differ from what install writes".to_owned());
+    }
+    Ok(State::Stale(why.join("; ")))
+}
+
 /// True when nothing but our own entries made up a file of our own (Copilot's): the installer
 /// deletes it rather than leaving an empty one.
 pub fn owns_file(agent: Agent) -> bool {
@@ -251,6 +315,30 @@ mod tests {
             "{e}"
         );
         assert!(install(Agent::Codex, Some(&json!([1])), "hook").is_err());
+    }
+
+    #[test]
+    fn states() {
+        let hook = "/usr/bin/hook";
+        assert_eq!(
+            state(Agent::Gemini, &theirs(), hook).unwrap(),
+            State::Absent
+        );
+        let ours = install(Agent::Gemini, Some(&theirs()), hook).unwrap();
+        assert_eq!(state(Agent::Gemini, &ours, hook).unwrap(), State::Current);
+        let State::Stale(why) = state(Agent::Gemini, &ours, "/opt/new/hook").unwrap() else {
+            panic!("a moved client is stale");
+        };
+        assert!(why.contains("another client than /opt/new/hook"), "{why}");
+        let mut partial = ours.clone();
+        partial["hooks"]
+            .as_object_mut()
+            .unwrap()
+            .remove("AfterAgent");
+        let State::Stale(why) = state(Agent::Gemini, &partial, hook).unwrap() else {
+            panic!("a missing event is stale");
+        };
+        assert_eq!(why, "no hook for AfterAgent");
     }
 
     #[test]

@@ -148,6 +148,91 @@ pub fn uninstall(root: &Path, agent: &str, user: bool) -> anyhow::Result<ExitCod
     Ok(ExitCode::SUCCESS)
 }
 
+/// `capt-hook doctor`'s lines for other agents: for each agent whose directory is on this
+/// machine (or whose project file exists), whether our hooks are installed and current.
+/// Not installing is a choice, so only hooks that are installed but stale need action.
+pub fn doctor(root: &Path, home: &Path) -> Vec<capt_hook_client::doctor::Finding> {
+    use capt_hook_client::doctor::Finding;
+    let hook = default_hook();
+    let mut out = Vec::new();
+    for agent in Agent::ALL {
+        let Some(plan) = agent.table().install else {
+            continue;
+        };
+        let title = agent.table().title;
+        let user_dir = Path::new(plan.user)
+            .components()
+            .next()
+            .map(|c| home.join(c));
+        let mut seen = false;
+        for scope in [Scope::Project, Scope::User] {
+            let Ok(path) =
+                install::config_path(agent, scope, home, root, |v| std::env::var(v).ok())
+            else {
+                continue;
+            };
+            let text = match read(&path) {
+                Ok(None) => continue,
+                Ok(Some(v)) => v,
+                Err(e) => {
+                    out.push(Finding {
+                        ok: false,
+                        message: format!("{title}: {e:#}"),
+                    });
+                    seen = true;
+                    continue;
+                }
+            };
+            seen = true;
+            let state = install::state(agent, &text, &hook);
+            let current = matches!(state, Ok(install::State::Current));
+            let (ok, message) = match state {
+                Ok(install::State::Current) => (
+                    true,
+                    format!(
+                        "{title}: capt-hook's hooks are current in {}",
+                        path.display()
+                    ),
+                ),
+                Ok(install::State::Absent) => (
+                    true,
+                    format!("{title}: no capt-hook hooks in {}", path.display()),
+                ),
+                Ok(install::State::Stale(why)) => (
+                    false,
+                    format!(
+                        "{title}: capt-hook's hooks in {} are stale ({why}); run `capt-hook \
+                         install --agent {}{}`",
+                        path.display(),
+                        agent.name(),
+                        if scope == Scope::User { " --user" } else { "" }
+                    ),
+                ),
+                Err(e) => (false, format!("{title}: {}: {e}", path.display())),
+            };
+            out.push(Finding { ok, message });
+            if agent == Agent::Codex && current {
+                out.push(Finding {
+                    ok: true,
+                    message: "OpenAI Codex CLI: hooks run only once trusted (reviewed in Codex); \
+                              an untrusted hook is skipped without a word"
+                        .to_owned(),
+                });
+            }
+        }
+        if !seen && user_dir.is_some_and(|d| d.is_dir()) {
+            out.push(Finding {
+                ok: true,
+                message: format!(
+                    "{title}: found, capt-hook not installed (`capt-hook install --agent {}`)",
+                    agent.name()
+                ),
+            });
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -199,6 +284,31 @@ mod tests {
             "{ // a comment\n}"
         );
         assert!(install(root, "claude", false, None).is_err());
+
+        // doctor: a home with Cursor's directory and a stale Codex project file.
+        let home = root.join("home");
+        std::fs::create_dir_all(home.join(".cursor")).unwrap();
+        install(root, "codex", false, Some(Path::new("/gone/hook"))).unwrap();
+        let findings = doctor(root, &home);
+        let text: Vec<String> = findings
+            .iter()
+            .map(|f| format!("{} {}", f.ok, f.message))
+            .collect();
+        assert!(
+            text.iter()
+                .any(|t| t.starts_with("false OpenAI Codex CLI") && t.contains("stale")),
+            "{text:?}"
+        );
+        assert!(
+            text.iter()
+                .any(|t| t.starts_with("true Cursor: found, capt-hook not installed")),
+            "{text:?}"
+        );
+        assert!(
+            text.iter()
+                .any(|t| t.starts_with("false Google Gemini CLI") && t.contains("not JSON")),
+            "{text:?}"
+        );
         assert!(install(root, "aider", false, None).is_err());
     }
 }

@@ -317,7 +317,8 @@ fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Doctor => {
             let root = project_root(&cli.root, None);
             let home = PathBuf::from(std::env::var_os("HOME").unwrap_or_default());
-            let report = capt_hook_client::doctor::doctor(&root, &home);
+            let mut report = capt_hook_client::doctor::doctor(&root, &home);
+            report.findings.extend(agents::doctor(&root, &home));
             print!("{report}");
             Ok(ExitCode::from(if report.is_healthy() { 0 } else { 1 }))
         }
