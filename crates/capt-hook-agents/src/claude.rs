@@ -16,6 +16,7 @@ pub fn table() -> AgentTable {
         payload: PayloadStyle::Claude,
         output: OutputStyle::Passthrough,
         fields: &[],
+        counts: &[],
         events: EventKind::ALL
             .into_iter()
             .filter(|k| *k != EventKind::ResourcePressure)

@@ -22,6 +22,7 @@ pub fn table() -> AgentTable {
         payload: PayloadStyle::Claude,
         output: OutputStyle::ClaudeFields,
         fields: &[],
+        counts: &[],
         events: vec![
             // A deny needs a non-empty reason; an allow is honoured only with updatedInput.
             row("PreToolUse", Some(PreToolUse), Call::Payload, "brcn"),

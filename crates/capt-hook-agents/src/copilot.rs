@@ -22,6 +22,7 @@ pub fn table() -> AgentTable {
             ("toolResult", "tool_response"),
             ("transcriptPath", "transcript_path"),
         ],
+        counts: &[],
         events: vec![
             row("preToolUse", Some(PreToolUse), Call::Payload, "b"),
             row("postToolUse", Some(PostToolUse), Call::Payload, ""),

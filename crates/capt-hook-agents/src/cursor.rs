@@ -17,6 +17,8 @@ pub fn table() -> AgentTable {
         payload: PayloadStyle::Cursor,
         output: OutputStyle::Cursor,
         fields: &[("conversation_id", "session_id")],
+        // A stop after a follow-up it asked for: a Stop gate must not keep it going forever.
+        counts: &[("loop_count", "stop_hook_active")],
         events: vec![
             row(
                 "beforeShellExecution",

@@ -18,6 +18,7 @@ pub fn table() -> AgentTable {
         payload: PayloadStyle::Claude,
         output: OutputStyle::ClaudeFields,
         fields: &[],
+        counts: &[],
         events: vec![
             // Its published reference lists allow/deny/ask and context, not updatedInput.
             row("PreToolUse", Some(PreToolUse), Call::Payload, "bapcn"),

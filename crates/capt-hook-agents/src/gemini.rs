@@ -21,6 +21,7 @@ pub fn table() -> AgentTable {
         output: OutputStyle::Gemini,
         // AfterAgent's final text is what Claude Code's Stop calls the last message.
         fields: &[("prompt_response", "last_assistant_message")],
+        counts: &[],
         events: vec![
             // `hookSpecificOutput.tool_input` merges into the model's arguments.
             row("BeforeTool", Some(PreToolUse), Call::Payload, "brpn"),

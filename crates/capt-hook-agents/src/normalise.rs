@@ -80,6 +80,13 @@ pub fn normalise(
             base.insert((*our).to_owned(), v);
         }
     }
+    for (theirs, our) in table.counts {
+        if !base.contains_key(*our)
+            && let Some(n) = base.get(*theirs).and_then(Value::as_u64)
+        {
+            base.insert((*our).to_owned(), (n > 0).into());
+        }
+    }
     base.remove("hookEventName");
     base.insert("hook_event_name".into(), ours.name().into());
     if !base.contains_key("cwd")

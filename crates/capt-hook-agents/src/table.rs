@@ -25,6 +25,9 @@ pub struct AgentTable {
     /// Top-level payload fields renamed to Claude Code's (`(theirs, ours)`); applied only where
     /// the payload lacks ours.
     pub fields: &'static [(&'static str, &'static str)],
+    /// Counts read as Claude Code's flags (`(theirs, ours)`): true when the count is above zero
+    /// (Cursor's `loop_count` of follow-ups is Claude Code's `stop_hook_active`).
+    pub counts: &'static [(&'static str, &'static str)],
     /// Its events, in its own spelling.
     pub events: Vec<EventRow>,
     /// Its tools whose name or input differ from Claude Code's. A tool not listed keeps its name
