@@ -131,11 +131,15 @@ pub fn uninstall(root: &Path, agent: &str, user: bool) -> anyhow::Result<ExitCod
         );
         return Ok(ExitCode::SUCCESS);
     }
-    let nothing_left = next
+    let no_hooks = next
         .get("hooks")
         .and_then(Value::as_object)
         .is_none_or(|h| h.is_empty());
-    if install::owns_file(agent) && nothing_left {
+    // A file holding nothing but an empty hook list (as install creates one) goes too.
+    let nothing_else = next
+        .as_object()
+        .is_some_and(|o| o.keys().all(|k| k == "hooks" || k == "version"));
+    if no_hooks && (install::owns_file(agent) || nothing_else) {
         std::fs::remove_file(&path).with_context(|| format!("removing {}", path.display()))?;
     } else {
         write(&path, &next)?;
@@ -259,6 +263,12 @@ mod tests {
         uninstall(root, "codex", false).unwrap();
         let after: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
         assert_eq!(after, theirs);
+
+        // A file install created goes when its hooks go.
+        let cursor = root.join(".cursor/hooks.json");
+        install(root, "cursor", false, Some(hook)).unwrap();
+        uninstall(root, "cursor", false).unwrap();
+        assert!(!cursor.exists());
     }
 
     #[test]
