@@ -172,6 +172,8 @@ pub fn main(args: &[String]) -> ExitCode {
         notices: Vec::new(),
         classic: false,
         agent: agent.map(str::to_owned),
+        // Only a guarded event may be run twice (by the host, then locally): it is claimed.
+        request_id: guarded.then(capt_hook_proto::claim::new_id),
     };
     dispatch(&req, timeout)
 }
@@ -225,15 +227,20 @@ fn dispatch(req: &EventRequest, timeout: Duration) -> ExitCode {
             Err(failure) => error(&failure.message),
         };
     }
-    let host = match transport::dispatch(req, start + timeout * 2 / 3) {
+    let (host, host_deadline) = transport::dispatch_until(req, start + timeout * 2 / 3);
+    let host = match host {
         // The event ran on the host: a bad answer is reported, never evaluated a second time.
-        Ok(resp) => return graded(agent, &req.event, &resp, "the host's answer"),
+        Ok(resp) => {
+            // The host answered, so no one else will run the event: its claim can go.
+            release_claim(req);
+            return graded(agent, &req.event, &resp, "the host's answer");
+        }
         Err(f) => f,
     };
     let local_by = deadline
         .checked_sub(PRINT_MARGIN.min(timeout / 10))
         .unwrap_or(deadline);
-    match transport::evaluate_locally(req, local_by) {
+    let code = match transport::evaluate_locally(req, local_by) {
         Ok(resp) => graded(agent, &req.event, &resp, "local evaluation"),
         Err(local) => {
             let why = format!(
@@ -245,6 +252,19 @@ fn dispatch(req: &EventRequest, timeout: Duration) -> ExitCode {
             );
             unchecked(agent, &req.event, host.kind, &why)
         }
+    };
+    // A host worker starts nothing past the deadline it was given, so once that has passed the
+    // claim has done its work. Before then a worker may still get the event: the claim stays
+    // for it to find, and a sweep removes it later.
+    if capt_hook_proto::clock::now_unix_ms() > host_deadline {
+        release_claim(req);
+    }
+    code
+}
+
+fn release_claim(req: &EventRequest) {
+    if let Some(id) = &req.request_id {
+        capt_hook_proto::claim::release(id);
     }
 }
 

@@ -90,11 +90,26 @@ enum Attempt {
 /// nothing listens and resending while it refuses before dispatch. Never resends an event the
 /// host accepted.
 pub fn dispatch(req: &EventRequest, answer_by: Instant) -> Result<EventResponse, Failure> {
+    dispatch_until(req, answer_by).0
+}
+
+/// [`dispatch`], also returning the deadline the host was given (Unix milliseconds): no worker
+/// of the host starts the event after it.
+pub fn dispatch_until(
+    req: &EventRequest,
+    answer_by: Instant,
+) -> (Result<EventResponse, Failure>, u64) {
     let budget = answer_by.saturating_duration_since(Instant::now());
     let grace = REPLY_GRACE.min(budget / 10);
-    let deadline = answer_by.checked_sub(grace).unwrap_or(answer_by);
     let mut sent = req.clone();
     sent.deadline_unix_ms = unix_ms_in(budget - grace);
+    let host_deadline = sent.deadline_unix_ms;
+    (send(sent, answer_by, grace), host_deadline)
+}
+
+fn send(sent: EventRequest, answer_by: Instant, grace: Duration) -> Result<EventResponse, Failure> {
+    let deadline = answer_by.checked_sub(grace).unwrap_or(answer_by);
+    let root = sent.root.clone();
     let body = encode(&HostRequest::event(std::process::id(), sent));
     let mut started = false;
     loop {
@@ -140,7 +155,7 @@ pub fn dispatch(req: &EventRequest, answer_by: Instant) -> Result<EventResponse,
             }
             Attempt::NotListening(e) => {
                 if !started {
-                    start_host(deadline, &req.root)?;
+                    start_host(deadline, &root)?;
                     started = true;
                     continue;
                 }

@@ -964,6 +964,7 @@ fn event_request(root: &std::path::Path) -> EventRequest {
         notices: Vec::new(),
         classic: false,
         agent: None,
+        request_id: None,
     }
 }
 
@@ -1178,6 +1179,98 @@ fn guard_local_evaluator_wedged_too_asks_in_time() {
         why.contains("transport-timeout") && why.contains("local evaluation"),
         "{why}"
     );
+}
+
+/// A guarded event the host's worker is still running when the client stops waiting for the
+/// host is not run a second time by the client's local evaluation: the worker claimed it, so
+/// its hooks' side effects (here a judge call) happen once, and the call is left to the user
+/// saying why. The claim is gone once the client is done.
+#[test]
+fn an_event_the_hosts_worker_runs_is_not_evaluated_again_locally() {
+    let env = Env::new();
+    let root = env.project(
+        "claimed",
+        r#"
+[[hook]]
+kind = "llm_gate"
+label = "pushes"
+events = "PreToolUse"
+only_if = [{ runs = ["git", "push"] }]
+prompt = "Is this push risky?"
+message = "Risky push."
+backend = "command"
+"#,
+    );
+    std::fs::write(
+        root.join(".claude/hooks/config.toml"),
+        "[packs]\ndisable = [\"general\", \"fixes\", \"performance\"]\n",
+    )
+    .unwrap();
+    let calls = env.dir.path().join("judge-calls");
+    let judge = env.dir.path().join("slow-judge");
+    std::fs::write(
+        &judge,
+        format!(
+            "#!/bin/sh\ncat > /dev/null\necho call >> '{}'\nsleep 1\necho '{{\"block\": false, \"reasoning\": \"fine\"}}'\n",
+            calls.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&judge, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let judge = judge.display().to_string();
+    let vars = [
+        ("CAPT_HOOK_LLM_COMMAND", judge.as_str()),
+        ("CAPT_HOOK_CLIENT_TIMEOUT", "9"),
+    ];
+    let count = || {
+        std::fs::read_to_string(&calls)
+            .map(|t| t.lines().count())
+            .unwrap_or(0)
+    };
+    let child = env.spawn_hook("PreToolUse", &bash(&root, "git push"), &vars);
+    // The host's worker is asking its judge: it has the event. Stopped there, it cannot answer
+    // the host in time, and the client evaluates locally.
+    env.wait_until("the host's worker calls its judge", || count() == 1);
+    let workers = env.worker_pids();
+    assert!(!workers.is_empty());
+    for &pid in &workers {
+        signal(pid, Signal::STOP);
+    }
+    let out = child.wait_with_output().unwrap();
+    for &pid in &workers {
+        signal(pid, Signal::CONT);
+    }
+    // The local evaluation ended before the client answered: a judge call of its own (the
+    // script's first line) would be counted by now.
+    assert_eq!(count(), 1, "the judge was asked twice");
+    let v = guarded_answer(&out);
+    assert_eq!(decision(&v), Some("ask"), "{v}");
+    let why = v["hookSpecificOutput"]["permissionDecisionReason"]
+        .as_str()
+        .unwrap();
+    assert!(
+        why.contains("already running this event") && why.contains("the host's worker"),
+        "{why}"
+    );
+    // The claim stays only if the client finished before the host's own deadline (a sweep
+    // removes it later); it is the host worker's.
+    let claims = || -> Vec<String> {
+        std::fs::read_dir(env.run_dir().join("claims"))
+            .unwrap()
+            .map(|e| std::fs::read_to_string(e.unwrap().path()).unwrap())
+            .collect()
+    };
+    let left = claims();
+    assert!(
+        left.len() <= 1 && left.iter().all(|c| c.contains("the host's worker")),
+        "{left:?}"
+    );
+
+    // An event the host answers runs once and leaves no claim of its own.
+    let out = env.hook("PreToolUse", &bash(&root, "git push"), &vars);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(count(), 2);
+    assert_eq!(claims().len(), left.len());
 }
 
 #[test]

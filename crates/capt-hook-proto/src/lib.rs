@@ -3,6 +3,7 @@
 //!
 //! Std + serde only, so the `hook` client can link it without an async runtime.
 
+pub mod claim;
 pub mod classic;
 pub mod clock;
 pub mod env;

@@ -48,6 +48,10 @@ pub struct EventRequest {
     /// shape. Left out for Claude Code.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent: Option<String>,
+    /// Set by the client on a guarded event it may evaluate locally after the host: whoever
+    /// runs the event first claims this id ([`crate::claim`]), so its hooks run once.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_id: Option<String>,
 }
 
 /// Why an event request cannot be served.
@@ -64,6 +68,8 @@ pub enum RequestError {
     ClientPid,
     /// The deadline passed before the event could be dispatched.
     DeadlinePassed,
+    /// The request id cannot name a claim ([`crate::claim::valid_id`]).
+    RequestId,
 }
 
 impl std::fmt::Display for RequestError {
@@ -78,6 +84,11 @@ impl std::fmt::Display for RequestError {
             ),
             RequestError::ClientPid => f.write_str("client_pid must be greater than 1"),
             RequestError::DeadlinePassed => f.write_str("deadline passed before dispatch"),
+            RequestError::RequestId => write!(
+                f,
+                "request_id must be 1 to {} letters, digits, '-' or '_'",
+                crate::claim::MAX_ID_LEN
+            ),
         }
     }
 }
@@ -104,6 +115,13 @@ impl EventRequest {
         }
         if self.client_pid <= 1 {
             return Err(RequestError::ClientPid);
+        }
+        if self
+            .request_id
+            .as_deref()
+            .is_some_and(|id| !crate::claim::valid_id(id))
+        {
+            return Err(RequestError::RequestId);
         }
         Ok(())
     }
@@ -430,6 +448,7 @@ pub(crate) mod tests {
             notices: Vec::new(),
             classic: false,
             agent: None,
+            request_id: None,
         }
     }
 

@@ -434,6 +434,7 @@ impl Sampler {
             notices: Vec::new(),
             classic: false,
             agent: None,
+            request_id: None,
         }
     }
 }

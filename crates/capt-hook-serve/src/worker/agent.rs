@@ -279,6 +279,7 @@ mod tests {
             notices: Vec::new(),
             classic: false,
             agent: Some(agent.into()),
+            request_id: None,
         }
     }
 

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use capt_hook_proto::{EventRequest, MAX_FRAME, decode, encode};
 
-use crate::worker::warm::{Warm, deadline_of, respond_traced};
+use crate::worker::warm::{Warm, claim, deadline_of, respond_traced};
 use capt_hook_engine::registry::Registry;
 
 /// Longest wait for the journal before exiting; the client is not waiting on it.
@@ -69,6 +69,14 @@ pub fn run(base: Arc<Registry>) -> ExitCode {
             capt_hook_rust_project::Selection::NotLive { note: n, .. } => note = Some(n),
             capt_hook_rust_project::Selection::Stock => {}
         }
+    }
+    // After the hand-over to a project's own worker, which claims the event itself.
+    capt_hook_proto::claim::sweep();
+    if let Err(owner) = claim(&req, "local evaluation") {
+        eprintln!(
+            "capt-hook-worker: {owner} is already running this event; it is not run a second time"
+        );
+        return ExitCode::from(1);
     }
     let warm = Warm::load(root, base, note);
     let (response, entry) = respond_traced(&warm.project().0, &req, deadline);

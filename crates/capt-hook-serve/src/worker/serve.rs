@@ -24,7 +24,9 @@ use capt_hook_proto::{
     BUILD, EventRequest, MAX_FRAME, PROTOCOL, WorkerFrame, decode, encode, read_frame, write_frame,
 };
 
-use crate::worker::warm::{Warm, deadline_of, has_async_hooks, respond_traced, run_async_hooks};
+use crate::worker::warm::{
+    Warm, claim, deadline_of, has_async_hooks, respond_traced, run_async_hooks,
+};
 
 /// How long a worker whose host went away waits for events already running.
 const DRAIN: Duration = Duration::from_secs(5);
@@ -102,6 +104,9 @@ pub fn run(opts: &ServeOptions, base: Arc<Registry>) -> ExitCode {
             return ExitCode::from(1);
         }
     }
+
+    // Claims of events whose client was killed before releasing them ([`capt_hook_proto::claim`]).
+    capt_hook_proto::claim::sweep();
 
     // What an earlier worker of this build learned parsing this project's patterns.
     let facts = capt_hook_proto::paths::state_dir().join(capt_hook_proto::paths::PATTERN_FACTS);
@@ -188,9 +193,29 @@ pub fn run(opts: &ServeOptions, base: Arc<Registry>) -> ExitCode {
 }
 
 fn serve_event(warm: &Warm, out: &Out, background: &Background, id: u64, request: EventRequest) {
-    let deadline = match request.validate().and_then(|()| deadline_of(&request)) {
+    if let Err(e) = request.validate() {
+        let error = e.to_string();
+        return send(out, &WorkerFrame::Error { id, error });
+    }
+    // Claimed before the deadline is looked at: the client releases the claim of an event it
+    // evaluated locally only once this deadline has passed, so an event this worker starts
+    // late is either still claimed by that evaluation or refused here as too late.
+    let claimed = match claim(
+        &request,
+        &format!("the host's worker (pid {})", std::process::id()),
+    ) {
+        Ok(claimed) => claimed,
+        Err(owner) => {
+            let error = format!("not run: {owner} already ran this event");
+            return send(out, &WorkerFrame::Error { id, error });
+        }
+    };
+    let deadline = match deadline_of(&request) {
         Ok(d) => d,
         Err(e) => {
+            if claimed && let Some(rid) = &request.request_id {
+                capt_hook_proto::claim::release(rid);
+            }
             let error = e.to_string();
             return send(out, &WorkerFrame::Error { id, error });
         }
@@ -398,6 +423,7 @@ mod tests {
             notices: Vec::new(),
             classic: false,
             agent: None,
+            request_id: None,
         }
     }
 

@@ -107,6 +107,24 @@ pub fn deadline_of(req: &EventRequest) -> Result<Option<Instant>, RequestError> 
     req.deadline()
 }
 
+/// Takes `req`'s claim ([`capt_hook_proto::claim`]) for this runner, described as `who`, before
+/// any of its hooks run. `Ok(true)`: ours, to release if the event is not run after all;
+/// `Ok(false)`: nothing to claim, or no claim could be recorded (said on stderr: running the
+/// hooks beats leaving a guarded call unanswered); `Err` names the runner that has it.
+pub fn claim(req: &EventRequest, who: &str) -> Result<bool, String> {
+    let Some(id) = &req.request_id else {
+        return Ok(false);
+    };
+    match capt_hook_proto::claim::take(id, who) {
+        Ok(capt_hook_proto::claim::Claimed::Ours) => Ok(true),
+        Ok(capt_hook_proto::claim::Claimed::Theirs(owner)) => Err(owner),
+        Err(e) => {
+            eprintln!("capt-hook-worker: could not claim event {id}, running it anyway: {e}");
+            Ok(false)
+        }
+    }
+}
+
 /// The sending client: its pid and request-scoped environment.
 fn origin(req: &EventRequest) -> crate::project::Origin {
     crate::project::Origin {

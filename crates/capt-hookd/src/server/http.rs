@@ -252,6 +252,7 @@ fn event_request(req: ModRequest, pid: u32) -> Result<EventRequest, Reply> {
         notices: Vec::new(),
         classic: true,
         agent: None,
+        request_id: None,
     })
 }
 
@@ -420,6 +421,7 @@ mod tests {
             notices: Vec::new(),
             classic: false,
             agent: None,
+            request_id: None,
         }
     }
 
