@@ -652,6 +652,10 @@ impl capt_hook_state::SessionContext for Event {
     fn session_store(&self) -> &capt_hook_state::SessionStore {
         self.store()
     }
+
+    fn agent_id(&self) -> Option<&str> {
+        self.agent_id()
+    }
 }
 
 /// Durable state (`Facts::load(evt)`) lives under the state root, per project or global.

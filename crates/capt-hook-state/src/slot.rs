@@ -24,6 +24,9 @@ use crate::file::{self, LockWait, Prior, ReadOutcome};
 /// [`LockWait::Timeout`] turns such a bug into an error instead of a hang.
 pub struct Slot<T> {
     path: Option<PathBuf>,
+    /// Where an earlier release kept this model: read while `path` has never been written, so
+    /// a state file written before the move is still found, without a migration step.
+    legacy: Option<PathBuf>,
     /// For a slot with no file that still keeps its value for a while (a project's durable
     /// state without a repository root keeps it for the event): the value, as JSON.
     memory: Option<Memory>,
@@ -37,6 +40,7 @@ impl<T> Clone for Slot<T> {
     fn clone(&self) -> Self {
         Slot {
             path: self.path.clone(),
+            legacy: self.legacy.clone(),
             memory: self.memory.clone(),
             _model: PhantomData,
         }
@@ -57,6 +61,7 @@ impl<T: Serialize + DeserializeOwned> Slot<T> {
     pub fn at(path: Option<PathBuf>) -> Slot<T> {
         Slot {
             path,
+            legacy: None,
             memory: None,
             _model: PhantomData,
         }
@@ -66,6 +71,7 @@ impl<T: Serialize + DeserializeOwned> Slot<T> {
     pub(crate) fn in_memory(memory: Memory) -> Slot<T> {
         Slot {
             path: None,
+            legacy: None,
             memory: Some(memory),
             _model: PhantomData,
         }
@@ -77,6 +83,32 @@ impl<T: Serialize + DeserializeOwned> Slot<T> {
             .lock()
             .clone()
             .and_then(|v| serde_json::from_value(v).ok())
+    }
+
+    /// This slot, also reading `legacy` (an older release's place for the model) for as long
+    /// as its own file has never been written. Writes go to the slot's own file only; the old
+    /// file is left as it was.
+    pub fn with_legacy(mut self, legacy: Option<PathBuf>) -> Slot<T> {
+        self.legacy = legacy;
+        self
+    }
+
+    /// The value at the legacy place, when there is one and it reads (a corrupt one is logged
+    /// and ignored: the new file starts fresh).
+    fn legacy_value(&self) -> Option<T> {
+        let legacy = self.legacy.as_ref()?;
+        match file::read_model::<T>(legacy) {
+            Ok(ReadOutcome::Valid(v)) => Some(v),
+            Ok(ReadOutcome::Missing) => None,
+            Ok(ReadOutcome::Corrupt(reason)) => {
+                tracing::warn!(path = %legacy.display(), %reason, "ignoring an unreadable state file of an earlier release");
+                None
+            }
+            Err(e) => {
+                tracing::warn!(path = %legacy.display(), error = %e, "ignoring an unreadable state file of an earlier release");
+                None
+            }
+        }
     }
 
     /// A slot that reads as empty and persists nothing.
@@ -126,7 +158,7 @@ impl<T: Serialize + DeserializeOwned> Slot<T> {
             return Ok(self.memory.as_ref().and_then(Self::remembered));
         };
         match file::read_model::<T>(path)? {
-            ReadOutcome::Missing => Ok(None),
+            ReadOutcome::Missing => Ok(self.legacy_value()),
             ReadOutcome::Valid(v) => Ok(Some(v)),
             ReadOutcome::Corrupt(reason) => Err(StateError::Corrupt {
                 path: path.clone(),
@@ -150,7 +182,7 @@ impl<T: Serialize + DeserializeOwned> Slot<T> {
         }
     }
 
-    /// Removes the file; a missing file or a null slot is fine.
+    /// Removes the file (and the legacy one); a missing file or a null slot is fine.
     pub fn delete(&self) -> Result<(), StateError> {
         let Some(path) = &self.path else {
             if let Some(memory) = &self.memory {
@@ -158,14 +190,20 @@ impl<T: Serialize + DeserializeOwned> Slot<T> {
             }
             return Ok(());
         };
-        match std::fs::remove_file(path) {
-            Ok(()) => Ok(()),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-            Err(source) => Err(StateError::Delete {
-                path: path.clone(),
-                source,
-            }),
+        // The legacy file goes too, or a reset record would be read back from it.
+        for path in std::iter::once(path).chain(self.legacy.as_ref()) {
+            match std::fs::remove_file(path) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(source) => {
+                    return Err(StateError::Delete {
+                        path: path.clone(),
+                        source,
+                    });
+                }
+            }
         }
+        Ok(())
     }
 
     /// Loads (or defaults), applies `f` and saves, all under the slot's exclusive lock, waiting
@@ -239,7 +277,12 @@ impl<T: Serialize + DeserializeOwned> Slot<T> {
         let lock = file::lock_path(path);
         let guard = file::lock(&lock, wait)?;
         let (mut value, prior) = match file::read_model::<T>(path)? {
-            ReadOutcome::Missing => (missing(guard.saw_write()), Prior::Fine),
+            // Never written here: an earlier release's file, if any, is where this starts.
+            ReadOutcome::Missing if !guard.saw_write() => match self.legacy_value() {
+                Some(v) => (v, Prior::Fine),
+                None => (missing(false), Prior::Fine),
+            },
+            ReadOutcome::Missing => (missing(true), Prior::Fine),
             ReadOutcome::Valid(v) => (v, Prior::Fine),
             ReadOutcome::Corrupt(reason) => {
                 tracing::warn!(

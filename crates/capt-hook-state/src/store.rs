@@ -168,7 +168,14 @@ impl SessionStore {
         tracked_models()
             .into_iter()
             .filter(|m| m.kind == ModelKind::Session)
-            .map(|m| (m.name.to_owned(), dir.join(format!("{}.json", m.key))))
+            .map(|m| {
+                // A workflow record's path is the main agent's; a subagent's sits beside it.
+                let dir = match &m.state_key {
+                    Some(k) => dir.join(paths::path_component(k)).join(paths::MAIN_AGENT),
+                    None => dir.clone(),
+                };
+                (m.name.to_owned(), dir.join(format!("{}.json", m.key)))
+            })
             .collect()
     }
 }
@@ -202,6 +209,9 @@ pub struct TrackedModel {
     pub key: String,
     /// Session or durable.
     pub kind: ModelKind,
+    /// For a workflow record: the state key its per-agent directory is under
+    /// (`<session>/<state key>/<agent>/<key>.json`); `None` for a model at the session root.
+    pub state_key: Option<String>,
     schema: fn() -> schemars::Schema,
 }
 
@@ -222,6 +232,7 @@ fn entry<T: JsonSchema + 'static>(key: String, kind: ModelKind) -> TrackedModel 
         name: short_type_name::<T>(),
         key,
         kind,
+        state_key: None,
         schema: schema_of::<T>,
     }
 }
@@ -247,6 +258,17 @@ pub fn track_as<T: JsonSchema + 'static>(key: String, kind: ModelKind) {
     let name = std::any::type_name::<T>();
     if !list.iter().any(|m| m.type_name == name) {
         list.push(entry::<T>(key, kind));
+    }
+}
+
+/// Registers session model `T` kept under a state key (a [`crate::WorkflowState`]).
+pub(crate) fn track_keyed<T: JsonSchema + 'static>(key: String, state_key: String) {
+    let mut list = TRACKED.lock();
+    let name = std::any::type_name::<T>();
+    if !list.iter().any(|m| m.type_name == name) {
+        let mut model = entry::<T>(key, ModelKind::Session);
+        model.state_key = Some(state_key);
+        list.push(model);
     }
 }
 

@@ -20,6 +20,12 @@ use crate::store::{ModelKind, SessionStore, track_as};
 pub trait SessionContext {
     /// The current session's store (null without a session id).
     fn session_store(&self) -> &SessionStore;
+
+    /// The subagent the event comes from, `None` for the main agent: a workflow's record is
+    /// kept per agent context, as a hook's fire count is.
+    fn agent_id(&self) -> Option<&str> {
+        None
+    }
 }
 
 impl SessionContext for SessionStore {
@@ -54,9 +60,26 @@ pub trait WorkflowState: Serialize + DeserializeOwned + JsonSchema + Default + '
         model_key::<Self>()
     }
 
-    /// This model's slot in the context's session store.
+    /// The state key the record lives under: [`WorkflowState::NAME`], else the model key.
+    fn state_key() -> String {
+        if Self::NAME.is_empty() {
+            Self::model_key()
+        } else {
+            Self::NAME.to_owned()
+        }
+    }
+
+    /// This model's slot in the context's session store, where the seeds put it:
+    /// `<session>/<state key>/<agent id or "main">/<model key>.json`. A record an earlier
+    /// release wrote at `<session>/<model key>.json` is read until this one is first written.
     fn slot<C: SessionContext + ?Sized>(ctx: &C) -> Slot<Self> {
-        ctx.session_store().slot_named(&Self::model_key())
+        let store = ctx.session_store();
+        let key = Self::model_key();
+        let path = store
+            .hook_dir(&Self::state_key(), ctx.agent_id())
+            .map(|d| d.join(format!("{}.json", paths::path_component(&key))));
+        let legacy = store.slot_named::<Self>(&key).path().map(Path::to_path_buf);
+        Slot::at(path).with_legacy(legacy)
     }
 
     /// The stored record, or a fresh default.
@@ -84,7 +107,7 @@ pub trait WorkflowState: Serialize + DeserializeOwned + JsonSchema + Default + '
 
     /// Registers the model for `tracked_models` / `tracked_paths`.
     fn track() {
-        track_as::<Self>(Self::model_key(), ModelKind::Session);
+        crate::store::track_keyed::<Self>(Self::model_key(), Self::state_key());
     }
 }
 
@@ -306,7 +329,7 @@ mod tests {
     }
 
     #[test]
-    fn workflow_state_lives_in_the_session_root() {
+    fn workflow_state_lives_under_its_state_key_and_agent() {
         let dir = tempfile::tempdir().unwrap();
         let s = SessionStore::for_session(dir.path(), Some("s"));
         let mut st = ReviewState::load(&s);
@@ -314,12 +337,58 @@ mod tests {
         st.save(&s).unwrap();
         ReviewState::mutate(&s, |st| st.edits.push("b".into())).unwrap();
         assert_eq!(ReviewState::load(&s).edits, ["a", "b"]);
+        let main = dir
+            .path()
+            .join("hooks/sessions/s/review/main/review_state.json");
+        assert!(main.exists());
+        ReviewState::track();
+        assert_eq!(s.tracked_paths()["ReviewState"], main);
+
+        // A subagent keeps its own record, as it keeps its own fire counts.
+        struct Sub<'a>(&'a SessionStore);
+        impl SessionContext for Sub<'_> {
+            fn session_store(&self) -> &SessionStore {
+                self.0
+            }
+            fn agent_id(&self) -> Option<&str> {
+                Some("agent-7")
+            }
+        }
+        assert_eq!(ReviewState::load(&Sub(&s)), ReviewState::default());
+        ReviewState::mutate(&Sub(&s), |st| st.edits.push("c".into())).unwrap();
         assert!(
             dir.path()
-                .join("hooks/sessions/s/review_state.json")
+                .join("hooks/sessions/s/review/agent-7/review_state.json")
                 .exists()
         );
+        assert_eq!(ReviewState::load(&s).edits, ["a", "b"]);
+
         ReviewState::reset(&s).unwrap();
+        assert_eq!(ReviewState::load(&s), ReviewState::default());
+        crate::store::untrack::<ReviewState>();
+    }
+
+    #[test]
+    fn a_record_at_the_old_place_is_read_until_the_new_one_is_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = SessionStore::for_session(dir.path(), Some("s"));
+        let old = dir.path().join("hooks/sessions/s/review_state.json");
+        std::fs::create_dir_all(old.parent().unwrap()).unwrap();
+        std::fs::write(&old, r#"{"edits": ["old.py"]}"#).unwrap();
+        assert_eq!(ReviewState::load(&s).edits, ["old.py"]);
+        // The first write starts from it and goes to the new place; the old file is left.
+        ReviewState::mutate(&s, |st| st.edits.push("new.py".into())).unwrap();
+        assert_eq!(ReviewState::load(&s).edits, ["old.py", "new.py"]);
+        assert!(
+            dir.path()
+                .join("hooks/sessions/s/review/main/review_state.json")
+                .exists()
+        );
+        std::fs::write(&old, r#"{"edits": ["stale.py"]}"#).unwrap();
+        assert_eq!(ReviewState::load(&s).edits, ["old.py", "new.py"]);
+        // A reset removes both, so nothing old is read back.
+        ReviewState::reset(&s).unwrap();
+        assert!(!old.exists());
         assert_eq!(ReviewState::load(&s), ReviewState::default());
     }
 
