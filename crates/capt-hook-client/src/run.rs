@@ -254,9 +254,11 @@ fn dispatch(req: &EventRequest, timeout: Duration) -> ExitCode {
         }
     };
     // A host worker starts nothing past the deadline it was given, so once that has passed the
-    // claim has done its work. Before then a worker may still get the event: the claim stays
-    // for it to find, and a sweep removes it later.
-    if capt_hook_proto::clock::now_unix_ms() > host_deadline {
+    // claim has done its work; so has it when no host ever accepted the event (none could be
+    // started, or it refused before dispatch). Otherwise a worker may still get the event: the
+    // claim stays for it to find, and a sweep removes it later.
+    let never_accepted = matches!(host.kind, Kind::HostUnavailable | Kind::TransportRefused);
+    if never_accepted || capt_hook_proto::clock::now_unix_ms() > host_deadline {
         release_claim(req);
     }
     code
