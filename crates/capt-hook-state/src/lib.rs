@@ -7,7 +7,8 @@
 //! * [`Slot`] is one typed file: tolerant reads, atomic writes, and a locked
 //!   [`Slot::mutate`] (with the no-nesting rule documented there).
 //! * [`WorkflowState`] and [`DurableState`] bundle the load/save/reset/mutate plumbing for one
-//!   model; [`Deque`] caps a growing collection.
+//!   model (a workflow record under `<session_id>/<state key>/<agent>/<model_key>.json`, as the
+//!   seeds lay it out); [`Deque`] caps a growing collection.
 //! * [`FireCounter`] enforces `max_fires` with reserve-then-release; [`TurnThrottle`] is the
 //!   once-per-turn rule of blocking gates.
 //! * [`cleanup_stale`] removes session directories whose transcript is gone.

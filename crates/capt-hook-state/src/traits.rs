@@ -34,7 +34,7 @@ impl SessionContext for SessionStore {
     }
 }
 
-/// One workflow's record in the session root, loaded and saved through the event:
+/// One workflow's record in the session, per agent context, loaded and saved through the event:
 ///
 /// ```
 /// # use capt_hook_state::{SessionStore, WorkflowState};
