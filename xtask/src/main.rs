@@ -1,7 +1,8 @@
-//! `cargo xtask dist | install | demo | bench | e2e-claude | cc-surface | guard-bench`: release
-//! builds, a user install, a live demo against a throwaway host, the runtime benchmarks, the
-//! real-client suite, the pinned Claude Code's hook events against our table, and the builtin
-//! packs measured on the destructive-command guards' own corpora.
+//! `cargo xtask dist | install | demo | bench | e2e-claude | e2e-agents | cc-surface |
+//! guard-bench`: release builds, a user install, a live demo against a throwaway host, the
+//! runtime benchmarks, the real-client suites (Claude Code; Codex and Gemini CLI), the pinned
+//! Claude Code's hook events against our table, and the builtin packs measured on the
+//! destructive-command guards' own corpora.
 
 mod app;
 mod bench;
@@ -35,11 +36,12 @@ fn main() -> ExitCode {
         Some("demo") => demo(),
         Some("bench") => bench::run(&args[1..]),
         Some("e2e-claude") => e2e::run(&args[1..]),
+        Some("e2e-agents") => e2e::agents::run(&args[1..]),
         Some("cc-surface") => cc_surface::run(&args[1..]),
         Some("guard-bench") => guard_bench::run(&args[1..]),
         _ => {
             eprintln!(
-                "usage: cargo xtask dist | install [--service] | app [--bins DIR] [--out DIR] | demo | bench [--quick] [--only PARTS] | e2e-claude [--only NAME] | cc-surface [--binary PATH] | guard-bench [--check] [--cli PATH] [--only PEERS]"
+                "usage: cargo xtask dist | install [--service] | app [--bins DIR] [--out DIR] | demo | bench [--quick] [--only PARTS] | e2e-claude [--only NAME] | e2e-agents [--only codex|gemini|CASE] [--bins DIR] | cc-surface [--binary PATH] | guard-bench [--check] [--cli PATH] [--only PEERS]"
             );
             return ExitCode::from(1);
         }

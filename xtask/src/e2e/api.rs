@@ -1,4 +1,5 @@
-//! A scripted stand-in for the Anthropic Messages API, on 127.0.0.1.
+//! A scripted stand-in for a model API on 127.0.0.1: the Anthropic Messages API by default,
+//! or another agent's wire ([`Wire`]; those live in `wire.rs`).
 //!
 //! Claude Code only needs `POST /v1/messages` (streamed as server-sent events) to run a session.
 //! Each request that carries `tools` is a turn of an agent's loop (the main agent or a
@@ -45,8 +46,20 @@ pub struct Request {
     pub turn: bool,
 }
 
+/// The API dialect the fake speaks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Wire {
+    /// Anthropic's Messages API (Claude Code).
+    Messages,
+    /// OpenAI's Responses API (Codex's custom model provider).
+    Responses,
+    /// Google's Gemini API, `generateContent` and `streamGenerateContent` (Gemini CLI).
+    Gemini,
+}
+
 /// What the server shares with its connection threads.
 struct State {
+    wire: Wire,
     script: Vec<Reply>,
     turns: usize,
     requests: Vec<Request>,
@@ -66,14 +79,20 @@ pub fn tool_id(turn: usize, index: usize) -> String {
 }
 
 /// What an unscripted turn (the script ran out) and every side query get.
-const FILLER: &str = "Done.";
+pub const FILLER: &str = "Done.";
 
 impl FakeApi {
-    /// Listens on an ephemeral loopback port and serves `script` in order.
+    /// Listens on an ephemeral loopback port and serves `script` in order, as the Messages API.
     pub fn start(script: Vec<Reply>) -> io::Result<FakeApi> {
+        FakeApi::start_wire(Wire::Messages, script)
+    }
+
+    /// Listens on an ephemeral loopback port and serves `script` in order, speaking `wire`.
+    pub fn start_wire(wire: Wire, script: Vec<Reply>) -> io::Result<FakeApi> {
         let listener = TcpListener::bind("127.0.0.1:0")?;
         let port = listener.local_addr()?.port();
         let state = Arc::new(Mutex::new(State {
+            wire,
             script,
             turns: 0,
             requests: Vec::new(),
@@ -200,12 +219,18 @@ fn read_chunked(reader: &mut impl BufRead) -> io::Result<Vec<u8>> {
     }
 }
 
-/// Whether the fake answers `path` (anything else gets a 404 and is reported).
+/// Whether the Messages fake answers `path` (anything else gets a 404 and is reported).
 pub fn served(path: &str) -> bool {
-    matches!(
-        path.split('?').next().unwrap_or(path),
-        "/v1/messages" | "/v1/messages/count_tokens"
-    )
+    served_by(Wire::Messages, path)
+}
+
+/// Whether the fake speaking `wire` answers `path`.
+pub fn served_by(wire: Wire, path: &str) -> bool {
+    let route = path.split('?').next().unwrap_or(path);
+    match wire {
+        Wire::Messages => matches!(route, "/v1/messages" | "/v1/messages/count_tokens"),
+        Wire::Responses | Wire::Gemini => super::wire::served(wire, route),
+    }
 }
 
 /// Records the request and picks the answer: `(status, content type, body)`.
@@ -223,15 +248,26 @@ fn answer(
         );
     };
     let route = path.split('?').next().unwrap_or(path);
+    let with_tools = body["tools"].as_array().is_some_and(|t| !t.is_empty());
     let is_turn = method == "POST"
-        && route == "/v1/messages"
-        && body["tools"].as_array().is_some_and(|t| !t.is_empty());
+        && with_tools
+        && (route == "/v1/messages" || (st.wire != Wire::Messages && served_by(st.wire, route)));
     st.requests.push(Request {
         method: method.to_owned(),
         path: path.to_owned(),
         body: body.clone(),
         turn: is_turn,
     });
+    if st.wire != Wire::Messages {
+        let reply = if is_turn {
+            st.turns += 1;
+            let reply = st.script.get(st.turns - 1).cloned();
+            (st.turns, reply)
+        } else {
+            (0, None)
+        };
+        return super::wire::answer(st.wire, method, path, &body, reply);
+    }
     match (method, route) {
         ("POST", "/v1/messages") => {
             let (turn, reply) = if is_turn {
@@ -268,7 +304,8 @@ fn answer(
     }
 }
 
-fn error_body(message: &str) -> String {
+/// An error body in Anthropic's shape (the other wires read the HTTP status).
+pub fn error_body(message: &str) -> String {
     json!({"type": "error", "error": {"type": "invalid_request_error", "message": message}})
         .to_string()
 }

@@ -161,18 +161,23 @@ const STASHIT: &str = "---\ndescription: Put the work in progress aside\n\
                        Shell check: !`echo E2E-SKILL$((40+2))`\n\n!`git stash`\n\n\
                        Say whether the work was put aside.\n";
 /// A git repository whose tracked `notes.txt` is modified (what `git stash` would take away).
-const MODIFIED_REPO: &str = "git init -q && git add notes.txt && \
+pub(super) const MODIFIED_REPO: &str = "git init -q && git add notes.txt && \
                              git -c user.email=e2e@example.com -c user.name=e2e commit -qm init && \
                              echo v2 > notes.txt";
 
 /// `notes.txt` is still modified and the stash is empty: `git stash` never ran.
 fn not_stashed(o: &Outcome) -> Result<(), String> {
-    let status = git(o, &["status", "--porcelain", "--", "notes.txt"])?;
+    not_stashed_at(&o.project)
+}
+
+/// [`not_stashed`] for the project at `project` (any agent's).
+pub(super) fn not_stashed_at(project: &std::path::Path) -> Result<(), String> {
+    let status = git_at(project, &["status", "--porcelain", "--", "notes.txt"])?;
     ensure(
         status.trim() == "M notes.txt",
         format!("notes.txt is no longer modified (git status: {status:?}): git stash ran"),
     )?;
-    let stashes = git(o, &["stash", "list"])?;
+    let stashes = git_at(project, &["stash", "list"])?;
     ensure(
         stashes.trim().is_empty(),
         format!("the stash is not empty: {stashes:?}"),
@@ -181,9 +186,14 @@ fn not_stashed(o: &Outcome) -> Result<(), String> {
 
 /// `git <args>` in the project; its stdout.
 fn git(o: &Outcome, args: &[&str]) -> Result<String, String> {
+    git_at(&o.project, args)
+}
+
+/// `git <args>` in `project`; its stdout.
+pub(super) fn git_at(project: &std::path::Path, args: &[&str]) -> Result<String, String> {
     let out = std::process::Command::new("git")
         .args(args)
-        .current_dir(&o.project)
+        .current_dir(project)
         .output()
         .map_err(|e| format!("running git {}: {e}", args.join(" ")))?;
     ensure(

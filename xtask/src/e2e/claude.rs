@@ -4,7 +4,6 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use anyhow::{Context, bail};
 
 /// The Claude Code release the suite is written against.
 pub const VERSION: &str = "2.1.332";
@@ -20,57 +19,21 @@ pub fn cache_dir(target: &Path) -> PathBuf {
 /// The native package for this machine (the npm wrapper's postinstall would copy it over its
 /// placeholder; we skip install scripts and run it in place).
 fn platform_package() -> anyhow::Result<String> {
-    let arch = match std::env::consts::ARCH {
-        "x86_64" => "x64",
-        "aarch64" => "arm64",
-        other => bail!("no Claude Code build for the {other} architecture"),
-    };
-    if std::env::consts::OS != "linux" {
-        bail!("the e2e suite runs on Linux only");
-    }
     let musl = cfg!(target_env = "musl");
     Ok(format!(
-        "{PACKAGE}-linux-{arch}{}",
+        "{PACKAGE}-{}{}",
+        super::npm::platform()?,
         if musl { "-musl" } else { "" }
     ))
 }
 
 /// The CLI binary, installed into `cache` first unless a working copy of [`VERSION`] is there.
 pub fn ensure(cache: &Path) -> anyhow::Result<PathBuf> {
-    let bin = cache
-        .join("node_modules")
-        .join(platform_package()?)
-        .join("claude");
-    if version_of(&bin, cache).as_deref() == Some(VERSION) {
-        return Ok(bin);
-    }
-    std::fs::create_dir_all(cache).with_context(|| format!("creating {}", cache.display()))?;
-    println!("installing {PACKAGE}@{VERSION} into {}", cache.display());
-    let status = Command::new("npm")
-        .args([
-            "install",
-            "--prefix",
-            &cache.to_string_lossy(),
-            "--ignore-scripts",
-            "--no-audit",
-            "--no-fund",
-            "--no-update-notifier",
-            "--loglevel=error",
-            &format!("{PACKAGE}@{VERSION}"),
-        ])
-        .status()
-        .context("running npm (is Node.js installed?)")?;
-    if !status.success() {
-        bail!("npm install {PACKAGE}@{VERSION} failed ({status})");
-    }
-    match version_of(&bin, cache) {
-        Some(v) if v == VERSION => Ok(bin),
-        Some(v) => bail!("{} reports version {v}, not {VERSION}", bin.display()),
-        None => bail!(
-            "{} is missing or does not run after npm install",
-            bin.display()
-        ),
-    }
+    let bin = super::npm::package_dir(cache, &platform_package()?).join("claude");
+    super::npm::ensure(cache, &format!("{PACKAGE}@{VERSION}"), VERSION, &bin, || {
+        version_of(&bin, cache)
+    })?;
+    Ok(bin)
 }
 
 /// `claude --version`'s number, when the binary runs. It runs outside the sandbox, so it gets

@@ -7,10 +7,13 @@
 //! our host) lives in a fresh network namespace with only loopback; otherwise it says so and
 //! relies on Claude Code's own switches for non-essential traffic.
 
+pub(crate) mod agents;
 mod api;
 mod cases;
 pub(crate) mod claude;
+mod npm;
 mod variants;
+mod wire;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -133,39 +136,9 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
         setup.plugin.display(),
         started.elapsed().as_secs_f64()
     );
-    let result = match loopback_only() {
-        Ok(flags) => {
-            println!(
-                "e2e-claude: running in a network namespace with only loopback (unshare {})",
-                flags.join(" ")
-            );
-            // A copy of this very binary: a build during the long setup above may have replaced
-            // (deleted) the file it started from; /proc/self/exe still reads it.
-            let exe = sandbox.dir.join("xtask");
-            std::fs::copy("/proc/self/exe", &exe).context("copying the xtask binary")?;
-            // `ip` brings the namespace's loopback up, then the same binary runs the cases.
-            let status = Command::new("unshare")
-                .args(flags)
-                .args(["sh", "-c", "ip link set lo up && exec \"$0\" \"$@\""])
-                .arg(exe)
-                .arg("e2e-claude")
-                .args(setup.to_args())
-                .status()
-                .context("running unshare")?;
-            if status.success() {
-                Ok(())
-            } else {
-                Err(anyhow::anyhow!("e2e-claude failed ({status})"))
-            }
-        }
-        Err(reason) => {
-            println!(
-                "e2e-claude: NOT isolating the network ({reason}); only Claude Code's own \
-                 switches and the loopback base URL keep it offline"
-            );
-            run_cases(&setup)
-        }
-    };
+    let result = isolated("e2e-claude", &sandbox.dir, &setup.to_args(), || {
+        run_cases(&setup)
+    });
     drop(sandbox);
     println!(
         "e2e-claude: total {:.1} s; logs in {}",
@@ -173,6 +146,50 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
         setup.logs.display()
     );
     result
+}
+
+/// Runs `suite` with `args` again in a fresh network namespace with only loopback (a copy of
+/// this binary, so a build meanwhile cannot pull it away), or `here` in this process when no
+/// such namespace can be made, saying which.
+fn isolated(
+    suite: &str,
+    sandbox: &Path,
+    args: &[String],
+    here: impl FnOnce() -> anyhow::Result<()>,
+) -> anyhow::Result<()> {
+    match loopback_only() {
+        Ok(flags) => {
+            println!(
+                "{suite}: running in a network namespace with only loopback (unshare {})",
+                flags.join(" ")
+            );
+            // A build during the long setup may have replaced (deleted) the file this process
+            // started from; /proc/self/exe still reads it.
+            let exe = sandbox.join("xtask");
+            std::fs::copy("/proc/self/exe", &exe).context("copying the xtask binary")?;
+            // `ip` brings the namespace's loopback up, then the same binary runs the cases.
+            let status = Command::new("unshare")
+                .args(flags)
+                .args(["sh", "-c", "ip link set lo up && exec \"$0\" \"$@\""])
+                .arg(exe)
+                .arg(suite)
+                .args(args)
+                .status()
+                .context("running unshare")?;
+            if status.success() {
+                Ok(())
+            } else {
+                Err(anyhow::anyhow!("{suite} failed ({status})"))
+            }
+        }
+        Err(reason) => {
+            println!(
+                "{suite}: NOT isolating the network ({reason}); only the agents' own switches \
+                 and the loopback base URL keep them offline"
+            );
+            here()
+        }
+    }
 }
 
 /// The `unshare` flags that give a network namespace with a working loopback here (`-n` as
