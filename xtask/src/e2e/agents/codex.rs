@@ -38,8 +38,10 @@ pub fn ensure(cache: &Path) -> anyhow::Result<PathBuf> {
 }
 
 /// The provider configuration: every request to the fake, no retries, nothing else on the
-/// network. `--strict-config` makes Codex refuse a key it does not know.
-fn config(base_url: &str) -> String {
+/// network; and the project trusted, as a user who opened it in Codex and trusted it has it
+/// (Codex ignores an untrusted project's `.codex/`, hooks included, with only a warning).
+/// `--strict-config` makes Codex refuse a key it does not know.
+fn config(base_url: &str, project: &Path) -> String {
     format!(
         "model = \"gpt-e2e\"\n\
          model_provider = \"e2e\"\n\
@@ -58,7 +60,10 @@ fn config(base_url: &str) -> String {
          \n\
          [feedback]\nenabled = false\n\
          \n\
-         [otel]\nexporter = \"none\"\n"
+         [otel]\nexporter = \"none\"\n\
+         \n\
+         [projects.{project:?}]\ntrust_level = \"trusted\"\n",
+        project = project.display().to_string()
     )
 }
 
@@ -76,7 +81,7 @@ pub fn command(
     let codex_home = logs.join("codex-home");
     std::fs::create_dir_all(&codex_home).map_err(|e| format!("{}: {e}", codex_home.display()))?;
     let config_path = codex_home.join("config.toml");
-    std::fs::write(&config_path, config(base_url))
+    std::fs::write(&config_path, config(base_url, project))
         .map_err(|e| format!("{}: {e}", config_path.display()))?;
     let mut cmd = Command::new(cli);
     cmd.env_clear()
