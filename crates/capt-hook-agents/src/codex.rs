@@ -83,6 +83,10 @@ pub fn table() -> AgentTable {
              `systemMessage` where the event has one.",
             "Hooks run only once trusted by hash (`[hooks.state]` in `config.toml`); an \
              untrusted hook is skipped silently.",
+            "A project's `.codex/hooks.json` is read only in a project Codex trusts (`codex \
+             --trust`, or `[projects.\"<root>\"] trust_level = \"trusted\"` in `config.toml`); \
+             in any other, Codex ignores the project's `.codex/` with one warning and no hook \
+             runs. Install with `--user` to guard untrusted projects.",
         ],
         config: "`~/.codex/hooks.json` (user) or `.codex/hooks.json` (project), Claude Code's \
                  shape; `timeout` in seconds",

@@ -89,6 +89,10 @@ pub fn table() -> AgentTable {
         ],
         cannot: &[
             "`ask`: no answer asks the user; an ask is sent as a deny with its reason.",
+            "A warning on BeforeTool: Gemini CLI gives `additionalContext` to the model only \
+             after a tool ran (AfterTool) or with a prompt (BeforeAgent), so a PreToolUse \
+             warning is shown to the user (`systemMessage`); a PostToolUse warning reaches the \
+             model with the tool's output.",
             "A block on AfterTool: sent as context (a Gemini deny there would hide the tool's \
              output).",
             "BeforeModel, AfterModel and BeforeToolSelection: not evaluated; answered with \

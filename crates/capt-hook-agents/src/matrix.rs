@@ -135,7 +135,22 @@ pub fn markdown() -> String {
          its text reaches the model or the user; **—** nothing reaches the agent, which goes \
          on as it would; **n/a** our answers never carry it there. **warn** is text for the \
          model (`additionalContext`); on Stop events a warning keeps the agent going, so it \
-         arrives as a block.\n\n",
+         arrives as a block.\n\n\
+         **Proven with the real CLIs.** `cargo xtask e2e-agents` (CI runs it after \
+         `e2e-claude`) installs pinned releases of `@openai/codex` and `@google/gemini-cli` \
+         from npm, points each at a scripted fake model API of ours on loopback (Codex: a \
+         custom model provider speaking the Responses API; Gemini CLI: \
+         `GOOGLE_GEMINI_BASE_URL`), runs `capt-hook install --agent` into each case's project, \
+         and checks in a headless run (`codex exec`, `gemini -p`) that a `block_command` on \
+         `git stash` is refused with its reason sent to the model and nothing stashed, a \
+         PreToolUse warning arrives (the model in Codex, the user in Gemini CLI, as its table \
+         says), a PostToolUse warning reaches the model, the builtin `rm` guard refuses \
+         `rm -rf .git`, a Stop gate (Codex's `Stop`, Gemini CLI's `AfterAgent`) sends the \
+         model back once with its reason, and `capt-hook uninstall --agent` leaves the \
+         project's other hooks as they were. Codex runs there with \
+         `--dangerously-bypass-hook-trust` and the project trusted in its config: a headless \
+         run cannot review hooks. Factory, Cursor and Copilot CLI are proven by fixture \
+         payloads only.\n\n",
     );
     for a in Agent::ALL {
         // Writing to a String cannot fail.

@@ -103,6 +103,17 @@ pub fn install(
             "Codex runs a hook only once it is trusted: review the new hooks in Codex (or \
              run it with --dangerously-bypass-hook-trust), or they are skipped without a word."
         );
+        if !user {
+            // Observed with Codex 0.169 (cargo xtask e2e-agents): an untrusted project's
+            // `.codex/` is ignored whole, with one warning on stderr.
+            println!(
+                "Codex reads a project's .codex/hooks.json only in a trusted project: trust {} \
+                 in Codex (`codex --trust`, or `[projects.\"{}\"] trust_level = \"trusted\"` in \
+                 its config.toml), or install with --user.",
+                root.display(),
+                root.display()
+            );
+        }
     }
     Ok(ExitCode::SUCCESS)
 }

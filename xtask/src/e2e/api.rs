@@ -266,7 +266,7 @@ fn answer(
         } else {
             (0, None)
         };
-        return super::wire::answer(st.wire, method, path, &body, reply);
+        return super::wire::answer(st.wire, method, path, reply);
     }
     match (method, route) {
         ("POST", "/v1/messages") => {

@@ -184,11 +184,6 @@ pub(super) fn not_stashed_at(project: &std::path::Path) -> Result<(), String> {
     )
 }
 
-/// `git <args>` in the project; its stdout.
-fn git(o: &Outcome, args: &[&str]) -> Result<String, String> {
-    git_at(&o.project, args)
-}
-
 /// `git <args>` in `project`; its stdout.
 pub(super) fn git_at(project: &std::path::Path, args: &[&str]) -> Result<String, String> {
     let out = std::process::Command::new("git")

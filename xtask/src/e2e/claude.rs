@@ -4,7 +4,6 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-
 /// The Claude Code release the suite is written against.
 pub const VERSION: &str = "2.1.332";
 
@@ -30,9 +29,13 @@ fn platform_package() -> anyhow::Result<String> {
 /// The CLI binary, installed into `cache` first unless a working copy of [`VERSION`] is there.
 pub fn ensure(cache: &Path) -> anyhow::Result<PathBuf> {
     let bin = super::npm::package_dir(cache, &platform_package()?).join("claude");
-    super::npm::ensure(cache, &format!("{PACKAGE}@{VERSION}"), VERSION, &bin, || {
-        version_of(&bin, cache)
-    })?;
+    super::npm::ensure(
+        cache,
+        &format!("{PACKAGE}@{VERSION}"),
+        VERSION,
+        &bin,
+        || version_of(&bin, cache),
+    )?;
     Ok(bin)
 }
 

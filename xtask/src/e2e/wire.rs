@@ -28,16 +28,23 @@ pub fn answer(
     wire: Wire,
     method: &str,
     path: &str,
-    body: &Value,
     (turn, reply): (usize, Option<Reply>),
 ) -> (u16, &'static str, String) {
     let route = path.split('?').next().unwrap_or(path);
     if method != "POST" || !served(wire, route) {
-        return (404, "application/json", error(404, "not served by the e2e fake"));
+        return (
+            404,
+            "application/json",
+            error(404, "not served by the e2e fake"),
+        );
     }
     let blocks = match reply {
         Some(Reply::Error(status)) => {
-            return (status, "application/json", error(status, "scripted failure"));
+            return (
+                status,
+                "application/json",
+                error(status, "scripted failure"),
+            );
         }
         Some(Reply::Blocks(blocks)) => blocks,
         None => vec![Block::Text(FILLER.into())],
@@ -76,24 +83,34 @@ fn responses_sse(turn: usize, blocks: &[Block]) -> String {
         match block {
             Block::Text(text) => {
                 let item_id = format!("msg_e2e_{turn}_{}", i + 1);
-                event(json!({"type": "response.output_item.added", "output_index": i,
-                    "item": {"type": "message", "role": "assistant", "id": item_id, "content": []}}));
-                event(json!({"type": "response.output_text.delta", "output_index": i,
-                    "item_id": item_id, "delta": text}));
-                event(json!({"type": "response.output_item.done", "output_index": i,
+                event(
+                    json!({"type": "response.output_item.added", "output_index": i,
+                    "item": {"type": "message", "role": "assistant", "id": item_id, "content": []}}),
+                );
+                event(
+                    json!({"type": "response.output_text.delta", "output_index": i,
+                    "item_id": item_id, "delta": text}),
+                );
+                event(
+                    json!({"type": "response.output_item.done", "output_index": i,
                     "item": {"type": "message", "role": "assistant", "id": item_id,
-                        "content": [{"type": "output_text", "text": text}]}}));
+                        "content": [{"type": "output_text", "text": text}]}}),
+                );
             }
             Block::Tool { name, input } => {
-                event(json!({"type": "response.output_item.done", "output_index": i,
+                event(
+                    json!({"type": "response.output_item.done", "output_index": i,
                     "item": {"type": "function_call", "call_id": tool_id(turn, i + 1),
-                        "name": name, "arguments": input.to_string()}}));
+                        "name": name, "arguments": input.to_string()}}),
+                );
             }
         }
     }
-    event(json!({"type": "response.completed", "response": {"id": id, "usage": {
+    event(
+        json!({"type": "response.completed", "response": {"id": id, "usage": {
         "input_tokens": 100, "input_tokens_details": null, "output_tokens": 10,
-        "output_tokens_details": null, "total_tokens": 110}}}));
+        "output_tokens_details": null, "total_tokens": 110}}}),
+    );
     out
 }
 
@@ -137,12 +154,10 @@ mod tests {
 
     #[test]
     fn responses_stream_carries_text_then_a_function_call_then_completion() {
-        let body = json!({"tools": [{}], "input": []});
         let (status, kind, sse) = answer(
             Wire::Responses,
             "POST",
             "/v1/responses",
-            &body,
             (1, Some(script())),
         );
         assert_eq!((status, kind), (200, "text/event-stream"));
@@ -164,9 +179,8 @@ mod tests {
 
     #[test]
     fn gemini_streams_or_answers_whole_and_refuses_other_paths() {
-        let body = json!({"contents": []});
         let stream = "/v1beta/models/gemini-e2e:streamGenerateContent?alt=sse";
-        let (status, kind, sse) = answer(Wire::Gemini, "POST", stream, &body, (1, Some(script())));
+        let (status, kind, sse) = answer(Wire::Gemini, "POST", stream, (1, Some(script())));
         assert_eq!((status, kind), (200, "text/event-stream"));
         let chunk = &events(&sse)[0];
         let parts = &chunk["candidates"][0]["content"]["parts"];
@@ -174,19 +188,13 @@ mod tests {
         assert_eq!(parts[1]["functionCall"]["args"], json!({"cmd": "ls"}));
 
         let whole = "/v1beta/models/gemini-e2e:generateContent";
-        let (_, kind, text) = answer(Wire::Gemini, "POST", whole, &body, (0, None));
+        let (_, kind, text) = answer(Wire::Gemini, "POST", whole, (0, None));
         assert_eq!(kind, "application/json");
         assert!(text.contains(FILLER), "{text}");
 
-        let (status, _, _) = answer(Wire::Gemini, "POST", "/v1/other", &body, (0, None));
+        let (status, _, _) = answer(Wire::Gemini, "POST", "/v1/other", (0, None));
         assert_eq!(status, 404);
-        let (status, _, _) = answer(
-            Wire::Gemini,
-            "POST",
-            stream,
-            &body,
-            (2, Some(Reply::Error(503))),
-        );
+        let (status, _, _) = answer(Wire::Gemini, "POST", stream, (2, Some(Reply::Error(503))));
         assert_eq!(status, 503);
         assert!(served(Wire::Responses, "/v1/responses"));
         assert!(!served(Wire::Responses, "/v1/messages"));

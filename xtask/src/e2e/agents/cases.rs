@@ -77,7 +77,10 @@ pub fn all() -> Vec<Case> {
             files: NOTES,
             setup: MODIFIED_REPO,
             prompt: "Put my changes aside.",
-            script: &[Step::Shell("git stash"), Step::Say("The changes were kept.")],
+            script: &[
+                Step::Shell("git stash"),
+                Step::Say("The changes were kept."),
+            ],
             check: |o| {
                 refused_with(o, "E2E-NOSTASH")?;
                 not_stashed_at(&o.project)?;

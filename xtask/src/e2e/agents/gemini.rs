@@ -17,16 +17,22 @@ pub fn ensure(cache: &Path) -> anyhow::Result<PathBuf> {
     let dir = cache.join(format!("gemini-cli-{VERSION}"));
     npm::platform()?;
     let entry = npm::package_dir(&dir, PACKAGE).join("bundle/gemini.js");
-    npm::ensure(&dir, &format!("{PACKAGE}@{VERSION}"), VERSION, &entry, || {
-        let out = Command::new("node")
-            .arg(&entry)
-            .arg("--version")
-            .env("HOME", &dir)
-            .output()
-            .ok()?;
-        let text = String::from_utf8_lossy(&out.stdout);
-        text.split_whitespace().next().map(str::to_owned)
-    })?;
+    npm::ensure(
+        &dir,
+        &format!("{PACKAGE}@{VERSION}"),
+        VERSION,
+        &entry,
+        || {
+            let out = Command::new("node")
+                .arg(&entry)
+                .arg("--version")
+                .env("HOME", &dir)
+                .output()
+                .ok()?;
+            let text = String::from_utf8_lossy(&out.stdout);
+            text.split_whitespace().next().map(str::to_owned)
+        },
+    )?;
     Ok(entry)
 }
 
@@ -63,6 +69,14 @@ pub fn command(
         .env("GEMINI_CLI_TRUST_WORKSPACE", "true")
         .current_dir(project)
         .arg(cli)
-        .args(["-p", prompt, "--yolo", "--output-format", "json", "-m", "gemini-e2e"]);
+        .args([
+            "-p",
+            prompt,
+            "--yolo",
+            "--output-format",
+            "json",
+            "-m",
+            "gemini-e2e",
+        ]);
     Ok(cmd)
 }

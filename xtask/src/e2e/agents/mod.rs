@@ -389,7 +389,6 @@ fn run_case(
         agent,
         project: project.clone(),
         requests: api.requests(),
-        stdout: std::fs::read_to_string(logs.join("stdout.txt")).unwrap_or_default(),
         stderr: std::fs::read_to_string(logs.join("stderr.txt")).unwrap_or_default(),
     };
     drop(api);
@@ -527,8 +526,7 @@ pub struct Outcome {
     pub project: PathBuf,
     /// Every request the fake API received.
     pub requests: Vec<Request>,
-    /// What the agent printed: its final answer and events on stdout, notices on stderr.
-    pub stdout: String,
+    /// What the agent printed on stderr, where both show the user a hook's notice.
     pub stderr: String,
 }
 
@@ -567,10 +565,10 @@ impl Outcome {
             Agent::Gemini => {
                 let body = self.turns().get(turn).copied()?;
                 let last = body["contents"].as_array()?.last()?;
-                last["parts"].as_array()?.iter().find_map(|p| {
-                    p.get("functionResponse")
-                        .map(|r| r["response"].to_string())
-                })
+                last["parts"]
+                    .as_array()?
+                    .iter()
+                    .find_map(|p| p.get("functionResponse").map(|r| r["response"].to_string()))
             }
         }
     }
