@@ -145,6 +145,39 @@ pub fn all() -> Vec<Case> {
             },
         },
         Case {
+            name: "rewrite",
+            about: "rewrite_command: the rewritten command is what ran; its note arrives as \
+                    a warning does",
+            hooks: "[[hook]]\nkind = \"rewrite_command\"\npattern = \"original\\\\.txt\"\n\
+                    replace = \"rewritten.txt\"\nnote = \"E2E-REWRITE renamed the file\"\n",
+            files: &[],
+            setup: "",
+            prompt: "Create original.txt.",
+            script: &[Step::Shell("touch original.txt"), Step::Say("Created.")],
+            check: |o| {
+                ensure(
+                    o.exists("rewritten.txt") && !o.exists("original.txt"),
+                    format!(
+                        "the command ran unrewritten (original.txt {}, rewritten.txt {})",
+                        o.exists("original.txt"),
+                        o.exists("rewritten.txt")
+                    ),
+                )?;
+                // The note travels as a warning does (see the `warn` case).
+                match o.agent {
+                    Agent::Codex => ensure(
+                        o.first_sent("E2E-REWRITE") == Some(2),
+                        "the rewrite's note did not reach the model in turn 2",
+                    )?,
+                    Agent::Gemini => ensure(
+                        o.stderr.contains("E2E-REWRITE"),
+                        "the rewrite's note was not shown to the user (stderr)",
+                    )?,
+                }
+                turns(o, 2)
+            },
+        },
+        Case {
             name: "rm-rf-pack",
             about: "no project hooks: the builtin rm guard refuses rm -rf .git",
             hooks: "",
