@@ -144,7 +144,8 @@ pub fn markdown() -> String {
          and checks in a headless run (`codex exec`, `gemini -p`) that a `block_command` on \
          `git stash` is refused with its reason sent to the model and nothing stashed, a \
          PreToolUse warning arrives (the model in Codex, the user in Gemini CLI, as its table \
-         says), a PostToolUse warning reaches the model, the builtin `rm` guard refuses \
+         says), a PostToolUse warning reaches the model, a `rewrite_command` runs the \
+         rewritten command, the builtin `rm` guard refuses \
          `rm -rf .git`, a Stop gate (Codex's `Stop`, Gemini CLI's `AfterAgent`) sends the \
          model back once with its reason, and `capt-hook uninstall --agent` leaves the \
          project's other hooks as they were. Codex runs there with \
