@@ -61,11 +61,19 @@ pub fn table() -> AgentTable {
                 ours: "Read",
                 input: InputMap::Keys(&[("absolute_path", "file_path")]),
             },
+            // Gemini CLI 0.61 sends `dir_path` where Claude Code's Glob and Grep say `path`
+            // (seen in the tool schemas the real CLI sends its model, `cargo xtask e2e-agents`).
             ToolRow {
                 name: "glob",
                 ours: "Glob",
-                input: InputMap::Keys(&[]),
+                input: InputMap::Keys(&[("dir_path", "path")]),
             },
+            ToolRow {
+                name: "grep_search",
+                ours: "Grep",
+                input: InputMap::Keys(&[("dir_path", "path"), ("include_pattern", "glob")]),
+            },
+            // The name older builds gave the search tool.
             ToolRow {
                 name: "search_file_content",
                 ours: "Grep",

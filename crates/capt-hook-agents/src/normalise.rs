@@ -355,6 +355,35 @@ mod tests {
         assert_eq!(quote(""), "''");
     }
 
+    /// Gemini CLI 0.61's search tools, as its model calls them, are Claude Code's Grep and
+    /// Glob with Claude Code's keys.
+    #[test]
+    fn gemini_search_tools_read_as_grep_and_glob() {
+        let grep = normalise(
+            Agent::Gemini,
+            Some("BeforeTool"),
+            &json!({"tool_name": "grep_search", "tool_input": {
+                "pattern": "TODO", "dir_path": "/p/src", "include_pattern": "*.py"}}),
+        )
+        .unwrap();
+        assert_eq!(grep.payloads[0]["tool_name"], "Grep");
+        assert_eq!(
+            grep.payloads[0]["tool_input"],
+            json!({"pattern": "TODO", "path": "/p/src", "glob": "*.py"})
+        );
+        let glob = normalise(
+            Agent::Gemini,
+            Some("BeforeTool"),
+            &json!({"tool_name": "glob", "tool_input": {"pattern": "**/*.rs", "dir_path": "/p"}}),
+        )
+        .unwrap();
+        assert_eq!(glob.payloads[0]["tool_name"], "Glob");
+        assert_eq!(
+            glob.payloads[0]["tool_input"],
+            json!({"pattern": "**/*.rs", "path": "/p"})
+        );
+    }
+
     #[test]
     fn an_unknown_event_lists_the_agents_events() {
         let e = normalise(Agent::Gemini, Some("PreToolUse"), &json!({})).unwrap_err();
