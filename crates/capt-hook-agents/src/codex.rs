@@ -4,6 +4,8 @@
 //! `permissionDecision: "allow"` or an `ask` is refused the same way; and edits arrive as one
 //! `apply_patch` call holding a patch, not as Edit/Write with a `file_path`.
 
+use std::path::Path;
+
 use capt_hook_core::EventKind::*;
 
 use crate::Agent;
@@ -97,5 +99,47 @@ pub fn table() -> AgentTable {
             // Seconds; above the client's own 30 s deadline, so the client answers first.
             format: ConfigFormat::Groups { timeout: 40 },
         }),
+    }
+}
+
+/// Whether Codex's `config.toml` (its text) trusts the project at `root`: Codex reads a
+/// project's `.codex/`, hooks included, only when `[projects."<root>"]` says `trust_level =
+/// "trusted"` (what `codex --trust` writes); anywhere else it ignores them with one warning.
+/// `root` matches as given or canonicalised. The error names what does not parse.
+pub fn trusts_project(config: &str, root: &Path) -> Result<bool, String> {
+    let table: toml::Table = config.parse().map_err(|e: toml::de::Error| e.to_string())?;
+    let Some(projects) = table.get("projects") else {
+        return Ok(false);
+    };
+    let projects = projects
+        .as_table()
+        .ok_or_else(|| "`projects` is not a table".to_owned())?;
+    let canonical = root.canonicalize().ok();
+    let names = std::iter::once(root).chain(canonical.as_deref());
+    Ok(names.into_iter().any(|name| {
+        projects
+            .get(&name.display().to_string())
+            .and_then(|p| p.get("trust_level"))
+            .and_then(|t| t.as_str())
+            == Some("trusted")
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_project_is_trusted_only_by_its_own_entry() {
+        let root = Path::new("/nonexistent/shop");
+        let trusted = "[projects.\"/nonexistent/shop\"]\ntrust_level = \"trusted\"\n";
+        assert_eq!(trusts_project(trusted, root), Ok(true));
+        let other = "[projects.\"/nonexistent/other\"]\ntrust_level = \"trusted\"\n";
+        assert_eq!(trusts_project(other, root), Ok(false));
+        let untrusted = "[projects.\"/nonexistent/shop\"]\ntrust_level = \"untrusted\"\n";
+        assert_eq!(trusts_project(untrusted, root), Ok(false));
+        assert_eq!(trusts_project("model = \"x\"\n", root), Ok(false));
+        assert!(trusts_project("projects = 3\n", root).is_err());
+        assert!(trusts_project("[projects\n", root).is_err());
     }
 }

@@ -233,6 +233,9 @@ pub fn doctor(root: &Path, home: &Path) -> Vec<capt_hook_client::doctor::Finding
                               an untrusted hook is skipped without a word"
                         .to_owned(),
                 });
+                if scope == Scope::Project {
+                    out.push(codex_project_trust(root, home));
+                }
             }
         }
         if !seen && user_dir.is_some_and(|d| d.is_dir()) {
@@ -246,6 +249,48 @@ pub fn doctor(root: &Path, home: &Path) -> Vec<capt_hook_client::doctor::Finding
         }
     }
     out
+}
+
+/// Whether Codex trusts the project, without which it ignores the project's `.codex/hooks.json`
+/// (and so our hooks there) with one warning.
+fn codex_project_trust(root: &Path, home: &Path) -> capt_hook_client::doctor::Finding {
+    use capt_hook_client::doctor::Finding;
+    let config = std::env::var_os("CODEX_HOME")
+        .filter(|d| !d.is_empty())
+        .map_or_else(|| home.join(".codex"), PathBuf::from)
+        .join("config.toml");
+    let text = match std::fs::read_to_string(&config) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(e) => {
+            return Finding {
+                ok: false,
+                message: format!("OpenAI Codex CLI: reading {}: {e}", config.display()),
+            };
+        }
+    };
+    match capt_hook_agents::codex::trusts_project(&text, root) {
+        Ok(true) => Finding {
+            ok: true,
+            message: format!(
+                "OpenAI Codex CLI: {} is a trusted project, so its .codex/hooks.json is read",
+                root.display()
+            ),
+        },
+        Ok(false) => Finding {
+            ok: false,
+            message: format!(
+                "OpenAI Codex CLI: {} is not a trusted project in {}, so Codex ignores its \
+                 .codex/hooks.json: trust it (`codex --trust` there) or install with --user",
+                root.display(),
+                config.display()
+            ),
+        },
+        Err(e) => Finding {
+            ok: false,
+            message: format!("OpenAI Codex CLI: {}: {e}", config.display()),
+        },
+    }
 }
 
 #[cfg(test)]
@@ -331,5 +376,44 @@ mod tests {
             "{text:?}"
         );
         assert!(install(root, "aider", false, None).is_err());
+    }
+
+    /// A current project install is only half the story in Codex: doctor says whether Codex
+    /// trusts the project, without which the file is never read.
+    #[test]
+    fn doctor_says_whether_codex_trusts_the_project() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().join("shop");
+        let home = tmp.path().join("home");
+        std::fs::create_dir_all(&root).unwrap();
+        std::fs::create_dir_all(home.join(".codex")).unwrap();
+        install(&root, "codex", false, None).unwrap();
+        let codex_lines = |home: &Path| -> Vec<String> {
+            doctor(&root, home)
+                .iter()
+                .filter(|f| f.message.contains("trusted project"))
+                .map(|f| format!("{} {}", f.ok, f.message))
+                .collect()
+        };
+        let untrusted = codex_lines(&home);
+        assert!(
+            untrusted.len() == 1
+                && untrusted[0].starts_with("false ")
+                && untrusted[0].contains("codex --trust"),
+            "{untrusted:?}"
+        );
+        std::fs::write(
+            home.join(".codex/config.toml"),
+            format!(
+                "[projects.{:?}]\ntrust_level = \"trusted\"\n",
+                root.display().to_string()
+            ),
+        )
+        .unwrap();
+        let trusted = codex_lines(&home);
+        assert!(
+            trusted.len() == 1 && trusted[0].starts_with("true "),
+            "{trusted:?}"
+        );
     }
 }

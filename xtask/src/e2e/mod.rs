@@ -6,6 +6,9 @@
 //! No traffic leaves the machine: when `unshare -n` works the whole run (fake API, Claude Code,
 //! our host) lives in a fresh network namespace with only loopback; otherwise it says so and
 //! relies on Claude Code's own switches for non-essential traffic.
+//!
+//! `agents` is `cargo xtask e2e-agents`, the same harness (fake API, sandbox, npm cache,
+//! namespace) for the OpenAI Codex and Google Gemini CLIs.
 
 pub(crate) mod agents;
 mod api;
