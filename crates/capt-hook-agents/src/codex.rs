@@ -88,7 +88,8 @@ pub fn table() -> AgentTable {
             "A project's `.codex/hooks.json` is read only in a project Codex trusts (`codex \
              --trust`, or `[projects.\"<root>\"] trust_level = \"trusted\"` in `config.toml`); \
              in any other, Codex ignores the project's `.codex/` with one warning and no hook \
-             runs. Install with `--user` to guard untrusted projects.",
+             runs; `capt-hook doctor` says whether it trusts this one. Install with `--user` to \
+             guard untrusted projects.",
         ],
         config: "`~/.codex/hooks.json` (user) or `.codex/hooks.json` (project), Claude Code's \
                  shape; `timeout` in seconds",
