@@ -14,6 +14,7 @@ mod guard_bench;
 #[cfg(test)]
 mod layers;
 mod pie;
+mod release;
 mod sandbox;
 mod workspace;
 
@@ -32,6 +33,7 @@ fn main() -> ExitCode {
     let result = match args.first().map(String::as_str) {
         Some("dist") => dist().map(|_| ()),
         Some("install") => install(&args[1..]),
+        Some("release") => release::run(&args[1..]),
         Some("app") => app::run(&args[1..]),
         Some("demo") => demo(),
         Some("bench") => bench::run(&args[1..]),
@@ -41,7 +43,7 @@ fn main() -> ExitCode {
         Some("guard-bench") => guard_bench::run(&args[1..]),
         _ => {
             eprintln!(
-                "usage: cargo xtask dist | install [--service] | app [--bins DIR] [--out DIR] | demo | bench [--quick] [--only PARTS] | e2e-claude [--only NAME] | e2e-agents [--only codex|gemini|CASE] [--bins DIR] | cc-surface [--binary PATH] | guard-bench [--check] [--cli PATH] [--only PEERS]"
+                "usage: cargo xtask dist | install [--service] | release [--key FILE] [--out DIR] [--bins DIR] [--target TRIPLE] | app [--bins DIR] [--out DIR] | demo | bench [--quick] [--only PARTS] | e2e-claude [--only NAME] | e2e-agents [--only codex|gemini|CASE] [--bins DIR] | cc-surface [--binary PATH] | guard-bench [--check] [--cli PATH] [--only PEERS]"
             );
             return ExitCode::from(1);
         }
