@@ -11,6 +11,7 @@ mod cc_surface;
 mod dist;
 mod e2e;
 mod guard_bench;
+mod install_sh;
 #[cfg(test)]
 mod layers;
 mod pie;
@@ -34,6 +35,7 @@ fn main() -> ExitCode {
         Some("dist") => dist().map(|_| ()),
         Some("install") => install(&args[1..]),
         Some("release") => release::run(&args[1..]),
+        Some("release-e2e") => install_sh::run(&args[1..]),
         Some("app") => app::run(&args[1..]),
         Some("demo") => demo(),
         Some("bench") => bench::run(&args[1..]),
@@ -43,7 +45,7 @@ fn main() -> ExitCode {
         Some("guard-bench") => guard_bench::run(&args[1..]),
         _ => {
             eprintln!(
-                "usage: cargo xtask dist | install [--service] | release [--key FILE] [--out DIR] [--bins DIR] [--target TRIPLE] | app [--bins DIR] [--out DIR] | demo | bench [--quick] [--only PARTS] | e2e-claude [--only NAME] | e2e-agents [--only codex|gemini|CASE] [--bins DIR] | cc-surface [--binary PATH] | guard-bench [--check] [--cli PATH] [--only PEERS]"
+                "usage: cargo xtask dist | install [--service] | release [--key FILE] [--out DIR] [--bins DIR] [--target TRIPLE] | release-e2e --bins DIR | app [--bins DIR] [--out DIR] | demo | bench [--quick] [--only PARTS] | e2e-claude [--only NAME] | e2e-agents [--only codex|gemini|CASE] [--bins DIR] | cc-surface [--binary PATH] | guard-bench [--check] [--cli PATH] [--only PEERS]"
             );
             return ExitCode::from(1);
         }
