@@ -304,6 +304,96 @@ fn an_altered_policy_pack_makes_guarded_calls_ask_naming_the_file() {
     );
 }
 
+/// `policy sign` writes what `policy verify` accepts with the key's public half: an unsigned
+/// pack, signed, verifies; one byte changed after signing is refused naming the file; signed
+/// again, it verifies again. A bad key changes nothing.
+#[test]
+fn policy_sign_round_trips_with_policy_verify() {
+    let p = Project::new(&[]);
+    let fixtures = workspace().join("crates/capt-hook-packs/tests/fixtures/policy");
+    let pack = p.root().join("policy/team");
+    std::fs::create_dir_all(pack.join("hooks")).unwrap();
+    for rel in ["pack.toml", "hooks/guard.toml"] {
+        std::fs::copy(fixtures.join("org").join(rel), pack.join(rel)).unwrap();
+    }
+    let keys = workspace().join("tests/fixtures/release-key");
+    let secret = keys.join("test.key");
+    let public = keys.join("test.pub");
+    let dir = p.root().join("policy");
+    let env: &[(&str, &Path)] = &[
+        ("CAPT_HOOK_POLICY_DIR", &dir),
+        ("CAPT_HOOK_POLICY_KEY", &public),
+    ];
+    let verify = |want: i32| -> String {
+        let out = p.run_env(&["policy", "verify"], b"", env);
+        let stdout = text(&out.stdout);
+        assert_eq!(
+            out.status.code(),
+            Some(want),
+            "{stdout}{}",
+            text(&out.stderr)
+        );
+        stdout
+    };
+    assert!(verify(1).contains("not signed"));
+
+    // A key that is not a secret key: refused, naming it, and nothing written.
+    let bad = p.run(
+        &[
+            "policy",
+            "sign",
+            "--key",
+            public.to_str().unwrap(),
+            pack.to_str().unwrap(),
+        ],
+        b"",
+    );
+    assert_eq!(bad.status.code(), Some(1));
+    assert!(
+        text(&bad.stderr).contains("test.pub"),
+        "{}",
+        text(&bad.stderr)
+    );
+    assert!(!pack.join("SHA256SUMS").exists());
+
+    let sign = || {
+        let out = p.run(
+            &[
+                "policy",
+                "sign",
+                "--key",
+                secret.to_str().unwrap(),
+                pack.to_str().unwrap(),
+            ],
+            b"",
+        );
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        assert!(
+            text(&out.stdout).contains("2 files"),
+            "{}",
+            text(&out.stdout)
+        );
+    };
+    sign();
+    let sums = std::fs::read_to_string(pack.join("SHA256SUMS")).unwrap();
+    let printed = p.run(&["policy", "sums", pack.to_str().unwrap()], b"");
+    assert_eq!(text(&printed.stdout), sums, "sign writes what sums prints");
+    assert!(verify(0).contains("signed"));
+
+    let guard = pack.join("hooks/guard.toml");
+    let altered = std::fs::read_to_string(&guard)
+        .unwrap()
+        .replace("apply", "applz");
+    std::fs::write(&guard, altered).unwrap();
+    let refused = verify(1);
+    assert!(
+        refused.contains("REFUSED") && refused.contains("guard.toml"),
+        "{refused}"
+    );
+    sign();
+    assert!(verify(0).contains("signed"));
+}
+
 /// A mistyped command line is an error (exit 1, naming what was wrong), never exit 2, which
 /// Claude Code reads as a blocking verdict; help and version exit 0.
 #[test]
