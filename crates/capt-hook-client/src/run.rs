@@ -237,6 +237,10 @@ fn dispatch(req: &EventRequest, timeout: Duration) -> ExitCode {
         }
         Err(f) => f,
     };
+    // The event is still answered (locally, below), but an impostor on the socket is said.
+    if host.kind == Kind::UntrustedHost {
+        eprintln!("hook: {}", host.message);
+    }
     let local_by = deadline
         .checked_sub(PRINT_MARGIN.min(timeout / 10))
         .unwrap_or(deadline);

@@ -35,6 +35,8 @@ pub enum Kind {
     WorkerError,
     /// The local evaluator could not be run (not installed beside the client).
     DependencyUnavailable,
+    /// The process behind the socket is not the installed host: nothing was sent to it.
+    UntrustedHost,
 }
 
 impl Kind {
@@ -49,6 +51,7 @@ impl Kind {
             Kind::NoVerdict => "no-verdict",
             Kind::WorkerError => "worker-error",
             Kind::DependencyUnavailable => "dependency-unavailable",
+            Kind::UntrustedHost => "untrusted-host",
         }
     }
 }
@@ -84,6 +87,8 @@ enum Attempt {
     Reply(HostReply),
     /// Connected, then the exchange failed.
     Broken(io::Error),
+    /// Connected to a process that is not the installed host; why.
+    Untrusted(String),
 }
 
 /// Sends `req` to the host and waits for its answer until `answer_by`, starting the host if
@@ -153,6 +158,7 @@ fn send(sent: EventRequest, answer_by: Instant, grace: Duration) -> Result<Event
                     format!("host connection failed: {e}"),
                 ));
             }
+            Attempt::Untrusted(why) => return Err(fail(Kind::UntrustedHost, why)),
             Attempt::NotListening(e) => {
                 if !started {
                     start_host(deadline, &root)?;
@@ -183,6 +189,10 @@ fn attempt(body: &[u8], answer_by: Instant) -> Attempt {
         Err(e) if e.kind() == io::ErrorKind::TimedOut => return Attempt::Broken(e),
         Err(e) => return Attempt::NotListening(e),
     };
+    // Before a byte of the event goes out: it may carry the session's secrets.
+    if let Err(why) = verify_host(&stream) {
+        return Attempt::Untrusted(why);
+    }
     // A zero timeout means "block forever" to the socket: never pass one.
     let wait = answer_by
         .saturating_duration_since(Instant::now())
@@ -400,6 +410,57 @@ pub fn evaluate_locally(req: &EventRequest, answer_by: Instant) -> Result<EventR
             format!("local evaluation answered badly: {e}"),
         )
     })
+}
+
+/// Checks that the process behind `stream` runs the host this client would start: the
+/// `capt-hookd` installed beside it (resolved through links), run by this user. Read from the
+/// kernel (the peer's credentials, then its executable in `/proc`), not from anything the peer
+/// says. This stops another program of the user's from posing as the host on the socket (a
+/// host copied elsewhere, a stale build, a listener an agent left behind); it does not stop a
+/// process of the user's that replaces the installed binary itself, which the user's own
+/// permissions allow. Linux only: elsewhere there is no `/proc/<pid>/exe` and this passes.
+#[cfg(target_os = "linux")]
+fn verify_host(stream: &UnixStream) -> Result<(), String> {
+    let refuse = |why: String| {
+        format!(
+            "refused the host behind {}: {why}; nothing was sent to it (stop it with `capt-hookd \
+             shutdown`, or end that process, and the next event starts the installed host)",
+            paths::socket_path().display()
+        )
+    };
+    let cred = rustix::net::sockopt::socket_peercred(stream)
+        .map_err(|e| refuse(format!("its credentials cannot be read ({e})")))?;
+    let pid = cred.pid.as_raw_nonzero().get();
+    let uid = rustix::process::getuid();
+    if cred.uid != uid {
+        return Err(refuse(format!(
+            "it runs as uid {}, not as this user (uid {})",
+            cred.uid.as_raw(),
+            uid.as_raw()
+        )));
+    }
+    let expected = sibling("capt-hookd");
+    let expected = std::fs::canonicalize(&expected).map_err(|e| {
+        refuse(format!(
+            "the installed host {} to compare it with cannot be found ({e})",
+            expected.display()
+        ))
+    })?;
+    let actual = std::fs::read_link(format!("/proc/{pid}/exe"))
+        .map_err(|e| refuse(format!("/proc/{pid}/exe cannot be read ({e})")))?;
+    if actual != expected {
+        return Err(refuse(format!(
+            "pid {pid} runs {}, not the installed {}",
+            actual.display(),
+            expected.display()
+        )));
+    }
+    Ok(())
+}
+
+#[cfg(not(target_os = "linux"))]
+fn verify_host(_: &UnixStream) -> Result<(), String> {
+    Ok(())
 }
 
 /// A binary installed beside this one.

@@ -570,7 +570,76 @@ fn foreign_uid_is_refused() {
         .output()
         .expect("uid 65534 runs the client copy");
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
-    assert!(stderr(&out).contains("peer uid 65534"), "{}", stderr(&out));
+    // The client refuses a host of another uid before it sends anything (the host's own check
+    // of its peer's uid stands behind that).
+    assert!(
+        stderr(&out).contains("it runs as uid 0, not as this user (uid 65534)"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+/// A process on the socket that is not the installed `capt-hookd` (here the same host binary
+/// copied elsewhere) is refused before the event is sent: a guarded event is answered by local
+/// evaluation with the reason on stderr, an unguarded one fails naming both executables; once
+/// it is gone, the next event starts the installed host.
+#[test]
+fn a_host_run_from_another_binary_is_refused() {
+    use std::io::BufRead;
+    let env = Env::new();
+    let root = env.project("p", HOOKS);
+    let elsewhere = env.dir.path().join("elsewhere");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    let copy = elsewhere.join("capt-hookd");
+    std::fs::copy(env.bin.join("capt-hookd"), &copy).unwrap();
+    let mut impostor = env
+        .program(&copy)
+        .arg("serve")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut ready = String::new();
+    std::io::BufReader::new(impostor.stdout.take().unwrap())
+        .read_line(&mut ready)
+        .unwrap();
+    assert!(ready.starts_with("ready"), "{ready:?}");
+
+    let guarded = env.hook("PreToolUse", &bash(&root, "git stash"), &[]);
+    assert_eq!(
+        decision(&json_out(&guarded)),
+        Some("deny"),
+        "{}",
+        stderr(&guarded)
+    );
+    let why = stderr(&guarded);
+    assert!(why.contains("refused the host"), "{why}");
+    assert!(why.contains(&copy.display().to_string()), "{why}");
+    let unguarded = env.hook("Stop", &stop(&root), &[]);
+    assert_eq!(unguarded.status.code(), Some(1), "{}", stderr(&unguarded));
+    let why = stderr(&unguarded);
+    assert!(
+        why.contains("not the installed") && why.contains(&env.bin.display().to_string()),
+        "{why}"
+    );
+    let status = env.status().unwrap();
+    assert_eq!(
+        status["workers"].as_array().map(Vec::len),
+        Some(0),
+        "no event reached the impostor: {status}"
+    );
+
+    let _ = env.cmd("capt-hookd").arg("shutdown").output();
+    let _ = impostor.wait();
+    let out = env.hook("PreToolUse", &bash(&root, "git stash"), &[]);
+    assert_eq!(decision(&json_out(&out)), Some("deny"), "{}", stderr(&out));
+    assert!(
+        !stderr(&out).contains("refused the host"),
+        "{}",
+        stderr(&out)
+    );
+    let _ = env.cmd("capt-hookd").arg("shutdown").output();
 }
 
 /// A host started with `--prestart ROOT` (as a client that finds no host starts it) has that
