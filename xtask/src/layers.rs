@@ -13,6 +13,8 @@ const LAYERS: &[(&str, u32)] = &[
     // What crosses process boundaries, a transcript: nothing of ours below them.
     ("capt-hook-proto", 0),
     ("capt-hook-transcript", 0),
+    // Signing releases and policy packs (minisign, SHA256SUMS): nothing of ours.
+    ("capt-hook-sign", 0),
     // A shell line: nothing of ours at run time; its property tests share proto's config.
     ("capt-hook-shell", 1),
     ("capt-hook-state", 1),
@@ -57,6 +59,7 @@ const NEVER: &[(&str, &[&str])] = &[
             "capt-hook-code",
             "capt-hook-journal",
             "capt-hook-engine",
+            "capt-hook-sign",
         ],
     ),
     (
