@@ -469,6 +469,7 @@ fn direct_request(sandbox: &Sandbox, root: &Path, payload: &[u8]) -> anyhow::Res
         notices: Vec::new(),
         classic: false,
         agent: None,
+        request_id: None,
     };
     let body = capt_hook_proto::encode(&capt_hook_proto::HostRequest::event(
         std::process::id(),

@@ -343,6 +343,7 @@ pub fn install_from(dir: &Path, home: &Path) -> anyhow::Result<PathBuf> {
 /// The library crates a Rust hook project builds against (the SDK and what it depends on).
 pub const SDK_CRATES: &[&str] = &[
     "captain-hook",
+    "capt-hook-agents",
     "capt-hook-rust-project",
     "capt-hook-code",
     "capt-hook-core",

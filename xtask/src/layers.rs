@@ -23,6 +23,8 @@ const LAYERS: &[(&str, u32)] = &[
     // One event: conditions, the fold, the envelope.
     ("capt-hook-core", 2),
     ("capt-hook-code", 3),
+    // Other agents' payloads read as Claude Code's, our verdicts in their shapes: core's types.
+    ("capt-hook-agents", 3),
     ("capt-hook-journal", 3),
     // The SDK, bottom up: the engine names none of the crates built on it.
     ("capt-hook-engine", 4),

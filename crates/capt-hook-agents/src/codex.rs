@@ -8,7 +8,7 @@ use std::path::Path;
 
 use capt_hook_core::EventKind::*;
 
-use crate::Agent;
+use crate::agent::Agent;
 use crate::table::{
     AgentTable, Call, ConfigFormat, InputMap, Install, OutputStyle, PayloadStyle, ToolRow, row,
 };

@@ -3,7 +3,7 @@
 
 use capt_hook_core::EventKind::*;
 
-use crate::Agent;
+use crate::agent::Agent;
 use crate::table::{
     AgentTable, Call, ConfigFormat, InputMap, Install, OutputStyle, PayloadStyle, ToolRow, row,
 };

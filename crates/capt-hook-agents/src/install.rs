@@ -7,9 +7,9 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value, json};
 
+use crate::agent::{Agent, AgentError};
 use crate::normalise::quote;
 use crate::table::{ConfigFormat, Install};
-use crate::{Agent, AgentError};
 
 /// Which configuration file: every project of the user, or one project.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

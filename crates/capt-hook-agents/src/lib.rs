@@ -9,12 +9,11 @@
 //! becomes a deny with the reason, and a rewrite it cannot apply becomes a deny naming the
 //! suggested command. `docs/agents.md` is generated from the same tables ([`matrix`]).
 
-use std::fmt;
-use std::str::FromStr;
 use std::sync::LazyLock;
 
 use serde_json::Value;
 
+mod agent;
 pub mod claude;
 pub mod codex;
 pub mod copilot;
@@ -29,26 +28,10 @@ mod render;
 pub mod table;
 pub mod verdict;
 
+pub use agent::{Agent, AgentError};
 pub use normalise::{Normalised, normalise};
 pub use render::{Answer, render};
 pub use table::AgentTable;
-
-/// A coding agent whose hooks we answer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Agent {
-    /// Anthropic's Claude Code: our engine's own protocol.
-    Claude,
-    /// OpenAI Codex CLI.
-    Codex,
-    /// Factory Droid.
-    Factory,
-    /// Google Gemini CLI.
-    Gemini,
-    /// Cursor.
-    Cursor,
-    /// GitHub Copilot CLI.
-    Copilot,
-}
 
 static TABLES: LazyLock<[AgentTable; 6]> = LazyLock::new(|| {
     [
@@ -62,145 +45,16 @@ static TABLES: LazyLock<[AgentTable; 6]> = LazyLock::new(|| {
 });
 
 impl Agent {
-    /// Every agent. Detection from the environment checks them in this order, except that
-    /// Claude Code comes last (Gemini CLI sets `CLAUDE_PROJECT_DIR` too).
-    pub const ALL: [Agent; 6] = [
-        Agent::Claude,
-        Agent::Codex,
-        Agent::Factory,
-        Agent::Gemini,
-        Agent::Cursor,
-        Agent::Copilot,
-    ];
-
-    /// The name `--agent` takes.
-    pub fn name(self) -> &'static str {
-        match self {
-            Agent::Claude => "claude",
-            Agent::Codex => "codex",
-            Agent::Factory => "factory",
-            Agent::Gemini => "gemini",
-            Agent::Cursor => "cursor",
-            Agent::Copilot => "copilot",
-        }
-    }
-
-    /// Other spellings `--agent` accepts: the products' own names.
-    fn aliases(self) -> &'static [&'static str] {
-        match self {
-            Agent::Claude => &["claude-code"],
-            Agent::Codex => &["codex-cli"],
-            Agent::Factory => &["droid"],
-            Agent::Gemini => &["gemini-cli"],
-            Agent::Cursor => &[],
-            Agent::Copilot => &["copilot-cli"],
-        }
-    }
-
     /// The agent's table.
     pub fn table(self) -> &'static AgentTable {
         &TABLES[self as usize]
     }
-
-    /// The comma-separated names, for error messages.
-    pub fn valid_names() -> String {
-        Agent::ALL.map(Agent::name).join(", ")
-    }
-}
-
-impl fmt::Display for Agent {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-impl FromStr for Agent {
-    type Err = AgentError;
-
-    fn from_str(s: &str) -> Result<Agent, AgentError> {
-        let wanted = s.trim().to_ascii_lowercase();
-        Agent::ALL
-            .into_iter()
-            .find(|a| a.name() == wanted || a.aliases().contains(&wanted.as_str()))
-            .ok_or_else(|| AgentError::UnknownAgent(s.to_owned()))
-    }
-}
-
-/// Why an event from an agent could not be read or answered.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum AgentError {
-    /// `--agent` named no agent we know.
-    #[error("unknown agent '{0}'; known agents are: {names}", names = Agent::valid_names())]
-    UnknownAgent(String),
-    /// No agent was named, none was recognised, and the payload is not Claude Code's shape.
-    #[error(
-        "this event comes from an agent capt-hook does not know (no --agent, no agent's \
-         environment variables, and the payload is not Claude Code's shape: {0}); name one with \
-         --agent ({names})",
-        names = Agent::valid_names()
-    )]
-    Unrecognised(String),
-    /// The agent has no event of this name.
-    #[error("{agent} has no event '{name}'; its events are: {events}")]
-    UnknownEvent {
-        /// The agent.
-        agent: Agent,
-        /// The name given.
-        name: String,
-        /// The agent's event names.
-        events: String,
-    },
-    /// A payload field the event needs is missing or of the wrong type.
-    #[error("{agent} {event} payload: field `{field}` {problem}")]
-    Field {
-        /// The agent.
-        agent: Agent,
-        /// The agent's event name.
-        event: String,
-        /// The field.
-        field: String,
-        /// What is wrong with it.
-        problem: String,
-    },
-    /// An `apply_patch` input that is not a patch.
-    #[error("{agent} {event} payload: tool_input: {source}")]
-    Patch {
-        /// The agent.
-        agent: Agent,
-        /// The agent's event name.
-        event: String,
-        /// Where the patch went wrong.
-        source: patch::PatchError,
-    },
-    /// The installer has nothing to write for this agent.
-    #[error(
-        "capt-hook install does not write {0}'s hooks (Claude Code gets them from the \
-         captain-hook plugin)"
-    )]
-    NotInstallable(Agent),
-    /// An agent's hook configuration file of a shape the installer will not overwrite.
-    #[error("hook configuration: `{path}` {problem}")]
-    Config {
-        /// Where in the file (`hooks.Stop`).
-        path: String,
-        /// What is wrong there.
-        problem: String,
-    },
-    /// Our own answer could not be read (a bug on our side, reported rather than guessed at).
-    #[error("the engine's answer to {event} is not a hook envelope: {problem}")]
-    Envelope {
-        /// Our event name.
-        event: String,
-        /// What is wrong with it.
-        problem: String,
-    },
 }
 
 /// Which agent sent an event: the name given (`--agent`) first; else an environment variable
 /// only that agent sets; else payload fields only that agent sends, or an event name only it
-/// uses; else Claude Code, but only when the payload has Claude Code's shape (an event name of
-/// ours and a `session_id`). Anything else is an error naming the way out.
+/// uses; else Claude Code, but only when the payload has Claude Code's shape (a `session_id`;
+/// an event name our table does not know yet is a newer Claude Code's). Anything else is an error naming the way out.
 pub fn detect(
     explicit: Option<&str>,
     env: impl Fn(&str) -> Option<String>,
@@ -230,15 +84,19 @@ pub fn detect(
         .and_then(Value::as_str)
         .unwrap_or_default();
     let claude = Agent::Claude.table();
+    let mut owners: Vec<Agent> = Vec::new();
     if claude.event(event).is_none() {
-        let owners: Vec<Agent> = others
+        owners = others
             .filter(|a| a.table().event(event).is_some())
             .collect();
         if let [only] = owners.as_slice() {
             return Ok(*only);
         }
     }
-    if claude.event(event).is_some() && payload.get("session_id").is_some_and(Value::is_string) {
+    // Claude Code's shape (a session id) with no other agent's mark or event name: Claude
+    // Code's, even for an event our table does not know yet (a newer Claude Code's), which is
+    // then answered with nothing, as before agents were told apart.
+    if owners.is_empty() && payload.get("session_id").is_some_and(Value::is_string) {
         return Ok(Agent::Claude);
     }
     let what = if event.is_empty() {
@@ -285,6 +143,13 @@ mod tests {
         let before = json!({"hook_event_name": "BeforeTool", "session_id": "s"});
         assert_eq!(detect(None, no_env, &before).unwrap(), Agent::Gemini);
         assert_eq!(detect(None, no_env, &p).unwrap(), Agent::Claude);
+        // A Claude-shaped event newer than our table is still Claude Code's.
+        let future = json!({"hook_event_name": "SomeFutureEvent", "session_id": "s"});
+        assert_eq!(detect(None, no_env, &future).unwrap(), Agent::Claude);
+        let bare = json!({"session_id": "s", "cwd": "/p"});
+        assert_eq!(detect(None, no_env, &bare).unwrap(), Agent::Claude);
+        let shapeless = json!({"hook_event_name": "SomeFutureEvent"});
+        assert!(detect(None, no_env, &shapeless).is_err());
     }
 
     /// The client picks its fallbacks from the proto's list without these tables; the two name
@@ -312,7 +177,7 @@ mod tests {
     fn an_unknown_shape_is_an_error_not_a_guess() {
         for p in [
             json!({"event": "before_tool"}),
-            json!({"hook_event_name": "OnToolCall", "session_id": "s"}),
+            json!({"hook_event_name": "OnToolCall", "sessionId": "s"}),
             json!({"hook_event_name": "PreToolUse"}),
         ] {
             let e = detect(None, no_env, &p).unwrap_err();

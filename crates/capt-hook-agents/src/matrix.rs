@@ -4,7 +4,7 @@
 
 use std::fmt::Write;
 
-use crate::Agent;
+use crate::agent::Agent;
 use crate::table::{AgentTable, InputMap, OutputStyle};
 use crate::verdict::{Kind, Landing, landing};
 

@@ -5,9 +5,9 @@
 use capt_hook_core::EventKind;
 use serde_json::{Map, Value, json};
 
+use crate::agent::{Agent, AgentError};
 use crate::patch::{self, PatchOp};
 use crate::table::{AgentTable, Call, InputMap, PayloadStyle};
-use crate::{Agent, AgentError};
 
 /// An agent's event, read.
 #[derive(Debug, Clone, PartialEq)]

@@ -4,10 +4,11 @@ use capt_hook_core::EventKind;
 use capt_hook_core::envelope::Shape;
 use serde_json::{Map, Value};
 
+use crate::agent::AgentError;
 use crate::normalise::Normalised;
 use crate::table::{InputMap, OutputStyle, ToolRow};
+use crate::verdict::settle;
 use crate::verdict::{self, Decision, Verdict};
-use crate::{AgentError, verdict::settle};
 
 /// What a hook command prints and how it exits.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]

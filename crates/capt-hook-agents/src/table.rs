@@ -4,7 +4,7 @@
 
 use capt_hook_core::EventKind;
 
-use crate::Agent;
+use crate::agent::Agent;
 
 /// Everything we know about one agent's hooks.
 #[derive(Debug)]

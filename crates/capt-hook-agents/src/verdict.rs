@@ -8,7 +8,7 @@
 use capt_hook_core::EventKind;
 use serde_json::{Map, Value};
 
-use crate::AgentError;
+use crate::agent::AgentError;
 use crate::render::Answer;
 use crate::table::Accepts;
 

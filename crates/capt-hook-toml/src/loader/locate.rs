@@ -45,6 +45,11 @@ pub(super) fn locate(item: &Spanned<DeValue<'_>>, path: &str) -> Range<usize> {
     walk(item, path, false).unwrap_or_else(|deepest| deepest)
 }
 
+/// The span of the value `path` names, when every segment of it is written.
+pub(super) fn locate_exact(item: &Spanned<DeValue<'_>>, path: &str) -> Option<Range<usize>> {
+    walk(item, path, false).ok()
+}
+
 /// Like [`locate`], but a path ending in a key resolves to the key itself (where an unknown
 /// field was written).
 pub(super) fn locate_key(item: &Spanned<DeValue<'_>>, path: &str) -> Range<usize> {

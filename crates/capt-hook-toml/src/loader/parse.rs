@@ -184,13 +184,16 @@ fn read_entry(
         // value) and at the table that lacks a missing one, whose message names the key.
         let field = visible_path(&e.path().to_string());
         let message = clean_message(e.inner().message());
-        // The parser's own span (a key for a bad key, a value for a bad value, the table for a
-        // missing key); an untagged enum buffers its value and loses it, so the path finds it.
-        let span = e
-            .inner()
-            .span()
-            .or_else(|| field.as_deref().map(|f| locate(written, f)))
-            .unwrap_or(item.span());
+        // The parser's own span: a key for a bad key, a value for a bad value, the table for a
+        // missing key. An untagged enum buffers its value and reports the table around it, or
+        // nothing; then the value the path names is the closer place.
+        let value = field.as_deref().and_then(|f| locate_exact(written, f));
+        let span = match (e.inner().span(), value) {
+            (Some(s), Some(v)) if s.start <= v.start && v.end <= s.end => v,
+            (Some(s), _) => s,
+            (None, Some(v)) => v,
+            (None, None) => field.as_deref().map_or(item.span(), |f| locate(written, f)),
+        };
         // An unknown condition name is a variant: the path stops at its table, the span is
         // the key's.
         let field = match key_at(written, field.as_deref().unwrap_or(""), &span) {
