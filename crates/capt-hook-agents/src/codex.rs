@@ -8,7 +8,7 @@ use std::path::Path;
 
 use capt_hook_core::EventKind::*;
 
-use crate::agent::Agent;
+use crate::agent::{Agent, AgentError};
 use crate::table::{
     AgentTable, Call, ConfigFormat, InputMap, Install, OutputStyle, PayloadStyle, ToolRow, row,
 };
@@ -107,14 +107,20 @@ pub fn table() -> AgentTable {
 /// project's `.codex/`, hooks included, only when `[projects."<root>"]` says `trust_level =
 /// "trusted"` (what `codex --trust` writes); anywhere else it ignores them with one warning.
 /// `root` matches as given or canonicalised. The error names what does not parse.
-pub fn trusts_project(config: &str, root: &Path) -> Result<bool, String> {
-    let table: toml::Table = config.parse().map_err(|e: toml::de::Error| e.to_string())?;
+pub fn trusts_project(config: &str, root: &Path) -> Result<bool, AgentError> {
+    let table: toml::Table = config
+        .parse()
+        .map_err(|e: toml::de::Error| AgentError::Config {
+            path: "config.toml".into(),
+            problem: format!("is not TOML: {}", e.message()),
+        })?;
     let Some(projects) = table.get("projects") else {
         return Ok(false);
     };
-    let projects = projects
-        .as_table()
-        .ok_or_else(|| "`projects` is not a table".to_owned())?;
+    let projects = projects.as_table().ok_or_else(|| AgentError::Config {
+        path: "projects".into(),
+        problem: "is not a table".into(),
+    })?;
     let canonical = root.canonicalize().ok();
     let names = std::iter::once(root).chain(canonical.as_deref());
     Ok(names.into_iter().any(|name| {

@@ -190,7 +190,7 @@ fn attempt(body: &[u8], answer_by: Instant) -> Attempt {
         Err(e) => return Attempt::NotListening(e),
     };
     // Before a byte of the event goes out: it may carry the session's secrets.
-    if let Err(why) = verify_host(&stream) {
+    if let Err(HostRefused(why)) = verify_host(&stream) {
         return Attempt::Untrusted(why);
     }
     // A zero timeout means "block forever" to the socket: never pass one.
@@ -412,6 +412,10 @@ pub fn evaluate_locally(req: &EventRequest, answer_by: Instant) -> Result<EventR
     })
 }
 
+/// Why [`verify_host`] refused the process behind the socket, worded for the user.
+#[derive(Debug)]
+struct HostRefused(String);
+
 /// Checks that the process behind `stream` runs the host this client would start: the
 /// `capt-hookd` installed beside it (resolved through links), run by this user. Read from the
 /// kernel (the peer's credentials, then its executable in `/proc`), not from anything the peer
@@ -420,13 +424,13 @@ pub fn evaluate_locally(req: &EventRequest, answer_by: Instant) -> Result<EventR
 /// process of the user's that replaces the installed binary itself, which the user's own
 /// permissions allow. Linux only: elsewhere there is no `/proc/<pid>/exe` and this passes.
 #[cfg(target_os = "linux")]
-fn verify_host(stream: &UnixStream) -> Result<(), String> {
+fn verify_host(stream: &UnixStream) -> Result<(), HostRefused> {
     let refuse = |why: String| {
-        format!(
+        HostRefused(format!(
             "refused the host behind {}: {why}; nothing was sent to it (stop it with `capt-hookd \
              shutdown`, or end that process, and the next event starts the installed host)",
             paths::socket_path().display()
-        )
+        ))
     };
     let cred = rustix::net::sockopt::socket_peercred(stream)
         .map_err(|e| refuse(format!("its credentials cannot be read ({e})")))?;
@@ -459,7 +463,7 @@ fn verify_host(stream: &UnixStream) -> Result<(), String> {
 }
 
 #[cfg(not(target_os = "linux"))]
-fn verify_host(_: &UnixStream) -> Result<(), String> {
+fn verify_host(_: &UnixStream) -> Result<(), HostRefused> {
     Ok(())
 }
 

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use capt_hook_proto::{EventRequest, MAX_FRAME, decode, encode};
 
-use crate::worker::warm::{Warm, claim, deadline_of, respond_traced};
+use crate::worker::warm::{Claim, Warm, claim, deadline_of, respond_traced};
 use capt_hook_engine::registry::Registry;
 
 /// Longest wait for the journal before exiting; the client is not waiting on it.
@@ -72,7 +72,7 @@ pub fn run(base: Arc<Registry>) -> ExitCode {
     }
     // After the hand-over to a project's own worker, which claims the event itself.
     capt_hook_proto::claim::sweep();
-    if let Err(owner) = claim(&req, "local evaluation") {
+    if let Claim::Theirs(owner) = claim(&req, "local evaluation") {
         eprintln!(
             "capt-hook-worker: {owner} is already running this event; it is not run a second time"
         );

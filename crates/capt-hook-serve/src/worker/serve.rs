@@ -25,7 +25,7 @@ use capt_hook_proto::{
 };
 
 use crate::worker::warm::{
-    Warm, claim, deadline_of, has_async_hooks, respond_traced, run_async_hooks,
+    Claim, Warm, claim, deadline_of, has_async_hooks, respond_traced, run_async_hooks,
 };
 
 /// How long a worker whose host went away waits for events already running.
@@ -204,8 +204,9 @@ fn serve_event(warm: &Warm, out: &Out, background: &Background, id: u64, request
         &request,
         &format!("the host's worker (pid {})", std::process::id()),
     ) {
-        Ok(claimed) => claimed,
-        Err(owner) => {
+        Claim::Ours => true,
+        Claim::Unclaimed => false,
+        Claim::Theirs(owner) => {
             let error = format!("not run: {owner} already ran this event");
             return send(out, &WorkerFrame::Error { id, error });
         }

@@ -107,20 +107,30 @@ pub fn deadline_of(req: &EventRequest) -> Result<Option<Instant>, RequestError> 
     req.deadline()
 }
 
+/// Who runs an event with a request id, as [`claim`] found it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Claim {
+    /// Ours: to release if the event is not run after all.
+    Ours,
+    /// Nothing to claim (no request id), or no claim could be recorded (said on stderr:
+    /// running the hooks beats leaving a guarded call unanswered).
+    Unclaimed,
+    /// Another runner has it; named.
+    Theirs(String),
+}
+
 /// Takes `req`'s claim ([`capt_hook_proto::claim`]) for this runner, described as `who`, before
-/// any of its hooks run. `Ok(true)`: ours, to release if the event is not run after all;
-/// `Ok(false)`: nothing to claim, or no claim could be recorded (said on stderr: running the
-/// hooks beats leaving a guarded call unanswered); `Err` names the runner that has it.
-pub fn claim(req: &EventRequest, who: &str) -> Result<bool, String> {
+/// any of its hooks run.
+pub fn claim(req: &EventRequest, who: &str) -> Claim {
     let Some(id) = &req.request_id else {
-        return Ok(false);
+        return Claim::Unclaimed;
     };
     match capt_hook_proto::claim::take(id, who) {
-        Ok(capt_hook_proto::claim::Claimed::Ours) => Ok(true),
-        Ok(capt_hook_proto::claim::Claimed::Theirs(owner)) => Err(owner),
+        Ok(capt_hook_proto::claim::Claimed::Ours) => Claim::Ours,
+        Ok(capt_hook_proto::claim::Claimed::Theirs(owner)) => Claim::Theirs(owner),
         Err(e) => {
             eprintln!("capt-hook-worker: could not claim event {id}, running it anyway: {e}");
-            Ok(false)
+            Claim::Unclaimed
         }
     }
 }
