@@ -64,7 +64,12 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
     // Installed once for both parts: a second install would stop "the old host" with the
     // first install's `capt-hookd shutdown`, run outside the sandbox's environment.
     let installed = if want("exec") || want("plugin") {
-        Some(sandbox.install_plugin()?)
+        let installed = sandbox.install_plugin()?;
+        // The host running now was started from the build directory; the installed client
+        // refuses a host that is not the capt-hookd installed beside it (and answers by local
+        // evaluation), so stop it, as an install does: the installed client starts its own.
+        sandbox.shutdown()?;
+        Some(installed)
     } else {
         None
     };

@@ -163,7 +163,9 @@ pub fn run(
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .output()?;
-    if !out.status.success() || out.stdout != expected {
+    // Anything on stderr means the client fell back (local evaluation), which is not the path
+    // being measured.
+    if !out.status.success() || out.stdout != expected || !out.stderr.is_empty() {
         bail!(
             "the exec form answered differently ({}): {}",
             out.status,
