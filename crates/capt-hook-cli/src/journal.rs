@@ -432,13 +432,7 @@ fn export(
     until: &Option<String>,
     db: &Option<PathBuf>,
 ) -> anyhow::Result<ExitCode> {
-    let now = capt_hook_proto::clock::now_unix_ms();
-    let time = |flag: &str, v: &Option<String>| -> anyhow::Result<Option<u64>> {
-        v.as_deref()
-            .map(|t| capt_hook_journal::time::parse_time(t, now))
-            .transpose()
-            .with_context(|| format!("--{flag}"))
-    };
+    let time = flag_time(capt_hook_proto::clock::now_unix_ms());
     let query = Query {
         since_ms: time("since", since)?,
         until_ms: time("until", until)?,
@@ -499,13 +493,7 @@ pub fn decisions(args: &DecisionArgs) -> anyhow::Result<ExitCode> {
         Some(DecisionsCommand::Rotate { to, db }) => return rotate(to, db),
         None => {}
     }
-    let now = capt_hook_proto::clock::now_unix_ms();
-    let time = |flag: &str, v: &Option<String>| -> anyhow::Result<Option<u64>> {
-        v.as_deref()
-            .map(|t| capt_hook_journal::time::parse_time(t, now))
-            .transpose()
-            .with_context(|| format!("--{flag}"))
-    };
+    let time = flag_time(capt_hook_proto::clock::now_unix_ms());
     let query = Query {
         session: args.session.clone(),
         hook: args.hook.clone(),
@@ -600,5 +588,15 @@ fn judge_text(c: &capt_hook_journal::JudgeCallRow) -> String {
             c.latency_ms,
             e.as_deref().unwrap_or("no verdict")
         ),
+    }
+}
+
+/// Reads a `--since`/`--until` value (relative to `now`), naming the flag when it is bad.
+fn flag_time(now: u64) -> impl Fn(&str, &Option<String>) -> anyhow::Result<Option<u64>> {
+    move |flag, v| {
+        v.as_deref()
+            .map(|t| capt_hook_journal::time::parse_time(t, now))
+            .transpose()
+            .with_context(|| format!("--{flag}"))
     }
 }

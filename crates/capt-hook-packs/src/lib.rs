@@ -127,7 +127,8 @@ pub fn line_col(text: &str, offset: usize) -> (usize, usize) {
     (line, column)
 }
 
-fn whole(file: &Path, message: String) -> LoadError {
+/// A load error for a whole file (no line, column or field).
+pub(crate) fn whole(file: &Path, message: String) -> LoadError {
     LoadError {
         file: file.to_path_buf(),
         line: 0,

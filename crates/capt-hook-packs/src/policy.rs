@@ -18,6 +18,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use crate::whole;
 use capt_hook_engine::registry::Registry;
 use capt_hook_toml::loader::{LoadError, load_source};
 use sha2::{Digest, Sha256};
@@ -95,18 +96,6 @@ pub struct Policy {
     pub errors: Vec<LoadError>,
     /// Files whose change should reload the project.
     pub watched: Vec<PathBuf>,
-}
-
-/// A load error for a whole file.
-fn whole(file: &Path, message: String) -> LoadError {
-    LoadError {
-        file: file.to_path_buf(),
-        line: 0,
-        column: 0,
-        field: None,
-        span: None,
-        message,
-    }
 }
 
 /// Reads the trusted key; an unreadable key refuses every pack (fail closed), naming it.

@@ -192,12 +192,12 @@ fn registrations_sharing_a_state_key_run_in_order_within_their_group() {
     // The first of the shared pair is the slow one: side by side, the second would finish first.
     reg.add(
         "g",
-        on(&[EventKind::PreToolUse], step("shared 1", 300)).name("shared"),
+        on(&[EventKind::PreToolUse], step("same key 1", 300)).name("same-key"),
     )
     .unwrap();
     reg.add(
         "g",
-        on(&[EventKind::PreToolUse], step("shared 2", 0)).name("shared"),
+        on(&[EventKind::PreToolUse], step("same key 2", 0)).name("same-key"),
     )
     .unwrap();
     reg.add(
@@ -212,7 +212,7 @@ fn registrations_sharing_a_state_key_run_in_order_within_their_group() {
     let seen = order.lock().unwrap().clone();
     let at = |label: &str| seen.iter().position(|s| *s == label).unwrap();
     assert_eq!(seen.len(), 3, "{seen:?}");
-    assert!(at("shared 1") < at("shared 2"), "{seen:?}");
+    assert!(at("same key 1") < at("same key 2"), "{seen:?}");
     // The other group ran beside the shared one, not after it.
     assert!(took < Duration::from_millis(550), "{took:?}");
 }

@@ -46,6 +46,23 @@ pub struct Request {
     pub turn: bool,
 }
 
+/// The bodies of the agent-loop requests among `requests`, in order.
+pub fn turns(requests: &[Request]) -> Vec<&Value> {
+    requests
+        .iter()
+        .filter(|r| r.turn)
+        .map(|r| &r.body)
+        .collect()
+}
+
+/// The first agent-loop turn (from 1) whose request contains `needle` anywhere, if any.
+pub fn first_sent(requests: &[Request], needle: &str) -> Option<usize> {
+    turns(requests)
+        .iter()
+        .position(|b| b.to_string().contains(needle))
+        .map(|i| i + 1)
+}
+
 /// The API dialect the fake speaks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Wire {

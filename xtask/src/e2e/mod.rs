@@ -903,19 +903,12 @@ pub struct Outcome {
 impl Outcome {
     /// The bodies of the agent-loop requests, in order.
     pub fn turns(&self) -> Vec<&Value> {
-        self.requests
-            .iter()
-            .filter(|r| r.turn)
-            .map(|r| &r.body)
-            .collect()
+        api::turns(&self.requests)
     }
 
     /// The first turn (from 1) whose request contains `needle` anywhere, if any.
     pub fn first_sent(&self, needle: &str) -> Option<usize> {
-        self.turns()
-            .iter()
-            .position(|b| b.to_string().contains(needle))
-            .map(|i| i + 1)
+        api::first_sent(&self.requests, needle)
     }
 
     /// Whether any request at all (side queries included) contains `needle`.

@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, bail};
 use serde_json::Value;
 
-use super::api::{Block, FakeApi, Reply, Request, Wire, tool_id};
+use super::api::{self, Block, FakeApi, Reply, Request, Wire, tool_id};
 use crate::sandbox::Sandbox;
 use cases::{Case, Step};
 
@@ -533,19 +533,12 @@ pub struct Outcome {
 impl Outcome {
     /// The bodies of the agent-loop requests, in order.
     pub fn turns(&self) -> Vec<&Value> {
-        self.requests
-            .iter()
-            .filter(|r| r.turn)
-            .map(|r| &r.body)
-            .collect()
+        api::turns(&self.requests)
     }
 
     /// The first turn (from 1) whose request contains `needle` anywhere, if any.
     pub fn first_sent(&self, needle: &str) -> Option<usize> {
-        self.turns()
-            .iter()
-            .position(|b| b.to_string().contains(needle))
-            .map(|i| i + 1)
+        api::first_sent(&self.requests, needle)
     }
 
     /// What the model was given back for the shell call of scripted turn `turn` (from 1): Codex's
