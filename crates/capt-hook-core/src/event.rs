@@ -305,6 +305,12 @@ impl Event {
         self.agent_id().is_some()
     }
 
+    /// The id of the user prompt being answered (Claude Code 2.1.196 and later send it on every
+    /// event after the first prompt): one per turn, known even before the transcript is written.
+    pub fn prompt_id(&self) -> Option<&str> {
+        self.str_field("prompt_id")
+    }
+
     /// The user's prompt (UserPromptSubmit).
     pub fn prompt(&self) -> Option<&str> {
         self.str_field("prompt")

@@ -11,7 +11,7 @@ use capt_hook_core::capped::ReadError;
 use capt_hook_core::condition::is_waiting;
 use capt_hook_core::result::dedent;
 use capt_hook_core::{Condition, Event, EventKind, EventSet, HookResult, Pattern};
-use capt_hook_state::{PrimitiveState, TurnThrottle};
+use capt_hook_state::{PrimitiveState, TurnAt, TurnThrottle};
 use capt_hook_transcript::Transcript;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -233,7 +233,7 @@ fn nudge_handler(options: NudgeOptions, ledger_key: String) -> HandlerFn {
         let store = evt.store();
         let t = evt.transcript();
         let throttle = TurnThrottle::new(store, evt.agent_id());
-        if options.block && throttle.fired_this_turn(t.len(), t.current_turn().len()) {
+        if options.block && throttle.fired_this_turn(turn_at(evt)) {
             return Ok(None);
         }
         if let Some(when) = &options.when
@@ -262,16 +262,23 @@ fn nudge_handler(options: NudgeOptions, ledger_key: String) -> HandlerFn {
         if options.block {
             // Claim the turn atomically, so two gates racing in one agent context cannot both
             // block it.
-            if !throttle
-                .claim(t.len(), t.current_turn().len())
-                .unwrap_or(true)
-            {
+            if !throttle.claim(turn_at(evt)).unwrap_or(true) {
                 return Ok(None);
             }
             return Ok(Some(HookResult::block(message)));
         }
         Ok(Some(HookResult::warn(message)))
     })
+}
+
+/// Where the event's agent stands in its turn, for the once-per-turn throttle.
+pub(crate) fn turn_at(evt: &Event) -> TurnAt<'_> {
+    let t = evt.transcript();
+    TurnAt {
+        transcript_len: t.len(),
+        current_turn_len: t.current_turn().len(),
+        prompt_id: evt.prompt_id(),
+    }
 }
 
 /// A nudge: warns (or blocks) with `message`, by default once per session and agent.

@@ -134,6 +134,42 @@ pub fn transcript_window(
     pieces.join("\n")
 }
 
+/// `window` (from [`transcript_window`]) ending with the agent's final reply as the event
+/// itself carries it (Stop's `last_assistant_message`) when the window does not already show
+/// it: Claude Code may not have written the turn to the transcript file yet when a hook (a hooks
+/// module answering inside its process above all) reads it. The oldest lines give way so the
+/// whole still fits in `max_chars`.
+pub fn with_final_reply(
+    window: String,
+    reply: Option<&str>,
+    max_chars: usize,
+    budget: Budget,
+) -> String {
+    let Some(reply) = reply.map(str::trim).filter(|r| !r.is_empty()) else {
+        return window;
+    };
+    let line = format!("assistant: {}", clip(reply, budget.prose));
+    if window.lines().any(|l| l == line) {
+        return window;
+    }
+    let mut used = line.chars().count();
+    if used > max_chars {
+        return window;
+    }
+    let mut kept: Vec<&str> = Vec::new();
+    for l in window.lines().rev() {
+        let cost = l.chars().count() + 1;
+        if used + cost > max_chars {
+            break;
+        }
+        used += cost;
+        kept.push(l);
+    }
+    kept.reverse();
+    kept.push(&line);
+    kept.join("\n")
+}
+
 /// A message template: `{name}` is replaced by the verdict's field `name` when `name` is an
 /// identifier; every other brace (`{}`, `{ x }`, `{{`, JSON) stays as written.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -201,6 +237,33 @@ impl Template {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn the_final_reply_ends_a_window_that_lacks_it() {
+        let b = Budget::default();
+        let window = "user: Finish up.".to_owned();
+        assert_eq!(
+            with_final_reply(window.clone(), Some("All finished."), 100, b),
+            "user: Finish up.\nassistant: All finished."
+        );
+        // Already there (the file was written in time): unchanged.
+        let written = "user: Finish up.\nassistant: All finished.".to_owned();
+        assert_eq!(
+            with_final_reply(written.clone(), Some(" All finished. "), 100, b),
+            written
+        );
+        // No reply, or one that alone is too long: unchanged.
+        assert_eq!(with_final_reply(window.clone(), None, 100, b), window);
+        assert_eq!(
+            with_final_reply(window.clone(), Some("x".repeat(200).as_str()), 50, b),
+            window
+        );
+        // Older lines give way to fit.
+        assert_eq!(
+            with_final_reply("user: a\nassistant: b".to_owned(), Some("c"), 26, b),
+            "assistant: b\nassistant: c"
+        );
+    }
 
     #[test]
     fn blocks_render_in_order_and_cannot_be_closed_from_inside() {

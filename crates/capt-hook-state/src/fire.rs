@@ -168,6 +168,9 @@ pub struct PrimitiveState {
     /// Per agent context (`main` or the agent id): the transcript length when a blocking gate or
     /// LLM hook last fired there.
     pub last_fired_at: BTreeMap<String, u64>,
+    /// Per agent context: the id of the user prompt (Claude Code's `prompt_id`) being answered
+    /// when that fire was recorded; absent when the event carried none.
+    pub last_fired_prompt: BTreeMap<String, String>,
     /// Per hook name: hashes ([`text_hash`]) of texts that already triggered it.
     pub consumed: BTreeMap<String, BTreeSet<String>>,
     /// Content lemmas of recently fired nudges (echo damping).
@@ -200,11 +203,33 @@ pub fn text_hash(text: &str) -> String {
     blake3::hash(text.as_bytes()).to_hex()[..16].to_owned()
 }
 
+/// Where an agent's turn stands when a gate asks: its own transcript's length, the length of the
+/// turn at its end, and the id of the user prompt being answered when Claude Code sent one.
+#[derive(Clone, Copy, Debug)]
+pub struct TurnAt<'a> {
+    /// Events in the stopping agent's transcript.
+    pub transcript_len: usize,
+    /// Events in its current turn.
+    pub current_turn_len: usize,
+    /// Claude Code's `prompt_id` (2.1.196 and later): one per user prompt.
+    pub prompt_id: Option<&'a str>,
+}
+
+impl TurnAt<'_> {
+    fn turn_start(&self) -> u64 {
+        self.transcript_len.saturating_sub(self.current_turn_len) as u64
+    }
+}
+
 /// "At most once per turn per agent context" for blocking gates and LLM hooks: blocking one
 /// subagent never silences the gate for another agent or for the main agent's Stop.
 ///
-/// Lengths are counted in the stopping agent's own transcript (the subagent's on SubagentStop),
-/// so positions from different agents are never compared.
+/// A turn is one user prompt. When both the fire and the asking event carry Claude Code's
+/// `prompt_id`, the ids decide: the transcript file can lag behind the event (a hooks module
+/// answers Stop inside Claude Code before it has written the turn), so positions read from it
+/// may still show the previous turn. Otherwise positions decide, counted in the stopping agent's
+/// own transcript (the subagent's on SubagentStop), so positions from different agents are
+/// never compared.
 #[derive(Clone, Debug)]
 pub struct TurnThrottle {
     slot: Slot<PrimitiveState>,
@@ -220,50 +245,52 @@ impl TurnThrottle {
         }
     }
 
-    /// True when a fire was recorded inside the current turn: `last_fired_at > transcript_len -
-    /// current_turn_len`, i.e. after the turn's first event.
-    pub fn fired_this_turn(&self, transcript_len: usize, current_turn_len: usize) -> bool {
-        let turn_start = transcript_len.saturating_sub(current_turn_len) as u64;
-        self.slot
-            .load()
-            .last_fired_at
-            .get(&self.agent)
-            .is_some_and(|&at| at > turn_start)
+    /// True when a fire was recorded inside the turn `at` stands in.
+    pub fn fired_this_turn(&self, at: TurnAt<'_>) -> bool {
+        fired_in(&self.slot.load(), &self.agent, at)
     }
 
     /// Check and record in one locked step: when nothing fired in the current turn, records a
-    /// fire at `transcript_len` and returns true; otherwise returns false. Use it at the moment a
-    /// gate is about to block, so two gates racing in one agent context cannot both fire.
+    /// fire at `at` and returns true; otherwise returns false. Use it at the moment a gate is
+    /// about to block, so two gates racing in one agent context cannot both fire.
     /// Always true without a session (nothing can be remembered).
-    pub fn claim(
-        &self,
-        transcript_len: usize,
-        current_turn_len: usize,
-    ) -> Result<bool, StateError> {
-        let turn_start = transcript_len.saturating_sub(current_turn_len) as u64;
-        let agent = self.agent.clone();
+    pub fn claim(&self, at: TurnAt<'_>) -> Result<bool, StateError> {
         if self.slot.is_null() {
             return Ok(true);
         }
+        let agent = self.agent.clone();
         self.slot.mutate(|s| {
-            if s.last_fired_at
-                .get(&agent)
-                .is_some_and(|&at| at > turn_start)
-            {
+            if fired_in(s, &agent, at) {
                 return false;
             }
-            s.last_fired_at.insert(agent, transcript_len as u64);
+            record(s, agent, at);
             true
         })
     }
 
-    /// Records a fire at `transcript_len` (the number of events in the agent's transcript).
-    pub fn record_fire(&self, transcript_len: usize) -> Result<(), StateError> {
+    /// Records a fire at `at`.
+    pub fn record_fire(&self, at: TurnAt<'_>) -> Result<(), StateError> {
         let agent = self.agent.clone();
-        self.slot.mutate(|s| {
-            s.last_fired_at.insert(agent, transcript_len as u64);
-        })
+        self.slot.mutate(|s| record(s, agent, at))
     }
+}
+
+fn fired_in(s: &PrimitiveState, agent: &str, at: TurnAt<'_>) -> bool {
+    if let (Some(now), Some(then)) = (at.prompt_id, s.last_fired_prompt.get(agent)) {
+        return now == then;
+    }
+    s.last_fired_at
+        .get(agent)
+        .is_some_and(|&fired| fired > at.turn_start())
+}
+
+fn record(s: &mut PrimitiveState, agent: String, at: TurnAt<'_>) {
+    // A fire without an id forgets the older one, so it is never compared with a later prompt.
+    match at.prompt_id {
+        Some(id) => s.last_fired_prompt.insert(agent.clone(), id.to_owned()),
+        None => s.last_fired_prompt.remove(&agent),
+    };
+    s.last_fired_at.insert(agent, at.transcript_len as u64);
 }
 
 #[cfg(test)]
@@ -422,31 +449,66 @@ mod tests {
         assert!(c.reserve(0).is_none());
     }
 
+    /// A position-only turn (no prompt id): `len` events, the last `turn` of them this turn.
+    fn at(len: usize, turn: usize) -> TurnAt<'static> {
+        TurnAt {
+            transcript_len: len,
+            current_turn_len: turn,
+            prompt_id: None,
+        }
+    }
+
+    fn prompt(len: usize, turn: usize, id: &str) -> TurnAt<'_> {
+        TurnAt {
+            prompt_id: Some(id),
+            ..at(len, turn)
+        }
+    }
+
     #[test]
     fn throttle_is_per_turn_and_per_agent() {
         let (_root, s) = store();
         let main = TurnThrottle::new(&s, None);
         let sub = TurnThrottle::new(&s, Some("a1"));
         // Turn of 4 events starting at 0; the gate fires at length 4.
-        assert!(!main.fired_this_turn(4, 4));
-        main.record_fire(4).unwrap();
-        assert!(main.fired_this_turn(4, 4));
+        assert!(!main.fired_this_turn(at(4, 4)));
+        main.record_fire(at(4, 4)).unwrap();
+        assert!(main.fired_this_turn(at(4, 4)));
         // The agent keeps working in the same turn.
-        assert!(main.fired_this_turn(8, 8));
+        assert!(main.fired_this_turn(at(8, 8)));
         // A new prompt at index 8 starts a fresh turn.
-        assert!(!main.fired_this_turn(10, 2));
+        assert!(!main.fired_this_turn(at(10, 2)));
         // Other agent contexts are unaffected.
-        assert!(!sub.fired_this_turn(4, 4));
+        assert!(!sub.fired_this_turn(at(4, 4)));
         let null = TurnThrottle::new(&SessionStore::null(), None);
-        null.record_fire(3).unwrap();
-        assert!(!null.fired_this_turn(3, 3));
-        assert!(null.claim(3, 3).unwrap());
-        assert!(null.claim(3, 3).unwrap());
+        null.record_fire(at(3, 3)).unwrap();
+        assert!(!null.fired_this_turn(at(3, 3)));
+        assert!(null.claim(at(3, 3)).unwrap());
+        assert!(null.claim(at(3, 3)).unwrap());
         // claim = check + record under one lock.
         let other = TurnThrottle::new(&s, Some("a2"));
-        assert!(other.claim(5, 5).unwrap());
-        assert!(!other.claim(6, 6).unwrap());
-        assert!(other.claim(9, 2).unwrap());
+        assert!(other.claim(at(5, 5)).unwrap());
+        assert!(!other.claim(at(6, 6)).unwrap());
+        assert!(other.claim(at(9, 2)).unwrap());
+    }
+
+    #[test]
+    fn prompt_ids_decide_the_turn_when_the_transcript_lags() {
+        let (_root, s) = store();
+        let main = TurnThrottle::new(&s, None);
+        assert!(main.claim(prompt(4, 4, "p1")).unwrap());
+        // Stopping again while answering p1: spent, wherever the transcript stands.
+        assert!(!main.claim(prompt(9, 1, "p1")).unwrap());
+        // The next prompt's Stop arrives before Claude Code wrote the turn: the file still
+        // reads as p1's turn, yet p2 is a new turn.
+        assert!(main.fired_this_turn(at(4, 4)), "positions alone say spent");
+        assert!(!main.fired_this_turn(prompt(4, 4, "p2")));
+        assert!(main.claim(prompt(4, 4, "p2")).unwrap());
+        assert!(!main.claim(prompt(4, 4, "p2")).unwrap());
+        // A fire without an id forgets the old one: later events fall back to positions.
+        main.record_fire(at(12, 2)).unwrap();
+        assert!(main.fired_this_turn(prompt(13, 3, "p2")));
+        assert!(!main.fired_this_turn(prompt(20, 2, "p3")));
     }
 
     #[test]

@@ -39,7 +39,8 @@ pub use deque::Deque;
 pub use error::StateError;
 pub use file::LockWait;
 pub use fire::{
-    FIRE_LOCK_TIMEOUT, FireCounter, HookState, PrimitiveState, Reservation, TurnThrottle, text_hash,
+    FIRE_LOCK_TIMEOUT, FireCounter, HookState, PrimitiveState, Reservation, TurnAt, TurnThrottle,
+    text_hash,
 };
 pub use health::{WriteFailure, take_write_failure};
 pub use paths::{model_key, state_root};

@@ -28,7 +28,9 @@ fn fields_a_mod_sets(kind: EventKind) -> &'static [&'static str] {
             "watchPaths",
             "reloadSkills",
         ],
-        Setup | PostModelSwitch | SubagentStart | PostToolUseFailure | PostToolBatch | Stop
+        // Setup is absent: Claude Code 2.1.332 (`-p --init`) drops a module's additionalContext
+        // there, and gives the command hook's (e2e-claude's `setup` case).
+        PostModelSwitch | SubagentStart | PostToolUseFailure | PostToolBatch | Stop
         | SubagentStop => &["additionalContext"],
         PreModelSwitch => &["permissionDecision", "permissionDecisionReason"],
         PostToolUse => &[
@@ -65,6 +67,16 @@ fn read_json(kind: EventKind, map: &Map<String, Value>, answer: &mut ClassicAnsw
     for (key, value) in map {
         let r = &mut answer.result;
         match (key.as_str(), value) {
+            // Claude Code 2.1.332 blocks a prompt on a module's block but reports it without
+            // the reason (the stream's `prompt_submit_outcome.reason` is null); the command
+            // hook's block carries it (e2e-claude's `user-prompt-submit-block` case).
+            ("decision", Value::String(d))
+                if d == "block" && kind == EventKind::UserPromptSubmit =>
+            {
+                answer
+                    .unsaid
+                    .push("decision block (UserPromptSubmit)".into());
+            }
             ("decision", Value::String(d)) if d == "block" => {
                 r.block = Some(text_of(map.get("reason")));
             }
@@ -248,6 +260,26 @@ mod tests {
             ["watchPaths"]
         );
         assert_eq!(classic(EventKind::Stop, None), ClassicAnswer::default());
+    }
+
+    #[test]
+    fn what_claude_code_drops_from_a_module_goes_to_the_command_hook() {
+        let block = envelope(
+            EventKind::UserPromptSubmit,
+            Some(&HookResult::block("keys")),
+        );
+        let a = classic(EventKind::UserPromptSubmit, block.as_ref());
+        assert_eq!(a.result.block, None);
+        assert_eq!(a.unsaid, ["decision block (UserPromptSubmit)"]);
+        let ctx = envelope(EventKind::UserPromptSubmit, Some(&HookResult::warn("ctx")));
+        let a = classic(EventKind::UserPromptSubmit, ctx.as_ref());
+        assert_eq!(a.result.additional_context, ["ctx"]);
+        assert!(a.unsaid.is_empty());
+        let setup = envelope(EventKind::Setup, Some(&HookResult::warn("ctx")));
+        assert_eq!(
+            classic(EventKind::Setup, setup.as_ref()).unsaid,
+            ["additionalContext"]
+        );
     }
 
     #[test]

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use capt_hook_core::{Event, EventKind, EventSet, HookResult};
-use capt_hook_llm::prompt::{Block, transcript_window};
+use capt_hook_llm::prompt::{Block, transcript_window, with_final_reply};
 use capt_hook_llm::{Call, Settings, evidence};
 use capt_hook_state::{PrimitiveState, TurnThrottle};
 use serde_json::{Map, Value};
@@ -639,6 +639,15 @@ fn evidence_blocks(evt: &Event, o: &LlmOptions) -> Option<Vec<Block>> {
     let own_context = !o.contexts.is_empty() && o.signals.is_none() && o.when.is_none();
     if o.transcript && !own_context {
         let window = transcript_window(evt.transcript(), o.max_context, o.tool_results, o.budget);
+        // StopFailure's field of the same name is the API's error, not a reply.
+        let reply = matches!(evt.kind(), EventKind::Stop | EventKind::SubagentStop)
+            .then(|| {
+                evt.payload()
+                    .get("last_assistant_message")
+                    .and_then(Value::as_str)
+            })
+            .flatten();
+        let window = with_final_reply(window, reply, o.max_context, o.budget);
         if !window.is_empty() {
             blocks.push(Block::new("context", window));
         }
@@ -823,7 +832,7 @@ fn handler(o: LlmOptions, block: bool, name: String) -> HandlerFn {
         let once = o.once_per_turn.unwrap_or(!tool_event);
         let t = evt.transcript();
         let throttle = TurnThrottle::new(evt.store(), evt.agent_id());
-        if once && throttle.fired_this_turn(t.len(), t.current_turn().len()) {
+        if once && throttle.fired_this_turn(crate::session::turn_at(evt)) {
             return Ok(None);
         }
         if let Some(when) = &o.when
@@ -906,11 +915,7 @@ fn handler(o: LlmOptions, block: bool, name: String) -> HandlerFn {
         }
         // Claim the turn atomically, so two LLM hooks racing in one agent context cannot
         // both fire in it.
-        if once
-            && !throttle
-                .claim(t.len(), t.current_turn().len())
-                .unwrap_or(true)
-        {
+        if once && !throttle.claim(crate::session::turn_at(evt)).unwrap_or(true) {
             return Ok(None);
         }
         let message = match &o.message {

@@ -162,6 +162,41 @@ fn a_stop_gate_blocks_once_per_turn_and_the_second_stop_passes() {
 }
 
 #[test]
+fn a_transcript_that_lags_behind_the_prompt_still_gives_each_prompt_its_turn() {
+    // A hooks module answers Stop inside Claude Code before the turn is written: both Stops
+    // read the same (old) transcript, but their prompt ids and final replies tell them apart.
+    let judge = Judge::new(BLOCK, 0.0);
+    let d = dispatcher(vec![
+        llm_gate(LlmOptions::gate("Stopping early?", "Go on: {reasoning}.")).unwrap(),
+    ]);
+    let stop = |prompt: &str, reply: &str, again: bool| {
+        judge.event(
+            EventKind::Stop,
+            json!({"prompt_id": prompt, "last_assistant_message": reply, "stop_hook_active": again}),
+            None,
+        )
+    };
+    let first = d
+        .dispatch(&stop("p1", "All finished.", false), soon())
+        .expect("blocks");
+    assert_eq!(first.action, Action::Block);
+    let prompt = judge.requests()[0]["prompt"].as_str().unwrap().to_owned();
+    assert!(prompt.contains("assistant: All finished."), "{prompt}");
+    assert_eq!(d.dispatch(&stop("p1", "Tests ran.", true), soon()), None);
+    let second = d.dispatch(&stop("p2", "Second done.", false), soon());
+    assert_eq!(
+        second.map(|r| r.action),
+        Some(Action::Block),
+        "p2 is a new turn"
+    );
+    assert_eq!(judge.calls(), 2);
+    assert_eq!(
+        d.dispatch(&stop("p2", "Second, tested.", true), soon()),
+        None
+    );
+}
+
+#[test]
 fn a_judge_that_says_no_fires_nothing_and_conditions_that_say_no_call_nothing() {
     let judge = Judge::new(PASS, 0.0);
     let d = dispatcher(vec![
