@@ -142,12 +142,4 @@ pub enum AgentError {
         /// What is wrong there.
         problem: String,
     },
-    /// Our own answer could not be read (a bug on our side, reported rather than guessed at).
-    #[error("the engine's answer to {event} is not a hook envelope: {problem}")]
-    Envelope {
-        /// Our event name.
-        event: String,
-        /// What is wrong with it.
-        problem: String,
-    },
 }

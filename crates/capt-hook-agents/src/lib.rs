@@ -30,8 +30,9 @@ pub mod verdict;
 
 pub use agent::{Agent, AgentError};
 pub use normalise::{Normalised, normalise};
-pub use render::{Answer, render};
+pub use render::{Answer, passes_through, render};
 pub use table::AgentTable;
+pub use verdict::{Decision, Verdict};
 
 static TABLES: LazyLock<[AgentTable; 6]> = LazyLock::new(|| {
     [

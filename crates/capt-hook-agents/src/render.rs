@@ -7,8 +7,7 @@ use serde_json::{Map, Value};
 use crate::agent::AgentError;
 use crate::normalise::Normalised;
 use crate::table::{InputMap, OutputStyle, ToolRow};
-use crate::verdict::settle;
-use crate::verdict::{self, Decision, Verdict};
+use crate::verdict::{self, Decision, Verdict, settle};
 
 /// What a hook command prints and how it exits.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -21,11 +20,12 @@ pub struct Answer {
     pub exit: i32,
 }
 
-/// The answer for the agent, from the engine's answers to `n`'s payloads (one each, in order).
-/// Claude Code gets ours unchanged; every other agent gets a JSON object on stdout (or nothing)
-/// and exit 0: each of them reads a block from JSON, and Codex counts a bare exit 2 without
-/// stderr as a failed hook.
-pub fn render(n: &Normalised, answers: &[Answer]) -> Result<Answer, AgentError> {
+/// The answer for the agent, from the engine's verdicts on `n`'s payloads (one each, in order):
+/// a JSON object on stdout (or nothing) and exit 0, for every agent: each of them reads a block
+/// from JSON, and Codex counts a bare exit 2 without stderr as a failed hook. (Claude Code, whose
+/// own envelope the engine already printed, is answered with that by the caller; see
+/// [`passes_through`].)
+pub fn render(n: &Normalised, verdicts: &[Verdict]) -> Result<Answer, AgentError> {
     let Some(ours) = n.ours else {
         return Ok(Answer::default());
     };
@@ -37,19 +37,10 @@ pub fn render(n: &Normalised, answers: &[Answer]) -> Result<Answer, AgentError> 
             events: String::new(),
         });
     };
-    if table.output == OutputStyle::Passthrough
-        && let [one] = answers
-    {
-        return Ok(one.clone());
-    }
-    let verdicts = answers
-        .iter()
-        .map(|a| verdict::read(ours, a))
-        .collect::<Result<Vec<_>, _>>()?;
     let tool_row = n.tool.as_deref().and_then(|t| table.tool(t));
     let reversible = tool_row.is_none_or(|t| t.input.reversible());
     let mut v = settle(
-        verdict::fold(verdicts),
+        verdict::fold(verdicts.to_vec()),
         row.accepts,
         reversible,
         table.title,
@@ -72,6 +63,12 @@ pub fn render(n: &Normalised, answers: &[Answer]) -> Result<Answer, AgentError> 
         stderr: String::new(),
         exit: 0,
     })
+}
+
+/// True when the engine's own answer (Claude Code's envelope) is the agent's, as it stands: an
+/// agent that speaks Claude Code's protocol, for an event that was one call.
+pub fn passes_through(n: &Normalised, calls: usize) -> bool {
+    n.agent.table().output == OutputStyle::Passthrough && calls == 1
 }
 
 /// A rewritten input in the agent's own keys.

@@ -1,163 +1,20 @@
-//! Our answer, read back as a typed verdict, and settled to what one agent's event can carry.
-//!
-//! The engine renders Claude Code's envelope (capt-hook-core's `envelope` owns that shape); this
-//! reads it once into a [`Verdict`] so every agent's renderer works from the same facts.
-//! [`landing`] is the one rule for what becomes of a verdict an event cannot carry; the
-//! renderers and the docs matrix both read it.
+//! Our answer as a typed verdict (capt-hook-core's `envelope::typed` reads it off the output
+//! the engine renders, so the envelope's shape is known there alone), settled to what one
+//! agent's event can carry. [`landing`] is the one rule for what becomes of a verdict an event
+//! cannot carry; the renderers and the docs matrix both read it.
 
-use capt_hook_core::EventKind;
+use crate::table::Accepts;
+pub use capt_hook_core::envelope::typed::{Decision, Verdict};
 use serde_json::{Map, Value};
 
-use crate::agent::AgentError;
-use crate::render::Answer;
-use crate::table::Accepts;
-
-/// What the answer decides.
-#[derive(Debug, Clone, PartialEq, Default)]
-pub enum Decision {
-    /// Nothing: the agent goes on as it would.
-    #[default]
-    None,
-    /// Permission granted.
-    Allow,
-    /// Refused or blocked, with the reason.
-    Block(String),
-    /// Left to the user, with the reason.
-    Ask(String),
-    /// Run with this input instead (Claude Code's keys).
-    Rewrite(Map<String, Value>),
-}
-
-impl Decision {
-    /// Higher is more restrictive: the fold over several calls keeps the highest.
-    fn rank(&self) -> u8 {
-        match self {
-            Decision::None => 0,
-            Decision::Allow => 1,
-            Decision::Rewrite(_) => 2,
-            Decision::Ask(_) => 3,
-            Decision::Block(_) => 4,
-        }
-    }
-}
-
-/// An answer, typed.
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct Verdict {
-    /// The decision.
-    pub decision: Decision,
-    /// Text for the agent (`additionalContext`).
-    pub context: Vec<String>,
-    /// Text for the user (`systemMessage`).
-    pub notices: Vec<String>,
-    /// Stop the whole session (`continue: false`), with the reason shown.
-    pub halt: Option<String>,
-}
-
-/// Reads our answer to `kind`. Exit 2 is a block with stderr as the reason. Another failure on
-/// an event that guards a call leaves the call to the user (as the Claude Code client does);
-/// elsewhere it is a notice. Text that is not JSON (PreCompact's instructions) is context.
-pub fn read(kind: EventKind, answer: &Answer) -> Result<Verdict, AgentError> {
-    let mut v = Verdict::default();
-    let err_line = answer
-        .stderr
-        .lines()
-        .find(|l| !l.trim().is_empty())
-        .unwrap_or_default()
-        .trim();
-    match answer.exit {
-        0 => {}
-        2 => {
-            v.decision = Decision::Block(nonempty(answer.stderr.trim(), "blocked by a hook"));
-            return Ok(v);
-        }
-        code => {
-            let why = format!("capt-hook could not check this call (exit {code}): {err_line}");
-            if kind.is_guard() {
-                v.decision = Decision::Ask(why);
-            } else {
-                v.notices.push(why);
-            }
-            return Ok(v);
-        }
-    }
-    let text = answer.stdout.trim();
-    if text.is_empty() {
-        return Ok(v);
-    }
-    let obj = match serde_json::from_str::<Value>(text) {
-        Ok(Value::Object(obj)) => obj,
-        Ok(_) => {
-            return Err(AgentError::Envelope {
-                event: kind.name().to_owned(),
-                problem: "JSON that is not an object".into(),
-            });
-        }
-        Err(_) => {
-            v.context.push(text.to_owned());
-            return Ok(v);
-        }
-    };
-    let s = |o: &Map<String, Value>, k: &str| o.get(k).and_then(Value::as_str).map(str::to_owned);
-    if let Some(m) = s(&obj, "systemMessage").filter(|m| !m.is_empty()) {
-        v.notices.push(m);
-    }
-    if obj.get("continue") == Some(&Value::Bool(false)) {
-        v.halt = Some(s(&obj, "stopReason").unwrap_or_default());
-    }
-    if s(&obj, "decision").as_deref() == Some("block") {
-        v.decision = Decision::Block(nonempty(
-            &s(&obj, "reason").unwrap_or_default(),
-            "blocked by a hook",
-        ));
-    }
-    let Some(hso) = obj.get("hookSpecificOutput").and_then(Value::as_object) else {
-        return Ok(v);
-    };
-    if let Some(c) = s(hso, "additionalContext").filter(|c| !c.is_empty()) {
-        v.context.push(c);
-    }
-    let updated = hso.get("updatedInput").and_then(Value::as_object).cloned();
-    let reason = s(hso, "permissionDecisionReason").unwrap_or_default();
-    match s(hso, "permissionDecision").as_deref() {
-        Some("deny") => v.decision = Decision::Block(nonempty(&reason, "denied by a hook")),
-        Some("ask") => v.decision = Decision::Ask(nonempty(&reason, "a hook asks you first")),
-        Some("allow") => {
-            v.decision = updated
-                .clone()
-                .map(Decision::Rewrite)
-                .unwrap_or(Decision::Allow)
-        }
-        _ => {}
-    }
-    // PermissionRequest's form.
-    if let Some(d) = hso.get("decision").and_then(Value::as_object) {
-        match s(d, "behavior").as_deref() {
-            Some("deny") => {
-                v.decision = Decision::Block(nonempty(
-                    &s(d, "message").unwrap_or_default(),
-                    "denied by a hook",
-                ))
-            }
-            Some("allow") => {
-                v.decision = d
-                    .get("updatedInput")
-                    .and_then(Value::as_object)
-                    .cloned()
-                    .map(Decision::Rewrite)
-                    .unwrap_or(Decision::Allow)
-            }
-            _ => {}
-        }
-    }
-    Ok(v)
-}
-
-fn nonempty(text: &str, otherwise: &str) -> String {
-    if text.trim().is_empty() {
-        otherwise.to_owned()
-    } else {
-        text.to_owned()
+/// Higher is more restrictive: the fold over several calls keeps the highest.
+fn rank(d: &Decision) -> u8 {
+    match d {
+        Decision::None => 0,
+        Decision::Allow => 1,
+        Decision::Rewrite(_) => 2,
+        Decision::Ask(_) => 3,
+        Decision::Block(_) => 4,
     }
 }
 
@@ -166,7 +23,7 @@ fn nonempty(text: &str, otherwise: &str) -> String {
 pub fn fold(verdicts: Vec<Verdict>) -> Verdict {
     let mut out = Verdict::default();
     for v in verdicts {
-        if v.decision.rank() > out.decision.rank() {
+        if rank(&v.decision) > rank(&out.decision) {
             out.decision = v.decision;
         }
         for c in v.context {

@@ -5,8 +5,9 @@
 
 use std::path::{Path, PathBuf};
 
-use capt_hook_agents::{Agent, Answer, Normalised, normalise, render};
-use capt_hook_core::envelope::{Output, envelope};
+use capt_hook_agents::{Agent, Answer, Normalised, Verdict, normalise, passes_through, render};
+use capt_hook_core::envelope::typed::verdict;
+use capt_hook_core::envelope::{Output, Unchecked, envelope};
 use capt_hook_core::{EventKind, HookResult};
 use serde_json::{Map, Value, json};
 
@@ -34,28 +35,37 @@ fn event_of(stem: &str) -> &str {
     stem.split("--").next().unwrap()
 }
 
-fn answer(out: Option<Output>) -> Answer {
+/// What the engine prints for `out` (what Claude Code gets as it stands).
+fn printed(out: Option<&Output>) -> Answer {
     match out {
         None => Answer::default(),
-        Some(Output::Json(v)) => Answer {
-            stdout: v.to_string(),
-            ..Answer::default()
-        },
-        Some(Output::Text(t)) => Answer {
-            stdout: t,
-            ..Answer::default()
-        },
         Some(Output::Exit2(reason)) => Answer {
-            stderr: reason,
+            stderr: reason.clone(),
             exit: 2,
+            ..Answer::default()
+        },
+        Some(o) => Answer {
+            stdout: o.render(),
             ..Answer::default()
         },
     }
 }
 
-/// Our engine's answer of each kind to `payload`, rendered by capt-hook-core's envelope (the
-/// ask as the client's last resort renders it).
-fn ours(kind: EventKind, payload: &Value) -> Vec<(&'static str, Answer)> {
+/// One answer of ours: as printed for Claude Code, and as the typed verdict the other agents'
+/// answers are rendered from.
+#[derive(Clone)]
+struct Said {
+    printed: Answer,
+    verdict: Verdict,
+}
+
+/// Our engine's answer of each kind to `payload`, as capt-hook-core's envelope gives it (the ask
+/// on the events where the client's last resort asks too).
+fn ours(kind: EventKind, payload: &Value) -> Vec<(&'static str, Said)> {
+    let answer = |out: Option<Output>| Said {
+        printed: printed(out.as_ref()),
+        verdict: verdict(kind, out.as_ref()),
+    };
     let mut rewritten: Map<String, Value> = payload["tool_input"]
         .as_object()
         .cloned()
@@ -101,23 +111,22 @@ fn ours(kind: EventKind, payload: &Value) -> Vec<(&'static str, Answer)> {
         ),
         (
             "failed",
-            Answer {
-                stderr: "worker crashed\n".into(),
-                exit: 1,
-                ..Answer::default()
+            Said {
+                printed: Answer {
+                    stderr: "worker crashed\n".into(),
+                    exit: 1,
+                    ..Answer::default()
+                },
+                verdict: Verdict::failed(
+                    kind,
+                    "capt-hook could not check this call (exit 1): worker crashed".into(),
+                ),
             },
         ),
     ];
-    if let Some(ask) =
-        capt_hook_proto::failure::last_resort(kind.name(), "capt-hook could not check this call")
-    {
-        out.push((
-            "ask",
-            Answer {
-                stdout: ask,
-                ..Answer::default()
-            },
-        ));
+    let why = "capt-hook could not check this call";
+    if capt_hook_proto::failure::last_resort(kind.name(), why).is_some() {
+        out.push(("ask", answer(Unchecked::because(why).output(kind))));
     }
     out
 }
@@ -134,10 +143,13 @@ fn rendered(n: &Normalised) -> Value {
     };
     let first = n.payloads.first().cloned().unwrap_or(Value::Null);
     let mut all = Map::new();
-    for (verdict, a) in ours(kind, &first) {
-        let answers = vec![a; n.payloads.len()];
-        let r = render(n, &answers).unwrap();
-        all.insert(verdict.into(), shown(&r));
+    for (name, a) in ours(kind, &first) {
+        let r = if passes_through(n, n.payloads.len()) {
+            a.printed
+        } else {
+            render(n, &vec![a.verdict; n.payloads.len()]).unwrap()
+        };
+        all.insert(name.into(), shown(&r));
     }
     Value::Object(all)
 }
@@ -187,7 +199,8 @@ fn copilot() {
     snapshot_agent(Agent::Copilot);
 }
 
-/// Claude Code gets our answer byte for byte.
+/// Claude Code gets our answer byte for byte (the worker sends the printed envelope); no
+/// other agent does.
 #[test]
 fn claude_answers_pass_through() {
     for (stem, payload) in fixtures(Agent::Claude) {
@@ -197,8 +210,12 @@ fn claude_answers_pass_through() {
             vec![payload.clone()],
             "{stem}: the payload is kept"
         );
-        for (_, a) in ours(n.ours.unwrap(), &payload) {
-            assert_eq!(render(&n, std::slice::from_ref(&a)).unwrap(), a, "{stem}");
+        assert!(passes_through(&n, 1), "{stem}");
+    }
+    for agent in [Agent::Codex, Agent::Gemini, Agent::Factory] {
+        for (stem, payload) in fixtures(agent) {
+            let n = normalise(agent, Some(event_of(&stem)), &payload).unwrap();
+            assert!(!passes_through(&n, 1), "{stem}");
         }
     }
 }
@@ -262,7 +279,7 @@ fn codex_is_only_sent_fields_it_accepts() {
         let n = normalise(Agent::Codex, Some(event), &payload).unwrap();
         let (top, inner) = codex_accepts(event);
         for (verdict, a) in ours(n.ours.unwrap(), &n.payloads[0]) {
-            let r = render(&n, &vec![a; n.payloads.len()]).unwrap();
+            let r = render(&n, &vec![a.verdict; n.payloads.len()]).unwrap();
             assert_eq!(r.exit, 0, "{stem} {verdict}");
             if r.stdout.is_empty() {
                 continue;
@@ -309,7 +326,7 @@ fn decide(agent: Agent, stem: &str, verdict: &str) -> Value {
         .into_iter()
         .find(|(v, _)| *v == verdict)
         .unwrap();
-    let r = render(&n, &vec![a; n.payloads.len()]).unwrap();
+    let r = render(&n, &vec![a.verdict; n.payloads.len()]).unwrap();
     serde_json::from_str(&r.stdout).unwrap_or(Value::Null)
 }
 
@@ -380,11 +397,12 @@ fn a_patch_is_as_strict_as_its_strictest_file() {
         n.payloads[0]["tool_input"]["file_path"],
         "/home/dev/shop/src/cart.py"
     );
-    let block = answer(envelope(
+    let out = envelope(
         EventKind::PreToolUse,
         Some(&HookResult::block("notes are kept")),
-    ));
-    let r = render(&n, &[Answer::default(), Answer::default(), block]).unwrap();
+    );
+    let block = verdict(EventKind::PreToolUse, out.as_ref());
+    let r = render(&n, &[Verdict::default(), Verdict::default(), block]).unwrap();
     let v: Value = serde_json::from_str(&r.stdout).unwrap();
     assert_eq!(v["hookSpecificOutput"]["permissionDecision"], "deny");
     assert_eq!(

@@ -9,6 +9,7 @@ use crate::events::EventKind;
 use crate::result::{Action, HookResult};
 
 mod classic;
+pub mod typed;
 
 pub use capt_hook_proto::Decision;
 pub use capt_hook_proto::failure::CANNOT_ASK;

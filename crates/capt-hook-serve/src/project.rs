@@ -35,6 +35,9 @@ pub struct Evaluation {
     /// The same answer as our hooks module (a mod inside Claude Code) returns it (boxed: it is
     /// large beside the rest, and an evaluation travels in `Result`s).
     pub classic: Box<capt_hook_proto::ClassicAnswer>,
+    /// The same answer as a typed verdict, for the adapters that answer another agent in its
+    /// own shape (boxed, as `classic`).
+    pub typed: Box<envelope::typed::Verdict>,
 }
 
 /// Where an event came from, when another process sent it.
@@ -415,6 +418,7 @@ impl Project {
             out
         };
         let classic = Box::new(envelope::classic(kind, out.as_ref()));
+        let typed = Box::new(envelope::typed::verdict(kind, out.as_ref()));
         match out {
             // The events that only honour exit 2 get their feedback on stderr.
             Some(out) if out.blocking_stderr().is_some() => Evaluation {
@@ -428,6 +432,7 @@ impl Project {
                 unchecked,
                 decision,
                 classic,
+                typed,
             },
             out => Evaluation {
                 stdout: out.map(|o| o.render()),
@@ -436,6 +441,7 @@ impl Project {
                 unchecked,
                 decision,
                 classic,
+                typed,
             },
         }
     }
@@ -673,6 +679,7 @@ pub fn read_event(
             unchecked: true,
             decision: envelope::Unchecked::decision(kind),
             classic: Box::new(envelope::classic(kind, out.as_ref())),
+            typed: Box::new(envelope::typed::verdict(kind, out.as_ref())),
         }
     };
     let payload = match parse_payload(stdin) {
@@ -717,6 +724,9 @@ pub fn read_input(event: &str, input: impl std::io::Read) -> Result<Vec<u8>, Eva
         classic: Box::new(
             kind.map_or_else(Default::default, |k| envelope::classic(k, out.as_ref())),
         ),
+        typed: Box::new(kind.map_or_else(Default::default, |k| {
+            envelope::typed::verdict(k, out.as_ref())
+        })),
     })
 }
 

@@ -5,7 +5,7 @@
 
 use std::time::Instant;
 
-use capt_hook_agents::{Agent, AgentError, Answer, Normalised, normalise, render};
+use capt_hook_agents::{Agent, AgentError, Normalised, Verdict, normalise, passes_through, render};
 use capt_hook_proto::{Decision, EventRequest, EventResponse, Status};
 
 /// The Claude Code requests an agent's event amounts to (one per call; none for an event we
@@ -127,11 +127,6 @@ pub fn unreadable(
             payloads: Vec::new(),
         })
     });
-    let failed = Answer {
-        stdout: String::new(),
-        stderr: message.clone(),
-        exit: 1,
-    };
     let entry = bare_entry(req, Some(message.clone()), 1, started);
     let mut r = EventResponse {
         schema: 1,
@@ -145,8 +140,10 @@ pub fn unreadable(
         stale_build: false,
         classic: None,
     };
-    if let Some(Ok(a)) = known.map(|n| render(&n, &[failed]))
-        && !a.stdout.is_empty()
+    if let Some(Ok(a)) = known.and_then(|n| {
+        let failed = Verdict::failed(n.ours?, format!("capt-hook could not check this call: {e}"));
+        Some(render(&n, &[failed]))
+    }) && !a.stdout.is_empty()
     {
         let guarded = capt_hook_proto::failure::is_guarded_for(agent, &req.event);
         r.status = Status::Ok;
@@ -164,12 +161,13 @@ pub fn unreadable(
 }
 
 /// Answers `req`, an event of `agent`, evaluating each Claude Code event it amounts to with
-/// `claude`. An event that cannot be read is answered the way the agent reads a failed check
-/// where it can be (a guard refuses the call), else reported as the worker's error.
+/// `claude` (its response, journal entry and typed verdict). An event that cannot be read is
+/// answered the way the agent reads a failed check where it can be (a guard refuses the call),
+/// else reported as the worker's error.
 pub fn respond(
     req: &EventRequest,
     agent: &str,
-    claude: impl Fn(&EventRequest) -> (EventResponse, capt_hook_journal::Entry),
+    claude: impl Fn(&EventRequest) -> (EventResponse, capt_hook_journal::Entry, Verdict),
 ) -> (EventResponse, capt_hook_journal::Entry) {
     let started = Instant::now();
     let response = |stdout: String, stderr: String, exit: i32, decision, completed| EventResponse {
@@ -194,26 +192,20 @@ pub fn respond(
             bare_entry(req, None, 0, started),
         );
     }
-    let mut answers = Vec::new();
+    let mut verdicts = Vec::new();
     let mut entries = Vec::new();
     let mut decision = Decision::None;
     let mut completed = true;
     let mut stale = false;
+    let mut responses = Vec::new();
     for sub in &subs {
-        let (resp, entry) = claude(sub);
+        let (resp, entry, verdict) = claude(sub);
         decision = stricter(decision, resp.decision);
         completed &= resp.guard_completed;
         stale |= resp.stale_build;
-        answers.push(Answer {
-            stdout: resp.stdout,
-            stderr: resp.stderr,
-            exit: if resp.status == Status::Error && resp.exit == 0 {
-                1
-            } else {
-                resp.exit
-            },
-        });
+        verdicts.push(verdict);
         entries.push(entry);
+        responses.push(resp);
     }
     // Every call was journalled; the caller submits the last once the reply is sent.
     let last = entries.pop();
@@ -221,7 +213,13 @@ pub fn respond(
         capt_hook_journal::submit(e);
     }
     let entry = last.unwrap_or_else(|| bare_entry(req, None, 0, started));
-    match render(&n, &answers) {
+    // An agent speaking Claude Code's protocol gets the engine's envelope as it was printed.
+    if passes_through(&n, responses.len())
+        && let Some(resp) = responses.pop()
+    {
+        return (resp, entry);
+    }
+    match render(&n, &verdicts) {
         Ok(a) => {
             let stdout = if a.stdout.is_empty() || a.stdout.ends_with('\n') {
                 a.stdout

@@ -394,15 +394,20 @@ mod tests {
 
     /// The engine's and the worker's own threads (named `capt-hook-…`): other tests of this
     /// process start threads of their own at any time, so the process total would be noise.
-    fn threads() -> usize {
+    /// This process's threads whose name starts with `prefix`.
+    fn threads_named(prefix: &str) -> usize {
         std::fs::read_dir("/proc/self/task")
             .unwrap()
             .filter_map(Result::ok)
             .filter(|t| {
                 std::fs::read_to_string(t.path().join("comm"))
-                    .is_ok_and(|name| name.starts_with("capt-hook-"))
+                    .is_ok_and(|name| name.starts_with(prefix))
             })
             .count()
+    }
+
+    fn threads() -> usize {
+        threads_named("capt-hook-")
     }
 
     fn request(root: &std::path::Path) -> EventRequest {
@@ -486,7 +491,9 @@ mod tests {
     fn a_spare_thread_takes_the_first_event() {
         let _serial = SERIAL.lock();
         let pool = EventThreads::new();
-        let before = threads();
+        // Event threads only: tests beside this one start engine threads of their own.
+        let events = || threads_named("capt-hook-event");
+        let before = events();
         pool.spare().unwrap();
         let until = Instant::now() + Duration::from_secs(10);
         while pool.lock().is_empty() && Instant::now() < until {
@@ -499,7 +506,7 @@ mod tests {
         }))
         .unwrap();
         rx.recv_timeout(Duration::from_secs(10)).unwrap();
-        assert_eq!(threads(), before + 1, "a thread started for the event");
+        assert_eq!(events(), before + 1, "a thread started for the event");
     }
 
     /// Async handlers that never return until released hold at most the background lane and

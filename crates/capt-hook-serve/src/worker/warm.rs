@@ -160,18 +160,26 @@ pub fn respond_traced(
 ) -> (EventResponse, capt_hook_journal::Entry) {
     use crate::worker::agent;
     match agent::agent_of(req) {
-        Ok(None) => respond_claude(project, req, deadline),
+        Ok(None) => {
+            let (response, entry, _) = respond_claude(project, req, deadline);
+            (response, entry)
+        }
         Ok(Some(name)) => agent::respond(req, &name, |sub| respond_claude(project, sub, deadline)),
         Err(e) => agent::unreadable(req, None, &e),
     }
 }
 
-/// [`respond_traced`] for a Claude Code event.
+/// [`respond_traced`] for a Claude Code event, with the answer as a typed verdict too (what
+/// another agent's adapter answers from).
 fn respond_claude(
     project: &Project,
     req: &EventRequest,
     deadline: Option<Instant>,
-) -> (EventResponse, capt_hook_journal::Entry) {
+) -> (
+    EventResponse,
+    capt_hook_journal::Entry,
+    capt_hook_agents::Verdict,
+) {
     let started = Instant::now();
     let (eval, entry) = project.evaluate_traced(
         &req.event,
@@ -204,7 +212,7 @@ fn respond_claude(
         stale_build: false,
         classic: req.classic.then_some(eval.classic),
     };
-    (response, entry)
+    (response, entry, *eval.typed)
 }
 
 /// True when the project has async hooks (to run after the reply).
