@@ -242,12 +242,26 @@ impl Event {
         self.memo.lock()
     }
 
-    /// The session's state store: null (nothing persists) without a session id or state root.
+    /// The session's state store, session-wide (the framework's own records; a hook's own state
+    /// is [`Event::hook_store`]): null (nothing persists) without a session id or state root.
     pub fn store(&self) -> &capt_hook_state::SessionStore {
         self.store.get_or_init(|| match &self.context.state_root {
             Some(root) => capt_hook_state::SessionStore::for_session(root, self.session_id()),
             None => capt_hook_state::SessionStore::null(),
         })
+    }
+
+    /// The running hook's own store, as the seeds lay state out: `<session>/<hook name>/<agent>/`
+    /// (`main`, or the subagent's id), so each hook keeps its slots apart from other hooks' and
+    /// each agent apart from the others. Outside a hook's handler (the framework's own records)
+    /// and without a session it is [`Event::store`] (null without a session).
+    pub fn hook_store(&self) -> capt_hook_state::SessionStore {
+        match crate::scope::current_state_key() {
+            Some(key) => {
+                capt_hook_state::SessionStore::at(self.store().hook_dir(&key, self.agent_id()))
+            }
+            None => self.store().clone(),
+        }
     }
 
     /// The session's transcript (the agent's own for a subagent), read on first use; empty

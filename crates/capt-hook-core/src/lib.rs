@@ -19,6 +19,7 @@ pub mod pattern;
 pub mod payload;
 pub mod readonly;
 pub mod result;
+pub mod scope;
 pub mod tokens;
 pub mod tool;
 

@@ -263,7 +263,10 @@ pub(crate) fn call(
     func: &HandlerFn,
     evt: &Event,
 ) -> Result<Option<HookResult>, FailureCause> {
-    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| func(evt))) {
+    // The handler's state (Event::hook_store) is its own hook's: registrations that share a
+    // name share it.
+    let run = || capt_hook_core::scope::with_state_key(name, || func(evt));
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(run)) {
         Ok(Ok(r)) => Ok(r),
         Ok(Err(e)) => {
             tracing::warn!(hook = name, error = %e, "hook handler failed; no result");

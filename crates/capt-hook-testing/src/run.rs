@@ -105,12 +105,18 @@ pub fn run_test(hook: &Hook, test: &InlineTest, root: Option<&Path>) -> TestOutc
     if let Some(obj) = payload.as_object_mut() {
         obj.insert("session_id".into(), "inline-test".into());
     }
-    if let Some(state) = &test.input.state {
-        let store = capt_hook_state::SessionStore::for_session(scratch.path(), Some("inline-test"));
-        for (key, value) in state {
-            if let Err(e) = store.slot_named::<Value>(key).set(value) {
-                return outcome(Status::Error, format!("StateError: {e}"));
-            }
+    let store = capt_hook_state::SessionStore::for_session(scratch.path(), Some("inline-test"));
+    for (key, value) in test.input.state.iter().flatten() {
+        if let Err(e) = store.slot_named::<Value>(key).set(value) {
+            return outcome(Status::Error, format!("StateError: {e}"));
+        }
+    }
+    // A workflow record goes where the seeds put it: under its state key and the agent.
+    for (state_key, model_key, value) in &test.input.workflow {
+        let dir = store.hook_dir(state_key, test.input.agent_id.as_deref());
+        let slot = capt_hook_state::SessionStore::at(dir).slot_named::<Value>(model_key);
+        if let Err(e) = slot.set(value) {
+            return outcome(Status::Error, format!("StateError: {e}"));
         }
     }
     let context = EventContext {

@@ -218,6 +218,56 @@ fn registrations_sharing_a_state_key_run_in_order_within_their_group() {
 }
 
 #[test]
+fn each_hook_keeps_its_own_state_per_agent() {
+    #[derive(Default, serde::Serialize, serde::Deserialize)]
+    struct Seen {
+        count: u32,
+    }
+    let counter = |evt: &Event| {
+        evt.hook_store()
+            .mutate(|s: &mut Seen| s.count += 1)
+            .unwrap();
+        Ok(None)
+    };
+    let mut reg = Registry::new();
+    reg.add("g", on(&[EventKind::PreToolUse], counter).name("tally"))
+        .unwrap();
+    // A second registration under the same name shares the hook's state.
+    reg.add("g", on(&[EventKind::PreToolUse], counter).name("tally"))
+        .unwrap();
+    reg.add("g", on(&[EventKind::PreToolUse], counter).name("other"))
+        .unwrap();
+    let root = tempfile::tempdir().unwrap();
+    let event = |agent: Option<&str>| {
+        let mut payload = json!({"session_id": "s1", "tool_name": "Bash",
+            "tool_input": {"command": "ls"}});
+        if let Some(a) = agent {
+            payload["agent_id"] = a.into();
+        }
+        let ctx = EventContext {
+            state_root: Some(root.path().to_path_buf()),
+            ..EventContext::default()
+        };
+        Arc::new(Event::new(EventKind::PreToolUse, payload, ctx).unwrap())
+    };
+    let d = Dispatcher::new(Arc::new(reg), None);
+    d.dispatch(&event(None), DispatchOptions::default());
+    d.dispatch(&event(Some("a1")), DispatchOptions::default());
+    let session = root.path().join("hooks/sessions/s1");
+    let count = |rel: &str| -> Value {
+        serde_json::from_str(&std::fs::read_to_string(session.join(rel)).unwrap()).unwrap()
+    };
+    // The state key is the hook's registered name (`<file>:on_<name>`).
+    assert_eq!(count("g:on_tally/main/seen.json")["count"], 2);
+    assert_eq!(count("g:on_tally/a1/seen.json")["count"], 2);
+    assert_eq!(count("g:on_other/main/seen.json")["count"], 1);
+    assert!(
+        !session.join("seen.json").exists(),
+        "nothing at the session root"
+    );
+}
+
+#[test]
 fn set_tool_input_never_clobbers() {
     let mut reg = Registry::new();
     reg.add("s", set_tool_input("Bash", "timeout", 60)).unwrap();

@@ -29,9 +29,11 @@ pub struct EditCounter {
     pub files: Vec<String>,
 }
 
-/// PostToolUse: read the slot (or a fresh counter), count the edit, write it back.
+/// PostToolUse: read the slot (or a fresh counter), count the edit, write it back. The hook's
+/// own store keeps it apart from other hooks' counters and each subagent's apart from the main
+/// agent's (`<session>/<hook name>/<agent>/edit_counter.json`).
 pub fn count_edits(evt: &Event) -> HandlerResult {
-    let slot = evt.store().slot::<EditCounter>();
+    let slot = evt.hook_store().slot::<EditCounter>();
     let mut state = slot.get().unwrap_or_default();
     if let Some(file) = evt.file() {
         state.count += 1;
@@ -613,12 +615,15 @@ mod tests {
         assert_eq!(record.intent.as_deref(), Some("tidy up"));
         // Another session starts from nothing.
         assert_eq!(s.send(EventKind::Stop, json!({}), "s2"), None);
-        // The edit counter saw both writes.
-        let counter = s
-            .event(EventKind::Stop, json!({}), "s1")
-            .store()
-            .load::<EditCounter>();
+        // The edit counter saw both writes, in its own hook's store (its state key is its
+        // registered name, `state:on_count_edits`), not the
+        // session's.
+        let stop = s.event(EventKind::Stop, json!({}), "s1");
+        let counter = captain_hook::core::scope::with_state_key("state:on_count_edits", || {
+            stop.hook_store().load::<EditCounter>()
+        });
         assert_eq!((counter.count, counter.files.len()), (2, 2));
+        assert_eq!(stop.store().load::<EditCounter>().count, 0);
     }
 
     #[test]

@@ -60,6 +60,12 @@ pub struct Input {
     pub transcript: Option<TranscriptInput>,
     /// Session state slots to pre-seed, by slot key.
     pub state: Option<Map<String, Value>>,
+    /// Workflow records to pre-seed where their `load` reads them (under their state key and
+    /// the event's agent): `(state key, model key, record)`. Rust tests only
+    /// ([`Input::workflow_state`]).
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub workflow: Vec<(String, String, Value)>,
     /// The stubbed judge's verdict for LLM hooks: these fields over the defaults (`block` and
     /// `fire` true, text `"inline test stub"`); `error = "…"` makes the judge fail.
     pub llm: Option<Map<String, Value>>,
@@ -247,12 +253,13 @@ impl Input {
         self
     }
 
-    /// Pre-seeds a workflow state record, under the key its `load` reads.
-    pub fn workflow_state<T: capt_hook_state::WorkflowState>(self, value: &T) -> Input {
+    /// Pre-seeds a workflow state record where its `load` reads it.
+    pub fn workflow_state<T: capt_hook_state::WorkflowState>(mut self, value: &T) -> Input {
         // A serde struct always serialises; a failure would leave the slot unseeded, which the
         // test then shows as a wrong verdict.
         let json = serde_json::to_value(value).unwrap_or(Value::Null);
-        self.state(T::model_key(), json)
+        self.workflow.push((T::state_key(), T::model_key(), json));
+        self
     }
 
     /// Python-style repr listing the fields that are set, used in test ids.
@@ -309,6 +316,10 @@ impl Input {
         }
         if let Some(s) = &self.state {
             let keys: Vec<&str> = s.keys().map(String::as_str).collect();
+            parts.push(format!("state=[{}]", keys.join(", ")));
+        }
+        if !self.workflow.is_empty() {
+            let keys: Vec<&str> = self.workflow.iter().map(|(_, k, _)| k.as_str()).collect();
             parts.push(format!("state=[{}]", keys.join(", ")));
         }
         if let Some(t) = &self.tickets {
