@@ -73,13 +73,15 @@ impl Setup {
 }
 
 /// The usage line.
-const USAGE: &str = "usage: e2e-claude [--only NAME]... [--via mod|cmd]... [--waiting FILE]";
+const USAGE: &str =
+    "usage: e2e-claude [--only NAME]... [--via mod|cmd]... [--waiting FILE] [--bins DIR]";
 
 /// Entry point: `e2e-claude [--only SUBSTRING]... [--via mod|cmd]...`.
 pub fn run(args: &[String]) -> anyhow::Result<()> {
     let mut only = Vec::new();
     let mut via = Vec::new();
     let mut waiting = None;
+    let mut bins = None;
     let mut inside = None;
     let (mut claude, mut plugin, mut logs) = (None, None, None);
     // Every option takes a value; `--inside` and the paths after it are how the run re-enters
@@ -90,6 +92,7 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
             "--only",
             "--via",
             "--waiting",
+            "--bins",
             "--inside",
             "--claude",
             "--plugin",
@@ -106,6 +109,9 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
             "--only" => only.push(value.clone()),
             // Absolute: the run re-enters itself from another directory.
             "--waiting" => waiting = Some(std::path::absolute(value)?),
+            // The binaries `cargo xtask dist` already built (CI's, a measured build): installed
+            // as they are, with no build here.
+            "--bins" => bins = Some(std::path::absolute(value)?),
             "--via" => via.push(
                 Route::parse(value)
                     .with_context(|| format!("e2e-claude: --via {value:?} ({USAGE})"))?,
@@ -136,7 +142,10 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
     let claude = claude::ensure(&claude::cache_dir(&target))?;
     let mut sandbox = Sandbox::new(Path::new("."), "e2e")?;
     let home = sandbox.dir.join("home");
-    let plugin = crate::install_into(&home)?;
+    let plugin = match &bins {
+        Some(dir) => crate::install_from(dir, &home)?,
+        None => crate::install_into(&home)?,
+    };
     sandbox.bins = crate::installed_bin_dir(&home);
     let logs = target.join("e2e-claude/logs");
     let _ = std::fs::remove_dir_all(&logs);
