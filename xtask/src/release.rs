@@ -7,6 +7,8 @@
 //!                                                  bin/      hook capt-hookd capt-hook-worker capt-hook
 //!                                                  plugin/   the Claude Code plugin (bin/hook the sh wrapper)
 //!                                                  sdk/      the SDK's source, as `cargo xtask install` lays it
+//!                                                  hooks.schema.json  the hooks files' schema
+//!                                                  install.sh  the installer, kept by the install
 //!   captain-hook-<version>-<target>.tar.gz.sig   minisign signature of the archive (cargo binstall)
 //!   manifest.json                                version, targets, each archive's digest and files
 //!   binstall.toml                                `[package.metadata.binstall]`, from the manifest
@@ -181,6 +183,12 @@ pub fn write_release(
         set_mode(&to, 0o755)?;
     }
     crate::copy_dir(&workspace_root().join("plugin"), &top.join("plugin"))?;
+    crate::dist::write_schema(&top, &top.join("plugin"))?;
+    // install.sh installs its own copy from here, verified with the archive, so the host's
+    // release check can name a script the user already trusts.
+    let script = top.join("install.sh");
+    std::fs::copy(workspace_root().join("install.sh"), &script)?;
+    set_mode(&script, 0o755)?;
     install_sdk(&top.join("sdk"))?;
 
     let archive_name = format!("{stem}.tar.gz");

@@ -661,23 +661,23 @@ async fn dispatch_event(event: EventRequest, host: &Host) -> HostReply {
     let update = (event.event == "SessionStart").then(|| {
         crate::update::Settings::from_request(&event.env, |name| std::env::var(name).ok())
     });
-    // A newer release rides on this session start's answer, rendered by the worker
-    // with the hooks' own notices.
+    // A newer release (or a release that did not verify) rides on this session start's
+    // answer, rendered by the worker with the hooks' own notices.
     let telling = match &update {
         Some(Some(_)) => host.update.take_untold(),
         _ => None,
     };
-    if let Some(latest) = &telling {
-        event.notices.push(crate::update::notice(latest));
+    if let Some(notice) = &telling {
+        event.notices.push(notice.text());
     }
     host.in_flight.fetch_add(1, Ordering::SeqCst);
     let reply = host.pool.dispatch(event, Instant::now() + remaining).await;
     host.in_flight.fetch_sub(1, Ordering::SeqCst);
-    if let Some(latest) = telling {
+    if let Some(notice) = telling {
         // A SessionStart answer always carries notices (its output is JSON or nothing),
         // so an answer of the worker's own is one that told.
         let told = matches!(&reply, HostReply::Event(r) if r.status == Status::Ok && r.exit == 0);
-        host.update.told(latest, told);
+        host.update.told(notice, told);
     }
     if let Some(settings) = update {
         // Detached: the reply does not wait for the check.
