@@ -156,6 +156,57 @@ fn host_control_from_a_tool_call_is_denied_and_from_the_shell_works() {
     env.wait_until("the host stopped", || env.status().is_none());
 }
 
+/// The host serves control operations (shutdown, restart-workers) only to the `capt-hookd` or
+/// `capt-hook` installed beside it: a copy of `capt-hookd` elsewhere, or any other program of
+/// the same user speaking the socket (this test binary), is refused with the reason and the
+/// way to do it; the host keeps running; the installed binary still stops it. Status is not a
+/// control operation.
+#[test]
+fn control_from_a_binary_that_is_not_the_installed_one_is_refused() {
+    let env = Env::new();
+    let root = env.project("p", HOOKS);
+    let out = env.hook("PreToolUse", &bash(&root, "git stash"), &[]);
+    assert_eq!(decision(&json_out(&out)), Some("deny"), "{}", stderr(&out));
+    let elsewhere = env.dir.path().join("elsewhere");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    let copy = elsewhere.join("capt-hookd");
+    std::fs::copy(env.bin.join("capt-hookd"), &copy).unwrap();
+    for op in ["shutdown", "restart-workers"] {
+        let out = env.program(&copy).arg(op).output().unwrap();
+        assert_eq!(out.status.code(), Some(1), "{op}: {}", stderr(&out));
+        let why = stderr(&out);
+        assert!(
+            why.contains("served only to the installed capt-hookd or capt-hook")
+                && why.contains(&copy.display().to_string())
+                && why.contains("in your own terminal"),
+            "{op}: {why}"
+        );
+    }
+    // A program of the user's that speaks the socket itself.
+    let mut stream = UnixStream::connect(env.run_dir().join("capt-hookd.sock")).unwrap();
+    let reply = exchange(
+        &mut stream,
+        HostRequest::new(std::process::id(), Op::Shutdown),
+    );
+    let me = std::fs::read_link("/proc/self/exe").unwrap();
+    match reply {
+        HostReply::Refused {
+            code: Refusal::Untrusted,
+            reason,
+        } => assert!(reason.contains(&me.display().to_string()), "{reason}"),
+        other => panic!("a shutdown from the test binary was not refused: {other:?}"),
+    }
+    let status = env.status().expect("the host still runs");
+    assert_eq!(
+        status["workers"].as_array().map(Vec::len),
+        Some(1),
+        "restart-workers was refused too: {status}"
+    );
+    let down = env.cmd("capt-hookd").arg("shutdown").output().unwrap();
+    assert_eq!(down.status.code(), Some(0), "{}", stderr(&down));
+    env.wait_until("the host stopped", || env.status().is_none());
+}
+
 /// Policy through the real client, host and worker: the session's `CAPT_HOOK_POLICY_DIR` and
 /// `CAPT_HOOK_POLICY_KEY` reach the worker; a signed pack's guard denies, and the same pack with
 /// one byte changed makes a guarded call ask, naming the altered file.
@@ -630,7 +681,13 @@ fn a_host_run_from_another_binary_is_refused() {
         "no event reached the impostor: {status}"
     );
 
-    let _ = env.cmd("capt-hookd").arg("shutdown").output();
+    // The impostor (a copy of the host) serves control operations only to the binaries
+    // beside it, as the installed host does: the installed `capt-hookd shutdown` is refused,
+    // the copy's own is served.
+    let refused = env.cmd("capt-hookd").arg("shutdown").output().unwrap();
+    assert_eq!(refused.status.code(), Some(1), "{}", stderr(&refused));
+    let down = env.program(&copy).arg("shutdown").output().unwrap();
+    assert_eq!(down.status.code(), Some(0), "{}", stderr(&down));
     let _ = impostor.wait();
     let out = env.hook("PreToolUse", &bash(&root, "git stash"), &[]);
     assert_eq!(decision(&json_out(&out)), Some("deny"), "{}", stderr(&out));

@@ -94,6 +94,10 @@ fn control(op: Op, budget: Duration) -> ExitCode {
             }
         }
         Ok(HostReply::Done) => ExitCode::SUCCESS,
+        Ok(HostReply::Refused { reason, .. }) => {
+            eprintln!("capt-hookd: the host refused: {reason}");
+            ExitCode::from(1)
+        }
         Ok(other) => {
             eprintln!("capt-hookd: unexpected reply {other:?}");
             ExitCode::from(1)
