@@ -354,6 +354,14 @@ mod tests {
             );
             assert!(share.join("plugin/.claude-plugin/plugin.json").is_file());
             assert!(share.join("sdk/BUILD-ID").is_file());
+            // What the host's release check reads releases with, and names to upgrade.
+            assert_eq!(
+                std::fs::read_to_string(share.join("install.sh")).unwrap(),
+                std::fs::read_to_string(workspace_root().join("install.sh")).unwrap()
+            );
+            let kept = std::fs::read_to_string(share.join("release.pub")).unwrap();
+            let trusted = std::fs::read_to_string(&fx.public).unwrap();
+            assert_eq!(kept.lines().nth(1), trusted.lines().nth(1), "{kept}");
             let schema =
                 std::fs::read_to_string(workspace_root().join("docs/hooks.schema.json")).unwrap();
             for at in [

@@ -54,7 +54,10 @@ pub fn build_prebuilt(bins: &Path, sdk: &Path, work: &Path) -> anyhow::Result<us
     if out.exists() {
         std::fs::remove_dir_all(&out)?;
     }
-    let n = keep_registry_crates(&build_dir.join("target").join(PROFILE_DIR), &out.join(PROFILE_DIR))?;
+    let n = keep_registry_crates(
+        &build_dir.join("target").join(PROFILE_DIR),
+        &out.join(PROFILE_DIR),
+    )?;
     std::fs::write(out.join(RUSTC_STAMP), &rustc.stdout)?;
     Ok(n)
 }
@@ -68,7 +71,10 @@ pub fn keep_registry_crates(from: &Path, to: &Path) -> anyhow::Result<usize> {
     for part in KEPT {
         let dir = from.join(part);
         if !dir.is_dir() {
-            bail!("{} is missing: the build did not run as expected", dir.display());
+            bail!(
+                "{} is missing: the build did not run as expected",
+                dir.display()
+            );
         }
         std::fs::create_dir_all(to.join(part))?;
         for entry in std::fs::read_dir(&dir)? {

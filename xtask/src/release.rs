@@ -51,8 +51,7 @@ pub fn shipped_bins() -> impl Iterator<Item = &'static str> {
 
 /// `cargo xtask release` with its arguments.
 pub fn run(args: &[String]) -> anyhow::Result<()> {
-    const USAGE: &str =
-        "usage: cargo xtask release [--key FILE] [--out DIR] [--bins DIR] [--target TRIPLE] [--prebuilt-sdk]";
+    const USAGE: &str = "usage: cargo xtask release [--key FILE] [--out DIR] [--bins DIR] [--target TRIPLE] [--prebuilt-sdk]";
     let mut opts = Options::default();
     let mut it = args.iter();
     while let Some(a) = it.next() {

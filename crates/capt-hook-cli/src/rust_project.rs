@@ -244,7 +244,10 @@ pub fn build(root: &Path, quiet: bool) -> anyhow::Result<Built> {
 /// build: without them cargo compiles everything, as it would have.
 fn seed_from_prebuilt(sdk: &Path, target: &Path, project: &Path) {
     use capt_hook_rust_project::prebuilt::seed_target;
-    if target.join(capt_hook_rust_project::prebuilt::PROFILE_DIR).exists() {
+    if target
+        .join(capt_hook_rust_project::prebuilt::PROFILE_DIR)
+        .exists()
+    {
         return;
     }
     let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into());

@@ -2576,11 +2576,9 @@ impl ReleaseServer {
     fn start(version: &str, alter: bool) -> ReleaseServer {
         use std::io::{BufRead, Write};
         let dir = tempfile::tempdir().unwrap();
-        let key = capt_hook_sign::SigningKey::from_file(
-            &fixtures().join("release-key/test.key"),
-            None,
-        )
-        .unwrap();
+        let key =
+            capt_hook_sign::SigningKey::from_file(&fixtures().join("release-key/test.key"), None)
+                .unwrap();
         let manifest = format!("{{\"name\":\"captain-hook\",\"version\":\"{version}\"}}\n");
         let sums = capt_hook_sign::sums([("manifest.json", manifest.as_bytes())]);
         let signature = key.sign(sums.as_bytes(), "e2e release").unwrap();
@@ -2711,7 +2709,7 @@ fn update_check_after_session_start_tells_of_a_newer_release_once() {
         .path()
         .join("home/.local/share/captain-hook/install.sh");
     assert!(
-        notice.contains(&format!("sh {} {url}", installed.display())),
+        notice.contains(&format!("sh {} --pubkey {key} {url}", installed.display())),
         "the notice names the command that upgrades: {second}"
     );
     assert_eq!(
@@ -2824,7 +2822,11 @@ fn an_altered_release_is_reported_never_trusted() {
         std::fs::read_to_string(&record).is_ok_and(|r| r.contains("no trusted release key"))
     });
     let _ = env.cmd("capt-hookd").arg("shutdown").output();
-    assert_eq!(keyless.hits(), 0, "a check without a trusted key made a request");
+    assert_eq!(
+        keyless.hits(),
+        0,
+        "a check without a trusted key made a request"
+    );
 }
 
 /// The host log is kept to `CAPT_HOOK_LOG_MAX_BYTES`: a host starting on a larger one moves it

@@ -137,10 +137,9 @@ pub fn belongs_to(name: &str, crates: &[&str]) -> bool {
     crates.iter().any(|c| {
         let under = c.replace('-', "_");
         [name, stem].iter().any(|n| {
-            [*c, under.as_str()].iter().any(|p| {
-                n.strip_prefix(p)
-                    .is_some_and(|rest| rest.starts_with('-'))
-            })
+            [*c, under.as_str()]
+                .iter()
+                .any(|p| n.strip_prefix(p).is_some_and(|rest| rest.starts_with('-')))
         })
     })
 }
@@ -159,7 +158,8 @@ mod tests {
         sdk
     }
 
-    const VV: &str = "rustc 1.90.0 (1159e78c4 2025-09-14)\nbinary: rustc\nhost: x86_64-unknown-linux-gnu\n";
+    const VV: &str =
+        "rustc 1.90.0 (1159e78c4 2025-09-14)\nbinary: rustc\nhost: x86_64-unknown-linux-gnu\n";
 
     #[test]
     fn the_same_compiler_starts_from_the_prebuilt_tree() {
@@ -182,10 +182,7 @@ mod tests {
         assert!(!target.join(".release.seeding").exists());
         // A second build finds its own tree and leaves it alone.
         std::fs::write(target.join("release/deps/libserde-0123.rlib"), b"rebuilt").unwrap();
-        assert_eq!(
-            seed_target(&sdk, &target, VV).unwrap(),
-            Seed::AlreadyBuilt
-        );
+        assert_eq!(seed_target(&sdk, &target, VV).unwrap(), Seed::AlreadyBuilt);
         assert_eq!(
             std::fs::read(target.join("release/deps/libserde-0123.rlib")).unwrap(),
             b"rebuilt"
@@ -201,7 +198,10 @@ mod tests {
         let seed = seed_target(&sdk, &target, &other).unwrap();
         assert!(matches!(seed, Seed::OtherCompiler { .. }), "{seed:?}");
         let note = seed.note().unwrap();
-        assert!(note.contains("built by rustc 1.90.0 (1159e78c4") && note.contains("0000000aa"), "{note}");
+        assert!(
+            note.contains("built by rustc 1.90.0 (1159e78c4") && note.contains("0000000aa"),
+            "{note}"
+        );
         assert!(!target.exists(), "nothing copied");
         let bare = dir.path().join("bare-sdk");
         std::fs::create_dir_all(&bare).unwrap();

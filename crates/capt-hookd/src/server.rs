@@ -610,8 +610,8 @@ fn control_peer(peer_pid: Option<u32>, install_dir: Option<&Path>) -> Result<(),
         )
     };
     let pid = peer_pid.ok_or_else(|| refuse("the peer's pid is unknown".to_owned()))?;
-    let dir = install_dir
-        .ok_or_else(|| refuse("the host's own directory is unknown".to_owned()))?;
+    let dir =
+        install_dir.ok_or_else(|| refuse("the host's own directory is unknown".to_owned()))?;
     let exe = std::fs::read_link(format!("/proc/{pid}/exe"))
         .map_err(|e| refuse(format!("/proc/{pid}/exe cannot be read ({e})")))?;
     let allowed = CONTROL_BINARIES

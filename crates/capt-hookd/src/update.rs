@@ -521,12 +521,12 @@ impl Source {
     }
 }
 
-/// The trusted key and how `install.sh` is told of it: `CAPT_HOOK_RELEASE_PUBKEY` (a file or
-/// the base64 line), else the key file the install kept under `home`.
+/// The trusted key and how `install.sh --pubkey` is given it (a file, or the base64 line):
+/// `CAPT_HOOK_RELEASE_PUBKEY`, else the key file the install kept under `home`.
 fn trusted_key(
     settings: &Settings,
     home: &Path,
-) -> Result<(minisign_verify::PublicKey, Option<PathBuf>), ReleaseError> {
+) -> Result<(minisign_verify::PublicKey, String), ReleaseError> {
     let (text, origin, file) = match &settings.key {
         Some(k) if Path::new(k.trim()).is_file() => {
             let path = PathBuf::from(k.trim());
@@ -555,16 +555,17 @@ fn trusted_key(
         origin,
         message: e.to_string(),
     })?;
-    // The variable is passed on as it is (install.sh reads it too); only a file is named.
-    let file = file.filter(|_| settings.key.is_none());
-    Ok((key, file))
+    // Named in the command the user runs in their own terminal, where the session's
+    // variable may not be set.
+    let given = file.map_or_else(|| line.to_owned(), |f| f.display().to_string());
+    Ok((key, given))
 }
 
 /// Reads the release `settings` name and trusts it as `install.sh` does; `home` is the user's
 /// (where the install keeps its key and script). Blocking: run it on the blocking pool.
 pub fn check(settings: &Settings, home: &Path) -> Result<Found, ReleaseError> {
     // The key before any request: without one nothing could be trusted, so nothing is asked.
-    let (key, key_file) = trusted_key(settings, home)?;
+    let (key, key_given) = trusted_key(settings, home)?;
     let agent: ureq::Agent = ureq::Agent::config_builder()
         .timeout_global(Some(FETCH_TIMEOUT))
         .user_agent(format!("capt-hookd/{BUILD}"))
@@ -601,19 +602,13 @@ pub fn check(settings: &Settings, home: &Path) -> Result<Found, ReleaseError> {
     }
     let version = parse_manifest(&manifest)?;
     let script = capt_hook_proto::paths::install_dir(home).join(INSTALLED_SCRIPT);
-    let mut upgrade = format!("sh {}", shell_word(&script.display().to_string()));
-    if let Some(file) = key_file {
-        upgrade.push_str(&format!(
-            " --pubkey {}",
-            shell_word(&file.display().to_string())
-        ));
-    }
-    upgrade.push(' ');
-    upgrade.push_str(&shell_word(&source.for_install()));
-    Ok(Found {
-        version,
-        upgrade: format!("`{upgrade}`"),
-    })
+    let upgrade = format!(
+        "`sh {} --pubkey {} {}`",
+        shell_word(&script.display().to_string()),
+        shell_word(&key_given),
+        shell_word(&source.for_install())
+    );
+    Ok(Found { version, upgrade })
 }
 
 /// The digest `SHA256SUMS` lists for `name` (`<hex>  <name>` lines).
@@ -843,12 +838,17 @@ mod tests {
                 release.display()
             )
         );
-        // The key as the variable's base64 line: passed on by the variable, so not named.
+        // The key as the variable's base64 line: named as it is, since the user's terminal
+        // may not have the session's variable.
         let line = std::fs::read_to_string(test_pub()).unwrap();
         let line = line.lines().nth(1).unwrap();
         let found = check(&settings(release.to_str().unwrap(), Some(line)), &home).unwrap();
         assert_eq!(found.version, "999.2.0");
-        assert!(!found.upgrade.contains("--pubkey"), "{}", found.upgrade);
+        assert!(
+            found.upgrade.contains(&format!(" --pubkey {line} ")),
+            "{}",
+            found.upgrade
+        );
     }
 
     /// Unsigned, re-signed by another key, or a manifest changed after signing: refused and
