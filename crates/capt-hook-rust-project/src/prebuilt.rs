@@ -104,10 +104,13 @@ pub fn seed_target(sdk: &Path, target: &Path, local_rustc: &str) -> std::io::Res
     })
 }
 
-/// Copies the files under `from` into `to` (made), returning how many. `std::fs::copy` gives
-/// each copy a fresh modification time, newer than any source cargo compares it with.
+/// Copies the files under `from` into `to` (made), returning how many, every copy with one and
+/// the same modification time. Cargo takes a crate as rebuilt when one of its dependencies'
+/// outputs is newer than its own; copies timed in the order they were made would look so at
+/// random and recompile most of the tree. Registry crates' sources are not compared by time.
 fn copy_tree(from: &Path, to: &Path) -> std::io::Result<usize> {
     std::fs::create_dir_all(to)?;
+    let stamp = std::time::SystemTime::now();
     let mut n = 0;
     let mut stack: Vec<(PathBuf, PathBuf)> = vec![(from.to_path_buf(), to.to_path_buf())];
     while let Some((src, dst)) = stack.pop() {
@@ -120,6 +123,10 @@ fn copy_tree(from: &Path, to: &Path) -> std::io::Result<usize> {
                 stack.push((entry.path(), target));
             } else if kind.is_file() {
                 std::fs::copy(entry.path(), &target)?;
+                std::fs::File::options()
+                    .write(true)
+                    .open(&target)?
+                    .set_modified(stamp)?;
                 n += 1;
             }
             // A symlink is not ours to follow: a shipped tree has none.
@@ -180,6 +187,17 @@ mod tests {
             b"rlib"
         );
         assert!(!target.join(".release.seeding").exists());
+        let mtime = |rel: &str| {
+            std::fs::metadata(target.join(rel))
+                .unwrap()
+                .modified()
+                .unwrap()
+        };
+        assert_eq!(
+            mtime("release/deps/libserde-0123.rlib"),
+            mtime("release/deps/serde-0123.d"),
+            "one time for every copy, so no dependency looks rebuilt"
+        );
         // A second build finds its own tree and leaves it alone.
         std::fs::write(target.join("release/deps/libserde-0123.rlib"), b"rebuilt").unwrap();
         assert_eq!(seed_target(&sdk, &target, VV).unwrap(), Seed::AlreadyBuilt);
