@@ -338,15 +338,6 @@ impl Updater {
     }
 }
 
-/// What a session is told about a newer release, when the record has no command for it.
-pub fn notice(latest: &str) -> String {
-    Notice::Newer {
-        version: latest.to_owned(),
-        upgrade: "`cargo xtask install` from a checkout".to_owned(),
-    }
-    .text()
-}
-
 /// What no session has been told about: a newer release first, else a refusal.
 fn newer_untold(r: &Record) -> Option<Notice> {
     let newer = r
@@ -354,6 +345,8 @@ fn newer_untold(r: &Record) -> Option<Notice> {
         .clone()
         .filter(|l| is_newer(l, BUILD) && r.notified.as_deref() != Some(l));
     if let Some(version) = newer {
+        // A record from before the check named the command: the way an install from a
+        // checkout upgrades.
         let upgrade = r
             .upgrade
             .clone()
