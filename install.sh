@@ -21,8 +21,11 @@
 #
 # What it installs, as `cargo xtask install` does: the binaries into
 # ~/.local/share/captain-hook/bin, the SDK's source into .../sdk, the Claude Code plugin into
-# .../plugin with its bin/hook linked to the native client. A running host of an older install
-# is stopped first (it drains; the next event starts the new one).
+# .../plugin with its bin/hook linked to the native client, the hooks files' JSON Schema into
+# .../hooks.schema.json (where `capt-hook init` points a new file's #:schema line), this script
+# and the key it verified with into .../install.sh and .../release.pub (the host's release
+# check reads releases with them). A running
+# host of an older install is stopped first (it drains; the next event starts the new one).
 
 set -eu
 
@@ -256,7 +259,7 @@ version=$(sed -n 's/^  "version": "\([^"]*\)",$/\1/p' "$work/manifest.json")
 mkdir "$work/unpacked"
 tar -xzf "$work/$archive" -C "$work/unpacked" || refuse "$(origin "$archive") cannot be unpacked"
 stage="$work/unpacked/$top"
-for f in bin/hook bin/capt-hookd bin/capt-hook-worker bin/capt-hook plugin/bin/hook sdk/BUILD-ID; do
+for f in bin/hook bin/capt-hookd bin/capt-hook-worker bin/capt-hook plugin/bin/hook sdk/BUILD-ID hooks.schema.json install.sh; do
     [ -f "$stage/$f" ] || refuse "$(origin "$archive") has no $top/$f"
 done
 
@@ -279,6 +282,15 @@ for dir in sdk plugin; do
     rm -rf "$share/$dir"
     mv "$share/$dir.new" "$share/$dir"
 done
+# The hooks files' schema, where `capt-hook init`'s #:schema line points; this script (the
+# release's own copy, verified above) and the key it verified with, which the host's release
+# check trusts and names in the command that upgrades.
+for name in hooks.schema.json install.sh; do
+    cp "$stage/$name" "$share/.$name.new"
+    mv -f "$share/.$name.new" "$share/$name"
+done
+printf 'untrusted comment: the key install.sh verified this install with\n%s\n' "$keyline" >"$share/.release.pub.new"
+mv -f "$share/.release.pub.new" "$share/release.pub"
 # What Claude Code runs is the native client, one exec (no shell in front of it).
 rm -f "$share/plugin/bin/hook"
 ln -s "$bin/hook" "$share/plugin/bin/hook"

@@ -336,8 +336,30 @@ pub fn install_from(dir: &Path, home: &Path) -> anyhow::Result<PathBuf> {
         std::fs::remove_dir_all(&plugin)?;
     }
     copy_dir(&workspace_root().join("plugin"), &plugin)?;
+    write_schema(&share, &plugin)?;
+    // The installer a release check's notice names (an install from a checkout keeps no
+    // release key: the check needs CAPT_HOOK_RELEASE_PUBKEY then).
+    let script = share.join("install.sh");
+    std::fs::copy(workspace_root().join("install.sh"), &script)
+        .with_context(|| format!("writing {}", script.display()))?;
     link_native_client(&plugin, &bin)?;
     Ok(plugin)
+}
+
+/// Writes the hooks files' JSON Schema (`docs/hooks.schema.json`, which a test keeps equal to
+/// `capt-hook schema`) into the install directory `share`, where `capt-hook init`'s
+/// `#:schema` line points, and into the plugin directory `plugin`, so a plugin installed on its
+/// own carries it too.
+pub fn write_schema(share: &Path, plugin: &Path) -> anyhow::Result<()> {
+    let name = capt_hook_proto::paths::SCHEMA_NAME;
+    let from = workspace_root().join("docs").join(name);
+    for to in [share.join(name), plugin.join(name)] {
+        let tmp = to.with_extension("json.new");
+        std::fs::copy(&from, &tmp)
+            .with_context(|| format!("copying {} to {}", from.display(), tmp.display()))?;
+        std::fs::rename(&tmp, &to).with_context(|| format!("writing {}", to.display()))?;
+    }
+    Ok(())
 }
 
 /// The library crates a Rust hook project builds against (the SDK and what it depends on).

@@ -217,6 +217,30 @@ fn e2e(bins: &Path, dir: &Path) -> anyhow::Result<()> {
         );
     }
 
+    // The installed CLI's `init` points the new file's #:schema line at the installed schema.
+    let schema = capt_hook_proto::paths::schema_path(&home);
+    let mut init = Command::new(capt_hook_proto::paths::bin_dir(&home).join("capt-hook"));
+    init.arg("init").current_dir(&project);
+    user_env(&mut init);
+    init.env("CLAUDE_PROJECT_DIR", &project);
+    let out = init.output()?;
+    let scaffold = std::fs::read_to_string(project.join(".claude/hooks/example.toml"))
+        .with_context(|| {
+            format!(
+                "capt-hook init wrote no example.toml: {}",
+                String::from_utf8_lossy(&out.stderr)
+            )
+        })?;
+    let want = format!("#:schema file://{}", schema.display());
+    if !schema.is_file() || scaffold.lines().next() != Some(want.as_str()) {
+        bail!(
+            "capt-hook init's first line is {:?}, not {want:?} (schema installed: {})",
+            scaffold.lines().next(),
+            schema.is_file()
+        );
+    }
+    println!("capt-hook init: {want}");
+
     // One flipped byte in the archive: refused, naming it, and the installed home unchanged.
     let archive = archive_of(&rel)?;
     flip_byte(&archive)?;
@@ -330,6 +354,27 @@ mod tests {
             );
             assert!(share.join("plugin/.claude-plugin/plugin.json").is_file());
             assert!(share.join("sdk/BUILD-ID").is_file());
+            // What the host's release check reads releases with, and names to upgrade.
+            assert_eq!(
+                std::fs::read_to_string(share.join("install.sh")).unwrap(),
+                std::fs::read_to_string(workspace_root().join("install.sh")).unwrap()
+            );
+            let kept = std::fs::read_to_string(share.join("release.pub")).unwrap();
+            let trusted = std::fs::read_to_string(&fx.public).unwrap();
+            assert_eq!(kept.lines().nth(1), trusted.lines().nth(1), "{kept}");
+            let schema =
+                std::fs::read_to_string(workspace_root().join("docs/hooks.schema.json")).unwrap();
+            for at in [
+                capt_hook_proto::paths::schema_path(&fx.path(home)),
+                share.join("plugin/hooks.schema.json"),
+            ] {
+                assert_eq!(
+                    std::fs::read_to_string(&at).ok().as_deref(),
+                    Some(schema.as_str()),
+                    "{}",
+                    at.display()
+                );
+            }
             assert!(err.contains(&format!(
                 "/plugin marketplace add {}",
                 share.join("plugin").display()

@@ -15,6 +15,7 @@ mod install_sh;
 #[cfg(test)]
 mod layers;
 mod pie;
+mod prebuilt;
 mod release;
 mod sandbox;
 mod workspace;
@@ -45,7 +46,7 @@ fn main() -> ExitCode {
         Some("guard-bench") => guard_bench::run(&args[1..]),
         _ => {
             eprintln!(
-                "usage: cargo xtask dist | install [--service] | release [--key FILE] [--out DIR] [--bins DIR] [--target TRIPLE] | release-e2e --bins DIR | app [--bins DIR] [--out DIR] | demo | bench [--quick] [--only PARTS] | e2e-claude [--only NAME] | e2e-agents [--only codex|gemini|CASE] [--bins DIR] | cc-surface [--binary PATH] | guard-bench [--check] [--cli PATH] [--only PEERS]"
+                "usage: cargo xtask dist | install [--service] | release [--key FILE] [--out DIR] [--bins DIR] [--target TRIPLE] [--prebuilt-sdk] | release-e2e --bins DIR | app [--bins DIR] [--out DIR] | demo | bench [--quick] [--only PARTS] | e2e-claude [--only NAME] | e2e-agents [--only codex|gemini|CASE] [--bins DIR] | cc-surface [--binary PATH] | guard-bench [--check] [--cli PATH] [--only PEERS]"
             );
             return ExitCode::from(1);
         }

@@ -1,5 +1,5 @@
-//! `cargo xtask release [--key FILE] [--out DIR] [--bins DIR] [--target TRIPLE]`: what a user
-//! installs without Rust, signed.
+//! `cargo xtask release [--key FILE] [--out DIR] [--bins DIR] [--target TRIPLE]
+//! [--prebuilt-sdk]`: what a user installs without Rust, signed.
 //!
 //! ```text
 //! <out>/
@@ -7,6 +7,10 @@
 //!                                                  bin/      hook capt-hookd capt-hook-worker capt-hook
 //!                                                  plugin/   the Claude Code plugin (bin/hook the sh wrapper)
 //!                                                  sdk/      the SDK's source, as `cargo xtask install` lays it
+//!                                                    prebuilt/ with --prebuilt-sdk: its registry dependencies,
+//!                                                              built as `capt-hook build` builds them
+//!                                                  hooks.schema.json  the hooks files' schema
+//!                                                  install.sh  the installer, kept by the install
 //!   captain-hook-<version>-<target>.tar.gz.sig   minisign signature of the archive (cargo binstall)
 //!   manifest.json                                version, targets, each archive's digest and files
 //!   binstall.toml                                `[package.metadata.binstall]`, from the manifest
@@ -47,8 +51,7 @@ pub fn shipped_bins() -> impl Iterator<Item = &'static str> {
 
 /// `cargo xtask release` with its arguments.
 pub fn run(args: &[String]) -> anyhow::Result<()> {
-    const USAGE: &str =
-        "usage: cargo xtask release [--key FILE] [--out DIR] [--bins DIR] [--target TRIPLE]";
+    const USAGE: &str = "usage: cargo xtask release [--key FILE] [--out DIR] [--bins DIR] [--target TRIPLE] [--prebuilt-sdk]";
     let mut opts = Options::default();
     let mut it = args.iter();
     while let Some(a) = it.next() {
@@ -62,6 +65,7 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
             "--out" => opts.out = Some(PathBuf::from(value("--out")?)),
             "--bins" => opts.bins = Some(PathBuf::from(value("--bins")?)),
             "--target" => opts.target = Some(value("--target")?),
+            "--prebuilt-sdk" => opts.prebuilt_sdk = true,
             other => bail!("unknown argument {other:?}; {USAGE}"),
         }
     }
@@ -90,6 +94,8 @@ pub struct Options {
     pub bins: Option<PathBuf>,
     /// The target the binaries are for, instead of rustc's host.
     pub target: Option<String>,
+    /// Ship the SDK's registry dependencies prebuilt (a release build of them: minutes).
+    pub prebuilt_sdk: bool,
 }
 
 /// What `release` wrote.
@@ -136,7 +142,7 @@ pub fn release(opts: &Options) -> anyhow::Result<Release> {
         Some(o) => o.clone(),
         None => crate::target_dir()?.join("releases").join(VERSION),
     };
-    write_release(&key, &bins, &target, &out)
+    write_release_with(&key, &bins, &target, &out, opts.prebuilt_sdk)
 }
 
 /// The triple rustc builds for by default.
@@ -161,6 +167,18 @@ pub fn write_release(
     target: &str,
     out: &Path,
 ) -> anyhow::Result<Release> {
+    write_release_with(key, bins, target, out, false)
+}
+
+/// [`write_release`], with the SDK's prebuilt dependencies when `prebuilt` (built by the
+/// release's own `capt-hook`, so `bins` must be real binaries for the machine running this).
+pub fn write_release_with(
+    key: &SigningKey,
+    bins: &Path,
+    target: &str,
+    out: &Path,
+    prebuilt: bool,
+) -> anyhow::Result<Release> {
     if target.is_empty()
         || !target
             .bytes()
@@ -181,7 +199,19 @@ pub fn write_release(
         set_mode(&to, 0o755)?;
     }
     crate::copy_dir(&workspace_root().join("plugin"), &top.join("plugin"))?;
+    crate::dist::write_schema(&top, &top.join("plugin"))?;
+    // install.sh installs its own copy from here, verified with the archive, so the host's
+    // release check can name a script the user already trusts.
+    let script = top.join("install.sh");
+    std::fs::copy(workspace_root().join("install.sh"), &script)?;
+    set_mode(&script, 0o755)?;
     install_sdk(&top.join("sdk"))?;
+    if prebuilt {
+        let work = out.join(format!(".prebuilt-{stem}"));
+        let files = crate::prebuilt::build_prebuilt(bins, &top.join("sdk"), &work)?;
+        std::fs::remove_dir_all(&work)?;
+        println!("sdk/prebuilt: {files} files of the SDK's registry dependencies");
+    }
 
     let archive_name = format!("{stem}.tar.gz");
     let (archive, files) = pack(&stage, &stem)?;

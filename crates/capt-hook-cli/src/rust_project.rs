@@ -166,6 +166,9 @@ pub fn build(root: &Path, quiet: bool) -> anyhow::Result<Built> {
     }
     let target = cache.target_dir();
     let _target_lock = cache.lock_target().context("taking the build directory")?;
+    if let Some(sdk) = sdk_dir(env) {
+        seed_from_prebuilt(&sdk, &target, &dir);
+    }
     let color = if std::io::stderr().is_terminal() {
         "always"
     } else {
@@ -233,6 +236,54 @@ pub fn build(root: &Path, quiet: bool) -> anyhow::Result<Built> {
         eprintln!("capt-hook: built {}", exe.display());
     }
     Ok(Built::Exe(exe))
+}
+
+/// Starts an empty shared target directory from the SDK's prebuilt dependencies when the
+/// compiler cargo will run (`rustc -vV` in the project's directory, so a rustup override there
+/// counts) built them; says what it did, or why a first build compiles them. Never fails the
+/// build: without them cargo compiles everything, as it would have.
+fn seed_from_prebuilt(sdk: &Path, target: &Path, project: &Path) {
+    use capt_hook_rust_project::prebuilt::seed_target;
+    if target
+        .join(capt_hook_rust_project::prebuilt::PROFILE_DIR)
+        .exists()
+    {
+        return;
+    }
+    let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
+    let local = Command::new(&rustc)
+        .arg("-vV")
+        .current_dir(project)
+        .stdin(Stdio::null())
+        .output();
+    let local = match local {
+        Ok(out) if out.status.success() => String::from_utf8_lossy(&out.stdout).into_owned(),
+        Ok(out) => {
+            eprintln!(
+                "capt-hook: `{rustc} -vV` failed ({}); the SDK's prebuilt dependencies are not used",
+                out.status
+            );
+            return;
+        }
+        Err(e) => {
+            eprintln!(
+                "capt-hook: cannot run `{rustc} -vV` ({e}); the SDK's prebuilt dependencies are not used"
+            );
+            return;
+        }
+    };
+    match seed_target(sdk, target, &local) {
+        Ok(seed) => {
+            if let Some(note) = seed.note() {
+                eprintln!("capt-hook: {note}");
+            }
+        }
+        Err(e) => eprintln!(
+            "capt-hook: copying the SDK's prebuilt dependencies into {} failed ({e}); this \
+             first build compiles them",
+            target.display()
+        ),
+    }
 }
 
 /// Lets cargo bring `Cargo.lock` up to date before the sources are hashed: the lock is a

@@ -737,6 +737,50 @@ fn init_scaffolds_a_passing_file_and_never_overwrites() {
     assert!(text(&out.stderr).contains("already exists"));
 }
 
+/// `init` points the `#:schema` line at the schema the install wrote into the user's home (a
+/// `file://` URL, no network), and leaves the line out, saying so, when there is none.
+#[test]
+fn init_points_the_schema_line_at_the_installed_schema() {
+    let p = Project::new(&[]);
+    let example = p.root().join(".claude/hooks/example.toml");
+    let out = p.run(&["init"], b"");
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let schema = p
+        .root()
+        .join("home/.local/share/captain-hook/hooks.schema.json");
+    assert!(
+        text(&out.stderr).contains(&format!(
+            "no #:schema line: {} is not there",
+            schema.display()
+        )),
+        "{}",
+        text(&out.stderr)
+    );
+    let first = std::fs::read_to_string(&example).unwrap();
+    assert!(!first.contains("#:schema"), "{first}");
+
+    std::fs::remove_file(&example).unwrap();
+    std::fs::create_dir_all(schema.parent().unwrap()).unwrap();
+    std::fs::copy(workspace().join("docs/hooks.schema.json"), &schema).unwrap();
+    let out = p.run(&["init"], b"");
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(
+        !text(&out.stderr).contains("#:schema"),
+        "{}",
+        text(&out.stderr)
+    );
+    let written = std::fs::read_to_string(&example).unwrap();
+    let line = written.lines().next().unwrap();
+    let url = line
+        .strip_prefix("#:schema file://")
+        .unwrap_or_else(|| panic!("{line}"));
+    // The temp directory's path has no character a URL path must escape.
+    assert_eq!(Path::new(url), schema, "{line}");
+    assert_eq!(&written[line.len() + 1..], first);
+    let out = p.run(&["test"], b"");
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stdout));
+}
+
 #[test]
 fn committed_schema_is_up_to_date() {
     let p = Project::new(&[]);

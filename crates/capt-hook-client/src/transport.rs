@@ -427,8 +427,9 @@ struct HostRefused(String);
 fn verify_host(stream: &UnixStream) -> Result<(), HostRefused> {
     let refuse = |why: String| {
         HostRefused(format!(
-            "refused the host behind {}: {why}; nothing was sent to it (stop it with `capt-hookd \
-             shutdown`, or end that process, and the next event starts the installed host)",
+            "refused the host behind {}: {why}; nothing was sent to it (stop it with the \
+             `capt-hookd shutdown` beside the binary it runs, which is the only one it obeys, \
+             or end that process, and the next event starts the installed host)",
             paths::socket_path().display()
         ))
     };

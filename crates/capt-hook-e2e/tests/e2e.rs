@@ -156,6 +156,57 @@ fn host_control_from_a_tool_call_is_denied_and_from_the_shell_works() {
     env.wait_until("the host stopped", || env.status().is_none());
 }
 
+/// The host serves control operations (shutdown, restart-workers) only to the `capt-hookd` or
+/// `capt-hook` installed beside it: a copy of `capt-hookd` elsewhere, or any other program of
+/// the same user speaking the socket (this test binary), is refused with the reason and the
+/// way to do it; the host keeps running; the installed binary still stops it. Status is not a
+/// control operation.
+#[test]
+fn control_from_a_binary_that_is_not_the_installed_one_is_refused() {
+    let env = Env::new();
+    let root = env.project("p", HOOKS);
+    let out = env.hook("PreToolUse", &bash(&root, "git stash"), &[]);
+    assert_eq!(decision(&json_out(&out)), Some("deny"), "{}", stderr(&out));
+    let elsewhere = env.dir.path().join("elsewhere");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    let copy = elsewhere.join("capt-hookd");
+    std::fs::copy(env.bin.join("capt-hookd"), &copy).unwrap();
+    for op in ["shutdown", "restart-workers"] {
+        let out = env.program(&copy).arg(op).output().unwrap();
+        assert_eq!(out.status.code(), Some(1), "{op}: {}", stderr(&out));
+        let why = stderr(&out);
+        assert!(
+            why.contains("served only to the installed capt-hookd or capt-hook")
+                && why.contains(&copy.display().to_string())
+                && why.contains("in your own terminal"),
+            "{op}: {why}"
+        );
+    }
+    // A program of the user's that speaks the socket itself.
+    let mut stream = UnixStream::connect(env.run_dir().join("capt-hookd.sock")).unwrap();
+    let reply = exchange(
+        &mut stream,
+        HostRequest::new(std::process::id(), Op::Shutdown),
+    );
+    let me = std::fs::read_link("/proc/self/exe").unwrap();
+    match reply {
+        HostReply::Refused {
+            code: Refusal::Untrusted,
+            reason,
+        } => assert!(reason.contains(&me.display().to_string()), "{reason}"),
+        other => panic!("a shutdown from the test binary was not refused: {other:?}"),
+    }
+    let status = env.status().expect("the host still runs");
+    assert_eq!(
+        status["workers"].as_array().map(Vec::len),
+        Some(1),
+        "restart-workers was refused too: {status}"
+    );
+    let down = env.cmd("capt-hookd").arg("shutdown").output().unwrap();
+    assert_eq!(down.status.code(), Some(0), "{}", stderr(&down));
+    env.wait_until("the host stopped", || env.status().is_none());
+}
+
 /// Policy through the real client, host and worker: the session's `CAPT_HOOK_POLICY_DIR` and
 /// `CAPT_HOOK_POLICY_KEY` reach the worker; a signed pack's guard denies, and the same pack with
 /// one byte changed makes a guarded call ask, naming the altered file.
@@ -630,7 +681,13 @@ fn a_host_run_from_another_binary_is_refused() {
         "no event reached the impostor: {status}"
     );
 
-    let _ = env.cmd("capt-hookd").arg("shutdown").output();
+    // The impostor (a copy of the host) serves control operations only to the binaries
+    // beside it, as the installed host does: the installed `capt-hookd shutdown` is refused,
+    // the copy's own is served.
+    let refused = env.cmd("capt-hookd").arg("shutdown").output().unwrap();
+    assert_eq!(refused.status.code(), Some(1), "{}", stderr(&refused));
+    let down = env.program(&copy).arg("shutdown").output().unwrap();
+    assert_eq!(down.status.code(), Some(0), "{}", stderr(&down));
     let _ = impostor.wait();
     let out = env.hook("PreToolUse", &bash(&root, "git stash"), &[]);
     assert_eq!(decision(&json_out(&out)), Some("deny"), "{}", stderr(&out));
@@ -2505,19 +2562,39 @@ fn the_performance_pack_warns_of_a_runaway_child_with_no_project_hooks() {
     assert!(log.contains("ResourcePressure -> warn"), "{log}");
 }
 
-/// A release server on localhost: answers every request with `body` and counts them.
+/// A release server on localhost: serves the files of a release directory (as `cargo xtask
+/// release` writes it) and counts the checks (requests for `SHA256SUMS`).
 struct ReleaseServer {
     port: u16,
     hits: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    _dir: tempfile::TempDir,
 }
 
 impl ReleaseServer {
-    fn start(body: &'static str) -> ReleaseServer {
+    /// A release of `version` signed with the repository's test key; `alter` changes the
+    /// manifest after signing.
+    fn start(version: &str, alter: bool) -> ReleaseServer {
         use std::io::{BufRead, Write};
+        let dir = tempfile::tempdir().unwrap();
+        let key =
+            capt_hook_sign::SigningKey::from_file(&fixtures().join("release-key/test.key"), None)
+                .unwrap();
+        let manifest = format!("{{\"name\":\"captain-hook\",\"version\":\"{version}\"}}\n");
+        let sums = capt_hook_sign::sums([("manifest.json", manifest.as_bytes())]);
+        let signature = key.sign(sums.as_bytes(), "e2e release").unwrap();
+        let served = if alter {
+            manifest.replace(version, "99.9.9")
+        } else {
+            manifest
+        };
+        std::fs::write(dir.path().join("manifest.json"), served).unwrap();
+        std::fs::write(dir.path().join("SHA256SUMS"), &sums).unwrap();
+        std::fs::write(dir.path().join("SHA256SUMS.minisig"), signature).unwrap();
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();
         let hits = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
         let counted = std::sync::Arc::clone(&hits);
+        let root = dir.path().to_path_buf();
         std::thread::spawn(move || {
             for stream in listener.incoming() {
                 let Ok(mut stream) = stream else { continue };
@@ -2530,22 +2607,39 @@ impl ReleaseServer {
                         break;
                     }
                 }
-                if request.starts_with("GET /releases/latest ") {
+                let path = request.split(' ').nth(1).unwrap_or("");
+                let name = path.strip_prefix("/release/").unwrap_or("");
+                if name == "SHA256SUMS" {
                     counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
                 }
-                let _ = write!(
-                    stream,
-                    "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\
-                     Connection: close\r\n\r\n{body}",
-                    body.len()
-                );
+                let body = if name.contains('/') {
+                    None
+                } else {
+                    std::fs::read(root.join(name)).ok()
+                };
+                let _ = match body {
+                    Some(body) => write!(
+                        stream,
+                        "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                        body.len()
+                    )
+                    .and_then(|()| stream.write_all(&body)),
+                    None => write!(
+                        stream,
+                        "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+                    ),
+                };
             }
         });
-        ReleaseServer { port, hits }
+        ReleaseServer {
+            port,
+            hits,
+            _dir: dir,
+        }
     }
 
     fn url(&self) -> String {
-        format!("http://127.0.0.1:{}/releases/latest", self.port)
+        format!("http://127.0.0.1:{}/release", self.port)
     }
 
     fn hits(&self) -> usize {
@@ -2553,15 +2647,28 @@ impl ReleaseServer {
     }
 }
 
-/// The release check: after a SessionStart the host asks the release URL once per interval,
-/// detached; a newer release is told once, on a later SessionStart, beside what the hooks said.
+/// The trusted release key, as `CAPT_HOOK_RELEASE_PUBKEY` names it.
+fn release_pubkey() -> String {
+    fixtures()
+        .join("release-key/test.pub")
+        .display()
+        .to_string()
+}
+
+/// The release check: after a SessionStart the host reads the signed release once per
+/// interval, detached, and verifies it with the trusted key; a newer release is told once, on a
+/// later SessionStart, beside what the hooks said, naming the command that upgrades.
 /// `HOOKS_UPDATE_ENABLED=false` turns it off, and so do Claude Code's
 /// `CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC` and `DISABLE_AUTOUPDATER`.
 #[test]
 fn update_check_after_session_start_tells_of_a_newer_release_once() {
-    let server = ReleaseServer::start(r#"{"tag_name":"v99.0.0","name":"far future"}"#);
+    let server = ReleaseServer::start("99.0.0", false);
     let url = server.url();
-    let env = Env::with(&[("CAPT_HOOK_UPDATE_URL", url.as_str())]);
+    let key = release_pubkey();
+    let env = Env::with(&[
+        ("CAPT_HOOK_UPDATE_URL", url.as_str()),
+        ("CAPT_HOOK_RELEASE_PUBKEY", key.as_str()),
+    ]);
     let root = env.project(
         "update",
         "[[hook]]\nkind = \"hook\"\nevents = \"SessionStart\"\nmessage = \"session context\"\n",
@@ -2597,6 +2704,14 @@ fn update_check_after_session_start_tells_of_a_newer_release_once() {
         notice.contains("captain-hook 99.0.0 is available"),
         "{second}"
     );
+    let installed = env
+        .dir
+        .path()
+        .join("home/.local/share/captain-hook/install.sh");
+    assert!(
+        notice.contains(&format!("sh {} --pubkey {key} {url}", installed.display())),
+        "the notice names the command that upgrades: {second}"
+    );
     assert_eq!(
         second["hookSpecificOutput"]["additionalContext"], "session context",
         "the hooks' answer is untouched"
@@ -2614,10 +2729,11 @@ fn update_check_after_session_start_tells_of_a_newer_release_once() {
 
     // Off: no request, even with no interval to wait. The enabled start after it is the only
     // one the server sees.
-    let quiet = ReleaseServer::start(r#"{"tag_name":"v99.0.0"}"#);
+    let quiet = ReleaseServer::start("99.0.0", false);
     let quiet_url = quiet.url();
     let off = Env::with(&[
         ("CAPT_HOOK_UPDATE_URL", quiet_url.as_str()),
+        ("CAPT_HOOK_RELEASE_PUBKEY", key.as_str()),
         ("HOOKS_UPDATE_INTERVAL_MINUTES", "0"),
     ]);
     let root = off.project("update-off", HOOKS);
@@ -2640,6 +2756,77 @@ fn update_check_after_session_start_tells_of_a_newer_release_once() {
     off.wait_until("the enabled start checked", || quiet.hits() >= 1);
     let _ = off.cmd("capt-hookd").arg("shutdown").output();
     assert_eq!(quiet.hits(), 1, "a start with the check off made a request");
+}
+
+/// A release whose manifest was changed after signing is never trusted: no newer version is
+/// recorded, the next session is told the check refused it (naming the file), and
+/// `capt-hookd version` reports it. Without a trusted key the host makes no request at all.
+#[test]
+fn an_altered_release_is_reported_never_trusted() {
+    let server = ReleaseServer::start("99.0.0", true);
+    let url = server.url();
+    let key = release_pubkey();
+    let env = Env::with(&[
+        ("CAPT_HOOK_UPDATE_URL", url.as_str()),
+        ("CAPT_HOOK_RELEASE_PUBKEY", key.as_str()),
+    ]);
+    let root = env.project("update-altered", HOOKS);
+    let payload = capt_hook_proto::serde_json::json!({
+        "session_id": "u", "cwd": root, "hook_event_name": "SessionStart", "source": "startup",
+    })
+    .to_string();
+    let record = env
+        .dir
+        .path()
+        .join("home/.cache/captain-hook/host-v1/update.json");
+    let out = env.hook("SessionStart", payload.as_bytes(), &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    env.wait_until("the release check refused the release", || {
+        std::fs::read_to_string(&record).is_ok_and(|r| r.contains("\"refused\""))
+    });
+    let out = env.hook("SessionStart", payload.as_bytes(), &[]);
+    let told = json_out(&out);
+    let notice = told["systemMessage"].as_str().unwrap_or_default();
+    assert!(
+        notice.contains("did not trust") && notice.contains("/release/manifest.json was changed"),
+        "{told}"
+    );
+    assert!(!notice.contains("99.9.9 is available"), "{told}");
+    let version = env.cmd("capt-hookd").arg("version").output().unwrap();
+    let v: Value = capt_hook_proto::serde_json::from_slice(&version.stdout).unwrap();
+    assert!(v.get("update_available").is_none(), "{v}");
+    assert!(
+        v["update_refused"]
+            .as_str()
+            .is_some_and(|r| r.contains("was changed")),
+        "{v}"
+    );
+    let _ = env.cmd("capt-hookd").arg("shutdown").output();
+
+    // No trusted key (none set, none installed): no request.
+    let keyless = ReleaseServer::start("99.0.0", false);
+    let keyless_url = keyless.url();
+    let env = Env::with(&[("CAPT_HOOK_UPDATE_URL", keyless_url.as_str())]);
+    let root = env.project("update-keyless", HOOKS);
+    let payload = capt_hook_proto::serde_json::json!({
+        "session_id": "u", "cwd": root, "hook_event_name": "SessionStart", "source": "startup",
+    })
+    .to_string();
+    let record = env
+        .dir
+        .path()
+        .join("home/.cache/captain-hook/host-v1/update.json");
+    let out = env.hook("SessionStart", payload.as_bytes(), &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    env.wait_until("the check gave up for want of a key", || {
+        std::fs::read_to_string(&record).is_ok_and(|r| r.contains("no trusted release key"))
+    });
+    let _ = env.cmd("capt-hookd").arg("shutdown").output();
+    assert_eq!(
+        keyless.hits(),
+        0,
+        "a check without a trusted key made a request"
+    );
 }
 
 /// The host log is kept to `CAPT_HOOK_LOG_MAX_BYTES`: a host starting on a larger one moves it

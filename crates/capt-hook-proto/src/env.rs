@@ -87,9 +87,13 @@ vars! {
     HOOKS_UPDATE_ENABLED, read_by: "capt-hookd", default: "`true`";
     /// Least minutes between two release checks, across all sessions.
     HOOKS_UPDATE_INTERVAL_MINUTES, read_by: "capt-hookd", default: "720";
-    /// The URL the release check asks for the latest release (JSON with `tag_name` or
-    /// `version`).
-    CAPT_HOOK_UPDATE_URL, read_by: "capt-hookd", default: "the GitHub releases API of the repository";
+    /// The release the check reads: a directory (URL, `file://` URL or path) holding
+    /// `SHA256SUMS`, `SHA256SUMS.minisig` and `manifest.json`, as `cargo xtask release` writes
+    /// it and `install.sh` takes it.
+    CAPT_HOOK_UPDATE_URL, read_by: "capt-hookd", default: "the repository's latest GitHub release";
+    /// The minisign public key releases must be signed with (a key file, or its base64 line):
+    /// `install.sh` verifies what it installs with it, the host's release check what it reads.
+    CAPT_HOOK_RELEASE_PUBKEY, read_by: "install.sh, capt-hookd", default: "the key `install.sh` verified the install with (`release.pub` in the install directory)";
     /// Claude Code's switch for traffic it does without; set to anything (`0` included, as
     /// Claude Code reads it) in a session's or the host's environment, it also turns the
     /// host's release check off.

@@ -86,6 +86,16 @@ pub fn install_dir(home: &std::path::Path) -> PathBuf {
     home.join(".local").join("share").join("captain-hook")
 }
 
+/// File name of the hooks files' JSON Schema in the install directory.
+pub const SCHEMA_NAME: &str = "hooks.schema.json";
+
+/// The hooks files' JSON Schema as the install writes it for the user whose home is `home`:
+/// `<install dir>/hooks.schema.json`. `capt-hook init` points a new file's `#:schema` line here,
+/// so editors (Taplo, Even Better TOML) complete and check it without a network.
+pub fn schema_path(home: &std::path::Path) -> PathBuf {
+    install_dir(home).join(SCHEMA_NAME)
+}
+
 /// The installed binaries for the user whose home is `home`.
 pub fn bin_dir(home: &std::path::Path) -> PathBuf {
     install_dir(home).join("bin")

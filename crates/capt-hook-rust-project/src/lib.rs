@@ -5,6 +5,7 @@
 //! the last build of a hash left behind. Std and blake3 only, so the host stays small.
 
 mod cache;
+pub mod prebuilt;
 mod sources;
 
 pub use cache::{Cache, Selection, request_env, select, stale_note, unbuilt_note};

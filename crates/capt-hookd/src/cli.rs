@@ -63,9 +63,12 @@ fn version() -> serde_json::Value {
         "protocol": capt_hook_proto::PROTOCOL,
         "host": host,
     });
-    if let Some(latest) = crate::update::Updater::new(&capt_hook_proto::paths::state_dir()).latest()
-    {
+    let updater = crate::update::Updater::new(&capt_hook_proto::paths::state_dir());
+    if let Some(latest) = updater.latest() {
         v["update_available"] = latest.into();
+    }
+    if let Some(why) = updater.refused() {
+        v["update_refused"] = why.into();
     }
     v
 }
@@ -91,6 +94,10 @@ fn control(op: Op, budget: Duration) -> ExitCode {
             }
         }
         Ok(HostReply::Done) => ExitCode::SUCCESS,
+        Ok(HostReply::Refused { reason, .. }) => {
+            eprintln!("capt-hookd: the host refused: {reason}");
+            ExitCode::from(1)
+        }
         Ok(other) => {
             eprintln!("capt-hookd: unexpected reply {other:?}");
             ExitCode::from(1)

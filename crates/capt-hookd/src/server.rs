@@ -87,6 +87,9 @@ struct Host {
     update: Arc<crate::update::Updater>,
     /// Answers the mod left to the command hook, for its request to find.
     remembered: http::Remembered,
+    /// The directory this host's executable was installed in: control operations are served
+    /// only to the `capt-hookd` or `capt-hook` installed there ([`control_peer`]).
+    install_dir: Option<PathBuf>,
 }
 
 /// Runs the host in the foreground until shutdown. Prints `ready` on stdout once the socket
@@ -305,6 +308,12 @@ async fn run(
         pressure,
         update,
         remembered: http::Remembered::default(),
+        // Read once, at start: once an upgrade renames a new binary over ours, our own
+        // executable's link reads "… (deleted)", but the directory is still where the
+        // installed control binaries are.
+        install_dir: std::env::current_exe()
+            .ok()
+            .and_then(|e| e.parent().map(Path::to_path_buf)),
     });
     let Sockets {
         framed: listener,
@@ -572,7 +581,53 @@ async fn read_request_from(
             "claimed client pid does not match the socket peer",
         ));
     }
+    if matches!(req.op, Op::Shutdown | Op::RestartWorkers) {
+        control_peer(peer_pid, host.install_dir.as_deref())
+            .map_err(|why| loud(Refusal::Untrusted, &why))?;
+    }
     Ok((req, held))
+}
+
+/// The programs that may stop the host or its workers: the control binaries installed beside
+/// it.
+pub const CONTROL_BINARIES: [&str; 2] = ["capt-hookd", "capt-hook"];
+
+/// Checks that the peer asking for a control operation (shutdown, restart-workers; shutdown
+/// drains) runs one of [`CONTROL_BINARIES`] installed in `install_dir`, the host's own
+/// directory: its executable as the kernel names it (`/proc/<pid>/exe`), against those files
+/// resolved through links. The uid was checked already. This keeps a program an agent wrote,
+/// or a copy of the binary elsewhere, from stopping the host through the socket; the installed
+/// binary run from an agent's tool call is the builtin `host` pack's to deny. Linux only:
+/// elsewhere there is no `/proc/<pid>/exe` and this passes.
+#[cfg(target_os = "linux")]
+fn control_peer(peer_pid: Option<u32>, install_dir: Option<&Path>) -> Result<(), String> {
+    let refuse = |why: String| {
+        format!(
+            "control operations (shutdown, restart-workers) are served only to the installed \
+             capt-hookd or capt-hook beside the host; {why}. Run `capt-hookd shutdown` (or \
+             `restart-workers`) from {} in your own terminal",
+            install_dir.map_or_else(|| "the install".to_owned(), |d| d.display().to_string())
+        )
+    };
+    let pid = peer_pid.ok_or_else(|| refuse("the peer's pid is unknown".to_owned()))?;
+    let dir =
+        install_dir.ok_or_else(|| refuse("the host's own directory is unknown".to_owned()))?;
+    let exe = std::fs::read_link(format!("/proc/{pid}/exe"))
+        .map_err(|e| refuse(format!("/proc/{pid}/exe cannot be read ({e})")))?;
+    let allowed = CONTROL_BINARIES
+        .iter()
+        .filter_map(|name| std::fs::canonicalize(dir.join(name)).ok())
+        .any(|installed| installed == exe);
+    if allowed {
+        Ok(())
+    } else {
+        Err(refuse(format!("pid {pid} runs {}", exe.display())))
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn control_peer(_: Option<u32>, _: Option<&Path>) -> Result<(), String> {
+    Ok(())
 }
 
 async fn answer(req: HostRequest, host: &Host) -> HostReply {
@@ -661,23 +716,23 @@ async fn dispatch_event(event: EventRequest, host: &Host) -> HostReply {
     let update = (event.event == "SessionStart").then(|| {
         crate::update::Settings::from_request(&event.env, |name| std::env::var(name).ok())
     });
-    // A newer release rides on this session start's answer, rendered by the worker
-    // with the hooks' own notices.
+    // A newer release (or a release that did not verify) rides on this session start's
+    // answer, rendered by the worker with the hooks' own notices.
     let telling = match &update {
         Some(Some(_)) => host.update.take_untold(),
         _ => None,
     };
-    if let Some(latest) = &telling {
-        event.notices.push(crate::update::notice(latest));
+    if let Some(notice) = &telling {
+        event.notices.push(notice.text());
     }
     host.in_flight.fetch_add(1, Ordering::SeqCst);
     let reply = host.pool.dispatch(event, Instant::now() + remaining).await;
     host.in_flight.fetch_sub(1, Ordering::SeqCst);
-    if let Some(latest) = telling {
+    if let Some(notice) = telling {
         // A SessionStart answer always carries notices (its output is JSON or nothing),
         // so an answer of the worker's own is one that told.
         let told = matches!(&reply, HostReply::Event(r) if r.status == Status::Ok && r.exit == 0);
-        host.update.told(latest, told);
+        host.update.told(notice, told);
     }
     if let Some(settings) = update {
         // Detached: the reply does not wait for the check.

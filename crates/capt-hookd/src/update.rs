@@ -1,14 +1,23 @@
-//! The self-update check: after answering a SessionStart, the host asks the release URL for
-//! the latest release, at most once per `HOOKS_UPDATE_INTERVAL_MINUTES` across all sessions
-//! (the time of the last check is kept in `update.json` in the host state directory). When the
-//! release is newer than this build (semantic-version precedence), the host logs it and hands
-//! one notice to the next SessionStart's worker, which renders it into the answer after the
-//! hooks' own ([`capt_hook_proto::EventRequest::notices`]). It never downloads or replaces
-//! anything, never delays a reply and never changes a verdict: the check and every read or
-//! write of the record run on the blocking pool, off the thread that serves events, and every
-//! failure is a log line.
+//! The self-update check: after answering a SessionStart, the host reads the release manifest
+//! `install.sh` trusts, at most once per `HOOKS_UPDATE_INTERVAL_MINUTES` across all sessions
+//! (the time of the last check is kept in `update.json` in the host state directory). The
+//! release is a directory (`CAPT_HOOK_UPDATE_URL`: an `http(s)://` URL, a `file://` URL or a
+//! path) holding `SHA256SUMS`, its minisign signature and `manifest.json`, as `cargo xtask
+//! release` writes it. The host trusts it as `install.sh` does: the signature over
+//! `SHA256SUMS` with the trusted release key (`CAPT_HOOK_RELEASE_PUBKEY`, else the key
+//! `install.sh` verified the install with), then the manifest's digest; only then is the
+//! manifest's version read. Without a trusted key no request is made. A release that does not
+//! verify is never trusted: it is logged, kept in the record and told to one session.
 //!
-//! The request goes through `ureq` with rustls, the HTTP client the engine already links for
+//! When the release is newer than this build (semantic-version precedence), the host hands one
+//! notice to the next SessionStart's worker, naming the version and the command that upgrades
+//! (the installed `install.sh` with the same key and source), which the worker renders into the
+//! answer after the hooks' own ([`capt_hook_proto::EventRequest::notices`]). It never downloads
+//! an archive or replaces anything, never delays a reply and never changes a verdict: the check
+//! and every read or write of the record run on the blocking pool, off the thread that serves
+//! events, and every failure is a log line.
+//!
+//! The requests go through `ureq` with rustls, the HTTP client the engine already links for
 //! its judges, so nothing outside the host has to be installed for it.
 
 use parking_lot::Mutex;
@@ -22,9 +31,10 @@ use capt_hook_proto::BUILD;
 use serde::{Deserialize, Serialize};
 
 pub use capt_hook_proto::env::{
-    CAPT_HOOK_UPDATE_URL, CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC, DISABLE_AUTOUPDATER,
-    HOOKS_UPDATE_ENABLED, HOOKS_UPDATE_INTERVAL_MINUTES,
+    CAPT_HOOK_RELEASE_PUBKEY, CAPT_HOOK_UPDATE_URL, CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC,
+    DISABLE_AUTOUPDATER, HOOKS_UPDATE_ENABLED, HOOKS_UPDATE_INTERVAL_MINUTES,
 };
+use sha2::Digest as _;
 
 /// Claude Code's switches that also turn the check off: a user who told Claude Code to make no
 /// traffic it can do without, or not to update itself, expects the same of its hooks' host.
@@ -33,15 +43,27 @@ pub const CLAUDE_CODE_SWITCHES: [&str; 2] = [
     DISABLE_AUTOUPDATER,
 ];
 
-/// Where releases are announced unless `CAPT_HOOK_UPDATE_URL` says otherwise.
+/// The release read unless `CAPT_HOOK_UPDATE_URL` says otherwise: the files of the
+/// repository's latest GitHub release (GitHub redirects to the newest tag's).
 pub const DEFAULT_URL: &str =
-    "https://api.github.com/repos/captain-hook-rs/captain-hook/releases/latest";
+    "https://github.com/captain-hook-rs/captain-hook/releases/latest/download";
+/// The signed digests of a release (the same names `cargo xtask release` writes).
+pub const SUMS: &str = "SHA256SUMS";
+/// Their minisign signature.
+pub const SIGNATURE: &str = "SHA256SUMS.minisig";
+/// The release manifest (its `version` is what the check reads).
+pub const MANIFEST: &str = "manifest.json";
+/// In the install directory: the public key `install.sh` verified the install with, which the
+/// check trusts when `CAPT_HOOK_RELEASE_PUBKEY` is unset.
+pub const INSTALLED_KEY: &str = "release.pub";
+/// In the install directory: the `install.sh` the install shipped, which the notice names.
+pub const INSTALLED_SCRIPT: &str = "install.sh";
 /// The record's file name in the host state directory.
 pub const RECORD: &str = "update.json";
 /// Longest a check may take.
 const FETCH_TIMEOUT: Duration = Duration::from_secs(15);
-/// Largest release document read (GitHub's is a few KiB, more with long release notes).
-const MAX_RELEASE_DOCUMENT: u64 = 1024 * 1024;
+/// Largest release file read (the manifest lists every file of every archive: tens of KiB).
+const MAX_RELEASE_DOCUMENT: u64 = 4 * 1024 * 1024;
 
 /// What the last check found, kept across hosts.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -57,6 +79,45 @@ pub struct Record {
     /// Why the last check failed, if it did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// The command that upgrades to `latest`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub upgrade: Option<String>,
+    /// Why the last release read was not trusted (a signature or digest that does not verify),
+    /// while it still holds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refused: Option<String>,
+    /// The refusal a session was last told about.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refusal_told: Option<String>,
+}
+
+/// What a SessionStart is handed to tell.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Notice {
+    /// A newer release, and the command that installs it.
+    Newer {
+        /// Its version.
+        version: String,
+        /// How to upgrade.
+        upgrade: String,
+    },
+    /// The release read did not verify: not trusted.
+    Refused(String),
+}
+
+impl Notice {
+    /// The line the session sees.
+    pub fn text(&self) -> String {
+        match self {
+            Notice::Newer { version, upgrade } => format!(
+                "captain-hook {version} is available (this is {BUILD}). To upgrade, run in your \
+                 terminal: {upgrade}"
+            ),
+            Notice::Refused(why) => format!(
+                "captain-hook's release check did not trust what it read, and ignored it: {why}"
+            ),
+        }
+    }
 }
 
 /// The host's side of the check.
@@ -64,9 +125,9 @@ pub struct Updater {
     record: PathBuf,
     /// A check is running: a burst of session starts makes one request.
     checking: AtomicBool,
-    /// The newer release no session has been told about: what the SessionStart path reads,
-    /// in memory, so it never touches the disk. Taken by the one SessionStart that tells it.
-    untold: Mutex<Option<String>>,
+    /// What no session has been told about: what the SessionStart path reads, in memory, so
+    /// it never touches the disk. Taken by the one SessionStart that tells it.
+    untold: Mutex<Option<Notice>>,
     /// Serializes reads and writes of the record (on the blocking pool).
     lock: Mutex<()>,
 }
@@ -74,10 +135,13 @@ pub struct Updater {
 /// The settings a SessionStart's environment gives: `None` when the check is off.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Settings {
-    /// The release URL.
+    /// The release directory's URL (or path).
     pub url: String,
     /// The least time between checks.
     pub interval: Duration,
+    /// `CAPT_HOOK_RELEASE_PUBKEY` from the session or the host; the installed key file is
+    /// looked for by the check itself, off the serving thread.
+    pub key: Option<String>,
 }
 
 impl Settings {
@@ -114,6 +178,11 @@ impl Settings {
                 .cloned()
                 .unwrap_or_else(|| DEFAULT_URL.to_owned()),
             interval: Duration::from_secs_f64(minutes * 60.0),
+            key: env
+                .get(CAPT_HOOK_RELEASE_PUBKEY)
+                .cloned()
+                .or_else(|| host_env(CAPT_HOOK_RELEASE_PUBKEY))
+                .filter(|k| !k.trim().is_empty()),
         })
     }
 }
@@ -133,13 +202,18 @@ impl Updater {
         updater
     }
 
-    fn untold(&self) -> parking_lot::MutexGuard<'_, Option<String>> {
+    fn untold(&self) -> parking_lot::MutexGuard<'_, Option<Notice>> {
         self.untold.lock()
     }
 
     /// The newer release the last check found, if any.
     pub fn latest(&self) -> Option<String> {
         self.read().latest.filter(|l| is_newer(l, BUILD))
+    }
+
+    /// Why the last release read was not trusted, while that holds.
+    pub fn refused(&self) -> Option<String> {
+        self.read().refused
     }
 
     fn read(&self) -> Record {
@@ -171,7 +245,7 @@ impl Updater {
             if !me.claim(&settings) {
                 return;
             }
-            let found = latest_release(&settings.url);
+            let found = check(&settings, &capt_hook_proto::paths::home());
             me.checking.store(false, Ordering::SeqCst);
             me.settle(found, &settings.url);
         }));
@@ -194,23 +268,36 @@ impl Updater {
     }
 
     /// Records a check's result and logs it.
-    fn settle(&self, found: Result<String, ReleaseError>, url: &str) {
+    fn settle(&self, found: Result<Found, ReleaseError>, url: &str) {
         let _guard = self.lock.lock();
         let mut r = self.read();
         match found {
-            Ok(latest) if is_newer(&latest, BUILD) => {
+            Ok(found) if is_newer(&found.version, BUILD) => {
                 tracing::info!(
-                    latest,
+                    latest = found.version,
                     current = BUILD,
-                    "a newer captain-hook release is available; the next session start says so"
+                    "a newer captain-hook release is available (verified); the next session start says so"
                 );
-                r.latest = Some(latest);
+                r.latest = Some(found.version);
+                r.upgrade = Some(found.upgrade);
                 r.error = None;
+                r.refused = None;
             }
-            Ok(latest) => {
-                tracing::debug!(latest, current = BUILD, "captain-hook is up to date");
+            Ok(found) => {
+                tracing::debug!(
+                    latest = found.version,
+                    current = BUILD,
+                    "captain-hook is up to date"
+                );
                 r.latest = None;
+                r.upgrade = None;
                 r.error = None;
+                r.refused = None;
+            }
+            Err(e) if e.is_untrusted() => {
+                tracing::warn!(url, error = %e, "the release check refused what it read: not trusted");
+                r.error = Some(e.to_string());
+                r.refused = Some(e.to_string());
             }
             Err(e) => {
                 tracing::warn!(url, error = %e, "the update check failed");
@@ -221,21 +308,20 @@ impl Updater {
         self.write(&r);
     }
 
-    /// The newer release a SessionStart should tell, taken so that concurrent session starts
-    /// tell it once: the caller hands [`notice`] of it to the worker with the event and then
-    /// calls [`Updater::told`] with whether the answer carried it.
-    pub fn take_untold(&self) -> Option<String> {
+    /// What a SessionStart should tell, taken so that concurrent session starts tell it once:
+    /// the caller hands [`Notice::text`] to the worker with the event and then calls
+    /// [`Updater::told`] with whether the answer carried it.
+    pub fn take_untold(&self) -> Option<Notice> {
         self.untold().take()
     }
 
-    /// After the SessionStart that was handed `latest`: when its answer carried the notice
-    /// (`told`), the record says so (on the blocking pool); otherwise a later session start
-    /// tells it.
-    pub fn told(self: &Arc<Self>, latest: String, told: bool) {
+    /// After the SessionStart that was handed `notice`: when its answer carried it (`told`),
+    /// the record says so (on the blocking pool); otherwise a later session start tells it.
+    pub fn told(self: &Arc<Self>, notice: Notice, told: bool) {
         if !told {
             let mut untold = self.untold();
             if untold.is_none() {
-                *untold = Some(latest);
+                *untold = Some(notice);
             }
             return;
         }
@@ -243,91 +329,307 @@ impl Updater {
         drop(tokio::task::spawn_blocking(move || {
             let _guard = me.lock.lock();
             let mut r = me.read();
-            r.notified = Some(latest);
+            match notice {
+                Notice::Newer { version, .. } => r.notified = Some(version),
+                Notice::Refused(why) => r.refusal_told = Some(why),
+            }
             me.write(&r);
         }));
     }
 }
 
-/// What a session is told about a newer release.
-pub fn notice(latest: &str) -> String {
-    format!(
-        "captain-hook {latest} is available (this is {BUILD}). Update it the way you installed \
-         it (`cargo xtask install` from a checkout), then run `capt-hookd shutdown`."
-    )
-}
-
-/// The newer release a session has not been told about.
-fn newer_untold(r: &Record) -> Option<String> {
-    r.latest
+/// What no session has been told about: a newer release first, else a refusal.
+fn newer_untold(r: &Record) -> Option<Notice> {
+    let newer = r
+        .latest
         .clone()
-        .filter(|l| is_newer(l, BUILD) && r.notified.as_deref() != Some(l))
+        .filter(|l| is_newer(l, BUILD) && r.notified.as_deref() != Some(l));
+    if let Some(version) = newer {
+        // A record from before the check named the command: the way an install from a
+        // checkout upgrades.
+        let upgrade = r
+            .upgrade
+            .clone()
+            .unwrap_or_else(|| "`cargo xtask install` from a checkout".to_owned());
+        return Some(Notice::Newer { version, upgrade });
+    }
+    r.refused
+        .clone()
+        .filter(|why| r.refusal_told.as_deref() != Some(why))
+        .map(Notice::Refused)
 }
 
 /// Why the release check found no version.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ReleaseError {
+    /// No key to verify a release with: nothing is asked.
+    #[error(
+        "no trusted release key: set {CAPT_HOOK_RELEASE_PUBKEY} (a minisign public key file or its \
+         base64 line) or install with install.sh, which keeps its key in {0}"
+    )]
+    NoTrustedKey(String),
+    /// The trusted key is not a minisign public key.
+    #[error("the trusted release key {origin} is not a minisign public key: {message}")]
+    BadKey {
+        /// Where the key came from.
+        origin: String,
+        /// The decoder's complaint.
+        message: String,
+    },
     /// The request failed (network, TLS, HTTP status).
     #[error("GET {url}: {source}")]
     Fetch {
-        /// The release URL.
+        /// The file's URL.
         url: String,
         /// The client's error.
         #[source]
-        source: ureq::Error,
+        source: Box<ureq::Error>,
     },
-    /// The body could not be read (or was larger than the limit).
-    #[error("reading {url}: {source}")]
-    Read {
-        /// The release URL.
-        url: String,
-        /// The client's error.
+    /// A local release file could not be read.
+    #[error("reading {path}: {source}")]
+    ReadFile {
+        /// The file.
+        path: String,
+        /// Why.
         #[source]
-        source: ureq::Error,
+        source: std::io::Error,
     },
-    /// The body is not JSON.
-    #[error("the release document is not JSON: {0}")]
+    /// The signature is not a minisign signature: the release is unsigned.
+    #[error("{url} is not a minisign signature ({message}): the release is unsigned")]
+    Unsigned {
+        /// The signature's URL.
+        url: String,
+        /// The decoder's complaint.
+        message: String,
+    },
+    /// The signature does not verify the digests with the trusted key.
+    #[error(
+        "{url} does not verify {SUMS} with the trusted release key ({message}): the release was \
+         altered or signed by another key"
+    )]
+    BadSignature {
+        /// The signature's URL.
+        url: String,
+        /// The verifier's complaint.
+        message: String,
+    },
+    /// The manifest is not what the signed digests say.
+    #[error("{url} was changed: its sha256 is {got}, the signed {SUMS} says {want}")]
+    Altered {
+        /// The manifest's URL.
+        url: String,
+        /// Its digest.
+        got: String,
+        /// The signed digest (`none` when it is not listed).
+        want: String,
+    },
+    /// The manifest is not JSON.
+    #[error("the release manifest is not JSON: {0}")]
     NotJson(#[source] serde_json::Error),
-    /// Neither `tag_name` nor `version` is there.
-    #[error("the release document names no tag_name or version")]
+    /// The manifest names no version.
+    #[error("the release manifest names no version")]
     NoVersion,
 }
 
-/// Asks the release URL for the latest version: `tag_name` (GitHub's releases API) or
-/// `version`, with any leading `v` removed. Blocking: run it on the blocking pool.
-fn latest_release(url: &str) -> Result<String, ReleaseError> {
+impl ReleaseError {
+    /// True when what was read did not verify (as opposed to not being read at all): the
+    /// session is told, since someone may be serving a forged release.
+    pub fn is_untrusted(&self) -> bool {
+        matches!(
+            self,
+            ReleaseError::Unsigned { .. }
+                | ReleaseError::BadSignature { .. }
+                | ReleaseError::Altered { .. }
+        )
+    }
+}
+
+/// A verified release.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Found {
+    /// The manifest's version.
+    pub version: String,
+    /// The command that installs it.
+    pub upgrade: String,
+}
+
+/// Where the release's files are read from.
+enum Source {
+    Http(String),
+    Dir(PathBuf),
+}
+
+impl Source {
+    fn new(url: &str) -> Source {
+        let url = url.trim();
+        if url.starts_with("http://") || url.starts_with("https://") {
+            Source::Http(url.trim_end_matches('/').to_owned())
+        } else {
+            Source::Dir(PathBuf::from(url.strip_prefix("file://").unwrap_or(url)))
+        }
+    }
+
+    /// Where `name` is, as messages name it.
+    fn name(&self, name: &str) -> String {
+        match self {
+            Source::Http(base) => format!("{base}/{name}"),
+            Source::Dir(dir) => dir.join(name).display().to_string(),
+        }
+    }
+
+    /// The release as `install.sh` takes it.
+    fn for_install(&self) -> String {
+        match self {
+            Source::Http(base) => base.clone(),
+            Source::Dir(dir) => dir.display().to_string(),
+        }
+    }
+
+    fn read(&self, agent: &ureq::Agent, name: &str) -> Result<Vec<u8>, ReleaseError> {
+        let url = self.name(name);
+        match self {
+            Source::Dir(_) => {
+                let read = std::fs::File::open(&url).and_then(|f| {
+                    use std::io::Read as _;
+                    let mut bytes = Vec::new();
+                    f.take(MAX_RELEASE_DOCUMENT).read_to_end(&mut bytes)?;
+                    Ok(bytes)
+                });
+                read.map_err(|source| ReleaseError::ReadFile { path: url, source })
+            }
+            Source::Http(_) => {
+                let fetch = |source| ReleaseError::Fetch {
+                    url: url.clone(),
+                    source: Box::new(source),
+                };
+                let mut resp = agent.get(&url).call().map_err(fetch)?;
+                resp.body_mut()
+                    .with_config()
+                    .limit(MAX_RELEASE_DOCUMENT)
+                    .read_to_vec()
+                    .map_err(fetch)
+            }
+        }
+    }
+}
+
+/// The trusted key and how `install.sh --pubkey` is given it (a file, or the base64 line):
+/// `CAPT_HOOK_RELEASE_PUBKEY`, else the key file the install kept under `home`.
+fn trusted_key(
+    settings: &Settings,
+    home: &Path,
+) -> Result<(minisign_verify::PublicKey, String), ReleaseError> {
+    let (text, origin, file) = match &settings.key {
+        Some(k) if Path::new(k.trim()).is_file() => {
+            let path = PathBuf::from(k.trim());
+            let text = std::fs::read_to_string(&path).map_err(|e| ReleaseError::BadKey {
+                origin: path.display().to_string(),
+                message: e.to_string(),
+            })?;
+            (text, path.display().to_string(), Some(path))
+        }
+        Some(k) => (k.clone(), CAPT_HOOK_RELEASE_PUBKEY.to_owned(), None),
+        None => {
+            let path = capt_hook_proto::paths::install_dir(home).join(INSTALLED_KEY);
+            match std::fs::read_to_string(&path) {
+                Ok(text) => (text, path.display().to_string(), Some(path)),
+                Err(_) => return Err(ReleaseError::NoTrustedKey(path.display().to_string())),
+            }
+        }
+    };
+    // A key file's second line, or the base64 line itself (as install.sh reads it).
+    let line = text
+        .lines()
+        .map(str::trim)
+        .rfind(|l| !l.is_empty() && !l.starts_with("untrusted comment:"))
+        .unwrap_or_default();
+    let key = minisign_verify::PublicKey::from_base64(line).map_err(|e| ReleaseError::BadKey {
+        origin,
+        message: e.to_string(),
+    })?;
+    // Named in the command the user runs in their own terminal, where the session's
+    // variable may not be set.
+    let given = file.map_or_else(|| line.to_owned(), |f| f.display().to_string());
+    Ok((key, given))
+}
+
+/// Reads the release `settings` name and trusts it as `install.sh` does; `home` is the user's
+/// (where the install keeps its key and script). Blocking: run it on the blocking pool.
+pub fn check(settings: &Settings, home: &Path) -> Result<Found, ReleaseError> {
+    // The key before any request: without one nothing could be trusted, so nothing is asked.
+    let (key, key_given) = trusted_key(settings, home)?;
     let agent: ureq::Agent = ureq::Agent::config_builder()
         .timeout_global(Some(FETCH_TIMEOUT))
         .user_agent(format!("capt-hookd/{BUILD}"))
         .build()
         .into();
-    let mut resp = agent
-        .get(url)
-        .header("Accept", "application/json")
-        .call()
-        .map_err(|source| ReleaseError::Fetch {
-            url: url.to_owned(),
-            source,
+    let source = Source::new(&settings.url);
+    let sums = source.read(&agent, SUMS)?;
+    let sig = source.read(&agent, SIGNATURE)?;
+    let sig_url = source.name(SIGNATURE);
+    let signature =
+        minisign_verify::Signature::decode(&String::from_utf8_lossy(&sig)).map_err(|e| {
+            ReleaseError::Unsigned {
+                url: sig_url.clone(),
+                message: e.to_string(),
+            }
         })?;
-    let body = resp
-        .body_mut()
-        .with_config()
-        .limit(MAX_RELEASE_DOCUMENT)
-        .read_to_vec()
-        .map_err(|source| ReleaseError::Read {
-            url: url.to_owned(),
-            source,
+    key.verify(&sums, &signature, false)
+        .map_err(|e| ReleaseError::BadSignature {
+            url: sig_url,
+            message: e.to_string(),
         })?;
-    parse_release(&body)
+    let manifest = source.read(&agent, MANIFEST)?;
+    let got: String = sha2::Sha256::digest(&manifest)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    let want = signed_digest(&String::from_utf8_lossy(&sums), MANIFEST);
+    if want.as_deref() != Some(got.as_str()) {
+        return Err(ReleaseError::Altered {
+            url: source.name(MANIFEST),
+            got,
+            want: want.unwrap_or_else(|| "none".to_owned()),
+        });
+    }
+    let version = parse_manifest(&manifest)?;
+    let script = capt_hook_proto::paths::install_dir(home).join(INSTALLED_SCRIPT);
+    let upgrade = format!(
+        "`sh {} --pubkey {} {}`",
+        shell_word(&script.display().to_string()),
+        shell_word(&key_given),
+        shell_word(&source.for_install())
+    );
+    Ok(Found { version, upgrade })
 }
 
-/// The version a release document names.
-pub fn parse_release(body: &[u8]) -> Result<String, ReleaseError> {
+/// The digest `SHA256SUMS` lists for `name` (`<hex>  <name>` lines).
+fn signed_digest(sums: &str, name: &str) -> Option<String> {
+    sums.lines().find_map(|l| {
+        let (digest, file) = l.split_once("  ")?;
+        (file == name && digest.len() == 64 && digest.bytes().all(|b| b.is_ascii_hexdigit()))
+            .then(|| digest.to_ascii_lowercase())
+    })
+}
+
+/// `s` quoted for a POSIX shell when it needs it.
+fn shell_word(s: &str) -> String {
+    if !s.is_empty()
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"/-._:~+=@%,".contains(&b))
+    {
+        s.to_owned()
+    } else {
+        format!("'{}'", s.replace('\'', r"'\''"))
+    }
+}
+
+/// The version a (verified) release manifest names, any leading `v` removed.
+pub fn parse_manifest(body: &[u8]) -> Result<String, ReleaseError> {
     let v: serde_json::Value = serde_json::from_slice(body).map_err(ReleaseError::NotJson)?;
-    ["tag_name", "version"]
-        .iter()
-        .find_map(|k| v.get(k).and_then(|t| t.as_str()))
+    v.get("version")
+        .and_then(|t| t.as_str())
         .map(|t| t.trim().trim_start_matches('v').to_owned())
         .filter(|t| !t.is_empty())
         .ok_or(ReleaseError::NoVersion)
@@ -369,10 +671,10 @@ mod tests {
 
     #[test]
     fn release_documents_and_settings() {
-        assert_eq!(parse_release(br#"{"tag_name":"v0.3.1"}"#).unwrap(), "0.3.1");
-        assert_eq!(parse_release(br#"{"version":"2.0.0"}"#).unwrap(), "2.0.0");
-        assert!(parse_release(b"<html>").is_err());
-        assert!(parse_release(b"{}").is_err());
+        assert_eq!(parse_manifest(br#"{"version":"v0.3.1"}"#).unwrap(), "0.3.1");
+        assert_eq!(parse_manifest(br#"{"version":"2.0.0"}"#).unwrap(), "2.0.0");
+        assert!(parse_manifest(b"<html>").is_err());
+        assert!(parse_manifest(br#"{"tag_name":"v1.0.0"}"#).is_err());
         let env = |pairs: &[(&str, &str)]| {
             pairs
                 .iter()
@@ -449,8 +751,11 @@ mod tests {
         .unwrap();
         let updater = Arc::new(Updater::new(dir.path()));
         let latest = updater.take_untold().unwrap();
-        assert_eq!(latest, "999.0.0");
-        assert!(notice(&latest).contains("captain-hook 999.0.0 is available"));
+        assert!(
+            matches!(&latest, Notice::Newer { version, .. } if version == "999.0.0"),
+            "{latest:?}"
+        );
+        assert!(latest.text().contains("captain-hook 999.0.0 is available"));
         assert_eq!(
             updater.take_untold(),
             None,
@@ -475,48 +780,223 @@ mod tests {
         panic!("the record never said the release was told");
     }
 
-    /// The check asks the URL over HTTP (no `curl`) and keeps what it found.
-    #[tokio::test]
-    async fn the_check_reads_the_release_over_http() {
-        use std::io::{Read, Write};
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let url = format!("http://{}/latest", listener.local_addr().unwrap());
-        let server = std::thread::spawn(move || {
-            let (mut conn, _) = listener.accept().unwrap();
-            let mut req = [0u8; 4096];
-            let n = conn.read(&mut req).unwrap();
-            let body = r#"{"tag_name":"v999.1.0"}"#;
-            write!(
-                conn,
-                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
-                body.len()
-            )
-            .unwrap();
-            String::from_utf8_lossy(&req[..n]).into_owned()
-        });
+    /// A release as `cargo xtask release` signs it (the files the check reads), in `dir`,
+    /// signed with the repository's test key.
+    fn signed_release(dir: &Path, version: &str) {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/release-key");
+        let key = capt_hook_sign::SigningKey::from_file(&root.join("test.key"), None).unwrap();
+        std::fs::create_dir_all(dir).unwrap();
+        let manifest =
+            format!("{{\n  \"name\": \"captain-hook\",\n  \"version\": \"{version}\"\n}}\n");
+        std::fs::write(dir.join(MANIFEST), &manifest).unwrap();
+        let sums = capt_hook_sign::sums([(MANIFEST, manifest.as_bytes())]);
+        std::fs::write(dir.join(SUMS), &sums).unwrap();
+        let sig = key.sign(sums.as_bytes(), "test release").unwrap();
+        std::fs::write(dir.join(SIGNATURE), sig).unwrap();
+    }
+
+    fn test_pub() -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/release-key/test.pub")
+    }
+
+    fn settings(url: &str, key: Option<&str>) -> Settings {
+        Settings {
+            url: url.to_owned(),
+            interval: Duration::ZERO,
+            key: key.map(str::to_owned),
+        }
+    }
+
+    /// A release directory read as a `file://` URL: verified with the key install.sh kept, the
+    /// manifest's version found, and the command that upgrades names the installed script, the
+    /// key and the source.
+    #[test]
+    fn a_signed_release_is_read_and_the_upgrade_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let release = dir.path().join("release");
+        signed_release(&release, "999.2.0");
+        let home = dir.path().join("home");
+        let share = capt_hook_proto::paths::install_dir(&home);
+        std::fs::create_dir_all(&share).unwrap();
+        std::fs::copy(test_pub(), share.join(INSTALLED_KEY)).unwrap();
+        let url = format!("file://{}", release.display());
+        let found = check(&settings(&url, None), &home).unwrap();
+        assert_eq!(found.version, "999.2.0");
         assert_eq!(
-            tokio::task::spawn_blocking({
-                let url = url.clone();
-                move || latest_release(&url)
-            })
-            .await
-            .unwrap()
-            .ok(),
-            Some("999.1.0".to_owned())
+            found.upgrade,
+            format!(
+                "`sh {} --pubkey {} {}`",
+                share.join(INSTALLED_SCRIPT).display(),
+                share.join(INSTALLED_KEY).display(),
+                release.display()
+            )
         );
-        let request = server.join().unwrap();
-        assert!(request.starts_with("GET /latest "), "{request}");
+        // The key as the variable's base64 line: named as it is, since the user's terminal
+        // may not have the session's variable.
+        let line = std::fs::read_to_string(test_pub()).unwrap();
+        let line = line.lines().nth(1).unwrap();
+        let found = check(&settings(release.to_str().unwrap(), Some(line)), &home).unwrap();
+        assert_eq!(found.version, "999.2.0");
         assert!(
-            request
-                .to_ascii_lowercase()
-                .contains("user-agent: capt-hookd/"),
-            "{request}"
+            found.upgrade.contains(&format!(" --pubkey {line} ")),
+            "{}",
+            found.upgrade
+        );
+    }
+
+    /// Unsigned, re-signed by another key, or a manifest changed after signing: refused and
+    /// reported (untrusted), never read. No key: an error before anything is read.
+    #[test]
+    fn an_unsigned_or_altered_release_is_never_trusted() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().join("home");
+        let key = test_pub().display().to_string();
+        let fresh = |name: &str| {
+            let release = dir.path().join(name);
+            signed_release(&release, "999.3.0");
+            release
+        };
+
+        let altered = fresh("altered");
+        std::fs::write(
+            altered.join(MANIFEST),
+            r#"{"name":"captain-hook","version":"999.9.9"}"#,
+        )
+        .unwrap();
+        let e = check(&settings(altered.to_str().unwrap(), Some(&key)), &home).unwrap_err();
+        assert!(e.is_untrusted(), "{e}");
+        assert!(e.to_string().contains("manifest.json was changed"), "{e}");
+
+        let unsigned = fresh("unsigned");
+        std::fs::write(unsigned.join(SIGNATURE), "not a signature\n").unwrap();
+        let e = check(&settings(unsigned.to_str().unwrap(), Some(&key)), &home).unwrap_err();
+        assert!(
+            e.is_untrusted() && e.to_string().contains("unsigned"),
+            "{e}"
         );
 
+        let sums_changed = fresh("sums");
+        let mut sums = std::fs::read_to_string(sums_changed.join(SUMS)).unwrap();
+        sums.push_str(&format!("{}  extra\n", "0".repeat(64)));
+        std::fs::write(sums_changed.join(SUMS), sums).unwrap();
+        let e = check(&settings(sums_changed.to_str().unwrap(), Some(&key)), &home).unwrap_err();
+        assert!(
+            e.is_untrusted() && e.to_string().contains("altered or signed by another key"),
+            "{e}"
+        );
+
+        // Another key: a fresh pair's public half is trusted, the release is the test key's.
+        let other = "RWQf6LRCGA9i53mlYecO4IzT51TGPpvWucNSCh1CBM0QTaLn73Y7GFO3";
+        let good = fresh("good");
+        let e = check(&settings(good.to_str().unwrap(), Some(other)), &home).unwrap_err();
+        assert!(e.is_untrusted(), "{e}");
+
+        // No key anywhere: nothing is read (the URL would not even resolve).
+        let e = check(&settings("http://256.0.0.1/none", None), &home).unwrap_err();
+        assert!(matches!(e, ReleaseError::NoTrustedKey(_)), "{e}");
+        assert!(!e.is_untrusted());
+
+        // A refusal is kept and told to one session, then not again.
+        let state = dir.path().join("state");
+        std::fs::create_dir_all(&state).unwrap();
+        let updater = Arc::new(Updater::new(&state));
+        let why = check(&settings(altered.to_str().unwrap(), Some(&key)), &home).unwrap_err();
+        updater.settle(Err(why), "altered");
+        assert!(
+            updater.latest().is_none(),
+            "a refused release is not a newer one"
+        );
+        assert!(updater.refused().unwrap().contains("was changed"));
+        let told = updater.take_untold().unwrap();
+        assert!(
+            matches!(&told, Notice::Refused(w) if w.contains("was changed")),
+            "{told:?}"
+        );
+        assert!(told.text().contains("did not trust"), "{}", told.text());
+        assert_eq!(updater.take_untold(), None);
+    }
+
+    /// The check asks the release directory over HTTP (no `curl`): a loopback server serves a
+    /// signed release, and what it found is kept.
+    #[tokio::test]
+    async fn the_check_reads_the_release_over_http() {
+        use std::io::{BufRead as _, Write as _};
         let dir = tempfile::tempdir().unwrap();
-        let updater = Arc::new(Updater::new(dir.path()));
-        updater.settle(Ok("999.1.0".into()), &url);
+        let release = dir.path().join("release");
+        signed_release(&release, "999.1.0");
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}/rel", listener.local_addr().unwrap());
+        let served = release.clone();
+        let server = std::thread::spawn(move || {
+            let mut requests = Vec::new();
+            for _ in 0..3 {
+                let (conn, _) = listener.accept().unwrap();
+                let mut reader = std::io::BufReader::new(conn.try_clone().unwrap());
+                let mut line = String::new();
+                reader.read_line(&mut line).unwrap();
+                let mut agent = String::new();
+                loop {
+                    let mut h = String::new();
+                    if reader.read_line(&mut h).unwrap_or(0) <= 2 {
+                        break;
+                    }
+                    if h.to_ascii_lowercase().starts_with("user-agent:") {
+                        agent = h.trim().to_owned();
+                    }
+                }
+                let name = line.split(' ').nth(1).unwrap().trim_start_matches("/rel/");
+                let body = std::fs::read(served.join(name)).unwrap();
+                let mut conn = conn;
+                write!(
+                    conn,
+                    "HTTP/1.1 200 OK\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+                    body.len()
+                )
+                .unwrap();
+                conn.write_all(&body).unwrap();
+                requests.push((line.trim().to_owned(), agent));
+            }
+            requests
+        });
+        let s = settings(&url, Some(test_pub().to_str().unwrap()));
+        let home = dir.path().join("home");
+        let found = tokio::task::spawn_blocking(move || check(&s, &home))
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(found.version, "999.1.0");
+        assert!(
+            found.upgrade.ends_with(&format!(" {url}`")),
+            "{}",
+            found.upgrade
+        );
+        let requests = server.join().unwrap();
+        let lines: Vec<&str> = requests.iter().map(|(l, _)| l.as_str()).collect();
+        assert_eq!(
+            lines,
+            [
+                "GET /rel/SHA256SUMS HTTP/1.1",
+                "GET /rel/SHA256SUMS.minisig HTTP/1.1",
+                "GET /rel/manifest.json HTTP/1.1"
+            ]
+        );
+        assert!(
+            requests
+                .iter()
+                .all(|(_, a)| a.to_ascii_lowercase().contains("capt-hookd/")),
+            "{requests:?}"
+        );
+
+        let state = tempfile::tempdir().unwrap();
+        let updater = Arc::new(Updater::new(state.path()));
+        updater.settle(Ok(found.clone()), &url);
         assert_eq!(updater.latest().as_deref(), Some("999.1.0"));
-        assert_eq!(updater.take_untold().as_deref(), Some("999.1.0"));
+        let told = updater.take_untold().unwrap();
+        assert!(
+            told.text().contains("captain-hook 999.1.0 is available")
+                && told.text().contains(&found.upgrade),
+            "{}",
+            told.text()
+        );
     }
 }
