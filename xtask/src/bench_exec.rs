@@ -300,3 +300,28 @@ pub fn run(
     );
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each floor the exec part builds starts and exits 0 as it is spawned there; one whose
+    /// toolchain is missing says so and stands aside (`None`), never failing the bench.
+    #[test]
+    fn the_floors_build_and_exit_cleanly() {
+        if !(cfg!(target_os = "linux")
+            && cfg!(any(target_arch = "x86_64", target_arch = "aarch64")))
+        {
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let mut floors = vec![build_noop(dir.path()).unwrap()];
+        floors.extend(build_musl_noop(dir.path()).unwrap());
+        floors.extend(build_musl_c_noop(dir.path()).unwrap());
+        for floor in &floors {
+            let out = Command::new(floor).output().unwrap();
+            assert!(out.status.success(), "{}: {}", floor.display(), out.status);
+            assert!(out.stdout.is_empty() && out.stderr.is_empty());
+        }
+    }
+}
