@@ -13,10 +13,12 @@
 //! reading its arguments, started through the same link, which splits that remainder into the
 //! client's start-up and the event itself.
 //!
-//! A second floor, the musl no-op, is an empty Rust program linked as the client is (musl,
-//! static-pie): what any program in the client's language and runtime costs to start. The
-//! issue's own "static no-op" was a normal static program, not a libc-free one; against that
-//! floor the ratio measures what the client does, not the runtime it is written in.
+//! Two more floors, for context only (the ratio stays against the libc-free no-op): an empty C
+//! program linked with musl as static-pie (`musl-gcc`), what starting any program with a libc
+//! costs (musl's start-up, the self-relocation, its pages), and an empty Rust program linked as
+//! the client is (musl, static-pie), which adds std's `main` wrapper: the client is `no_main`
+//! and skips that part (crates/capt-hook-client/src/start.rs). The issue's own "static no-op"
+//! was a normal static program, not a libc-free one.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -49,6 +51,39 @@ fn panic(_: &core::panic::PanicInfo) -> ! {
 /// An empty Rust program: with the musl target, the same start-up as the client (musl's, std's,
 /// static-pie's self-relocation) and nothing else.
 const MUSL_NOOP: &str = "fn main() {}\n";
+
+/// An empty C program.
+const MUSL_C_NOOP: &str = "int main(void) { return 0; }\n";
+
+/// Builds [`MUSL_C_NOOP`] into `dir` with musl's C compiler as static-pie; `None` (said) when
+/// there is no musl C compiler.
+fn build_musl_c_noop(dir: &Path) -> anyhow::Result<Option<PathBuf>> {
+    let toolchain = crate::dist::StaticToolchain::detect()?;
+    let Some(cc) = toolchain.musl_cc() else {
+        println!("exec  no musl C no-op (no musl-gcc: apt-get install musl-tools)");
+        return Ok(None);
+    };
+    let src = dir.join("musl_c_noop.c");
+    let out = dir.join("musl-c-noop");
+    std::fs::write(&src, MUSL_C_NOOP)?;
+    let built = Command::new(cc)
+        .args(["-O2", "-static-pie", "-o"])
+        .arg(&out)
+        .arg(&src)
+        .output()
+        .with_context(|| format!("running {cc} for the musl C no-op"))?;
+    if !built.status.success() {
+        println!(
+            "exec  no musl C no-op ({cc} failed): {}",
+            String::from_utf8_lossy(&built.stderr)
+                .lines()
+                .next()
+                .unwrap_or("")
+        );
+        return Ok(None);
+    }
+    Ok(Some(out))
+}
 
 /// Builds [`MUSL_NOOP`] into `dir` as `cargo xtask dist` links the client (static-pie, musl);
 /// `None` (said) when the musl target is not installed.
@@ -154,6 +189,8 @@ pub fn run(
     // When it cannot be built, the libc-free no-op stands in (its line then says so).
     let musl_noop_path = build_musl_noop(&sandbox.dir)?;
     let mut musl_noop = like(&template, musl_noop_path.as_deref().unwrap_or(&noop_path));
+    let musl_c_path = build_musl_c_noop(&sandbox.dir)?;
+    let mut musl_c = like(&template, musl_c_path.as_deref().unwrap_or(&noop_path));
 
     // The exec form answers as `hook run` does; then a few untimed runs of each, so none pays
     // for its first start (page cache, the link's lookup).
@@ -173,16 +210,30 @@ pub fn run(
         );
     }
     for _ in 0..10 {
-        for cmd in [&mut exec, &mut shell, &mut idle, &mut noop, &mut musl_noop] {
+        for cmd in [
+            &mut exec,
+            &mut shell,
+            &mut idle,
+            &mut noop,
+            &mut musl_noop,
+            &mut musl_c,
+        ] {
             time(cmd, payload_path)?;
         }
     }
 
-    let mut lines: [Vec<f64>; 5] = Default::default();
+    let mut lines: [Vec<f64>; 6] = Default::default();
     for _ in 0..samples {
-        for (cmd, line) in [&mut exec, &mut shell, &mut idle, &mut noop, &mut musl_noop]
-            .into_iter()
-            .zip(lines.iter_mut())
+        for (cmd, line) in [
+            &mut exec,
+            &mut shell,
+            &mut idle,
+            &mut noop,
+            &mut musl_noop,
+            &mut musl_c,
+        ]
+        .into_iter()
+        .zip(lines.iter_mut())
         {
             line.push(time(cmd, payload_path)?);
         }
@@ -193,13 +244,15 @@ pub fn run(
         mut idle_ms,
         mut noop_ms,
         mut musl_ms,
+        mut musl_c_ms,
     ] = lines;
-    let (exec_p50, shell_p50, idle_p50, noop_p50, musl_p50) = (
+    let (exec_p50, shell_p50, idle_p50, noop_p50, musl_p50, musl_c_p50) = (
         median(&mut exec_ms),
         median(&mut shell_ms),
         median(&mut idle_ms),
         median(&mut noop_ms),
         median(&mut musl_ms),
+        median(&mut musl_c_ms),
     );
     println!(
         "== exec form (installed plugin, warm host, 100-hook project, {samples} samples each, interleaved)"
@@ -230,10 +283,45 @@ pub fn run(
         pct(&musl_ms, 0.9),
         musl_p50 / noop_p50,
         if musl_noop_path.is_some() {
-            " (the client's runtime starting, nothing else)"
+            " (musl and std's main wrapper, nothing else)"
+        } else {
+            " (not built: the libc-free no-op again)"
+        }
+    );
+    println!(
+        "      musl C no-op (int main, static-pie)     median {musl_c_p50:7.3} ms   p90 {:7.3} ms   ratio {:.2}x{}",
+        pct(&musl_c_ms, 0.9),
+        musl_c_p50 / noop_p50,
+        if musl_c_path.is_some() {
+            " (musl's start-up, nothing else)"
         } else {
             " (not built: the libc-free no-op again)"
         }
     );
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each floor the exec part builds starts and exits 0 as it is spawned there; one whose
+    /// toolchain is missing says so and stands aside (`None`), never failing the bench.
+    #[test]
+    fn the_floors_build_and_exit_cleanly() {
+        if !(cfg!(target_os = "linux")
+            && cfg!(any(target_arch = "x86_64", target_arch = "aarch64")))
+        {
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let mut floors = vec![build_noop(dir.path()).unwrap()];
+        floors.extend(build_musl_noop(dir.path()).unwrap());
+        floors.extend(build_musl_c_noop(dir.path()).unwrap());
+        for floor in &floors {
+            let out = Command::new(floor).output().unwrap();
+            assert!(out.status.success(), "{}: {}", floor.display(), out.status);
+            assert!(out.stdout.is_empty() && out.stderr.is_empty());
+        }
+    }
 }

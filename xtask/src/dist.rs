@@ -128,6 +128,11 @@ impl StaticToolchain {
         })
     }
 
+    /// The musl C compiler found, if any.
+    pub(crate) fn musl_cc(&self) -> Option<&str> {
+        self.musl_cc.as_deref()
+    }
+
     /// How the binaries are linked, as `dist` prints it.
     pub(crate) fn how(&self) -> &'static str {
         if self.is_musl() {

@@ -6,4 +6,5 @@ pub mod alloc;
 pub mod doctor;
 pub mod env;
 pub mod run;
+pub mod start;
 pub mod transport;

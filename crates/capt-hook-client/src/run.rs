@@ -13,7 +13,6 @@
 //! host (two thirds of it, retries included) and the local evaluation (the rest).
 
 use std::io::{Read, Write};
-use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use capt_hook_proto::failure::{is_guarded_for, last_resort};
@@ -85,10 +84,23 @@ fn parse_args<'a>(args: &[&'a str]) -> Option<Cmd<'a>> {
 }
 
 /// Runs `hook` with its arguments (without the program name).
-pub fn main(args: &[String]) -> ExitCode {
+pub fn main(args: &[String]) -> std::process::ExitCode {
+    std::process::ExitCode::from(exit_code(args))
+}
+
+/// [`main`], returning the exit status as a number (the `hook` binary has no std `main` to
+/// hand an `ExitCode` to; see `main.rs`). Whatever was printed is flushed before it returns.
+pub fn exit_code(args: &[String]) -> u8 {
+    let code = run(args);
+    // std flushes stdout when `main` returns; a `no_main` binary must do it itself.
+    let _ = std::io::stdout().flush();
+    code
+}
+
+fn run(args: &[String]) -> u8 {
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let (agent, named) = match parse_args(&args) {
-        Some(Cmd::Nothing) => return ExitCode::SUCCESS,
+        Some(Cmd::Nothing) => return 0,
         Some(Cmd::ModInit) => return mod_init(),
         Some(Cmd::Run { agent, event }) => (agent, event),
         None => return error(USAGE),
@@ -197,7 +209,7 @@ fn own_env() -> std::collections::BTreeMap<String, String> {
 /// would send (`env`: Claude Code's own plus the variables it gives hooks, which the mod passes
 /// as this process's environment), so the mod reads both rules from here rather than copying
 /// them.
-fn mod_init() -> ExitCode {
+fn mod_init() -> u8 {
     let timeout = crate::env::timeout().unwrap_or(crate::env::DEFAULT_TIMEOUT);
     let root = crate::env::project_dir()
         .or_else(|| {
@@ -214,10 +226,10 @@ fn mod_init() -> ExitCode {
         "env": own_env(),
     });
     println!("{line}");
-    ExitCode::SUCCESS
+    0
 }
 
-fn dispatch(req: &EventRequest, timeout: Duration) -> ExitCode {
+fn dispatch(req: &EventRequest, timeout: Duration) -> u8 {
     let start = Instant::now();
     let deadline = start + timeout;
     let agent = req.agent.as_deref();
@@ -275,7 +287,7 @@ fn release_claim(req: &EventRequest) {
 }
 
 /// Prints a guarded event's answer when it can stand, or the ask answer saying why not.
-fn graded(agent: Option<&str>, event: &str, resp: &EventResponse, from: &str) -> ExitCode {
+fn graded(agent: Option<&str>, event: &str, resp: &EventResponse, from: &str) -> u8 {
     match grade(resp) {
         None => emit(resp),
         Some(kind) => {
@@ -299,7 +311,7 @@ fn grade(resp: &EventResponse) -> Option<Kind> {
 }
 
 /// Prints a reply verbatim and exits with its code.
-fn emit(resp: &EventResponse) -> ExitCode {
+fn emit(resp: &EventResponse) -> u8 {
     let Ok(code) = u8::try_from(resp.exit) else {
         return error(&format!("invalid worker exit code {}", resp.exit));
     };
@@ -311,7 +323,7 @@ fn emit(resp: &EventResponse) -> ExitCode {
         return error(&format!("write result: {e}"));
     }
     let _ = std::io::stderr().write_all(resp.stderr.as_bytes());
-    ExitCode::from(code)
+    code
 }
 
 /// The reason shown in the prompt when the client itself must answer a guarded call.
@@ -327,21 +339,21 @@ pub fn reason(kind: Kind, why: &str) -> String {
 /// exit 0. Another agent's call is refused instead (exit 2, the reason on stderr: the one
 /// blocking answer every agent's guard event reads without its own output shape, which only
 /// the worker's adapters know).
-fn unchecked(agent: Option<&str>, event: &str, kind: Kind, why: &str) -> ExitCode {
+fn unchecked(agent: Option<&str>, event: &str, kind: Kind, why: &str) -> u8 {
     if agent.is_some() {
         eprintln!("{}", reason(kind, why));
-        return ExitCode::from(2);
+        return 2;
     }
     if let Some(envelope) = last_resort(event, &reason(kind, why)) {
         println!("{envelope}");
     }
     eprintln!("hook: could not check this call ({}): {why}", kind.as_str());
-    ExitCode::SUCCESS
+    0
 }
 
-fn error(message: &str) -> ExitCode {
+fn error(message: &str) -> u8 {
     eprintln!("hook: {message}");
-    ExitCode::from(1)
+    1
 }
 
 #[cfg(test)]

@@ -445,7 +445,7 @@ fn verify_host(stream: &UnixStream) -> Result<(), HostRefused> {
         )));
     }
     let expected = sibling("capt-hookd");
-    let expected = std::fs::canonicalize(&expected).map_err(|e| {
+    let expected = resolved(&expected).map_err(|e| {
         refuse(format!(
             "the installed host {} to compare it with cannot be found ({e})",
             expected.display()
@@ -463,6 +463,25 @@ fn verify_host(stream: &UnixStream) -> Result<(), HostRefused> {
     Ok(())
 }
 
+/// `sibling`'s path with every link resolved, as the kernel names a process's executable in
+/// `/proc/<pid>/exe`. `sibling` must be absolute with a canonical directory, as [`sibling`]'s
+/// is: this binary's directory, read from `/proc/self/exe`, which the kernel gives with every
+/// link resolved already. So only the file itself can be a link, and one `readlink` says
+/// whether it is (`canonicalize` would `readlink` every component, on every event).
+#[cfg(target_os = "linux")]
+fn resolved(sibling: &std::path::Path) -> io::Result<PathBuf> {
+    match std::fs::read_link(sibling) {
+        // EINVAL: it exists and is not a link.
+        Err(e) if e.kind() == io::ErrorKind::InvalidInput && sibling.is_absolute() => {
+            Ok(sibling.to_path_buf())
+        }
+        Err(e) if e.kind() != io::ErrorKind::InvalidInput => Err(e),
+        // A link (an install that links the host from elsewhere), or a path not known to be
+        // canonical: resolve the whole of it.
+        _ => std::fs::canonicalize(sibling),
+    }
+}
+
 #[cfg(not(target_os = "linux"))]
 fn verify_host(_: &UnixStream) -> Result<(), HostRefused> {
     Ok(())
@@ -474,4 +493,42 @@ fn sibling(name: &str) -> PathBuf {
         .ok()
         .and_then(|e| e.parent().map(|d| d.join(name)))
         .unwrap_or_else(|| name.into())
+}
+
+#[cfg(all(test, target_os = "linux"))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn resolved_follows_a_linked_host_and_keeps_a_plain_one() {
+        let dir =
+            std::env::temp_dir().join(format!("capt-hook-client-resolved-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("real")).unwrap();
+        let dir = std::fs::canonicalize(&dir).unwrap();
+        let host = dir.join("real/capt-hookd");
+        std::fs::write(&host, "").unwrap();
+        std::os::unix::fs::symlink(&host, dir.join("capt-hookd")).unwrap();
+        assert_eq!(resolved(&host).unwrap(), host);
+        assert_eq!(resolved(&dir.join("capt-hookd")).unwrap(), host);
+        // A relative path is not known to be canonical: resolved in full.
+        let cwd = std::env::current_dir().unwrap();
+        let relative = pathdiff(&host, &cwd);
+        assert_eq!(resolved(&relative).unwrap(), host);
+        let missing = resolved(&dir.join("gone")).unwrap_err();
+        assert_eq!(missing.kind(), io::ErrorKind::NotFound);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// `path` relative to `base` (both absolute), through `..` as needed.
+    fn pathdiff(path: &std::path::Path, base: &std::path::Path) -> PathBuf {
+        let (p, b): (Vec<_>, Vec<_>) = (path.components().collect(), base.components().collect());
+        let common = p.iter().zip(&b).take_while(|(x, y)| x == y).count();
+        let mut out = PathBuf::new();
+        for _ in common..b.len() {
+            out.push("..");
+        }
+        out.extend(&p[common..]);
+        out
+    }
 }
