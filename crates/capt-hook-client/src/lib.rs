@@ -6,5 +6,4 @@ pub mod alloc;
 pub mod doctor;
 pub mod env;
 pub mod run;
-pub mod start;
 pub mod transport;

@@ -88,11 +88,10 @@ pub fn main(args: &[String]) -> std::process::ExitCode {
     std::process::ExitCode::from(exit_code(args))
 }
 
-/// [`main`], returning the exit status as a number (the `hook` binary has no std `main` to
-/// hand an `ExitCode` to; see `main.rs`). Whatever was printed is flushed before it returns.
+/// [`main`], returning the exit status as a number. Whatever was printed is flushed before it
+/// returns.
 pub fn exit_code(args: &[String]) -> u8 {
     let code = run(args);
-    // std flushes stdout when `main` returns; a `no_main` binary must do it itself.
     let _ = std::io::stdout().flush();
     code
 }

@@ -1,4 +1,4 @@
-//! The `hook` binary as built (`#![no_main]`, its own start-up): arguments, exit codes,
+//! The `hook` binary as built: arguments, exit codes,
 //! descriptors 0 to 2 and what it prints, with no host and no worker beside it.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
