@@ -373,6 +373,7 @@ fn prepare(
             state_root: None,
             origin_pid: None,
             request_env: None,
+            coding_agent: None,
         }
     };
     match captain_hook::project::read_event(name, &stdin, context) {

@@ -11,6 +11,10 @@ use serde_json::{Map, Value};
 use crate::events::EventKind;
 use crate::tool::ToolCall;
 
+/// Claude Code's name among the coding agents (`hook run --agent claude`): the agent of an
+/// event no other agent's adapter read.
+pub const CLAUDE: &str = "claude";
+
 /// Why a payload could not become an event.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
@@ -37,6 +41,10 @@ pub struct EventContext {
     /// The sender's request-scoped environment (`CAPT_HOOK_*`, `CLAUDE_*`, …), read instead of
     /// this process's when the event came through the host.
     pub request_env: Option<std::sync::Arc<BTreeMap<String, String>>>,
+    /// The coding agent that sent the event, by the name `hook run --agent` takes (`codex`,
+    /// `gemini`, …), when it is not Claude Code: its payload was read as Claude Code's, so
+    /// nothing in the payload says so any more.
+    pub coding_agent: Option<String>,
 }
 
 /// One event: its kind, the raw payload kept verbatim, and typed accessors over it.
@@ -327,6 +335,12 @@ impl Event {
     /// The working directory Claude Code reported.
     pub fn cwd(&self) -> Option<&str> {
         self.str_field("cwd")
+    }
+
+    /// The coding agent running the session: `claude` unless the event came through another
+    /// agent's adapter ([`EventContext::coding_agent`]).
+    pub fn coding_agent(&self) -> &str {
+        self.context.coding_agent.as_deref().unwrap_or(CLAUDE)
     }
 
     /// The permission mode (`default`, `plan`, `acceptEdits`, `bypassPermissions`, …).

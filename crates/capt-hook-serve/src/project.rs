@@ -44,6 +44,8 @@ pub struct Origin {
     pub pid: Option<u32>,
     /// The sender's request-scoped environment.
     pub env: Option<Arc<std::collections::BTreeMap<String, String>>>,
+    /// The coding agent whose adapter read the event (`codex`, …); `None` for Claude Code.
+    pub agent: Option<String>,
     /// The host's notice epoch ([`capt_hook_proto::EventRequest::notice_epoch`]).
     pub notice_epoch: Option<u64>,
     /// The host's own notices for the user ([`capt_hook_proto::EventRequest::notices`]), told
@@ -346,6 +348,7 @@ impl Project {
             state_root: Some(capt_hook_state::state_root()),
             origin_pid: origin.pid,
             request_env: origin.env,
+            coding_agent: origin.agent,
         };
         let evt = match read_event(event, stdin, context) {
             Ok(Some(e)) => Arc::new(e),
