@@ -51,16 +51,63 @@ fn read(path: &Path) -> anyhow::Result<Option<Value>> {
 }
 
 fn write(path: &Path, value: &Value) -> anyhow::Result<()> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     let mut text = serde_json::to_string_pretty(value)?;
     text.push('\n');
+    write_text(path, text)
+}
+
+fn write_text(path: &Path, text: String) -> anyhow::Result<()> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     let tmp = dir.join(format!(
         ".{}.capt-hook.tmp",
         path.file_name().and_then(|n| n.to_str()).unwrap_or("hooks")
     ));
     std::fs::write(&tmp, text).with_context(|| format!("writing {}", tmp.display()))?;
     std::fs::rename(&tmp, path).with_context(|| format!("replacing {}", path.display()))
+}
+
+/// The user's Codex `config.toml`, where Codex keeps which hooks the user trusts (its own
+/// `CODEX_HOME`, else `~/.codex`), whichever scope the hooks were installed in.
+fn codex_config(root: &Path) -> anyhow::Result<PathBuf> {
+    let user_hooks = path_for(Agent::Codex, true, root)?;
+    Ok(user_hooks.with_file_name("config.toml"))
+}
+
+/// Codex names a hooks file by its absolute path with links resolved, as its working
+/// directory gives it.
+fn codex_source(hooks: &Path) -> PathBuf {
+    match (hooks.parent().and_then(|d| d.canonicalize().ok()), hooks.file_name()) {
+        (Some(dir), Some(name)) => dir.join(name),
+        _ => std::path::absolute(hooks).unwrap_or_else(|_| hooks.to_path_buf()),
+    }
+}
+
+/// Takes back Codex's trust in our hooks as `before` held them and gives it to them as `after`
+/// holds them (hooks file at `hooks`), in the user's `config.toml`, as a review in Codex would;
+/// the rest of that file stays as written. Returns the file when it changed.
+fn codex_retrust(
+    root: &Path,
+    hooks: &Path,
+    before: Option<&Value>,
+    after: Option<&Value>,
+) -> anyhow::Result<Option<PathBuf>> {
+    use capt_hook_agents::codex::{retrust, trust_entries};
+    let source = codex_source(hooks);
+    let old = before.map(|v| trust_entries(&source, v)).unwrap_or_default();
+    let new = after.map(|v| trust_entries(&source, v)).unwrap_or_default();
+    let config = codex_config(root)?;
+    let text = match std::fs::read_to_string(&config) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(e) => return Err(e).with_context(|| format!("reading {}", config.display())),
+    };
+    let next = retrust(&text, &old, &new).map_err(|e| edit_error(&config, e))?;
+    if next == text {
+        return Ok(None);
+    }
+    write_text(&config, next)?;
+    Ok(Some(config))
 }
 
 fn edit_error(path: &Path, e: capt_hook_agents::AgentError) -> anyhow::Error {
@@ -83,27 +130,33 @@ pub fn install(
     let existing = read(&path)?;
     let next =
         install::install(agent, existing.as_ref(), &hook).map_err(|e| edit_error(&path, e))?;
-    if existing.as_ref() == Some(&next) {
+    let unchanged = existing.as_ref() == Some(&next);
+    if unchanged {
         println!(
             "{}: capt-hook's hooks are already in {}",
             agent.table().title,
             path.display()
         );
-        return Ok(ExitCode::SUCCESS);
-    }
-    write(&path, &next)?;
-    println!(
-        "{}: every event now runs `{}` ({})",
-        agent.table().title,
-        install::command(&hook, agent, "<Event>"),
-        path.display()
-    );
-    if agent == Agent::Codex {
+    } else {
+        write(&path, &next)?;
         println!(
-            "Codex runs a hook only once it is trusted: review the new hooks in Codex (or \
-             run it with --dangerously-bypass-hook-trust), or they are skipped without a word."
+            "{}: every event now runs `{}` ({})",
+            agent.table().title,
+            install::command(&hook, agent, "<Event>"),
+            path.display()
         );
-        if !user {
+    }
+    if agent == Agent::Codex {
+        // Codex runs an unmanaged hook only once the user trusts its hash; installing is the
+        // user's say-so, so the installer records it as a review in Codex would.
+        if let Some(config) = codex_retrust(root, &path, existing.as_ref(), Some(&next))? {
+            println!(
+                "Codex trusts these hooks now (their hashes are in {}); `codex` lists them \
+                 under /hooks.",
+                config.display()
+            );
+        }
+        if !user && !unchanged {
             // Observed with Codex 0.169 (cargo xtask e2e-agents): an untrusted project's
             // `.codex/` is ignored whole, with one warning on stderr.
             println!(
@@ -134,6 +187,11 @@ pub fn uninstall(root: &Path, agent: &str, user: bool) -> anyhow::Result<ExitCod
         return Ok(ExitCode::SUCCESS);
     };
     let next = install::uninstall(agent, &existing).map_err(|e| edit_error(&path, e))?;
+    if agent == Agent::Codex
+        && let Some(config) = codex_retrust(root, &path, Some(&existing), None)?
+    {
+        println!("Codex's trust in them is taken back ({})", config.display());
+    }
     if next == existing {
         println!(
             "{}: no capt-hook hooks in {}",

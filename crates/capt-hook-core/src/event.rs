@@ -258,6 +258,33 @@ impl Event {
         })
     }
 
+    /// Where the stopping agent stands in its turn, as `(events so far, events in the current
+    /// turn)`: the positions the once-per-turn throttles compare. Claude Code's come from its
+    /// transcript. Another agent's transcript is not in that format (reading it as Claude Code's
+    /// finds no prompt, so a whole session looks like one turn), so there the user prompts
+    /// counted by [`Event::mark_prompt`] mark the turns.
+    pub fn turn_span(&self) -> (usize, usize) {
+        if self.context.coding_agent.is_some() {
+            return self
+                .store()
+                .load::<capt_hook_state::PrimitiveState>()
+                .prompt_turn();
+        }
+        let t = self.transcript();
+        (t.len(), t.current_turn().len())
+    }
+
+    /// Counts this event's user prompt towards [`Event::turn_span`], when it is another agent's
+    /// prompt (its UserPromptSubmit, Gemini CLI's BeforeAgent, …). Call once per event, before
+    /// its hooks run.
+    pub fn mark_prompt(&self) -> Result<(), capt_hook_state::StateError> {
+        if self.kind != EventKind::UserPromptSubmit || self.context.coding_agent.is_none() {
+            return Ok(());
+        }
+        self.store()
+            .mutate(|s: &mut capt_hook_state::PrimitiveState| s.prompts += 1)
+    }
+
     /// The session's transcript (the agent's own for a subagent), read on first use; empty
     /// when there is none or it cannot be read.
     pub fn transcript(&self) -> &Transcript {

@@ -233,7 +233,8 @@ fn nudge_handler(options: NudgeOptions, ledger_key: String) -> HandlerFn {
         let store = evt.store();
         let t = evt.transcript();
         let throttle = TurnThrottle::new(store, evt.agent_id());
-        if options.block && throttle.fired_this_turn(t.len(), t.current_turn().len()) {
+        let (len, turn) = evt.turn_span();
+        if options.block && throttle.fired_this_turn(len, turn) {
             return Ok(None);
         }
         if let Some(when) = &options.when
@@ -263,7 +264,7 @@ fn nudge_handler(options: NudgeOptions, ledger_key: String) -> HandlerFn {
             // Claim the turn atomically, so two gates racing in one agent context cannot both
             // block it.
             if !throttle
-                .claim(t.len(), t.current_turn().len())
+                .claim(len, turn)
                 .unwrap_or(true)
             {
                 return Ok(None);

@@ -357,6 +357,12 @@ impl Project {
         };
         entry.event = Some(Arc::clone(&evt));
         let kind = evt.kind();
+        // Another agent's prompt starts a turn the throttles cannot see in its transcript.
+        if !opts.run_async
+            && let Err(e) = evt.mark_prompt()
+        {
+            tracing::warn!(error = %e, "could not count the prompt towards the session's turns");
+        }
         if kind == EventKind::SessionStart && !opts.run_async {
             // The session's directory names its transcript, so it goes once that is deleted.
             if let (Some(sid), Some(transcript)) = (evt.session_id(), evt.transcript_path()) {

@@ -176,9 +176,21 @@ pub struct PrimitiveState {
     pub echo_window_end: u64,
     /// Sentences of fired warnings, for stripping quoted echoes (oldest evicted first).
     pub echo_verbatim: Deque<String, 40>,
+    /// User prompts answered in a session of an agent whose transcript is not in Claude Code's
+    /// format (Codex, Gemini CLI, …): there they mark the turns the throttles compare
+    /// ([`PrimitiveState::prompt_turn`]).
+    pub prompts: u64,
 }
 
 impl PrimitiveState {
+    /// The current turn as `(transcript_len, current_turn_len)` for [`TurnThrottle`] from the
+    /// prompts counted: each prompt moves the turn's start one place on, and a fire recorded in
+    /// this turn lies past it.
+    pub fn prompt_turn(&self) -> (usize, usize) {
+        let prompts = usize::try_from(self.prompts).unwrap_or(usize::MAX);
+        (prompts.saturating_add(1), 1)
+    }
+
     /// True when `text` already triggered `hook`.
     pub fn is_consumed(&self, hook: &str, text: &str) -> bool {
         self.consumed

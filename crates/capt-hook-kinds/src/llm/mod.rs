@@ -823,7 +823,8 @@ fn handler(o: LlmOptions, block: bool, name: String) -> HandlerFn {
         let once = o.once_per_turn.unwrap_or(!tool_event);
         let t = evt.transcript();
         let throttle = TurnThrottle::new(evt.store(), evt.agent_id());
-        if once && throttle.fired_this_turn(t.len(), t.current_turn().len()) {
+        let (len, turn) = evt.turn_span();
+        if once && throttle.fired_this_turn(len, turn) {
             return Ok(None);
         }
         if let Some(when) = &o.when
@@ -908,7 +909,7 @@ fn handler(o: LlmOptions, block: bool, name: String) -> HandlerFn {
         // both fire in it.
         if once
             && !throttle
-                .claim(t.len(), t.current_turn().len())
+                .claim(len, turn)
                 .unwrap_or(true)
         {
             return Ok(None);

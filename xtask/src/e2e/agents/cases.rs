@@ -29,6 +29,8 @@ pub struct Case {
     pub setup: &'static str,
     /// The user's prompt.
     pub prompt: &'static str,
+    /// Later prompts of the same session, each a run resuming it.
+    pub then: &'static [&'static str],
     /// The model's turns; after they run out it says "Done.".
     pub script: &'static [Step],
     /// What must hold afterwards; the error says what did not.
@@ -76,6 +78,7 @@ pub fn all() -> Vec<Case> {
                     reason = \"E2E-NOSTASH git stash hides work\"\n",
             files: NOTES,
             setup: MODIFIED_REPO,
+            then: &[],
             prompt: "Put my changes aside.",
             script: &[
                 Step::Shell("git stash"),
@@ -95,6 +98,7 @@ pub fn all() -> Vec<Case> {
                     events = \"PreToolUse\"\nmessage = \"E2E-WARN mind the timestamps\"\n",
             files: &[],
             setup: "",
+            then: &[],
             prompt: "Create warned.txt.",
             script: &[Step::Shell("touch warned.txt"), Step::Say("Created.")],
             check: |o| {
@@ -132,6 +136,7 @@ pub fn all() -> Vec<Case> {
                     events = \"PostToolUse\"\nmessage = \"E2E-POSTWARN mind the timestamps\"\n",
             files: &[],
             setup: "",
+            then: &[],
             prompt: "Create warned.txt.",
             script: &[Step::Shell("touch warned.txt"), Step::Say("Created.")],
             check: |o| {
@@ -152,6 +157,7 @@ pub fn all() -> Vec<Case> {
                     replace = \"rewritten.txt\"\nnote = \"E2E-REWRITE renamed the file\"\n",
             files: &[],
             setup: "",
+            then: &[],
             prompt: "Create original.txt.",
             script: &[Step::Shell("touch original.txt"), Step::Say("Created.")],
             check: |o| {
@@ -183,6 +189,7 @@ pub fn all() -> Vec<Case> {
             hooks: "",
             files: NOTES,
             setup: MODIFIED_REPO,
+            then: &[],
             prompt: "Start the repository over.",
             script: &[Step::Shell("rm -rf .git"), Step::Say("Left as it was.")],
             check: |o| {
@@ -198,6 +205,7 @@ pub fn all() -> Vec<Case> {
             hooks: "[[hook]]\nkind = \"gate\"\nmessage = \"E2E-GATE run the tests before stopping\"\n",
             files: &[],
             setup: "",
+            then: &[],
             prompt: "Say hello.",
             script: &[Step::Say("Hello."), Step::Say("The tests pass. Hello.")],
             check: |o| {
@@ -207,6 +215,40 @@ pub fn all() -> Vec<Case> {
                     format!("the gate's reason is not the model's next input: {last}"),
                 )?;
                 turns(o, 2)
+            },
+        },
+        Case {
+            name: "stop-gate-2",
+            about: "Stop gate across two prompts of one session (the second resumes it): \
+                    each prompt's first stop is refused, once",
+            hooks: "[[hook]]\nkind = \"gate\"\nmessage = \"E2E-GATE2 run the tests before stopping\"\n",
+            files: &[],
+            setup: "",
+            then: &["Say goodbye."],
+            prompt: "Say hello.",
+            script: &[
+                Step::Say("Hello."),
+                Step::Say("The tests pass. Hello."),
+                Step::Say("Goodbye."),
+                Step::Say("The tests pass. Goodbye."),
+            ],
+            check: |o| {
+                for (turn, what) in [(2, "first"), (4, "second")] {
+                    let last = o.last_input(turn).unwrap_or_default();
+                    ensure(
+                        last.contains("E2E-GATE2"),
+                        format!(
+                            "the gate's reason is not the model's input after the {what} \
+                             prompt's first stop (turn {turn}): {last}"
+                        ),
+                    )?;
+                }
+                let third = o.last_input(3).unwrap_or_default();
+                ensure(
+                    third.contains("Say goodbye."),
+                    format!("turn 3 is not the second prompt: {third}"),
+                )?;
+                turns(o, 4)
             },
         },
     ]
