@@ -268,21 +268,32 @@ impl Event {
             return self
                 .store()
                 .load::<capt_hook_state::PrimitiveState>()
-                .prompt_turn();
+                .prompt_turn(self.kind == EventKind::Stop && self.stop_hook_active());
         }
         let t = self.transcript();
         (t.len(), t.current_turn().len())
     }
 
-    /// Counts this event's user prompt towards [`Event::turn_span`], when it is another agent's
-    /// prompt (its UserPromptSubmit, Gemini CLI's BeforeAgent, …). Call once per event, before
-    /// its hooks run.
-    pub fn mark_prompt(&self) -> Result<(), capt_hook_state::StateError> {
-        if self.kind != EventKind::UserPromptSubmit || self.context.coding_agent.is_none() {
+    /// Marks another agent's turns for [`Event::turn_span`]: its user prompt (UserPromptSubmit,
+    /// Gemini CLI's BeforeAgent, …) is counted, and a Stop that is no stop hook's continuation
+    /// records the turn it ends, which its continuations keep (Gemini CLI sends a blocked stop's
+    /// reason as a new prompt, Codex does not). Call once per event, before its hooks run.
+    pub fn mark_turn(&self) -> Result<(), capt_hook_state::StateError> {
+        if self.context.coding_agent.is_none() {
             return Ok(());
         }
-        self.store()
-            .mutate(|s: &mut capt_hook_state::PrimitiveState| s.prompts += 1)
+        use capt_hook_state::PrimitiveState;
+        match self.kind {
+            EventKind::UserPromptSubmit => self.store().mutate(|s: &mut PrimitiveState| {
+                s.prompts += 1;
+            }),
+            EventKind::Stop if !self.stop_hook_active() => {
+                self.store().mutate(|s: &mut PrimitiveState| {
+                    s.stop_prompts = s.prompts;
+                })
+            }
+            _ => Ok(()),
+        }
     }
 
     /// The session's transcript (the agent's own for a subagent), read on first use; empty

@@ -357,11 +357,12 @@ impl Project {
         };
         entry.event = Some(Arc::clone(&evt));
         let kind = evt.kind();
-        // Another agent's prompt starts a turn the throttles cannot see in its transcript.
+        // Another agent's prompts and stops mark the turns the throttles cannot see in its
+        // transcript.
         if !opts.run_async
-            && let Err(e) = evt.mark_prompt()
+            && let Err(e) = evt.mark_turn()
         {
-            tracing::warn!(error = %e, "could not count the prompt towards the session's turns");
+            tracing::warn!(error = %e, "could not mark the session's turn");
         }
         if kind == EventKind::SessionStart && !opts.run_async {
             // The session's directory names its transcript, so it goes once that is deleted.

@@ -333,7 +333,8 @@ mod tests {
     }
 
     /// A Stop gate blocks once in each of two prompts' turns of a Codex or Gemini session: the
-    /// agents' transcripts are not Claude Code's, so the prompt events we answer mark the turns.
+    /// agents' transcripts are not Claude Code's, so the prompt events we answer mark the turns,
+    /// and a continuing stop stays in its turn even when its continuation came as a prompt.
     /// The session's agent is what `coding_agent` reads.
     #[test]
     fn stop_gate_once_per_prompt_and_coding_agent_in_other_agents() {
@@ -393,6 +394,10 @@ mod tests {
                     r.stdout.replace(' ', "").contains(blocked) && r.stdout.contains("run the tests"),
                     "{agent} turn {turn}: the gate blocks the first stop: {r:?}"
                 );
+                if agent == "gemini" {
+                    // Gemini CLI sends the block's reason as a new prompt to continue.
+                    event(prompt_event, json!({"prompt": "run the tests"}));
+                }
                 let r = stop(true);
                 assert!(
                     !r.stdout.contains("run the tests"),
