@@ -175,7 +175,11 @@ fn sorted(v: &Value) -> Value {
         Value::Object(map) => {
             let mut keys: Vec<&String> = map.keys().collect();
             keys.sort();
-            Value::Object(keys.into_iter().map(|k| (k.clone(), sorted(&map[k]))).collect())
+            Value::Object(
+                keys.into_iter()
+                    .map(|k| (k.clone(), sorted(&map[k])))
+                    .collect(),
+            )
         }
         Value::Array(items) => Value::Array(items.iter().map(sorted).collect()),
         other => other.clone(),
@@ -201,7 +205,10 @@ fn handler_hash(event: &str, matcher: Option<&str>, handler: &Map<String, Value>
         .unwrap_or(600)
         .max(1);
     one.insert("timeout".into(), timeout.into());
-    let run_async = handler.get("async").and_then(Value::as_bool).unwrap_or(false);
+    let run_async = handler
+        .get("async")
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
     one.insert("async".into(), run_async.into());
     let mut identity = Map::new();
     identity.insert("event_name".into(), event_label(event).into());
@@ -292,11 +299,17 @@ pub fn retrust(config: &str, old: &[Trust], new: &[Trust]) -> Result<String, Age
             .entry(&t.key)
             .or_insert_with(|| toml_edit::Item::Table(toml_edit::Table::new()))
             .as_table_like_mut()
-            .ok_or_else(|| bad(&format!("hooks.state.\"{}\"", t.key), "is not a table".into()))?;
+            .ok_or_else(|| {
+                bad(
+                    &format!("hooks.state.\"{}\"", t.key),
+                    "is not a table".into(),
+                )
+            })?;
         entry.insert("trusted_hash", toml_edit::value(t.hash.as_str()));
     }
     let emptied = |item: Option<&toml_edit::Item>| {
-        item.and_then(|i| i.as_table_like()).is_some_and(|t| t.is_empty())
+        item.and_then(|i| i.as_table_like())
+            .is_some_and(|t| t.is_empty())
     };
     if let Some(hooks) = doc.get_mut("hooks").and_then(|h| h.as_table_like_mut()) {
         if emptied(hooks.get("state")) {
@@ -324,9 +337,18 @@ mod tests {
         let source = Path::new("/w/shop/.codex/hooks.json");
         let trust = trust_entries(source, &ours);
         let keys: Vec<&str> = trust.iter().map(|t| t.key.as_str()).collect();
-        assert!(keys.contains(&"/w/shop/.codex/hooks.json:stop:1:0"), "{keys:?}");
-        assert!(keys.contains(&"/w/shop/.codex/hooks.json:pre_tool_use:0:0"), "{keys:?}");
-        assert!(!keys.iter().any(|k| k.ends_with(":stop:0:0")), "theirs is not ours to trust");
+        assert!(
+            keys.contains(&"/w/shop/.codex/hooks.json:stop:1:0"),
+            "{keys:?}"
+        );
+        assert!(
+            keys.contains(&"/w/shop/.codex/hooks.json:pre_tool_use:0:0"),
+            "{keys:?}"
+        );
+        assert!(
+            !keys.iter().any(|k| k.ends_with(":stop:0:0")),
+            "theirs is not ours to trust"
+        );
         let stop = trust.iter().find(|t| t.key.ends_with(":stop:1:0")).unwrap();
         let identity = "{\"event_name\":\"stop\",\"hooks\":[{\"async\":false,\
                         \"command\":\"/bin/hook run --agent codex Stop\",\"timeout\":40,\
@@ -346,7 +368,11 @@ mod tests {
         let b = trust_entries(source, &group("*"));
         assert_ne!(a[0].hash, b[0].hash);
         let moved = crate::install::install(Agent::Codex, None, "/opt/hook").unwrap();
-        assert!(trust_entries(source, &moved).iter().all(|t| !trust.contains(t)));
+        assert!(
+            trust_entries(source, &moved)
+                .iter()
+                .all(|t| !trust.contains(t))
+        );
     }
 
     /// Trust is written beside the user's settings and comments, taken back by uninstall, and
@@ -355,23 +381,60 @@ mod tests {
     fn retrust_keeps_the_users_config() {
         let config = "# mine\nmodel = \"o3\"\n\n[hooks.state.\"/x:stop:0:0\"]\nenabled = false\n";
         let new = vec![
-            Trust { key: "/w/.codex/hooks.json:stop:0:0".into(), hash: "sha256:aa".into() },
-            Trust { key: "/x:stop:0:0".into(), hash: "sha256:bb".into() },
+            Trust {
+                key: "/w/.codex/hooks.json:stop:0:0".into(),
+                hash: "sha256:aa".into(),
+            },
+            Trust {
+                key: "/x:stop:0:0".into(),
+                hash: "sha256:bb".into(),
+            },
         ];
         let trusted = retrust(config, &[], &new).unwrap();
         assert!(trusted.starts_with("# mine\nmodel = \"o3\"\n"), "{trusted}");
         let parsed: toml::Table = trusted.parse().unwrap();
         let state = &parsed["hooks"]["state"];
-        assert_eq!(state["/w/.codex/hooks.json:stop:0:0"]["trusted_hash"].as_str(), Some("sha256:aa"));
-        assert_eq!(state["/x:stop:0:0"]["enabled"].as_bool(), Some(false), "{trusted}");
-        assert_eq!(retrust(&trusted, &new, &new).unwrap(), trusted, "idempotent");
+        assert_eq!(
+            state["/w/.codex/hooks.json:stop:0:0"]["trusted_hash"].as_str(),
+            Some("sha256:aa")
+        );
+        assert_eq!(
+            state["/x:stop:0:0"]["enabled"].as_bool(),
+            Some(false),
+            "{trusted}"
+        );
+        assert_eq!(
+            retrust(&trusted, &new, &new).unwrap(),
+            trusted,
+            "idempotent"
+        );
         let back = retrust(&trusted, &new, &[]).unwrap();
         let parsed: toml::Table = back.parse().unwrap();
-        assert!(parsed["hooks"]["state"].get("/w/.codex/hooks.json:stop:0:0").is_none(), "{back}");
-        assert_eq!(parsed["hooks"]["state"]["/x:stop:0:0"]["enabled"].as_bool(), Some(false));
-        assert!(parsed["hooks"]["state"]["/x:stop:0:0"].get("trusted_hash").is_none());
+        assert!(
+            parsed["hooks"]["state"]
+                .get("/w/.codex/hooks.json:stop:0:0")
+                .is_none(),
+            "{back}"
+        );
+        assert_eq!(
+            parsed["hooks"]["state"]["/x:stop:0:0"]["enabled"].as_bool(),
+            Some(false)
+        );
+        assert!(
+            parsed["hooks"]["state"]["/x:stop:0:0"]
+                .get("trusted_hash")
+                .is_none()
+        );
         // A hash the user changed since is not ours to take back.
-        let theirs = retrust(&trusted, &[Trust { key: new[0].key.clone(), hash: "sha256:zz".into() }], &[]).unwrap();
+        let theirs = retrust(
+            &trusted,
+            &[Trust {
+                key: new[0].key.clone(),
+                hash: "sha256:zz".into(),
+            }],
+            &[],
+        )
+        .unwrap();
         assert!(theirs.contains("sha256:aa"), "{theirs}");
         assert_eq!(retrust("", &[], &[]).unwrap(), "");
         assert!(retrust("[hooks\n", &[], &new).is_err());

@@ -77,7 +77,10 @@ fn codex_config(root: &Path) -> anyhow::Result<PathBuf> {
 /// Codex names a hooks file by its absolute path with links resolved, as its working
 /// directory gives it.
 fn codex_source(hooks: &Path) -> PathBuf {
-    match (hooks.parent().and_then(|d| d.canonicalize().ok()), hooks.file_name()) {
+    match (
+        hooks.parent().and_then(|d| d.canonicalize().ok()),
+        hooks.file_name(),
+    ) {
         (Some(dir), Some(name)) => dir.join(name),
         _ => std::path::absolute(hooks).unwrap_or_else(|_| hooks.to_path_buf()),
     }
@@ -94,7 +97,9 @@ fn codex_retrust(
 ) -> anyhow::Result<Option<PathBuf>> {
     use capt_hook_agents::codex::{retrust, trust_entries};
     let source = codex_source(hooks);
-    let old = before.map(|v| trust_entries(&source, v)).unwrap_or_default();
+    let old = before
+        .map(|v| trust_entries(&source, v))
+        .unwrap_or_default();
     let new = after.map(|v| trust_entries(&source, v)).unwrap_or_default();
     let config = codex_config(root)?;
     let text = match std::fs::read_to_string(&config) {

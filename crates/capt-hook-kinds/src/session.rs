@@ -263,10 +263,7 @@ fn nudge_handler(options: NudgeOptions, ledger_key: String) -> HandlerFn {
         if options.block {
             // Claim the turn atomically, so two gates racing in one agent context cannot both
             // block it.
-            if !throttle
-                .claim(len, turn)
-                .unwrap_or(true)
-            {
+            if !throttle.claim(len, turn).unwrap_or(true) {
                 return Ok(None);
             }
             return Ok(Some(HookResult::block(message)));

@@ -907,11 +907,7 @@ fn handler(o: LlmOptions, block: bool, name: String) -> HandlerFn {
         }
         // Claim the turn atomically, so two LLM hooks racing in one agent context cannot
         // both fire in it.
-        if once
-            && !throttle
-                .claim(len, turn)
-                .unwrap_or(true)
-        {
+        if once && !throttle.claim(len, turn).unwrap_or(true) {
             return Ok(None);
         }
         let message = match &o.message {

@@ -359,8 +359,18 @@ mod tests {
         // Unique per run: the worker keeps session state under the user's state root.
         let sid = |agent: &str| format!("{agent}-{}", root.display()).replace('/', "-");
         for (agent, prompt_event, stop_event, blocked) in [
-            ("codex", "UserPromptSubmit", "Stop", "\"decision\":\"block\""),
-            ("gemini", "BeforeAgent", "AfterAgent", "\"decision\":\"deny\""),
+            (
+                "codex",
+                "UserPromptSubmit",
+                "Stop",
+                "\"decision\":\"block\"",
+            ),
+            (
+                "gemini",
+                "BeforeAgent",
+                "AfterAgent",
+                "\"decision\":\"deny\"",
+            ),
         ] {
             let base = json!({"session_id": sid(agent), "cwd": root.display().to_string(),
                 "transcript_path": transcript.display().to_string(), "turn_id": "1"});
@@ -386,12 +396,14 @@ mod tests {
             for turn in 1..=2 {
                 let r = event(prompt_event, json!({"prompt": format!("prompt {turn}")}));
                 assert!(
-                    r.stdout.contains("not in Claude Code") || r.stderr.contains("not in Claude Code"),
+                    r.stdout.contains("not in Claude Code")
+                        || r.stderr.contains("not in Claude Code"),
                     "{agent}: coding_agent = {agent} on its prompt: {r:?}"
                 );
                 let r = stop(false);
                 assert!(
-                    r.stdout.replace(' ', "").contains(blocked) && r.stdout.contains("run the tests"),
+                    r.stdout.replace(' ', "").contains(blocked)
+                        && r.stdout.contains("run the tests"),
                     "{agent} turn {turn}: the gate blocks the first stop: {r:?}"
                 );
                 if agent == "gemini" {

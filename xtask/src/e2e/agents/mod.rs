@@ -396,15 +396,16 @@ fn run_case(
         let resume = n > 0;
         let command = match agent {
             Agent::Codex => codex::command(cli, &project, &api.base_url(), &logs, prompt, resume),
-            Agent::Gemini => {
-                gemini::command(cli, &home, &project, &api.base_url(), prompt, resume)
-            }
+            Agent::Gemini => gemini::command(cli, &home, &project, &api.base_url(), prompt, resume),
         }?;
-        let suffix = if resume { format!("-{}", n + 1) } else { String::new() };
+        let suffix = if resume {
+            format!("-{}", n + 1)
+        } else {
+            String::new()
+        };
         ran = ran.and_then(|()| run_agent(command, &logs, &home, &suffix));
         stderr.push_str(
-            &std::fs::read_to_string(logs.join(format!("stderr{suffix}.txt")))
-                .unwrap_or_default(),
+            &std::fs::read_to_string(logs.join(format!("stderr{suffix}.txt"))).unwrap_or_default(),
         );
     }
     let outcome = Outcome {
