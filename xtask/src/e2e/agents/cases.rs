@@ -13,6 +13,8 @@ pub enum Step {
     Shell(&'static str),
     /// A final answer.
     Say(&'static str),
+    /// A remark and one call of the agent's file-writing tool: (project-relative path, text).
+    Write(&'static str, &'static str),
 }
 
 /// One end-to-end case.
@@ -35,6 +37,8 @@ pub struct Case {
     pub script: &'static [Step],
     /// What must hold afterwards; the error says what did not.
     pub check: fn(&Outcome) -> Result<(), String>,
+    /// The one agent the case is for (its tools), or every agent.
+    pub only: Option<Agent>,
 }
 
 fn ensure(cond: bool, what: impl Into<String>) -> Result<(), String> {
@@ -89,6 +93,7 @@ pub fn all() -> Vec<Case> {
                 not_stashed_at(&o.project)?;
                 turns(o, 2)
             },
+            only: None,
         },
         Case {
             name: "warn",
@@ -128,6 +133,7 @@ pub fn all() -> Vec<Case> {
                 }
                 turns(o, 2)
             },
+            only: None,
         },
         Case {
             name: "warn-after",
@@ -148,6 +154,7 @@ pub fn all() -> Vec<Case> {
                 )?;
                 turns(o, 2)
             },
+            only: None,
         },
         Case {
             name: "rewrite",
@@ -182,6 +189,7 @@ pub fn all() -> Vec<Case> {
                 }
                 turns(o, 2)
             },
+            only: None,
         },
         Case {
             name: "rm-rf-pack",
@@ -197,6 +205,7 @@ pub fn all() -> Vec<Case> {
                 ensure(o.exists(".git/HEAD"), "rm -rf .git ran: .git is gone")?;
                 turns(o, 2)
             },
+            only: None,
         },
         Case {
             name: "stop-gate",
@@ -216,6 +225,7 @@ pub fn all() -> Vec<Case> {
                 )?;
                 turns(o, 2)
             },
+            only: None,
         },
         Case {
             name: "stop-gate-2",
@@ -250,6 +260,31 @@ pub fn all() -> Vec<Case> {
                 )?;
                 turns(o, 4)
             },
+            only: None,
+        },
+        Case {
+            name: "edit-deny",
+            about: "Gemini's write_file read as Write: a deny on edited Python files refuses \
+                    it, the model hears why, the file is not written",
+            hooks: "[[hook]]\nkind = \"deny\"\nreason = \"E2E-NOPRINT no print() in library code\"\n\
+                    only_if = [{ tool = \"Edit|Write\" }, { file_path = \"*.py\" }, \
+                    { content = \"print\\\\(\" }]\n",
+            files: &[],
+            setup: "",
+            then: &[],
+            prompt: "Write lib.py.",
+            script: &[
+                Step::Write("lib.py", "def f():\n    print(1)\n"),
+                Step::Say("Left it unwritten."),
+            ],
+            check: |o| {
+                refused_with(o, "E2E-NOPRINT")?;
+                ensure(!o.exists("lib.py"), "lib.py was written")?;
+                turns(o, 2)
+            },
+            // Codex 0.169 offers a custom provider's model no edit tool (edits go through its
+            // shell), so its apply_patch is proven by the adapter's fixtures only.
+            only: Some(Agent::Gemini),
         },
     ]
 }

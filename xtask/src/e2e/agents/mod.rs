@@ -80,6 +80,21 @@ impl Agent {
         }
     }
 
+    /// The model's call of the file-writing tool: Gemini's `write_file`; Codex has none for a
+    /// custom provider's model, so there it is the shell writing the file.
+    fn write_call(self, path: &str, content: &str) -> Block {
+        match self {
+            Agent::Codex => {
+                let quoted = content.replace('\'', "'\\''");
+                self.shell_call(&format!("printf '%s' '{quoted}' > {path}"))
+            }
+            Agent::Gemini => Block::Tool {
+                name: "write_file".into(),
+                input: serde_json::json!({"file_path": path, "content": content}),
+            },
+        }
+    }
+
     /// The project file `capt-hook install --agent` writes.
     fn config_file(self) -> &'static str {
         match self {
@@ -281,7 +296,7 @@ fn run_cases(setup: &Setup) -> anyhow::Result<()> {
     let mut failed = Vec::new();
     let mut runs = 0;
     for (agent, cli) in &setup.agents {
-        for case in &cases {
+        for case in cases.iter().filter(|c| c.only.is_none_or(|a| a == *agent)) {
             runs += 1;
             let started = Instant::now();
             let name = format!("{} [{}]", case.name, agent.tag());
@@ -381,6 +396,10 @@ fn run_case(
                 agent.shell_call(command),
             ]),
             Step::Say(text) => Reply::Blocks(vec![Block::Text((*text).into())]),
+            Step::Write(path, content) => Reply::Blocks(vec![
+                Block::Text("On it.".into()),
+                agent.write_call(path, content),
+            ]),
         })
         .collect();
     let api = FakeApi::start_wire(agent.wire(), script)
