@@ -311,10 +311,10 @@ pub fn retrust(config: &str, old: &[Trust], new: &[Trust]) -> Result<String, Age
         item.and_then(|i| i.as_table_like())
             .is_some_and(|t| t.is_empty())
     };
-    if let Some(hooks) = doc.get_mut("hooks").and_then(|h| h.as_table_like_mut()) {
-        if emptied(hooks.get("state")) {
-            hooks.remove("state");
-        }
+    if let Some(hooks) = doc.get_mut("hooks").and_then(|h| h.as_table_like_mut())
+        && emptied(hooks.get("state"))
+    {
+        hooks.remove("state");
     }
     if emptied(doc.get("hooks")) {
         doc.remove("hooks");
