@@ -265,7 +265,7 @@ pub fn all() -> Vec<Case> {
         Case {
             name: "edit-deny",
             about: "Gemini's write_file read as Write: a deny on edited Python files refuses \
-                    it, the model hears why, the file is not written",
+                    it, the model hears why, the file is not written; a clean one is",
             hooks: "[[hook]]\nkind = \"deny\"\nreason = \"E2E-NOPRINT no print() in library code\"\n\
                     only_if = [{ tool = \"Edit|Write\" }, { file_path = \"*.py\" }, \
                     { content = \"print\\\\(\" }]\n",
@@ -275,12 +275,18 @@ pub fn all() -> Vec<Case> {
             prompt: "Write lib.py.",
             script: &[
                 Step::Write("lib.py", "def f():\n    print(1)\n"),
-                Step::Say("Left it unwritten."),
+                Step::Write("clean.py", "def f():\n    return 1\n"),
+                Step::Say("Wrote clean.py instead."),
             ],
             check: |o| {
                 refused_with(o, "E2E-NOPRINT")?;
                 ensure(!o.exists("lib.py"), "lib.py was written")?;
-                turns(o, 2)
+                // The same tool writes a file the deny does not match: the refusal was ours.
+                ensure(
+                    o.exists("clean.py"),
+                    "clean.py, which no hook refuses, was not written",
+                )?;
+                turns(o, 3)
             },
             // Codex 0.169 offers a custom provider's model no edit tool (edits go through its
             // shell), so its apply_patch is proven by the adapter's fixtures only.
