@@ -322,6 +322,32 @@ pub fn retrust(config: &str, old: &[Trust], new: &[Trust]) -> Result<String, Age
     Ok(doc.to_string())
 }
 
+/// The entries of `wanted` the user's `config.toml` (its text) does not trust: no
+/// `[hooks.state."<key>"]`, or another `trusted_hash` there (Codex shows those as modified).
+/// The error names what does not parse.
+pub fn untrusted<'a>(config: &str, wanted: &'a [Trust]) -> Result<Vec<&'a Trust>, AgentError> {
+    let table: toml::Table = config
+        .parse()
+        .map_err(|e: toml::de::Error| AgentError::Config {
+            path: "config.toml".into(),
+            problem: format!("is not TOML: {}", e.message()),
+        })?;
+    let state = table
+        .get("hooks")
+        .and_then(|h| h.get("state"))
+        .and_then(|s| s.as_table());
+    Ok(wanted
+        .iter()
+        .filter(|t| {
+            state
+                .and_then(|s| s.get(&t.key))
+                .and_then(|e| e.get("trusted_hash"))
+                .and_then(|h| h.as_str())
+                != Some(t.hash.as_str())
+        })
+        .collect())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -408,6 +434,8 @@ mod tests {
             trusted,
             "idempotent"
         );
+        assert!(untrusted(&trusted, &new).unwrap().is_empty());
+        assert_eq!(untrusted(config, &new).unwrap().len(), 2);
         let back = retrust(&trusted, &new, &[]).unwrap();
         let parsed: toml::Table = back.parse().unwrap();
         assert!(

@@ -310,9 +310,12 @@ fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
             &agent,
             user,
             hook.as_deref(),
+            &|v| std::env::var(v).ok(),
         ),
         Command::Uninstall { agent, user } => {
-            agents::uninstall(&project_root(&cli.root, None), &agent, user)
+            agents::uninstall(&project_root(&cli.root, None), &agent, user, &|v| {
+                std::env::var(v).ok()
+            })
         }
         Command::Doctor => {
             let root = project_root(&cli.root, None);
