@@ -36,7 +36,7 @@ impl Agent {
     /// The name `--agent` takes.
     pub fn name(self) -> &'static str {
         match self {
-            Agent::Claude => "claude",
+            Agent::Claude => capt_hook_core::event::CLAUDE,
             Agent::Codex => "codex",
             Agent::Factory => "factory",
             Agent::Gemini => "gemini",

@@ -24,12 +24,14 @@ fn agent_of(name: &str) -> anyhow::Result<Agent> {
     Ok(name.parse::<Agent>()?)
 }
 
-fn path_for(agent: Agent, user: bool, root: &Path) -> anyhow::Result<PathBuf> {
-    let home = PathBuf::from(std::env::var_os("HOME").unwrap_or_default());
+/// The environment the user's files are found by (`HOME`, `CODEX_HOME`, …): the process's
+/// own, or a test's.
+pub type Env<'a> = &'a dyn Fn(&str) -> Option<String>;
+
+fn path_for(agent: Agent, user: bool, root: &Path, env: Env) -> anyhow::Result<PathBuf> {
+    let home = PathBuf::from(env("HOME").unwrap_or_default());
     let scope = if user { Scope::User } else { Scope::Project };
-    Ok(install::config_path(agent, scope, &home, root, |v| {
-        std::env::var(v).ok()
-    })?)
+    Ok(install::config_path(agent, scope, &home, root, env)?)
 }
 
 /// The file's JSON; `None` when there is no file.
@@ -51,16 +53,69 @@ fn read(path: &Path) -> anyhow::Result<Option<Value>> {
 }
 
 fn write(path: &Path, value: &Value) -> anyhow::Result<()> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     let mut text = serde_json::to_string_pretty(value)?;
     text.push('\n');
+    write_text(path, text)
+}
+
+fn write_text(path: &Path, text: String) -> anyhow::Result<()> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     let tmp = dir.join(format!(
         ".{}.capt-hook.tmp",
         path.file_name().and_then(|n| n.to_str()).unwrap_or("hooks")
     ));
     std::fs::write(&tmp, text).with_context(|| format!("writing {}", tmp.display()))?;
     std::fs::rename(&tmp, path).with_context(|| format!("replacing {}", path.display()))
+}
+
+/// The user's Codex `config.toml`, where Codex keeps which hooks the user trusts (its own
+/// `CODEX_HOME`, else `~/.codex`), whichever scope the hooks were installed in.
+fn codex_config(root: &Path, env: Env) -> anyhow::Result<PathBuf> {
+    let user_hooks = path_for(Agent::Codex, true, root, env)?;
+    Ok(user_hooks.with_file_name("config.toml"))
+}
+
+/// Codex names a hooks file by its absolute path with links resolved, as its working
+/// directory gives it.
+fn codex_source(hooks: &Path) -> PathBuf {
+    match (
+        hooks.parent().and_then(|d| d.canonicalize().ok()),
+        hooks.file_name(),
+    ) {
+        (Some(dir), Some(name)) => dir.join(name),
+        _ => std::path::absolute(hooks).unwrap_or_else(|_| hooks.to_path_buf()),
+    }
+}
+
+/// Takes back Codex's trust in our hooks as `before` held them and gives it to them as `after`
+/// holds them (hooks file at `hooks`), in the user's `config.toml`, as a review in Codex would;
+/// the rest of that file stays as written. Returns the file when it changed.
+fn codex_retrust(
+    root: &Path,
+    hooks: &Path,
+    before: Option<&Value>,
+    after: Option<&Value>,
+    env: Env,
+) -> anyhow::Result<Option<PathBuf>> {
+    use capt_hook_agents::codex::{retrust, trust_entries};
+    let source = codex_source(hooks);
+    let old = before
+        .map(|v| trust_entries(&source, v))
+        .unwrap_or_default();
+    let new = after.map(|v| trust_entries(&source, v)).unwrap_or_default();
+    let config = codex_config(root, env)?;
+    let text = match std::fs::read_to_string(&config) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(e) => return Err(e).with_context(|| format!("reading {}", config.display())),
+    };
+    let next = retrust(&text, &old, &new).map_err(|e| edit_error(&config, e))?;
+    if next == text {
+        return Ok(None);
+    }
+    write_text(&config, next)?;
+    Ok(Some(config))
 }
 
 fn edit_error(path: &Path, e: capt_hook_agents::AgentError) -> anyhow::Error {
@@ -73,37 +128,44 @@ pub fn install(
     agent: &str,
     user: bool,
     hook: Option<&Path>,
+    env: Env,
 ) -> anyhow::Result<ExitCode> {
     let agent = agent_of(agent)?;
     if agent.table().install.is_none() {
         bail!(capt_hook_agents::AgentError::NotInstallable(agent));
     }
-    let path = path_for(agent, user, root)?;
+    let path = path_for(agent, user, root, env)?;
     let hook = hook.map_or_else(default_hook, |h| h.display().to_string());
     let existing = read(&path)?;
     let next =
         install::install(agent, existing.as_ref(), &hook).map_err(|e| edit_error(&path, e))?;
-    if existing.as_ref() == Some(&next) {
+    let unchanged = existing.as_ref() == Some(&next);
+    if unchanged {
         println!(
             "{}: capt-hook's hooks are already in {}",
             agent.table().title,
             path.display()
         );
-        return Ok(ExitCode::SUCCESS);
-    }
-    write(&path, &next)?;
-    println!(
-        "{}: every event now runs `{}` ({})",
-        agent.table().title,
-        install::command(&hook, agent, "<Event>"),
-        path.display()
-    );
-    if agent == Agent::Codex {
+    } else {
+        write(&path, &next)?;
         println!(
-            "Codex runs a hook only once it is trusted: review the new hooks in Codex (or \
-             run it with --dangerously-bypass-hook-trust), or they are skipped without a word."
+            "{}: every event now runs `{}` ({})",
+            agent.table().title,
+            install::command(&hook, agent, "<Event>"),
+            path.display()
         );
-        if !user {
+    }
+    if agent == Agent::Codex {
+        // Codex runs an unmanaged hook only once the user trusts its hash; installing is the
+        // user's say-so, so the installer records it as a review in Codex would.
+        if let Some(config) = codex_retrust(root, &path, existing.as_ref(), Some(&next), env)? {
+            println!(
+                "Codex trusts these hooks now (their hashes are in {}); `codex` lists them \
+                 under /hooks.",
+                config.display()
+            );
+        }
+        if !user && !unchanged {
             // Observed with Codex 0.169 (cargo xtask e2e-agents): an untrusted project's
             // `.codex/` is ignored whole, with one warning on stderr.
             println!(
@@ -119,12 +181,12 @@ pub fn install(
 }
 
 /// `capt-hook uninstall --agent <agent> [--user]`.
-pub fn uninstall(root: &Path, agent: &str, user: bool) -> anyhow::Result<ExitCode> {
+pub fn uninstall(root: &Path, agent: &str, user: bool, env: Env) -> anyhow::Result<ExitCode> {
     let agent = agent_of(agent)?;
     if agent.table().install.is_none() {
         bail!(capt_hook_agents::AgentError::NotInstallable(agent));
     }
-    let path = path_for(agent, user, root)?;
+    let path = path_for(agent, user, root, env)?;
     let Some(existing) = read(&path)? else {
         println!(
             "{}: nothing to remove ({} does not exist)",
@@ -134,6 +196,11 @@ pub fn uninstall(root: &Path, agent: &str, user: bool) -> anyhow::Result<ExitCod
         return Ok(ExitCode::SUCCESS);
     };
     let next = install::uninstall(agent, &existing).map_err(|e| edit_error(&path, e))?;
+    if agent == Agent::Codex
+        && let Some(config) = codex_retrust(root, &path, Some(&existing), None, env)?
+    {
+        println!("Codex's trust in them is taken back ({})", config.display());
+    }
     if next == existing {
         println!(
             "{}: no capt-hook hooks in {}",
@@ -227,12 +294,7 @@ pub fn doctor(root: &Path, home: &Path) -> Vec<capt_hook_client::doctor::Finding
             };
             out.push(Finding { ok, message });
             if agent == Agent::Codex && current {
-                out.push(Finding {
-                    ok: true,
-                    message: "OpenAI Codex CLI: hooks run only once trusted (reviewed in Codex); \
-                              an untrusted hook is skipped without a word"
-                        .to_owned(),
-                });
+                out.push(codex_hook_trust(&path, &text, home));
                 if scope == Scope::Project {
                     out.push(codex_project_trust(root, home));
                 }
@@ -251,14 +313,62 @@ pub fn doctor(root: &Path, home: &Path) -> Vec<capt_hook_client::doctor::Finding
     out
 }
 
+/// The user's Codex `config.toml` for doctor, which is given the home directory.
+fn codex_config_in(home: &Path) -> PathBuf {
+    std::env::var_os("CODEX_HOME")
+        .filter(|d| !d.is_empty())
+        .map_or_else(|| home.join(".codex"), PathBuf::from)
+        .join("config.toml")
+}
+
+/// Whether Codex trusts each of our hooks in `hooks` (the file at `path`) by the hash it
+/// keeps: an untrusted hook is skipped without a word.
+fn codex_hook_trust(path: &Path, hooks: &Value, home: &Path) -> capt_hook_client::doctor::Finding {
+    use capt_hook_client::doctor::Finding;
+    let wanted = capt_hook_agents::codex::trust_entries(&codex_source(path), hooks);
+    let config = codex_config_in(home);
+    let text = match std::fs::read_to_string(&config) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(e) => {
+            return Finding {
+                ok: false,
+                message: format!("OpenAI Codex CLI: reading {}: {e}", config.display()),
+            };
+        }
+    };
+    match capt_hook_agents::codex::untrusted(&text, &wanted) {
+        Ok(missing) if missing.is_empty() => Finding {
+            ok: true,
+            message: format!(
+                "OpenAI Codex CLI: Codex trusts capt-hook's {} hooks by hash ({})",
+                wanted.len(),
+                config.display()
+            ),
+        },
+        Ok(missing) => Finding {
+            ok: false,
+            message: format!(
+                "OpenAI Codex CLI: {} of capt-hook's {} hooks have no matching trust hash in {}, \
+                 so Codex skips them without a word: run `capt-hook install --agent codex` \
+                 again, or review them in Codex (/hooks)",
+                missing.len(),
+                wanted.len(),
+                config.display()
+            ),
+        },
+        Err(e) => Finding {
+            ok: false,
+            message: format!("OpenAI Codex CLI: {}: {e}", config.display()),
+        },
+    }
+}
+
 /// Whether Codex trusts the project, without which it ignores the project's `.codex/hooks.json`
 /// (and so our hooks there) with one warning.
 fn codex_project_trust(root: &Path, home: &Path) -> capt_hook_client::doctor::Finding {
     use capt_hook_client::doctor::Finding;
-    let config = std::env::var_os("CODEX_HOME")
-        .filter(|d| !d.is_empty())
-        .map_or_else(|| home.join(".codex"), PathBuf::from)
-        .join("config.toml");
+    let config = codex_config_in(home);
     let text = match std::fs::read_to_string(&config) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
@@ -297,10 +407,17 @@ fn codex_project_trust(root: &Path, home: &Path) -> capt_hook_client::doctor::Fi
 mod tests {
     use super::*;
 
+    /// An environment whose only variable is `HOME`: a test never touches the user's files.
+    fn home_env(home: &Path) -> impl Fn(&str) -> Option<String> + use<> {
+        let home = home.display().to_string();
+        move |v: &str| (v == "HOME").then(|| home.clone())
+    }
+
     #[test]
     fn install_twice_then_uninstall_leaves_the_users_hooks() {
         let tmp = tempfile::tempdir().unwrap();
         let root = tmp.path();
+        let env = home_env(&root.join("home"));
         let file = root.join(".codex/hooks.json");
         std::fs::create_dir_all(file.parent().unwrap()).unwrap();
         let theirs = serde_json::json!({"hooks": {"PreToolUse": [
@@ -308,22 +425,30 @@ mod tests {
         ]}});
         std::fs::write(&file, theirs.to_string()).unwrap();
         let hook = Path::new("/opt/bin/hook");
-        install(root, "codex", false, Some(hook)).unwrap();
+        install(root, "codex", false, Some(hook), &env).unwrap();
         let once = std::fs::read_to_string(&file).unwrap();
         assert!(
             once.contains("/opt/bin/hook run --agent codex PreToolUse"),
             "{once}"
         );
-        install(root, "codex", false, Some(hook)).unwrap();
+        install(root, "codex", false, Some(hook), &env).unwrap();
         assert_eq!(std::fs::read_to_string(&file).unwrap(), once, "idempotent");
-        uninstall(root, "codex", false).unwrap();
+        // Codex's trust in our hooks (and not in theirs) is in the user's config.toml.
+        let config = root.join("home/.codex/config.toml");
+        let trust = std::fs::read_to_string(&config).unwrap();
+        assert_eq!(trust.matches("trusted_hash").count(), 10, "{trust}");
+        assert!(!trust.contains(":pre_tool_use:0:0"), "{trust}");
+        assert!(trust.contains(":pre_tool_use:1:0"), "{trust}");
+        uninstall(root, "codex", false, &env).unwrap();
         let after: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
         assert_eq!(after, theirs);
+        let trust = std::fs::read_to_string(&config).unwrap();
+        assert!(!trust.contains("trusted_hash"), "{trust}");
 
         // A file install created goes when its hooks go.
         let cursor = root.join(".cursor/hooks.json");
-        install(root, "cursor", false, Some(hook)).unwrap();
-        uninstall(root, "cursor", false).unwrap();
+        install(root, "cursor", false, Some(hook), &env).unwrap();
+        uninstall(root, "cursor", false, &env).unwrap();
         assert!(!cursor.exists());
     }
 
@@ -331,16 +456,17 @@ mod tests {
     fn copilot_gets_a_file_of_its_own_and_unreadable_files_are_left_alone() {
         let tmp = tempfile::tempdir().unwrap();
         let root = tmp.path();
-        install(root, "copilot", false, Some(Path::new("hook"))).unwrap();
+        let env = home_env(&root.join("home"));
+        install(root, "copilot", false, Some(Path::new("hook")), &env).unwrap();
         let file = root.join(".github/hooks/capt-hook.json");
         assert!(file.is_file());
-        uninstall(root, "copilot", false).unwrap();
+        uninstall(root, "copilot", false, &env).unwrap();
         assert!(!file.exists(), "our own file goes with our hooks");
 
         let settings = root.join(".gemini/settings.json");
         std::fs::create_dir_all(settings.parent().unwrap()).unwrap();
         std::fs::write(&settings, "{ // a comment\n}").unwrap();
-        let e = install(root, "gemini", false, None).unwrap_err();
+        let e = install(root, "gemini", false, None, &env).unwrap_err();
         assert!(
             format!("{e:#}").contains("settings.json is not JSON"),
             "{e:#}"
@@ -349,12 +475,12 @@ mod tests {
             std::fs::read_to_string(&settings).unwrap(),
             "{ // a comment\n}"
         );
-        assert!(install(root, "claude", false, None).is_err());
+        assert!(install(root, "claude", false, None, &env).is_err());
 
         // doctor: a home with Cursor's directory and a stale Codex project file.
         let home = root.join("home");
         std::fs::create_dir_all(home.join(".cursor")).unwrap();
-        install(root, "codex", false, Some(Path::new("/gone/hook"))).unwrap();
+        install(root, "codex", false, Some(Path::new("/gone/hook")), &env).unwrap();
         let findings = doctor(root, &home);
         let text: Vec<String> = findings
             .iter()
@@ -375,7 +501,7 @@ mod tests {
                 .any(|t| t.starts_with("false Google Gemini CLI") && t.contains("not JSON")),
             "{text:?}"
         );
-        assert!(install(root, "aider", false, None).is_err());
+        assert!(install(root, "aider", false, None, &env).is_err());
     }
 
     /// A current project install is only half the story in Codex: doctor says whether Codex
@@ -387,7 +513,23 @@ mod tests {
         let home = tmp.path().join("home");
         std::fs::create_dir_all(&root).unwrap();
         std::fs::create_dir_all(home.join(".codex")).unwrap();
-        install(&root, "codex", false, None).unwrap();
+        let env = home_env(&home);
+        install(&root, "codex", false, None, &env).unwrap();
+        // Install trusted our hooks by hash, in the user's config.toml.
+        let hashes = |home: &Path| -> Vec<String> {
+            doctor(&root, home)
+                .iter()
+                .filter(|f| f.message.contains("trust hash") || f.message.contains("by hash"))
+                .map(|f| format!("{} {}", f.ok, f.message))
+                .collect()
+        };
+        let trusted = hashes(&home);
+        assert!(
+            trusted.len() == 1
+                && trusted[0].starts_with("true ")
+                && trusted[0].contains("hooks by hash"),
+            "{trusted:?}"
+        );
         let codex_lines = |home: &Path| -> Vec<String> {
             doctor(&root, home)
                 .iter()
@@ -414,6 +556,14 @@ mod tests {
         assert!(
             trusted.len() == 1 && trusted[0].starts_with("true "),
             "{trusted:?}"
+        );
+        // That file no longer holds our hashes: Codex would skip our hooks without a word.
+        let untrusted = hashes(&home);
+        assert!(
+            untrusted.len() == 1
+                && untrusted[0].starts_with("false ")
+                && untrusted[0].contains("no matching trust hash"),
+            "{untrusted:?}"
         );
     }
 }

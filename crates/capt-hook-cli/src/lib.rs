@@ -99,7 +99,9 @@ enum Command {
     },
     /// Point another coding agent's hooks at capt-hook: every event it has runs the `hook`
     /// client (`hook run --agent <agent> <Event>`), its other hooks and settings kept; running
-    /// it again changes nothing. Writes the project's file, or the user's with --user.
+    /// it again changes nothing. Writes the project's file, or the user's with --user. For
+    /// Codex it also records the user's trust in these hooks (their hashes, in Codex's own
+    /// config.toml), without which Codex skips them.
     Install {
         /// The agent: codex, factory, gemini, cursor or copilot (Claude Code uses the plugin).
         #[arg(long)]
@@ -111,7 +113,8 @@ enum Command {
         #[arg(long)]
         hook: Option<PathBuf>,
     },
-    /// Remove what `install --agent` wrote, leaving the agent's other hooks as they were.
+    /// Remove what `install --agent` wrote (for Codex, the trust it recorded too), leaving the
+    /// agent's other hooks as they were.
     Uninstall {
         /// The agent: codex, factory, gemini, cursor or copilot.
         #[arg(long)]
@@ -310,9 +313,12 @@ fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
             &agent,
             user,
             hook.as_deref(),
+            &|v| std::env::var(v).ok(),
         ),
         Command::Uninstall { agent, user } => {
-            agents::uninstall(&project_root(&cli.root, None), &agent, user)
+            agents::uninstall(&project_root(&cli.root, None), &agent, user, &|v| {
+                std::env::var(v).ok()
+            })
         }
         Command::Doctor => {
             let root = project_root(&cli.root, None);
@@ -373,6 +379,7 @@ fn prepare(
             state_root: None,
             origin_pid: None,
             request_env: None,
+            coding_agent: None,
         }
     };
     match captain_hook::project::read_event(name, &stdin, context) {

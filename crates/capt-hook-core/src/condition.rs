@@ -78,6 +78,9 @@ pub enum Condition {
     SkipPermissions(bool),
     /// The payload's permission mode is one of these.
     PermissionMode(Vec<String>),
+    /// The coding agent running the session (`claude`, `codex`, `gemini`, `factory`, `cursor`,
+    /// `copilot`: the names `hook run --agent` takes) is one of these.
+    CodingAgent(Vec<String>),
     /// The model the event is about matches one of these globs: the switch's `to_model` on
     /// PreModelSwitch and PostModelSwitch, the session's `model` on SessionStart.
     Model(Vec<Glob>),
@@ -238,6 +241,7 @@ impl fmt::Display for Condition {
             Condition::FromSubagent(b) => write!(f, "{{ from_subagent = {b} }}"),
             Condition::SkipPermissions(b) => write!(f, "{{ skip_permissions = {b} }}"),
             Condition::PermissionMode(m) => write!(f, "{{ permission_mode = {} }}", list(m)),
+            Condition::CodingAgent(a) => write!(f, "{{ coding_agent = {} }}", list(a)),
             Condition::Model(globs) => {
                 let g: Vec<String> = globs.iter().map(|g| g.as_str().to_owned()).collect();
                 write!(f, "{{ model = {} }}", list(&g))
@@ -509,6 +513,7 @@ impl Condition {
             Condition::PermissionMode(modes) => evt
                 .permission_mode()
                 .is_some_and(|m| modes.iter().any(|x| x == m)),
+            Condition::CodingAgent(names) => names.iter().any(|n| n == evt.coding_agent()),
             Condition::Model(globs) => evt
                 .model()
                 .is_some_and(|m| globs.iter().any(|g| g.matches_path(m))),

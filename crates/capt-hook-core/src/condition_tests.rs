@@ -151,6 +151,30 @@ fn agents_modes_and_subagents() {
     assert!(Condition::SkipPermissions(false).check(&bash("ls")));
 }
 
+/// An event no adapter read is Claude Code's; one another agent sent names that agent.
+#[test]
+fn coding_agent_defaults_to_claude_code() {
+    let codex = || Condition::CodingAgent(vec!["codex".into(), "gemini".into()]);
+    let claude = Condition::CodingAgent(vec!["claude".into()]);
+    assert!(claude.check(&bash("ls")));
+    assert!(!codex().check(&bash("ls")));
+    let from_codex = Event::new(
+        EventKind::SessionStart,
+        json!({"session_id": "s", "source": "startup"}),
+        EventContext {
+            coding_agent: Some("codex".into()),
+            ..EventContext::default()
+        },
+    )
+    .unwrap();
+    assert!(codex().check(&from_codex));
+    assert!(!claude.check(&from_codex));
+    assert_eq!(
+        codex().to_string(),
+        "{ coding_agent = [\"codex\", \"gemini\"] }"
+    );
+}
+
 #[test]
 fn combinators_and_their_empty_cases() {
     let yes = Condition::Command(re("ls"));

@@ -11,6 +11,10 @@ use serde_json::{Map, Value};
 use crate::events::EventKind;
 use crate::tool::ToolCall;
 
+/// Claude Code's name among the coding agents (`hook run --agent claude`): the agent of an
+/// event no other agent's adapter read.
+pub const CLAUDE: &str = "claude";
+
 /// Why a payload could not become an event.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
@@ -37,6 +41,10 @@ pub struct EventContext {
     /// The sender's request-scoped environment (`CAPT_HOOK_*`, `CLAUDE_*`, …), read instead of
     /// this process's when the event came through the host.
     pub request_env: Option<std::sync::Arc<BTreeMap<String, String>>>,
+    /// The coding agent that sent the event, by the name `hook run --agent` takes (`codex`,
+    /// `gemini`, …), when it is not Claude Code: its payload was read as Claude Code's, so
+    /// nothing in the payload says so any more.
+    pub coding_agent: Option<String>,
 }
 
 /// One event: its kind, the raw payload kept verbatim, and typed accessors over it.
@@ -264,6 +272,44 @@ impl Event {
         }
     }
 
+    /// Where the stopping agent stands in its turn, as `(events so far, events in the current
+    /// turn)`: the positions the once-per-turn throttles compare. Claude Code's come from its
+    /// transcript. Another agent's transcript is not in that format (reading it as Claude Code's
+    /// finds no prompt, so a whole session looks like one turn), so there the user prompts
+    /// counted by [`Event::mark_prompt`] mark the turns.
+    pub fn turn_span(&self) -> (usize, usize) {
+        if self.context.coding_agent.is_some() {
+            return self
+                .store()
+                .load::<capt_hook_state::PrimitiveState>()
+                .prompt_turn(self.kind == EventKind::Stop && self.stop_hook_active());
+        }
+        let t = self.transcript();
+        (t.len(), t.current_turn().len())
+    }
+
+    /// Marks another agent's turns for [`Event::turn_span`]: its user prompt (UserPromptSubmit,
+    /// Gemini CLI's BeforeAgent, …) is counted, and a Stop that is no stop hook's continuation
+    /// records the turn it ends, which its continuations keep (Gemini CLI sends a blocked stop's
+    /// reason as a new prompt, Codex does not). Call once per event, before its hooks run.
+    pub fn mark_turn(&self) -> Result<(), capt_hook_state::StateError> {
+        if self.context.coding_agent.is_none() {
+            return Ok(());
+        }
+        use capt_hook_state::PrimitiveState;
+        match self.kind {
+            EventKind::UserPromptSubmit => self.store().mutate(|s: &mut PrimitiveState| {
+                s.prompts += 1;
+            }),
+            EventKind::Stop if !self.stop_hook_active() => {
+                self.store().mutate(|s: &mut PrimitiveState| {
+                    s.stop_prompts = s.prompts;
+                })
+            }
+            _ => Ok(()),
+        }
+    }
+
     /// The session's transcript (the agent's own for a subagent), read on first use; empty
     /// when there is none or it cannot be read.
     pub fn transcript(&self) -> &Transcript {
@@ -347,6 +393,12 @@ impl Event {
     /// The working directory Claude Code reported.
     pub fn cwd(&self) -> Option<&str> {
         self.str_field("cwd")
+    }
+
+    /// The coding agent running the session: `claude` unless the event came through another
+    /// agent's adapter ([`EventContext::coding_agent`]).
+    pub fn coding_agent(&self) -> &str {
+        self.context.coding_agent.as_deref().unwrap_or(CLAUDE)
     }
 
     /// The permission mode (`default`, `plan`, `acceptEdits`, `bypassPermissions`, …).

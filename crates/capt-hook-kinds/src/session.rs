@@ -273,10 +273,10 @@ fn nudge_handler(options: NudgeOptions, ledger_key: String) -> HandlerFn {
 
 /// Where the event's agent stands in its turn, for the once-per-turn throttle.
 pub(crate) fn turn_at(evt: &Event) -> TurnAt<'_> {
-    let t = evt.transcript();
+    let (transcript_len, current_turn_len) = evt.turn_span();
     TurnAt {
-        transcript_len: t.len(),
-        current_turn_len: t.current_turn().len(),
+        transcript_len,
+        current_turn_len,
         prompt_id: evt.prompt_id(),
     }
 }

@@ -47,6 +47,8 @@ pub struct Origin {
     pub pid: Option<u32>,
     /// The sender's request-scoped environment.
     pub env: Option<Arc<std::collections::BTreeMap<String, String>>>,
+    /// The coding agent whose adapter read the event (`codex`, …); `None` for Claude Code.
+    pub agent: Option<String>,
     /// The host's notice epoch ([`capt_hook_proto::EventRequest::notice_epoch`]).
     pub notice_epoch: Option<u64>,
     /// The host's own notices for the user ([`capt_hook_proto::EventRequest::notices`]), told
@@ -349,6 +351,7 @@ impl Project {
             state_root: Some(capt_hook_state::state_root()),
             origin_pid: origin.pid,
             request_env: origin.env,
+            coding_agent: origin.agent,
         };
         let evt = match read_event(event, stdin, context) {
             Ok(Some(e)) => Arc::new(e),
@@ -357,6 +360,13 @@ impl Project {
         };
         entry.event = Some(Arc::clone(&evt));
         let kind = evt.kind();
+        // Another agent's prompts and stops mark the turns the throttles cannot see in its
+        // transcript.
+        if !opts.run_async
+            && let Err(e) = evt.mark_turn()
+        {
+            tracing::warn!(error = %e, "could not mark the session's turn");
+        }
         if kind == EventKind::SessionStart && !opts.run_async {
             // The session's directory names its transcript, so it goes once that is deleted.
             if let (Some(sid), Some(transcript)) = (evt.session_id(), evt.transcript_path()) {

@@ -179,9 +179,31 @@ pub struct PrimitiveState {
     pub echo_window_end: u64,
     /// Sentences of fired warnings, for stripping quoted echoes (oldest evicted first).
     pub echo_verbatim: Deque<String, 40>,
+    /// User prompts answered in a session of an agent whose transcript is not in Claude Code's
+    /// format (Codex, Gemini CLI, …): there they mark the turns the throttles compare
+    /// ([`PrimitiveState::prompt_turn`]).
+    pub prompts: u64,
+    /// `prompts` at that session's last Stop that was not a stop hook's continuation: the turn
+    /// a continuing Stop belongs to, whatever prompt the continuation was sent as (Gemini CLI
+    /// sends a blocked stop's reason as a new prompt).
+    pub stop_prompts: u64,
 }
 
 impl PrimitiveState {
+    /// The current turn as `(transcript_len, current_turn_len)` for [`TurnThrottle`] from the
+    /// prompts counted (`continuing`: for a Stop a stop hook made the agent continue, the turn
+    /// of the Stop it continues): each prompt moves the turn's start one place on, and a fire
+    /// recorded in this turn lies past it.
+    pub fn prompt_turn(&self, continuing: bool) -> (usize, usize) {
+        let n = if continuing {
+            self.stop_prompts
+        } else {
+            self.prompts
+        };
+        let n = usize::try_from(n).unwrap_or(usize::MAX);
+        (n.saturating_add(1), 1)
+    }
+
     /// True when `text` already triggered `hook`.
     pub fn is_consumed(&self, hook: &str, text: &str) -> bool {
         self.consumed

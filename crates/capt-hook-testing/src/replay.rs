@@ -146,6 +146,7 @@ impl Replayer<'_> {
             state_root: Some(self.state_root.clone()),
             origin_pid: None,
             request_env: None,
+            coding_agent: None,
         };
         let Ok(evt) = Event::new(kind, Value::Object(payload), context) else {
             return;

@@ -125,6 +125,7 @@ pub fn run_test(hook: &Hook, test: &InlineTest, root: Option<&Path>) -> TestOutc
         state_root: Some(scratch.path().to_path_buf()),
         origin_pid: None,
         request_env: test.input.env.clone().map(std::sync::Arc::new),
+        coding_agent: test.input.coding_agent.clone(),
     };
     let evt = match Event::new(event, payload, context) {
         Ok(e) => e,

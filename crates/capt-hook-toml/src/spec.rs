@@ -422,6 +422,9 @@ pub enum ConditionSpec {
     SkipPermissions(bool),
     /// The payload's permission mode is one of these.
     PermissionMode(OneOrMany<String>),
+    /// The coding agent running the session is one of these (`claude`, `codex`, `gemini`,
+    /// `factory`, `cursor`, `copilot`; `"A|B"` splits).
+    CodingAgent(OneOrMany<String>),
     /// The model the event is about matches one of these globs (`to_model` on PreModelSwitch
     /// and PostModelSwitch, `model` on SessionStart).
     Model(OneOrMany<String>),

@@ -1220,6 +1220,7 @@ fn evaluate_traced_says_what_fired_and_what_failed() {
         )),
         notice_epoch: None,
         notices: Vec::new(),
+        agent: None,
     };
     let (_, entry) = project.evaluate_traced(
         "PreToolUse",

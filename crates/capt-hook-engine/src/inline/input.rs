@@ -48,6 +48,9 @@ pub struct Input {
     pub source: Option<String>,
     /// The permission mode.
     pub permission_mode: Option<String>,
+    /// The coding agent running the session (`codex`, `gemini`, …; default `claude`), as the
+    /// `coding_agent` condition reads it.
+    pub coding_agent: Option<String>,
     /// Whether Claude Code runs with permission prompts skipped.
     pub skip_permissions: Option<bool>,
     /// Read offset.
@@ -285,6 +288,7 @@ impl Input {
         s("reason", &self.reason);
         s("source", &self.source);
         s("permission_mode", &self.permission_mode);
+        s("coding_agent", &self.coding_agent);
         s("cwd", &self.cwd);
         if let Some(t) = &self.tool_input {
             parts.push(format!("tool_input={}", Value::Object(t.clone())));

@@ -330,6 +330,93 @@ mod tests {
         );
     }
 
+    /// A Stop gate blocks once in each of two prompts' turns of a Codex or Gemini session: the
+    /// agents' transcripts are not Claude Code's, so the prompt events we answer mark the turns,
+    /// and a continuing stop stays in its turn even when its continuation came as a prompt.
+    /// The session's agent is what `coding_agent` reads.
+    #[test]
+    fn stop_gate_once_per_prompt_and_coding_agent_in_other_agents() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path();
+        let hooks = default_hooks_dir(root);
+        std::fs::create_dir_all(&hooks).unwrap();
+        let hook = "[[hook]]\nkind = \"gate\"\nmessage = \"run the tests\"\n\n\
+                    [[hook]]\nkind = \"hook\"\nevents = \"UserPromptSubmit\"\n\
+                    message = \"not in Claude Code\"\nskip_if = [{ coding_agent = \"claude\" }]\n";
+        std::fs::write(hooks.join("gate.toml"), hook).unwrap();
+        let p = Project::load_with_packs(root, &hooks, &Registry::new());
+        assert!(p.errors().is_empty(), "{:?}", p.errors());
+        // A transcript in Codex's rollout format, which reads as no Claude Code turn at all.
+        let transcript = root.join("rollout.jsonl");
+        std::fs::write(
+            &transcript,
+            "{\"timestamp\":\"2026-12-05T11:00:00Z\",\"type\":\"response_item\",\
+             \"payload\":{\"type\":\"message\",\"role\":\"user\",\"content\":[]}}\n",
+        )
+        .unwrap();
+        // Unique per run: the worker keeps session state under the user's state root.
+        let sid = |agent: &str| format!("{agent}-{}", root.display()).replace('/', "-");
+        for (agent, prompt_event, stop_event, blocked) in [
+            (
+                "codex",
+                "UserPromptSubmit",
+                "Stop",
+                "\"decision\":\"block\"",
+            ),
+            (
+                "gemini",
+                "BeforeAgent",
+                "AfterAgent",
+                "\"decision\":\"deny\"",
+            ),
+        ] {
+            let base = json!({"session_id": sid(agent), "cwd": root.display().to_string(),
+                "transcript_path": transcript.display().to_string(), "turn_id": "1"});
+            let event = |name: &str, extra: Value| {
+                let mut v = base.clone();
+                v["hook_event_name"] = name.into();
+                for (k, x) in extra.as_object().unwrap() {
+                    v[k] = x.clone();
+                }
+                if agent == "gemini" {
+                    v.as_object_mut().unwrap().remove("turn_id");
+                }
+                let (r, _) = respond_traced(&p, &request(root, agent, name, v), None);
+                r
+            };
+            let stop = |active: bool| {
+                event(
+                    stop_event,
+                    json!({"stop_hook_active": active, "last_assistant_message": "Done.",
+                        "prompt": "hi", "prompt_response": "Done."}),
+                )
+            };
+            for turn in 1..=2 {
+                let r = event(prompt_event, json!({"prompt": format!("prompt {turn}")}));
+                assert!(
+                    r.stdout.contains("not in Claude Code")
+                        || r.stderr.contains("not in Claude Code"),
+                    "{agent}: coding_agent = {agent} on its prompt: {r:?}"
+                );
+                let r = stop(false);
+                assert!(
+                    r.stdout.replace(' ', "").contains(blocked)
+                        && r.stdout.contains("run the tests"),
+                    "{agent} turn {turn}: the gate blocks the first stop: {r:?}"
+                );
+                if agent == "gemini" {
+                    // Gemini CLI sends the block's reason as a new prompt to continue.
+                    event(prompt_event, json!({"prompt": "run the tests"}));
+                }
+                let r = stop(true);
+                assert!(
+                    !r.stdout.contains("run the tests"),
+                    "{agent} turn {turn}: the gate blocks once per turn: {r:?}"
+                );
+            }
+        }
+    }
+
     /// What cannot be read is refused in the agent's shape on a guard, an error elsewhere; an
     /// event we leave alone is answered with nothing.
     #[test]

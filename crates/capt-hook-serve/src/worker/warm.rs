@@ -135,13 +135,15 @@ pub fn claim(req: &EventRequest, who: &str) -> Claim {
     }
 }
 
-/// The sending client: its pid and request-scoped environment.
-fn origin(req: &EventRequest) -> crate::project::Origin {
+/// The sending client: its pid and request-scoped environment; `agent`, the coding agent whose
+/// adapter turned its event into `req` (`None`: Claude Code's own).
+fn origin(req: &EventRequest, agent: Option<&str>) -> crate::project::Origin {
     crate::project::Origin {
         pid: Some(req.client_pid),
         env: Some(Arc::new(req.env.clone())),
         notice_epoch: req.notice_epoch,
         notices: req.notices.clone(),
+        agent: agent.map(str::to_owned),
     }
 }
 
@@ -161,20 +163,23 @@ pub fn respond_traced(
     use crate::worker::agent;
     match agent::agent_of(req) {
         Ok(None) => {
-            let (response, entry, _) = respond_claude(project, req, deadline);
+            let (response, entry, _) = respond_claude(project, req, deadline, None);
             (response, entry)
         }
-        Ok(Some(name)) => agent::respond(req, &name, |sub| respond_claude(project, sub, deadline)),
+        Ok(Some(name)) => agent::respond(req, &name, |sub| {
+            respond_claude(project, sub, deadline, Some(&name))
+        }),
         Err(e) => agent::unreadable(req, None, &e),
     }
 }
 
-/// [`respond_traced`] for a Claude Code event, with the answer as a typed verdict too (what
-/// another agent's adapter answers from).
+/// [`respond_traced`] for a Claude Code event, read from `agent`'s when that is named, with the
+/// answer as a typed verdict too (what another agent's adapter answers from).
 fn respond_claude(
     project: &Project,
     req: &EventRequest,
     deadline: Option<Instant>,
+    agent: Option<&str>,
 ) -> (
     EventResponse,
     capt_hook_journal::Entry,
@@ -188,7 +193,7 @@ fn respond_claude(
             deadline,
             run_async: false,
         },
-        origin(req),
+        origin(req, agent),
     );
     let mut stderr = String::new();
     for e in project.errors() {
@@ -229,18 +234,21 @@ pub fn has_async_hooks(project: &Project) -> bool {
 /// running at `deadline` are abandoned.
 pub fn run_async_hooks(project: &Project, req: &EventRequest, deadline: Instant) {
     match crate::worker::agent::agent_of(req) {
-        Ok(None) => {}
+        Ok(None) => run_async_claude(project, req, deadline, None),
         Ok(Some(agent)) => {
             // An event that could not be read was reported by the foreground reply.
             if let Ok((_, subs)) = crate::worker::agent::claude_requests(req, &agent) {
                 for sub in &subs {
-                    run_async_hooks(project, sub, deadline);
+                    run_async_claude(project, sub, deadline, Some(&agent));
                 }
             }
-            return;
         }
-        Err(_) => return,
+        Err(_) => {}
     }
+}
+
+/// [`run_async_hooks`] for a Claude Code event, read from `agent`'s when that is named.
+fn run_async_claude(project: &Project, req: &EventRequest, deadline: Instant, agent: Option<&str>) {
     project.evaluate_from(
         &req.event,
         req.payload_raw.as_bytes(),
@@ -248,6 +256,6 @@ pub fn run_async_hooks(project: &Project, req: &EventRequest, deadline: Instant)
             deadline: Some(deadline),
             run_async: true,
         },
-        origin(req),
+        origin(req, agent),
     );
 }

@@ -95,6 +95,23 @@ pub fn compile_condition(spec: &ConditionSpec, field: &str) -> Result<Condition,
         ConditionSpec::FromSubagent(b) => Condition::FromSubagent(*b),
         ConditionSpec::SkipPermissions(b) => Condition::SkipPermissions(*b),
         ConditionSpec::PermissionMode(m) => Condition::PermissionMode(m.to_vec()),
+        ConditionSpec::CodingAgent(names) => {
+            let mut agents = Vec::new();
+            for name in capt_hook_core::condition::split_names(&names.to_vec()) {
+                // Stored by the agent's own name, so an alias (`codex-cli`) matches too.
+                let agent: capt_hook_agents::Agent = name
+                    .parse()
+                    .map_err(|e: capt_hook_agents::AgentError| err(sub("coding_agent"), e))?;
+                agents.push(agent.name().to_owned());
+            }
+            if agents.is_empty() {
+                return Err(err(
+                    sub("coding_agent"),
+                    format!("name an agent ({})", capt_hook_agents::Agent::valid_names()),
+                ));
+            }
+            Condition::CodingAgent(agents)
+        }
         ConditionSpec::Model(m) => Condition::Model(globs(&sub("model"), &m.to_vec())?),
         ConditionSpec::Source(s) => Condition::Source(s.to_vec()),
         ConditionSpec::Annotated(a) => match a {

@@ -474,6 +474,27 @@ mod tests {
         assert_eq!((line, field.as_deref()), (3, Some("hook[0].events")));
     }
 
+    /// A `coding_agent` naming no agent we know fails at load, naming the field and the known
+    /// names; a product's own name is taken.
+    #[test]
+    fn coding_agent_names_are_checked_at_load() {
+        let hook = |agents: &str| {
+            format!(
+                "[[hook]]\nkind = \"hook\"\nevents = \"SessionStart\"\nmessage = \"m\"\n\
+                 only_if = [{{ coding_agent = {agents} }}]\n"
+            )
+        };
+        let (line, _, field, message) = only_error(&hook("[\"codex\", \"claud\"]"));
+        assert_eq!(line, 5);
+        assert_eq!(field.as_deref(), Some("hook[0].only_if[0].coding_agent"));
+        assert!(
+            message.contains("unknown agent 'claud'") && message.contains("gemini"),
+            "{message}"
+        );
+        let mut reg = Registry::new();
+        load_str(&hook("\"codex-cli|gemini\""), "t", &mut reg).unwrap();
+    }
+
     #[test]
     fn a_bad_file_is_skipped_whole_and_the_good_ones_load() {
         let dir = tempfile::tempdir().unwrap();

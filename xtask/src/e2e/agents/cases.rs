@@ -13,6 +13,8 @@ pub enum Step {
     Shell(&'static str),
     /// A final answer.
     Say(&'static str),
+    /// A remark and one call of the agent's file-writing tool: (project-relative path, text).
+    Write(&'static str, &'static str),
 }
 
 /// One end-to-end case.
@@ -29,10 +31,14 @@ pub struct Case {
     pub setup: &'static str,
     /// The user's prompt.
     pub prompt: &'static str,
+    /// Later prompts of the same session, each a run resuming it.
+    pub then: &'static [&'static str],
     /// The model's turns; after they run out it says "Done.".
     pub script: &'static [Step],
     /// What must hold afterwards; the error says what did not.
     pub check: fn(&Outcome) -> Result<(), String>,
+    /// The one agent the case is for (its tools), or every agent.
+    pub only: Option<Agent>,
 }
 
 fn ensure(cond: bool, what: impl Into<String>) -> Result<(), String> {
@@ -76,6 +82,7 @@ pub fn all() -> Vec<Case> {
                     reason = \"E2E-NOSTASH git stash hides work\"\n",
             files: NOTES,
             setup: MODIFIED_REPO,
+            then: &[],
             prompt: "Put my changes aside.",
             script: &[
                 Step::Shell("git stash"),
@@ -86,6 +93,7 @@ pub fn all() -> Vec<Case> {
                 not_stashed_at(&o.project)?;
                 turns(o, 2)
             },
+            only: None,
         },
         Case {
             name: "warn",
@@ -95,6 +103,7 @@ pub fn all() -> Vec<Case> {
                     events = \"PreToolUse\"\nmessage = \"E2E-WARN mind the timestamps\"\n",
             files: &[],
             setup: "",
+            then: &[],
             prompt: "Create warned.txt.",
             script: &[Step::Shell("touch warned.txt"), Step::Say("Created.")],
             check: |o| {
@@ -124,6 +133,7 @@ pub fn all() -> Vec<Case> {
                 }
                 turns(o, 2)
             },
+            only: None,
         },
         Case {
             name: "warn-after",
@@ -132,6 +142,7 @@ pub fn all() -> Vec<Case> {
                     events = \"PostToolUse\"\nmessage = \"E2E-POSTWARN mind the timestamps\"\n",
             files: &[],
             setup: "",
+            then: &[],
             prompt: "Create warned.txt.",
             script: &[Step::Shell("touch warned.txt"), Step::Say("Created.")],
             check: |o| {
@@ -143,6 +154,7 @@ pub fn all() -> Vec<Case> {
                 )?;
                 turns(o, 2)
             },
+            only: None,
         },
         Case {
             name: "rewrite",
@@ -152,6 +164,7 @@ pub fn all() -> Vec<Case> {
                     replace = \"rewritten.txt\"\nnote = \"E2E-REWRITE renamed the file\"\n",
             files: &[],
             setup: "",
+            then: &[],
             prompt: "Create original.txt.",
             script: &[Step::Shell("touch original.txt"), Step::Say("Created.")],
             check: |o| {
@@ -176,6 +189,7 @@ pub fn all() -> Vec<Case> {
                 }
                 turns(o, 2)
             },
+            only: None,
         },
         Case {
             name: "rm-rf-pack",
@@ -183,6 +197,7 @@ pub fn all() -> Vec<Case> {
             hooks: "",
             files: NOTES,
             setup: MODIFIED_REPO,
+            then: &[],
             prompt: "Start the repository over.",
             script: &[Step::Shell("rm -rf .git"), Step::Say("Left as it was.")],
             check: |o| {
@@ -190,6 +205,7 @@ pub fn all() -> Vec<Case> {
                 ensure(o.exists(".git/HEAD"), "rm -rf .git ran: .git is gone")?;
                 turns(o, 2)
             },
+            only: None,
         },
         Case {
             name: "stop-gate",
@@ -198,6 +214,7 @@ pub fn all() -> Vec<Case> {
             hooks: "[[hook]]\nkind = \"gate\"\nmessage = \"E2E-GATE run the tests before stopping\"\n",
             files: &[],
             setup: "",
+            then: &[],
             prompt: "Say hello.",
             script: &[Step::Say("Hello."), Step::Say("The tests pass. Hello.")],
             check: |o| {
@@ -208,6 +225,72 @@ pub fn all() -> Vec<Case> {
                 )?;
                 turns(o, 2)
             },
+            only: None,
+        },
+        Case {
+            name: "stop-gate-2",
+            about: "Stop gate across two prompts of one session (the second resumes it): \
+                    each prompt's first stop is refused, once",
+            hooks: "[[hook]]\nkind = \"gate\"\nmessage = \"E2E-GATE2 run the tests before stopping\"\n",
+            files: &[],
+            setup: "",
+            then: &["Say goodbye."],
+            prompt: "Say hello.",
+            script: &[
+                Step::Say("Hello."),
+                Step::Say("The tests pass. Hello."),
+                Step::Say("Goodbye."),
+                Step::Say("The tests pass. Goodbye."),
+            ],
+            check: |o| {
+                for (turn, what) in [(2, "first"), (4, "second")] {
+                    let last = o.last_input(turn).unwrap_or_default();
+                    ensure(
+                        last.contains("E2E-GATE2"),
+                        format!(
+                            "the gate's reason is not the model's input after the {what} \
+                             prompt's first stop (turn {turn}): {last}"
+                        ),
+                    )?;
+                }
+                let third = o.last_input(3).unwrap_or_default();
+                ensure(
+                    third.contains("Say goodbye."),
+                    format!("turn 3 is not the second prompt: {third}"),
+                )?;
+                turns(o, 4)
+            },
+            only: None,
+        },
+        Case {
+            name: "edit-deny",
+            about: "Gemini's write_file read as Write: a deny on edited Python files refuses \
+                    it, the model hears why, the file is not written; a clean one is",
+            hooks: "[[hook]]\nkind = \"deny\"\nreason = \"E2E-NOPRINT no print() in library code\"\n\
+                    only_if = [{ tool = \"Edit|Write\" }, { file_path = \"*.py\" }, \
+                    { content = \"print\\\\(\" }]\n",
+            files: &[],
+            setup: "",
+            then: &[],
+            prompt: "Write lib.py.",
+            script: &[
+                Step::Write("lib.py", "def f():\n    print(1)\n"),
+                Step::Write("clean.py", "def f():\n    return 1\n"),
+                Step::Say("Wrote clean.py instead."),
+            ],
+            check: |o| {
+                refused_with(o, "E2E-NOPRINT")?;
+                ensure(!o.exists("lib.py"), "lib.py was written")?;
+                // The same tool writes a file the deny does not match: the refusal was ours.
+                ensure(
+                    o.exists("clean.py"),
+                    "clean.py, which no hook refuses, was not written",
+                )?;
+                turns(o, 3)
+            },
+            // Codex 0.169 offers a custom provider's model no edit tool (edits go through its
+            // shell), so its apply_patch is proven by the adapter's fixtures only.
+            only: Some(Agent::Gemini),
         },
     ]
 }

@@ -67,37 +67,62 @@ fn config(base_url: &str, project: &Path) -> String {
     )
 }
 
-/// `codex exec` for one case: its own `CODEX_HOME` (under the case's logs, so its sessions are
-/// kept with them) holding the provider config; approvals and Codex's sandbox off, so only our
-/// hooks stand between the model and the shell. Hook trust is bypassed: Codex trusts a hook by
-/// a hash it keeps after a user reviewed it, which a headless run cannot do.
+/// The case's `CODEX_HOME`, under its logs so Codex's sessions are kept with them; where
+/// `capt-hook install --agent codex` records its trust in our hooks.
+pub fn home(logs: &Path) -> PathBuf {
+    logs.join("codex-home")
+}
+
+/// `codex exec` for one case (`resume`: `codex exec resume --last`, the same session's next
+/// prompt): its own `CODEX_HOME` holding the provider config ahead of what install wrote there
+/// (the trust in our hooks); approvals and Codex's sandbox off, so only our hooks stand between
+/// the model and the shell. Hook trust is not bypassed: the hooks run because install trusted
+/// them, as a user's review in Codex would.
 pub fn command(
     cli: &Path,
     project: &Path,
     base_url: &str,
     logs: &Path,
     prompt: &str,
+    resume: bool,
 ) -> Result<Command, String> {
-    let codex_home = logs.join("codex-home");
+    let codex_home = home(logs);
     std::fs::create_dir_all(&codex_home).map_err(|e| format!("{}: {e}", codex_home.display()))?;
     let config_path = codex_home.join("config.toml");
-    std::fs::write(&config_path, config(base_url, project))
+    if !resume {
+        let installed = match std::fs::read_to_string(&config_path) {
+            Ok(text) => text,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+            Err(e) => return Err(format!("{}: {e}", config_path.display())),
+        };
+        // Top-level keys first: install's file holds only tables.
+        std::fs::write(
+            &config_path,
+            format!("{}\n{installed}", config(base_url, project)),
+        )
         .map_err(|e| format!("{}: {e}", config_path.display()))?;
+    }
     let mut cmd = Command::new(cli);
     cmd.env_clear()
         .env("CODEX_HOME", &codex_home)
         .env("E2E_API_KEY", "dummy")
         .current_dir(project)
-        .args([
-            "exec",
-            "--json",
-            "--strict-config",
-            "--skip-git-repo-check",
-            "--dangerously-bypass-approvals-and-sandbox",
-            "--dangerously-bypass-hook-trust",
-            "-C",
-        ])
-        .arg(project)
-        .arg(prompt);
+        .arg("exec");
+    if resume {
+        cmd.arg("resume");
+    }
+    cmd.args([
+        "--json",
+        "--strict-config",
+        "--skip-git-repo-check",
+        "--dangerously-bypass-approvals-and-sandbox",
+    ]);
+    if resume {
+        // `resume` runs in the working directory and has no -C.
+        cmd.arg("--last");
+    } else {
+        cmd.arg("-C").arg(project);
+    }
+    cmd.arg(prompt);
     Ok(cmd)
 }

@@ -48,7 +48,8 @@ fn settings() -> serde_json::Value {
     })
 }
 
-/// `gemini -p` for one case: `--yolo` (only our hooks stand between the model and the shell),
+/// `gemini -p` for one case (`resume`: the project's latest session, the same session's next
+/// prompt): `--yolo` (only our hooks stand between the model and the shell),
 /// the project trusted (headless mode refuses an untrusted folder), the base URL the fake's.
 pub fn command(
     cli: &Path,
@@ -56,6 +57,7 @@ pub fn command(
     project: &Path,
     base_url: &str,
     prompt: &str,
+    resume: bool,
 ) -> Result<Command, String> {
     let dir = home.join(".gemini");
     std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
@@ -78,5 +80,9 @@ pub fn command(
             "-m",
             "gemini-e2e",
         ]);
+    if resume {
+        // The project's latest session: the same session's next prompt.
+        cmd.args(["--resume", "latest"]);
+    }
     Ok(cmd)
 }

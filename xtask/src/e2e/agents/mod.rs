@@ -80,6 +80,21 @@ impl Agent {
         }
     }
 
+    /// The model's call of the file-writing tool: Gemini's `write_file`; Codex has none for a
+    /// custom provider's model, so there it is the shell writing the file.
+    fn write_call(self, path: &str, content: &str) -> Block {
+        match self {
+            Agent::Codex => {
+                let quoted = content.replace('\'', "'\\''");
+                self.shell_call(&format!("printf '%s' '{quoted}' > {path}"))
+            }
+            Agent::Gemini => Block::Tool {
+                name: "write_file".into(),
+                input: serde_json::json!({"file_path": path, "content": content}),
+            },
+        }
+    }
+
     /// The project file `capt-hook install --agent` writes.
     fn config_file(self) -> &'static str {
         match self {
@@ -281,7 +296,7 @@ fn run_cases(setup: &Setup) -> anyhow::Result<()> {
     let mut failed = Vec::new();
     let mut runs = 0;
     for (agent, cli) in &setup.agents {
-        for case in &cases {
+        for case in cases.iter().filter(|c| c.only.is_none_or(|a| a == *agent)) {
             runs += 1;
             let started = Instant::now();
             let name = format!("{} [{}]", case.name, agent.tag());
@@ -347,10 +362,17 @@ fn run_case(
         }
     }
     // A hook file that does not load would make every "nothing reached the model" check pass.
-    capt_hook(sandbox, &project, &["check"])?;
+    capt_hook(sandbox, &project, &["check"], &[])?;
     let config = project.join(agent.config_file());
     let theirs = agent.their_hooks();
     write(&config, &theirs.to_string())?;
+    let logs = setup.logs.join(agent.tag()).join(case.name);
+    std::fs::create_dir_all(&logs).map_err(|e| format!("{}: {e}", logs.display()))?;
+    // Codex keeps the user's trust in hooks in its own home: install records it there.
+    let agent_env: Vec<(&str, PathBuf)> = match agent {
+        Agent::Codex => vec![("CODEX_HOME", codex::home(&logs))],
+        Agent::Gemini => Vec::new(),
+    };
     let hook = setup.bins.join("hook");
     capt_hook(
         sandbox,
@@ -362,6 +384,7 @@ fn run_case(
             "--hook",
             &hook.display().to_string(),
         ],
+        &agent_env,
     )?;
 
     let script: Vec<Reply> = case
@@ -373,23 +396,42 @@ fn run_case(
                 agent.shell_call(command),
             ]),
             Step::Say(text) => Reply::Blocks(vec![Block::Text((*text).into())]),
+            Step::Write(path, content) => Reply::Blocks(vec![
+                Block::Text("On it.".into()),
+                agent.write_call(path, content),
+            ]),
         })
         .collect();
     let api = FakeApi::start_wire(agent.wire(), script)
         .map_err(|e| format!("starting the fake API: {e}"))?;
-    let logs = setup.logs.join(agent.tag()).join(case.name);
-    std::fs::create_dir_all(&logs).map_err(|e| format!("{}: {e}", logs.display()))?;
     let home = sandbox.dir.join("home");
-    let command = match agent {
-        Agent::Codex => codex::command(cli, &project, &api.base_url(), &logs, case.prompt),
-        Agent::Gemini => gemini::command(cli, &home, &project, &api.base_url(), case.prompt),
-    }?;
-    let ran = run_agent(command, &logs, &home);
+    // Each prompt is one headless run; a later one resumes the session the first started.
+    let mut ran = Ok(());
+    let mut stderr = String::new();
+    for (n, prompt) in std::iter::once(case.prompt)
+        .chain(case.then.iter().copied())
+        .enumerate()
+    {
+        let resume = n > 0;
+        let command = match agent {
+            Agent::Codex => codex::command(cli, &project, &api.base_url(), &logs, prompt, resume),
+            Agent::Gemini => gemini::command(cli, &home, &project, &api.base_url(), prompt, resume),
+        }?;
+        let suffix = if resume {
+            format!("-{}", n + 1)
+        } else {
+            String::new()
+        };
+        ran = ran.and_then(|()| run_agent(command, &logs, &home, &suffix));
+        stderr.push_str(
+            &std::fs::read_to_string(logs.join(format!("stderr{suffix}.txt"))).unwrap_or_default(),
+        );
+    }
     let outcome = Outcome {
         agent,
         project: project.clone(),
         requests: api.requests(),
-        stderr: std::fs::read_to_string(logs.join("stderr.txt")).unwrap_or_default(),
+        stderr,
     };
     drop(api);
     super::save_requests(&logs, &outcome.requests);
@@ -401,7 +443,7 @@ fn run_case(
         .collect();
     let checked = ran
         .and_then(|()| (case.check)(&outcome))
-        .and_then(|()| uninstalled(sandbox, agent, &project, &config, &theirs));
+        .and_then(|()| uninstalled(sandbox, agent, &project, &config, &theirs, &agent_env));
     checked.map_err(|detail| {
         let mut out = detail;
         out.push_str(&format!(
@@ -417,15 +459,32 @@ fn run_case(
     })
 }
 
-/// `capt-hook uninstall --agent` leaves the project's own hooks exactly as they were.
+/// `capt-hook uninstall --agent` leaves the project's own hooks exactly as they were, and takes
+/// back Codex's trust in ours.
 fn uninstalled(
     sandbox: &Sandbox,
     agent: Agent,
     project: &Path,
     config: &Path,
     theirs: &Value,
+    agent_env: &[(&str, PathBuf)],
 ) -> Result<(), String> {
-    capt_hook(sandbox, project, &["uninstall", "--agent", agent.tag()])?;
+    capt_hook(
+        sandbox,
+        project,
+        &["uninstall", "--agent", agent.tag()],
+        agent_env,
+    )?;
+    if let Some((_, codex_home)) = agent_env.iter().find(|(k, _)| *k == "CODEX_HOME") {
+        let path = codex_home.join("config.toml");
+        let text = std::fs::read_to_string(&path).unwrap_or_default();
+        if text.contains("trusted_hash") {
+            return Err(format!(
+                "uninstall left trust in {}:\n{text}",
+                path.display()
+            ));
+        }
+    }
     let text = std::fs::read_to_string(config)
         .map_err(|e| format!("after uninstall, {}: {e}", config.display()))?;
     let left: Value = serde_json::from_str(&text)
@@ -440,9 +499,15 @@ fn uninstalled(
 }
 
 /// `capt-hook --root <project> <args>` in the sandbox; an error holds its output.
-fn capt_hook(sandbox: &Sandbox, project: &Path, args: &[&str]) -> Result<(), String> {
+fn capt_hook(
+    sandbox: &Sandbox,
+    project: &Path,
+    args: &[&str],
+    env: &[(&str, PathBuf)],
+) -> Result<(), String> {
     let out = sandbox
         .command("capt-hook")
+        .envs(env.iter().map(|(k, v)| (*k, v)))
         .arg("--root")
         .arg(project)
         .args(args)
@@ -477,9 +542,9 @@ fn write(path: &Path, text: &str) -> Result<(), String> {
 }
 
 /// Runs an agent's prepared command with a clean environment of the sandbox's (the agent
-/// module adds its own variables), stdout and stderr to `logs`, within [`RUN_TIMEOUT`]. The
-/// exit status is not a verdict: the checks read what the model was sent.
-fn run_agent(mut cmd: Command, logs: &Path, home: &Path) -> Result<(), String> {
+/// module adds its own variables), stdout and stderr to `logs` (`stdout<suffix>.txt`), within
+/// [`RUN_TIMEOUT`]. The exit status is not a verdict: the checks read what the model was sent.
+fn run_agent(mut cmd: Command, logs: &Path, home: &Path, suffix: &str) -> Result<(), String> {
     let file = |name: &str| {
         std::fs::File::create(logs.join(name)).map_err(|e| format!("{}: {e}", logs.display()))
     };
@@ -494,8 +559,8 @@ fn run_agent(mut cmd: Command, logs: &Path, home: &Path) -> Result<(), String> {
     .env("TMPDIR", sandbox.join("tmp"))
     .env("XDG_RUNTIME_DIR", sandbox.join("run"))
     .stdin(Stdio::null())
-    .stdout(file("stdout.txt")?)
-    .stderr(file("stderr.txt")?);
+    .stdout(file(&format!("stdout{suffix}.txt"))?)
+    .stderr(file(&format!("stderr{suffix}.txt"))?);
     let mut child = cmd
         .spawn()
         .map_err(|e| format!("starting {:?}: {e}", cmd.get_program()))?;
