@@ -267,20 +267,12 @@ pub fn retrust(config: &str, old: &[Trust], new: &[Trust]) -> Result<String, Age
         .map_err(|e: toml_edit::TomlError| bad("config.toml", format!("is not TOML: {e}")))?;
     let hooks = doc
         .entry("hooks")
-        .or_insert_with(|| {
-            let mut t = toml_edit::Table::new();
-            t.set_implicit(true);
-            toml_edit::Item::Table(t)
-        })
+        .or_insert_with(implicit_table)
         .as_table_like_mut()
         .ok_or_else(|| bad("hooks", "is not a table".into()))?;
     let state = hooks
         .entry("state")
-        .or_insert_with(|| {
-            let mut t = toml_edit::Table::new();
-            t.set_implicit(true);
-            toml_edit::Item::Table(t)
-        })
+        .or_insert_with(implicit_table)
         .as_table_like_mut()
         .ok_or_else(|| bad("hooks.state", "is not a table".into()))?;
     for t in old {
@@ -348,6 +340,12 @@ pub fn untrusted<'a>(config: &str, wanted: &'a [Trust]) -> Result<Vec<&'a Trust>
         .collect())
 }
 
+/// A table written only through its subtables (`[hooks.state."…"]`, no bare `[hooks]` line).
+fn implicit_table() -> toml_edit::Item {
+    let mut t = toml_edit::Table::new();
+    t.set_implicit(true);
+    toml_edit::Item::Table(t)
+}
 #[cfg(test)]
 mod tests {
     use super::*;
