@@ -515,7 +515,7 @@ mod tests {
             "rm -rf /c/Users/u/AppData/Local/Temp/some/subdir/file",
             "rm -rf /C/users/U/appdata/local/temp/x",
             "rm -rf /mnt/c/Users/u/AppData/Local/Temp/x /cygdrive/d/Users/u/AppData/Local/Temp/y",
-            r"rm -rf C:\Users\u\AppData\Local\Temp\build",
+            r"rm -rf 'C:\Users\u\AppData\Local\Temp\build'",
             "rm -r -f C:/Users/u/AppData/Local/Temp/scratch",
         ] {
             assert_eq!(risks_of(line, cwd, home), vec![], "{line}");
@@ -525,6 +525,8 @@ mod tests {
             "rm -rf /c/Users/u/AppData/Local/Tempx/y",
             "rm -rf /c/Users/u/AppData/Local/Temp/../x",
             "rm -rf /c/Users/u",
+            // Unquoted, bash drops the backslashes: C:Usersu… is a name in the working dir.
+            r"rm -rf C:\Users\u\AppData\Local\Temp\build",
         ] {
             assert_ne!(risks_of(line, cwd, home), vec![], "{line}");
         }
