@@ -181,6 +181,14 @@ fn classify_word(word: &Word, cwd: Option<&Path>, home: &Path) -> Vec<DeleteRisk
     // at run time is unknown, and the literal reading keeps a scratch or repository cwd allowed
     // while anything else is blocked.
     let text = word.value.as_deref().unwrap_or(&word.text);
+    // `C:\Users\…` and `C:/Users/…` are relative names to a Unix path parser; the only thing
+    // read in them is the Windows per-user temp dir, which is scratch like /tmp.
+    if is_windows_drive_path(text) {
+        let unixy = format!("/{}", text.replace('\\', "/").replacen(':', "", 1));
+        if is_scratch(&normalize(Path::new(&unixy))) {
+            return Vec::new();
+        }
+    }
     let Some(path) = expand_home(text, home) else {
         return Vec::new();
     };
@@ -243,7 +251,7 @@ fn on_disk(path: &Path, home: &Path) -> Option<DeleteRisk> {
 }
 
 /// Scratch and temporary space, where deletions are routine: under `/tmp`, `/private/tmp`,
-/// `/var/tmp`, macOS's per-user `/var/folders/*/*/T`, the process's temp dir, or a directory
+/// `/var/tmp` (and macOS's `/private/var/tmp`), the Windows per-user temp dir, macOS's per-user `/var/folders/*/*/T`, the process's temp dir, or a directory
 /// named `scratch` or `scratchpads`. The directories themselves are not exempt.
 pub fn is_scratch(path: &Path) -> bool {
     let temp = std::env::temp_dir();
@@ -251,6 +259,7 @@ pub fn is_scratch(path: &Path) -> bool {
         Path::new("/tmp"),
         Path::new("/private/tmp"),
         Path::new("/var/tmp"),
+        Path::new("/private/var/tmp"),
     ];
     if temp != Path::new("/") {
         roots.push(&temp);
@@ -265,6 +274,9 @@ pub fn is_scratch(path: &Path) -> bool {
             _ => None,
         })
         .collect();
+    if is_windows_temp(&parts) {
+        return true;
+    }
     // /var/folders/<xx>/<id>/T/<something>
     if parts.len() > 5
         && parts[0] == "var"
@@ -278,6 +290,40 @@ pub fn is_scratch(path: &Path) -> bool {
     parts[..last]
         .iter()
         .any(|p| *p == "scratch" || *p == "scratchpads")
+}
+
+/// `C:\…` or `C:/…`: a Windows path with a drive letter, as Git Bash and MSYS pass them on.
+fn is_windows_drive_path(text: &str) -> bool {
+    let b = text.as_bytes();
+    b.len() > 2 && b[0].is_ascii_alphabetic() && b[1] == b':' && (b[2] == b'\\' || b[2] == b'/')
+}
+
+/// Below the Windows per-user temp dir, `<drive>/Users/<user>/AppData/Local/Temp/<something>`,
+/// as MSYS and Git Bash (`/c/…`), Cygwin (`/cygdrive/c/…`) and WSL (`/mnt/c/…`) mount the
+/// drive; Windows compares names without case. The temp dir itself is not exempt, and
+/// `C:\Users\<user>` is a home, not scratch.
+fn is_windows_temp(parts: &[&std::ffi::OsStr]) -> bool {
+    let lower: Vec<String> = parts
+        .iter()
+        .map(|p| p.to_string_lossy().to_ascii_lowercase())
+        .collect();
+    let drive = match lower.first().map(String::as_str) {
+        Some("mnt" | "cygdrive") => 2,
+        Some(_) => 1,
+        None => return false,
+    };
+    let Some(letter) = lower.get(drive - 1) else {
+        return false;
+    };
+    if letter.len() != 1 || !letter.bytes().all(|b| b.is_ascii_alphabetic()) {
+        return false;
+    }
+    let tail = &lower[drive..];
+    tail.len() > 5
+        && tail[0] == "users"
+        && tail[2] == "appdata"
+        && tail[3] == "local"
+        && tail[4] == "temp"
 }
 
 fn is_repo_root(dir: &Path) -> bool {
@@ -459,6 +505,31 @@ mod tests {
         );
         assert_eq!(risks_of("echo rm -rf /", cwd, home), vec![]);
         assert_eq!(risks_of("git rm -r /x", cwd, home), vec![]);
+    }
+
+    #[test]
+    fn windows_user_temp_is_scratch() {
+        let home = Path::new("/home/alice");
+        let cwd = Path::new("/");
+        for line in [
+            "rm -rf /c/Users/u/AppData/Local/Temp/some/subdir/file",
+            "rm -rf /C/users/U/appdata/local/temp/x",
+            "rm -rf /mnt/c/Users/u/AppData/Local/Temp/x /cygdrive/d/Users/u/AppData/Local/Temp/y",
+            r"rm -rf 'C:\Users\u\AppData\Local\Temp\build'",
+            "rm -r -f C:/Users/u/AppData/Local/Temp/scratch",
+        ] {
+            assert_eq!(risks_of(line, cwd, home), vec![], "{line}");
+        }
+        for line in [
+            "rm -rf /c/Users/u/AppData/Local/Temp",
+            "rm -rf /c/Users/u/AppData/Local/Tempx/y",
+            "rm -rf /c/Users/u/AppData/Local/Temp/../x",
+            "rm -rf /c/Users/u",
+            // Unquoted, bash drops the backslashes: C:Usersu… is a name in the working dir.
+            r"rm -rf C:\Users\u\AppData\Local\Temp\build",
+        ] {
+            assert_ne!(risks_of(line, cwd, home), vec![], "{line}");
+        }
     }
 
     #[test]
