@@ -145,13 +145,24 @@ impl Sandbox {
         Ok(serde_json::from_slice(&out.stdout)?)
     }
 
-    /// `capt-hookd shutdown`, waiting for the host to exit.
+    /// `capt-hookd shutdown`, waiting for the host to exit. A host obeys only the capt-hookd
+    /// beside it, and the running one may have been started from the sandbox's binaries or
+    /// from the copy [`Sandbox::install_plugin`] put in its home: the installed one is asked
+    /// first, then the sandbox's.
     pub fn shutdown(&self) -> anyhow::Result<()> {
-        let out = self.command("capt-hookd").arg("shutdown").output()?;
-        if !out.status.success() {
-            bail!("shutdown failed: {}", String::from_utf8_lossy(&out.stderr));
+        let installed = crate::installed_bin_dir(&self.dir.join("home")).join("capt-hookd");
+        let mut refused = String::new();
+        for bin in [installed, self.bins.join("capt-hookd")] {
+            if !bin.exists() {
+                continue;
+            }
+            let out = self.with_env(Command::new(&bin)).arg("shutdown").output()?;
+            if out.status.success() {
+                return Ok(());
+            }
+            refused = String::from_utf8_lossy(&out.stderr).into_owned();
         }
-        Ok(())
+        bail!("shutdown failed: {refused}")
     }
 }
 
