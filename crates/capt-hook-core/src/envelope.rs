@@ -555,27 +555,22 @@ impl Unchecked {
     /// withhold.
     pub fn output(&self, kind: EventKind) -> Option<Output> {
         let notice = self.notice.as_deref().filter(|n| !n.is_empty());
-        let v = match kind {
-            EventKind::PreToolUse => {
-                let mut fields = vec![
-                    ("permissionDecision", "ask".into()),
-                    ("permissionDecisionReason", self.reason.clone().into()),
-                ];
-                if let Some(c) = self.context.as_deref().filter(|c| !c.is_empty()) {
-                    fields.push(("additionalContext", c.into()));
-                }
-                if let Some(input) = &self.updated_input {
-                    fields.push(("updatedInput", Value::Object(input.clone())));
-                }
-                specific(kind, fields)
+        // The client's own answer when nothing could check the call (proto writes that shape,
+        // for the client too): PreToolUse asks, a skill's command is refused, PermissionRequest
+        // shows its dialog with the reason. What the hooks that did answer said rides along.
+        let mut v = capt_hook_proto::failure::last_resort_value(kind.name(), &self.reason)?;
+        if kind == EventKind::PreToolUse
+            && let Some(inner) = v
+                .get_mut("hookSpecificOutput")
+                .and_then(Value::as_object_mut)
+        {
+            if let Some(c) = self.context.as_deref().filter(|c| !c.is_empty()) {
+                inner.insert("additionalContext".into(), c.into());
             }
-            EventKind::PreSkillShellCommand => {
-                deny(kind, format!("{} ({CANNOT_ASK})", self.reason).into())
+            if let Some(input) = &self.updated_input {
+                inner.insert("updatedInput".into(), Value::Object(input.clone()));
             }
-            // No decision: the dialog shows, with the reason.
-            EventKind::PermissionRequest => json!({ "systemMessage": self.reason }),
-            _ => return None,
-        };
+        }
         with_notes(kind, Some(Output::Json(v)), &Notes::notice(notice))
     }
 

@@ -48,7 +48,14 @@ pub fn is_guarded_for(agent: Option<&str>, event: &str) -> bool {
 /// `systemMessage`, and PreSkillShellCommand, which cannot wait for a prompt, is refused. `None`
 /// for an event that is not guarded.
 pub fn last_resort(event: &str, reason: &str) -> Option<String> {
-    let v = match event {
+    last_resort_value(event, reason).map(|v| v.to_string())
+}
+
+/// [`last_resort`] before it is printed: the one place these answers' shape is written (the
+/// worker's own answer for a call its hooks could not check, capt-hook-core's
+/// `envelope::Unchecked`, builds on it).
+pub fn last_resort_value(event: &str, reason: &str) -> Option<serde_json::Value> {
+    Some(match event {
         "PreToolUse" => json!({"hookSpecificOutput": {
             "hookEventName": event,
             "permissionDecision": "ask",
@@ -61,8 +68,7 @@ pub fn last_resort(event: &str, reason: &str) -> Option<String> {
         }}),
         "PermissionRequest" => json!({ "systemMessage": reason }),
         _ => return None,
-    };
-    Some(v.to_string())
+    })
 }
 
 /// Why a guarded event's reply cannot stand as the answer.
