@@ -107,17 +107,22 @@ pub fn table() -> AgentTable {
     }
 }
 
+/// Codex's `config.toml` (its text) as a table; the error says it is not TOML and why.
+fn parse_config(config: &str) -> Result<toml::Table, AgentError> {
+    config
+        .parse()
+        .map_err(|e: toml::de::Error| AgentError::Config {
+            path: "config.toml".into(),
+            problem: format!("is not TOML: {}", e.message()),
+        })
+}
+
 /// Whether Codex's `config.toml` (its text) trusts the project at `root`: Codex reads a
 /// project's `.codex/`, hooks included, only when `[projects."<root>"]` says `trust_level =
 /// "trusted"` (what `codex --trust` writes); anywhere else it ignores them with one warning.
 /// `root` matches as given or canonicalised. The error names what does not parse.
 pub fn trusts_project(config: &str, root: &Path) -> Result<bool, AgentError> {
-    let table: toml::Table = config
-        .parse()
-        .map_err(|e: toml::de::Error| AgentError::Config {
-            path: "config.toml".into(),
-            problem: format!("is not TOML: {}", e.message()),
-        })?;
+    let table = parse_config(config)?;
     let Some(projects) = table.get("projects") else {
         return Ok(false);
     };
@@ -318,12 +323,7 @@ pub fn retrust(config: &str, old: &[Trust], new: &[Trust]) -> Result<String, Age
 /// `[hooks.state."<key>"]`, or another `trusted_hash` there (Codex shows those as modified).
 /// The error names what does not parse.
 pub fn untrusted<'a>(config: &str, wanted: &'a [Trust]) -> Result<Vec<&'a Trust>, AgentError> {
-    let table: toml::Table = config
-        .parse()
-        .map_err(|e: toml::de::Error| AgentError::Config {
-            path: "config.toml".into(),
-            problem: format!("is not TOML: {}", e.message()),
-        })?;
+    let table = parse_config(config)?;
     let state = table
         .get("hooks")
         .and_then(|h| h.get("state"))
