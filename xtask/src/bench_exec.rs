@@ -63,45 +63,62 @@ fn build_musl_c_noop(dir: &Path) -> anyhow::Result<Option<PathBuf>> {
         println!("exec  no musl C no-op (no musl-gcc: apt-get install musl-tools)");
         return Ok(None);
     };
-    let src = dir.join("musl_c_noop.c");
-    let out = dir.join("musl-c-noop");
-    std::fs::write(&src, MUSL_C_NOOP)?;
-    let built = Command::new(cc)
-        .args(["-O2", "-static-pie", "-o"])
-        .arg(&out)
-        .arg(&src)
-        .output()
-        .with_context(|| format!("running {cc} for the musl C no-op"))?;
-    if !built.status.success() {
-        println!(
-            "exec  no musl C no-op ({cc} failed): {}",
-            String::from_utf8_lossy(&built.stderr)
-                .lines()
-                .next()
-                .unwrap_or("")
-        );
-        return Ok(None);
-    }
-    Ok(Some(out))
+    let mut cmd = Command::new(cc);
+    cmd.args(["-O2", "-static-pie", "-o"]);
+    optional_baseline(
+        dir,
+        "musl_c_noop.c",
+        MUSL_C_NOOP,
+        cmd,
+        "musl C no-op",
+        &format!("{cc} failed"),
+    )
 }
 
 /// Builds [`MUSL_NOOP`] into `dir` as `cargo xtask dist` links the client (static-pie, musl);
 /// `None` (said) when the musl target is not installed.
 fn build_musl_noop(dir: &Path) -> anyhow::Result<Option<PathBuf>> {
     let triple = format!("{}-unknown-linux-musl", std::env::consts::ARCH);
-    let src = dir.join("musl_noop.rs");
-    let out = dir.join("musl-noop");
-    std::fs::write(&src, MUSL_NOOP)?;
-    let built = Command::new(std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into()))
-        .args(["--edition", "2024", "--target", &triple])
-        .args(["-C", "opt-level=3", "-C", "panic=abort", "-o"])
+    let mut cmd = Command::new(std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into()));
+    cmd.args(["--edition", "2024", "--target", &triple]).args([
+        "-C",
+        "opt-level=3",
+        "-C",
+        "panic=abort",
+        "-o",
+    ]);
+    optional_baseline(
+        dir,
+        "musl_noop.rs",
+        MUSL_NOOP,
+        cmd,
+        "musl no-op",
+        &format!("{triple} not installed?"),
+    )
+}
+
+/// Writes `source` to `dir/file` and runs `compiler` (its options up to `-o`) on it, into
+/// `dir/<what, dashed>`; a compiler that fails leaves the line out, saying why (`hint`) with the
+/// first line of its stderr.
+fn optional_baseline(
+    dir: &Path,
+    file: &str,
+    source: &str,
+    mut compiler: Command,
+    what: &str,
+    hint: &str,
+) -> anyhow::Result<Option<PathBuf>> {
+    let src = dir.join(file);
+    let out = dir.join(what.replace(' ', "-"));
+    std::fs::write(&src, source)?;
+    let built = compiler
         .arg(&out)
         .arg(&src)
         .output()
-        .context("running rustc for the musl no-op")?;
+        .with_context(|| format!("running the compiler for the {what}"))?;
     if !built.status.success() {
         println!(
-            "exec  no musl no-op ({triple} not installed?): {}",
+            "exec  no {what} ({hint}): {}",
             String::from_utf8_lossy(&built.stderr)
                 .lines()
                 .next()
