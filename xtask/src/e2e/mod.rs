@@ -971,27 +971,57 @@ impl Outcome {
     }
 
     /// What our plugin printed for each run of `event` (exit status, JSON), per Claude Code's
-    /// debug log: a hook that printed JSON leaves "Parsed initial response: <json>" before its
-    /// "<Event>[:…] [<command>] completed|finished with status N" line.
+    /// debug log. A hook that prints JSON leaves "Parsed initial response: <json>" when its
+    /// stdout arrives, and "<Event>[:…] [<command>] completed|finished with status N" when it
+    /// exits; hooks run concurrently, so other hooks' lines can fall between the two (CI saw a
+    /// PostToolUse finish there). The line right after a completion says whether that hook's
+    /// output was JSON ("Hook output does not start with {" when not); a JSON one takes the
+    /// oldest pending response naming its event (`hookEventName`), or else the oldest naming
+    /// none.
     pub fn hook_outputs(&self, event: &str) -> Vec<(String, String)> {
         let mut out = Vec::new();
-        let mut parsed = String::new();
-        for line in self.debug.lines() {
-            let rest = line.split_once("] ").map(|(_, r)| r).unwrap_or(line);
+        let mut pending: Vec<String> = Vec::new();
+        let lines: Vec<&str> = self
+            .debug
+            .lines()
+            .map(|line| line.split_once("] ").map(|(_, r)| r).unwrap_or(line))
+            .collect();
+        for (i, rest) in lines.iter().enumerate() {
             if let Some(json) = rest.strip_prefix("Hooks: Parsed initial response: ") {
-                parsed = json.to_owned();
-            } else if let Some((head, status)) = rest
+                pending.push(json.to_owned());
+                continue;
+            }
+            let Some((head, status)) = rest
                 .split_once(" completed with status ")
                 .or_else(|| rest.split_once(" finished with status "))
-            {
-                let head = head.strip_prefix("Hooks: ").unwrap_or(head);
-                let name = head.split([' ', ':']).next().unwrap_or("");
-                if name == event {
-                    let status = status.split_whitespace().next().unwrap_or("?");
-                    out.push((status.to_owned(), std::mem::take(&mut parsed)));
-                } else {
-                    parsed.clear();
-                }
+            else {
+                continue;
+            };
+            let head = head.strip_prefix("Hooks: ").unwrap_or(head);
+            let name = head.split([' ', ':']).next().unwrap_or("");
+            let plain = lines
+                .get(i + 1)
+                .is_some_and(|next| next.starts_with("Hook output does not start with {"));
+            let taken = if plain {
+                String::new()
+            } else {
+                let named = |j: &String| {
+                    serde_json::from_str::<Value>(j).ok().and_then(|v| {
+                        v["hookSpecificOutput"]["hookEventName"]
+                            .as_str()
+                            .map(str::to_owned)
+                    })
+                };
+                pending
+                    .iter()
+                    .position(|j| named(j).as_deref() == Some(name))
+                    .or_else(|| pending.iter().position(|j| named(j).is_none()))
+                    .map(|at| pending.remove(at))
+                    .unwrap_or_default()
+            };
+            if name == event {
+                let status = status.split_whitespace().next().unwrap_or("?");
+                out.push((status.to_owned(), taken));
             }
         }
         out
@@ -1129,6 +1159,36 @@ mod tests {
         let rejected = o.rejected_output();
         assert_eq!(rejected.len(), 1);
         assert!(rejected[0].starts_with("Hook JSON output had unrecognized keys"));
+    }
+
+    /// A response parsed before another hook's completion line still belongs to its own hook
+    /// (the order CI logged for CwdChanged beside PostToolUse and a settings `true` hook).
+    #[test]
+    fn interleaved_hooks_keep_their_own_output() {
+        let o = outcome(
+            "2026-12-01T14:00:00.000Z [DEBUG] Hooks: Parsed initial response: {\"systemMessage\":\"E2E-CWD moved\"}\n\
+             2026-12-01T14:00:00.001Z [DEBUG] Hooks: PostToolUse:Bash [x/bin/hook run PostToolUse] (plugin p@inline) finished with status 0 (40ms)\n\
+             2026-12-01T14:00:00.001Z [DEBUG] Hook output does not start with {, treating as plain text\n\
+             2026-12-01T14:00:00.002Z [DEBUG] CwdChanged [true] completed with status 0\n\
+             2026-12-01T14:00:00.002Z [DEBUG] Hook output does not start with {, treating as plain text\n\
+             2026-12-01T14:00:00.003Z [DEBUG] Hooks: Parsed initial response: {\"hookSpecificOutput\":{\"hookEventName\":\"PostToolBatch\"}}\n\
+             2026-12-01T14:00:00.004Z [DEBUG] CwdChanged [x/bin/hook run CwdChanged] completed with status 0\n\
+             2026-12-01T14:00:00.004Z [DEBUG] Successfully parsed and validated hook JSON output\n",
+        );
+        assert_eq!(
+            o.hook_outputs("CwdChanged"),
+            [
+                ("0".to_owned(), String::new()),
+                (
+                    "0".to_owned(),
+                    "{\"systemMessage\":\"E2E-CWD moved\"}".to_owned()
+                )
+            ]
+        );
+        assert_eq!(
+            o.hook_outputs("PostToolUse"),
+            [("0".to_owned(), String::new())]
+        );
     }
 
     /// The report shapes `claude plugin validate --json` prints in 2.1.332: a clean one, and
