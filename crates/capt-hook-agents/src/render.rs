@@ -2,6 +2,7 @@
 
 use capt_hook_core::EventKind;
 use capt_hook_core::envelope::Shape;
+use capt_hook_proto::envelope::{Answer as Envelope, Permission, Specific};
 use serde_json::{Map, Value};
 
 use crate::agent::AgentError;
@@ -96,65 +97,53 @@ fn joined(lines: &[String]) -> Option<String> {
     (!lines.is_empty()).then(|| lines.join("\n"))
 }
 
-/// Claude Code's envelope, only what the settled verdict holds (which is only what the event
-/// accepts): Codex refuses the whole answer over one field it does not expect.
+/// Claude Code's envelope (written by `capt_hook_proto::envelope`), only what the settled
+/// verdict holds (which is only what the event accepts): Codex refuses the whole answer over one
+/// field it does not expect.
 fn claude_fields(ours: EventKind, name: &str, v: &Verdict) -> Map<String, Value> {
     let shape = Shape::of(ours);
-    let mut top = Map::new();
-    let mut hso = Map::new();
-    let mut permission =
-        |decision: &str, reason: Option<&str>, input: Option<&Map<String, Value>>| {
-            if shape == Shape::PermissionRequest {
-                let mut d = Map::new();
-                put(&mut d, "behavior", decision);
-                if let Some(r) = reason {
-                    put(&mut d, "message", r);
-                }
-                if let Some(i) = input {
-                    put(&mut d, "updatedInput", Value::Object(i.clone()));
-                }
-                put(&mut hso, "decision", Value::Object(d));
-            } else {
-                put(&mut hso, "permissionDecision", decision);
-                if let Some(r) = reason {
-                    put(&mut hso, "permissionDecisionReason", r);
-                }
-                if let Some(i) = input {
-                    put(&mut hso, "updatedInput", Value::Object(i.clone()));
-                }
-            }
-        };
     let guard = matches!(shape, Shape::PreToolUse | Shape::PermissionRequest);
+    let permission = |s: Specific,
+                      decision: Permission,
+                      reason: Option<&str>,
+                      input: Option<&Map<String, Value>>| {
+        if shape == Shape::PermissionRequest {
+            return s.dialog(decision, reason.map(str::to_owned), input.cloned());
+        }
+        let mut s = s.permission(decision);
+        if let Some(r) = reason {
+            s = s.permission_reason(r);
+        }
+        match input {
+            Some(i) => s.updated_input(i.clone()),
+            None => s,
+        }
+    };
+    let mut top = Envelope::default();
+    let mut hso = Specific::new(name);
     match &v.decision {
         Decision::None => {}
-        Decision::Block(r) if guard => permission("deny", Some(r), None),
-        Decision::Block(r) => {
-            put(&mut top, "decision", "block");
-            put(&mut top, "reason", r.as_str());
-        }
-        Decision::Ask(r) => permission("ask", Some(r), None),
-        Decision::Rewrite(i) => permission("allow", None, Some(i)),
-        Decision::Allow => permission("allow", None, None),
+        Decision::Block(r) if guard => hso = permission(hso, Permission::Deny, Some(r), None),
+        Decision::Block(r) => top = top.block(r.as_str()),
+        Decision::Ask(r) => hso = permission(hso, Permission::Ask, Some(r), None),
+        Decision::Rewrite(i) => hso = permission(hso, Permission::Allow, None, Some(i)),
+        Decision::Allow => hso = permission(hso, Permission::Allow, None, None),
     }
     if let Some(c) = joined(&v.context) {
-        put(&mut hso, "additionalContext", c);
+        hso = hso.context(c);
     }
     if let Some(n) = joined(&v.notices) {
-        put(&mut top, "systemMessage", n);
+        top = top.notice(n);
     }
     if let Some(reason) = &v.halt
         && !guard
     {
-        put(&mut top, "continue", false);
-        put(&mut top, "stopReason", reason.as_str());
+        top = top.halt(reason.as_str());
     }
-    if !hso.is_empty() {
-        let mut inner = Map::new();
-        put(&mut inner, "hookEventName", name);
-        inner.extend(hso);
-        put(&mut top, "hookSpecificOutput", Value::Object(inner));
+    if !hso.is_bare() {
+        top = top.specific(hso);
     }
-    top
+    top.into_map()
 }
 
 /// Gemini CLI: top-level `decision`/`reason`, the rest under `hookSpecificOutput`.

@@ -1,9 +1,11 @@
 //! Renders a folded result as the output Claude Code reads for each event: the one module that
-//! knows the envelope's shape. Everything an answer carries is gathered typed first (the hooks'
+//! decides which shape an answer takes (the JSON itself is written by
+//! `capt_hook_proto::envelope`, which the `hook` client links too). Everything an answer carries is gathered typed first (the hooks'
 //! result or an unchecked call, the typed [`Decision`], [`Notes`] from the project and the host)
 //! and rendered here once; nobody downstream reads or edits the JSON.
 
-use serde_json::{Map, Value, json};
+use capt_hook_proto::envelope::{self as wire, Permission, Specific};
+use serde_json::{Map, Value};
 
 use crate::events::EventKind;
 use crate::result::{Action, HookResult};
@@ -123,23 +125,6 @@ impl Shape {
     }
 }
 
-/// Fields a rewrite may set on events whose output has more than a decision (a session title,
-/// paths to watch, a first user message); they are copied into `hookSpecificOutput`.
-fn extra_fields(kind: EventKind) -> &'static [&'static str] {
-    match kind {
-        EventKind::SessionStart => &[
-            "additionalContext",
-            "initialUserMessage",
-            "sessionTitle",
-            "watchPaths",
-            "reloadSkills",
-        ],
-        EventKind::UserPromptSubmit => &["sessionTitle"],
-        EventKind::CwdChanged | EventKind::FileChanged => &["watchPaths"],
-        _ => &[],
-    }
-}
-
 fn msg(r: &HookResult) -> Value {
     r.message.clone().map(Value::String).unwrap_or(Value::Null)
 }
@@ -148,72 +133,57 @@ fn text(r: &HookResult) -> Option<String> {
     r.message.clone().filter(|m| !m.is_empty())
 }
 
-fn specific(kind: EventKind, fields: Vec<(&str, Value)>) -> Value {
-    let mut inner = Map::new();
-    inner.insert("hookEventName".into(), kind.name().into());
-    for (k, v) in fields {
-        inner.insert(k.into(), v);
-    }
-    json!({ "hookSpecificOutput": inner })
+/// The rewrite's note, when it has one.
+fn note(r: &HookResult) -> Option<String> {
+    r.note.clone().filter(|n| !n.is_empty())
 }
 
 fn context(kind: EventKind, text: Option<String>) -> Option<Value> {
-    text.map(|t| specific(kind, vec![("additionalContext", t.into())]))
+    text.map(|t| Specific::new(kind.name()).context(t).into_value())
 }
 
 fn notice(text: Option<String>) -> Option<Value> {
-    text.map(|t| json!({ "systemMessage": t }))
+    text.map(wire::notice)
 }
 
 fn top_block(r: &HookResult) -> Value {
-    json!({"decision": "block", "reason": msg(r)})
-}
-
-/// `permissionDecision: "deny"` with its reason: PreToolUse, PreSkillShellCommand and
-/// PreModelSwitch refuse a call this way.
-fn deny(kind: EventKind, reason: Value) -> Value {
-    specific(
-        kind,
-        vec![
-            ("permissionDecision", "deny".into()),
-            ("permissionDecisionReason", reason),
-        ],
-    )
+    wire::block(msg(r))
 }
 
 fn pre_tool_use(r: &HookResult) -> Option<Value> {
-    let kind = EventKind::PreToolUse;
-    Some(match r.action {
-        Action::Block => deny(kind, msg(r)),
-        // A warning adds context; only a hook that opted in (`approve`) also grants permission.
-        Action::Warn => {
-            let mut fields = vec![("additionalContext", msg(r))];
-            if r.approve {
-                fields.push(("permissionDecision", "allow".into()));
+    let s = Specific::new(EventKind::PreToolUse.name());
+    Some(
+        match r.action {
+            Action::Block => s.deny(msg(r)),
+            // A warning adds context; only a hook that opted in (`approve`) also grants
+            // permission.
+            Action::Warn => {
+                let s = s.context(msg(r));
+                if r.approve {
+                    s.permission(Permission::Allow)
+                } else {
+                    s
+                }
             }
-            specific(kind, fields)
-        }
-        Action::Allow => {
-            let mut fields = vec![("permissionDecision", "allow".into())];
-            if let Some(m) = text(r) {
-                fields.push(("additionalContext", m.into()));
+            Action::Allow => {
+                let s = s.permission(Permission::Allow);
+                match text(r) {
+                    Some(m) => s.context(m),
+                    None => s,
+                }
             }
-            specific(kind, fields)
-        }
-        Action::Rewrite => {
-            let mut fields = vec![
-                ("permissionDecision", "allow".into()),
-                (
-                    "updatedInput",
-                    Value::Object(r.updated_input.clone().unwrap_or_default()),
-                ),
-            ];
-            if let Some(n) = r.note.as_ref().filter(|n| !n.is_empty()) {
-                fields.push(("additionalContext", n.clone().into()));
+            Action::Rewrite => {
+                let s = s
+                    .permission(Permission::Allow)
+                    .updated_input(r.updated_input.clone().unwrap_or_default());
+                match note(r) {
+                    Some(n) => s.context(n),
+                    None => s,
+                }
             }
-            specific(kind, fields)
         }
-    })
+        .into_value(),
+    )
 }
 
 /// The reason a rewrite gives on PreSkillShellCommand, where Claude Code cannot apply one: the
@@ -233,17 +203,17 @@ pub fn unrewritable(r: &HookResult) -> String {
                  changed before it runs"
             .to_owned(),
     };
-    if let Some(n) = r.note.as_deref().filter(|n| !n.is_empty()) {
+    if let Some(n) = note(r) {
         reason.push_str(&format!(" ({n})"));
     }
     reason
 }
 
 fn skill_shell(r: &HookResult) -> Option<Value> {
-    let kind = EventKind::PreSkillShellCommand;
+    let s = Specific::new(EventKind::PreSkillShellCommand.name());
     match r.action {
-        Action::Block => Some(deny(kind, msg(r))),
-        Action::Rewrite => Some(deny(kind, unrewritable(r).into())),
+        Action::Block => Some(s.deny(msg(r)).into_value()),
+        Action::Rewrite => Some(s.deny(unrewritable(r)).into_value()),
         // The command runs unless a hook refuses it; a warning has no context field to ride.
         Action::Warn => notice(text(r)),
         Action::Allow => None,
@@ -251,89 +221,81 @@ fn skill_shell(r: &HookResult) -> Option<Value> {
 }
 
 fn model_switch(r: &HookResult) -> Option<Value> {
-    let kind = EventKind::PreModelSwitch;
+    let s = Specific::new(EventKind::PreModelSwitch.name());
     match r.action {
-        Action::Block => Some(deny(kind, msg(r))),
+        Action::Block => Some(s.deny(msg(r)).into_value()),
         // An allow also skips Claude Code's own "the cache is lost" confirmation.
         Action::Allow => {
-            let mut fields = vec![("permissionDecision", "allow".into())];
-            if let Some(m) = text(r) {
-                fields.push(("permissionDecisionReason", m.into()));
-            }
-            Some(specific(kind, fields))
+            let s = s.permission(Permission::Allow);
+            Some(
+                match text(r) {
+                    Some(m) => s.permission_reason(m),
+                    None => s,
+                }
+                .into_value(),
+            )
         }
         Action::Warn => notice(text(r)),
-        Action::Rewrite => notice(r.note.clone().filter(|n| !n.is_empty()).or_else(|| text(r))),
+        Action::Rewrite => notice(note(r).or_else(|| text(r))),
     }
 }
 
 fn permission_request(r: &HookResult) -> Option<Value> {
-    let decision = match r.action {
-        Action::Block => {
-            let mut d = Map::new();
-            d.insert("behavior".into(), "deny".into());
-            if let Some(m) = text(r) {
-                d.insert("message".into(), m.into());
-            }
-            Value::Object(d)
-        }
+    let s = Specific::new(EventKind::PermissionRequest.name());
+    let s = match r.action {
+        Action::Block => s.dialog(Permission::Deny, text(r), None),
         // A warning cannot answer a dialog: the dialog shows.
         Action::Warn => return None,
-        Action::Allow => json!({"behavior": "allow"}),
-        Action::Rewrite => json!({
-            "behavior": "allow",
-            "updatedInput": r.updated_input.clone().unwrap_or_default(),
-        }),
+        Action::Allow => s.dialog(Permission::Allow, None, None),
+        Action::Rewrite => s.dialog(
+            Permission::Allow,
+            None,
+            Some(r.updated_input.clone().unwrap_or_default()),
+        ),
     };
-    Some(specific(
-        EventKind::PermissionRequest,
-        vec![("decision", decision)],
-    ))
+    Some(s.into_value())
 }
 
 /// A rewrite on an event that is not about a tool input: its note as context (where the event
 /// has context) plus the event's extra fields from the rewritten object.
 fn rewrite_extras(kind: EventKind, r: &HookResult, with_context: bool) -> Option<Value> {
-    let mut fields: Vec<(&str, Value)> = Vec::new();
+    let mut s = Specific::new(kind.name());
+    let mut copied = false;
     if let Some(input) = &r.updated_input {
-        for key in extra_fields(kind) {
+        for key in wire::rewritable_fields(kind.name()) {
             if let Some(v) = input.get(*key) {
-                fields.push((key, v.clone()));
+                s = s.rewritten(key, v.clone());
+                copied = true;
             }
         }
     }
-    let note = r.note.clone().filter(|n| !n.is_empty()).or_else(|| text(r));
-    if fields.is_empty() {
+    let note = note(r).or_else(|| text(r));
+    if !copied {
         return if with_context {
             context(kind, note)
         } else {
             notice(note)
         };
     }
-    if with_context
-        && let Some(n) = note.clone()
-        && !fields.iter().any(|(k, _)| *k == "additionalContext")
-    {
-        fields.push(("additionalContext", n.into()));
-    }
-    let mut out = specific(kind, fields);
-    if !with_context && let (Some(n), Value::Object(map)) = (note, &mut out) {
-        map.insert("systemMessage".into(), n.into());
-    }
-    Some(out)
+    Some(match note {
+        Some(n) if with_context && !s.has_context() => s.context(n).into_value(),
+        Some(n) if !with_context => s.with_notice(n),
+        _ => s.into_value(),
+    })
 }
 
 fn render_result(kind: EventKind, r: &HookResult) -> Option<Output> {
     if r.is_notice_only() {
         return None;
     }
+    let s = Specific::new(kind.name());
     let json = match Shape::of(kind) {
         Shape::PreToolUse => pre_tool_use(r),
         Shape::PermissionRequest => permission_request(r),
         Shape::SkillShell => skill_shell(r),
         Shape::ModelSwitch => model_switch(r),
         Shape::PermissionDenied => match r.action {
-            Action::Allow | Action::Rewrite => Some(specific(kind, vec![("retry", true.into())])),
+            Action::Allow | Action::Rewrite => Some(s.retry().into_value()),
             // The denial stands either way; the user still sees why.
             Action::Block | Action::Warn => notice(text(r)),
         },
@@ -341,14 +303,14 @@ fn render_result(kind: EventKind, r: &HookResult) -> Option<Output> {
             Action::Block => Some(top_block(r)),
             Action::Warn | Action::Allow => context(kind, text(r)),
             Action::Rewrite if kind == EventKind::PostToolUse => {
-                let mut fields = vec![(
-                    "updatedToolOutput",
-                    Value::Object(r.updated_input.clone().unwrap_or_default()),
-                )];
-                if let Some(n) = r.note.as_ref().filter(|n| !n.is_empty()) {
-                    fields.push(("additionalContext", n.clone().into()));
-                }
-                Some(specific(kind, fields))
+                let s = s.updated_tool_output(r.updated_input.clone().unwrap_or_default());
+                Some(
+                    match note(r) {
+                        Some(n) => s.context(n),
+                        None => s,
+                    }
+                    .into_value(),
+                )
             }
             Action::Rewrite => rewrite_extras(kind, r, true),
         },
@@ -375,6 +337,7 @@ fn render_result(kind: EventKind, r: &HookResult) -> Option<Output> {
         },
         Shape::MessageDisplay => match r.action {
             Action::Rewrite => {
+                // What the hook shows instead: its message, or the text field it rewrote.
                 let shown = r.message.clone().map(Value::String).or_else(|| {
                     r.updated_input.as_ref().and_then(|u| {
                         ["displayContent", "delta", "message", "content"]
@@ -382,7 +345,7 @@ fn render_result(kind: EventKind, r: &HookResult) -> Option<Output> {
                             .find_map(|k| u.get(*k).cloned())
                     })
                 })?;
-                Some(specific(kind, vec![("displayContent", shown)]))
+                Some(s.display_content(shown).into_value())
             }
             _ => notice(text(r)),
         },
@@ -400,18 +363,12 @@ fn render_result(kind: EventKind, r: &HookResult) -> Option<Output> {
             };
         }
         Shape::Elicitation => match r.action {
-            Action::Block => Some(specific(kind, vec![("action", "decline".into())])),
-            Action::Allow => Some(specific(kind, vec![("action", "accept".into())])),
-            Action::Rewrite => Some(specific(
-                kind,
-                vec![
-                    ("action", "accept".into()),
-                    (
-                        "content",
-                        Value::Object(r.updated_input.clone().unwrap_or_default()),
-                    ),
-                ],
-            )),
+            Action::Block => Some(s.elicitation(false, None).into_value()),
+            Action::Allow => Some(s.elicitation(true, None).into_value()),
+            Action::Rewrite => Some(
+                s.elicitation(true, Some(r.updated_input.clone().unwrap_or_default()))
+                    .into_value(),
+            ),
             Action::Warn => notice(text(r)),
         },
         Shape::Notice => match r.action {
@@ -499,27 +456,10 @@ pub fn with_notes(kind: EventKind, out: Option<Output>, notes: &Notes) -> Option
         None => Map::new(),
         other => return other,
     };
-    for notice in notes.notices.iter().filter(|n| !n.is_empty()) {
-        join_text(&mut map, "systemMessage", notice);
-    }
-    for text in notes.context.iter().filter(|c| !c.is_empty()) {
-        let inner = map
-            .entry("hookSpecificOutput")
-            .or_insert_with(|| json!({ "hookEventName": kind.name() }));
-        if let Value::Object(inner) = inner {
-            join_text(inner, "additionalContext", text);
-        }
-    }
+    let notices: Vec<&str> = notes.notices.iter().map(String::as_str).collect();
+    let context: Vec<&str> = notes.context.iter().map(String::as_str).collect();
+    wire::add_notes(&mut map, kind.name(), &notices, &context);
     Some(Output::Json(Value::Object(map)))
-}
-
-/// Sets `key` to `text`, after the text it already holds (a blank line between).
-fn join_text(map: &mut Map<String, Value>, key: &str, text: &str) {
-    let joined = match map.get(key).and_then(Value::as_str) {
-        Some(prior) if !prior.is_empty() => format!("{prior}\n\n{text}"),
-        _ => text.to_owned(),
-    };
-    map.insert(key.into(), joined.into());
 }
 
 /// A guarded call that could not be fully evaluated (a hook that failed, a hook file that did
@@ -555,22 +495,15 @@ impl Unchecked {
     /// withhold.
     pub fn output(&self, kind: EventKind) -> Option<Output> {
         let notice = self.notice.as_deref().filter(|n| !n.is_empty());
-        // The client's own answer when nothing could check the call (proto writes that shape,
-        // for the client too): PreToolUse asks, a skill's command is refused, PermissionRequest
-        // shows its dialog with the reason. What the hooks that did answer said rides along.
-        let mut v = capt_hook_proto::failure::last_resort_value(kind.name(), &self.reason)?;
-        if kind == EventKind::PreToolUse
-            && let Some(inner) = v
-                .get_mut("hookSpecificOutput")
-                .and_then(Value::as_object_mut)
-        {
-            if let Some(c) = self.context.as_deref().filter(|c| !c.is_empty()) {
-                inner.insert("additionalContext".into(), c.into());
-            }
-            if let Some(input) = &self.updated_input {
-                inner.insert("updatedInput".into(), Value::Object(input.clone()));
-            }
-        }
+        // The client's own answer when nothing could check the call, with what the hooks that
+        // did answer said: PreToolUse asks, a skill's command is refused, PermissionRequest
+        // shows its dialog with the reason.
+        let v = wire::unchecked(
+            kind.name(),
+            &self.reason,
+            self.context.as_deref(),
+            self.updated_input.as_ref(),
+        )?;
         with_notes(kind, Some(Output::Json(v)), &Notes::notice(notice))
     }
 
@@ -598,6 +531,7 @@ impl Notes {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     fn render(kind: EventKind, r: HookResult) -> Option<String> {
         envelope(kind, Some(&r)).map(|o| o.render())

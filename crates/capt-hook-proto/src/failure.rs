@@ -1,11 +1,9 @@
 //! Which events guard a call, and the `hook` client's own answer for one it could not get
 //! checked at all (no host and no local evaluation).
 //!
-//! Every other answer, unchecked calls included, is rendered by the engine's envelope module
-//! (`capt_hook_core::envelope::Unchecked`); the client links no engine, so its last resort is
-//! written here, and a test there checks that the two render the same bytes.
-
-use serde_json::json;
+//! Its shape is written by [`crate::envelope`], as every answer's is; the engine's
+//! `capt_hook_core::envelope::Unchecked` gives the same answer with what the hooks that did
+//! answer said, and a test there checks that the two render the same bytes.
 
 /// Events whose call waits on the hooks' answer: a failure there is never silent. The client
 /// reads this list without the engine; `capt-hook-core`'s events table (`G`) is checked
@@ -48,27 +46,7 @@ pub fn is_guarded_for(agent: Option<&str>, event: &str) -> bool {
 /// `systemMessage`, and PreSkillShellCommand, which cannot wait for a prompt, is refused. `None`
 /// for an event that is not guarded.
 pub fn last_resort(event: &str, reason: &str) -> Option<String> {
-    last_resort_value(event, reason).map(|v| v.to_string())
-}
-
-/// [`last_resort`] before it is printed: the one place these answers' shape is written (the
-/// worker's own answer for a call its hooks could not check, capt-hook-core's
-/// `envelope::Unchecked`, builds on it).
-pub fn last_resort_value(event: &str, reason: &str) -> Option<serde_json::Value> {
-    Some(match event {
-        "PreToolUse" => json!({"hookSpecificOutput": {
-            "hookEventName": event,
-            "permissionDecision": "ask",
-            "permissionDecisionReason": reason,
-        }}),
-        "PreSkillShellCommand" => json!({"hookSpecificOutput": {
-            "hookEventName": event,
-            "permissionDecision": "deny",
-            "permissionDecisionReason": format!("{reason} ({CANNOT_ASK})"),
-        }}),
-        "PermissionRequest" => json!({ "systemMessage": reason }),
-        _ => return None,
-    })
+    crate::envelope::unchecked(event, reason, None, None).map(|v| v.to_string())
 }
 
 /// Why a guarded event's reply cannot stand as the answer.
@@ -107,7 +85,7 @@ pub fn shortfall(resp: &crate::EventResponse) -> Option<Shortfall> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::Value;
+    use serde_json::{Value, json};
 
     #[test]
     fn each_guarded_event_is_answered_and_no_other() {

@@ -7,6 +7,7 @@ pub mod claim;
 pub mod classic;
 pub mod clock;
 pub mod env;
+pub mod envelope;
 pub mod failure;
 mod frame;
 #[cfg(any(test, feature = "proptest"))]
