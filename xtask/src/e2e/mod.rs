@@ -291,7 +291,7 @@ fn run_cases(setup: &Setup) -> anyhow::Result<()> {
     for case in &cases {
         // The overhead case also runs the no-op plugin, twice each, alternating.
         let case_routes: Vec<Route> = if case.name == cases::OVERHEAD {
-            [Route::Mod, Route::Command, Route::Noop].repeat(2)
+            [Route::Mod, Route::Command, Route::Noop, Route::NoopMod].repeat(2)
         } else {
             routes.clone()
         };
@@ -306,7 +306,7 @@ fn run_cases(setup: &Setup) -> anyhow::Result<()> {
             match verdict {
                 Ok((spawned, ms)) => {
                     println!("PASS  {name:<40} {secs:5.1} s  {}", case.about);
-                    if route != Route::Noop {
+                    if !matches!(route, Route::Noop | Route::NoopMod) {
                         println!("        {spawned}");
                     }
                     if case.name == cases::OVERHEAD {
@@ -662,19 +662,30 @@ fn report_overhead(runs: &[(Route, Vec<f64>)]) {
     let (module, n_mod) = median(Route::Mod);
     let (command, n_cmd) = median(Route::Command);
     let (noop, n_noop) = median(Route::Noop);
+    let (noop_mod, n_noop_mod) = median(Route::NoopMod);
     let show = |m: Option<f64>| m.map_or("-".to_owned(), |m| format!("{m:.2} ms"));
     println!(
         "overhead: PreToolUse as Claude Code logs it (median): hooks module {} (n={n_mod}), \
-         command hook {} (n={n_cmd}), no-op binary hook {} (n={n_noop})",
+         command hook {} (n={n_cmd}), no-op binary hook {} (n={n_noop}), no-op module {} \
+         (n={n_noop_mod})",
         show(module),
         show(command),
-        show(noop)
+        show(noop),
+        show(noop_mod)
     );
     if let (Some(m), Some(c), Some(n)) = (module, command, noop) {
         println!(
             "overhead: module/command {:.2} (target <= 0.33), module/no-op {:.2} (target < 1)",
             m / c,
             m / n
+        );
+    }
+    if let (Some(m), Some(c), Some(f)) = (module, command, noop_mod) {
+        println!(
+            "overhead: a module that does nothing costs {:.2} of the command hook (the floor \
+             for a plugin's module, which Claude Code runs in a worker hop); ours {:.2} of that",
+            f / c,
+            m / f
         );
     }
 }

@@ -16,6 +16,10 @@ pub enum Route {
     Command,
     /// Not our plugin: one whose PreToolUse hook is a static no-op binary (the overhead floor).
     Noop,
+    /// Not our plugin: one whose hooks module passes classic.PreToolUse straight on, with no
+    /// I/O (the floor for any module a plugin ships: Claude Code runs plugins' modules in a
+    /// worker, a "hop", and only the plugins its binary carries in its own thread).
+    NoopMod,
 }
 
 /// The variable naming the file the counting `bin/hook` appends its arguments to.
@@ -28,6 +32,7 @@ impl Route {
             Route::Mod => "mod",
             Route::Command => "cmd",
             Route::Noop => "noop",
+            Route::NoopMod => "noop-mod",
         }
     }
 
@@ -50,6 +55,8 @@ pub struct Plugins {
     pub without_mod: PathBuf,
     /// The no-op plugin.
     pub noop: PathBuf,
+    /// The no-op module's plugin.
+    pub noop_mod: PathBuf,
 }
 
 impl Plugins {
@@ -65,10 +72,12 @@ impl Plugins {
         }
         drop_module(&without_mod)?;
         let noop = noop_plugin(&dir.join("noop-plugin"), dir)?;
+        let noop_mod = noop_mod_plugin(&dir.join("noop-mod-plugin"))?;
         Ok(Plugins {
             with_mod,
             without_mod,
             noop,
+            noop_mod,
         })
     }
 
@@ -78,6 +87,7 @@ impl Plugins {
             Route::Mod => &self.with_mod,
             Route::Command => &self.without_mod,
             Route::Noop => &self.noop,
+            Route::NoopMod => &self.noop_mod,
         }
     }
 }
@@ -135,6 +145,33 @@ fn noop_plugin(dir: &Path, build_in: &Path) -> anyhow::Result<PathBuf> {
         {"type": "command", "command": noop.display().to_string(), "args": []}
     ]}]}});
     std::fs::write(dir.join("hooks/hooks.json"), hooks.to_string())?;
+    Ok(dir.to_path_buf())
+}
+
+/// The plugin label Claude Code logs for the no-op module.
+const NOOP_MOD: &str = "e2e-noop-mod";
+
+/// A plugin whose only hook is a module that passes classic.PreToolUse on (`next(e)`), doing
+/// nothing else.
+fn noop_mod_plugin(dir: &Path) -> anyhow::Result<PathBuf> {
+    let _ = std::fs::remove_dir_all(dir);
+    for sub in [".claude-plugin", "hooks", "mod"] {
+        std::fs::create_dir_all(dir.join(sub))?;
+    }
+    let manifest = serde_json::json!({
+        "name": NOOP_MOD, "version": "0.0.0",
+        "description": "A hooks module that passes PreToolUse on",
+        "hooks": ["./hooks/mod.json"],
+    });
+    std::fs::write(dir.join(".claude-plugin/plugin.json"), manifest.to_string())?;
+    std::fs::write(
+        dir.join("hooks/mod.json"),
+        r#"{"modules": ["../mod/noop.js"]}"#,
+    )?;
+    std::fs::write(
+        dir.join("mod/noop.js"),
+        "export const register = (on) => {\n  on('classic.PreToolUse', async ($, e, next) => next(e))\n}\n",
+    )?;
     Ok(dir.to_path_buf())
 }
 
@@ -203,8 +240,13 @@ pub fn pre_tool_use_ms(debug: &str, path: Route) -> Vec<f64> {
     debug
         .lines()
         .filter_map(|l| match path {
-            Route::Mod => {
-                let rest = l.split_once("hooks module captain-hook")?.1;
+            Route::Mod | Route::NoopMod => {
+                let label = if path == Route::Mod {
+                    "hooks module captain-hook"
+                } else {
+                    "hooks module e2e-noop-mod"
+                };
+                let rest = l.split_once(label)?.1;
                 let ms = rest.split_once("classic.PreToolUse settled in ")?.1;
                 ms.split("ms").next()?.trim().parse().ok()
             }
@@ -229,6 +271,9 @@ mod tests {
                      2026-12-05T09:35:26.738Z [DEBUG] hooks module captain-hook@inline classic.Stop settled in 3ms (native link)\n";
         assert_eq!(pre_tool_use_ms(debug, Route::Command), [16.0]);
         assert_eq!(pre_tool_use_ms(debug, Route::Mod), [0.9]);
+        let hop = "2026-12-05T17:44:59.419Z [DEBUG] hooks module e2e-noop-mod@inline classic.PreToolUse settled in 5.2ms (worker hop, next() included)\n";
+        assert_eq!(pre_tool_use_ms(hop, Route::NoopMod), [5.2]);
+        assert!(pre_tool_use_ms(hop, Route::Mod).is_empty());
     }
 
     #[test]
