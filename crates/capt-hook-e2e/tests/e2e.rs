@@ -2829,6 +2829,138 @@ fn an_altered_release_is_reported_never_trusted() {
     );
 }
 
+/// The whole host, workers included, makes no network request in a session run with Claude
+/// Code's `CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC`: every `socket` and `connect` of the host's
+/// process tree
+/// is traced (strace) through a session's events, and none reaches an internet address. The
+/// same host without the variable, and a release to check, does connect (to the loopback
+/// release server), so the trace would see a request if one were made. Needs strace: behind the
+/// `host-audit` feature, which CI turns on.
+#[cfg(feature = "host-audit")]
+#[test]
+fn no_network_request_with_nonessential_traffic_off() {
+    use std::io::BufRead;
+    let server = ReleaseServer::start("99.0.0", false);
+    let url = server.url();
+    let key = release_pubkey();
+    let env = Env::with(&[
+        ("CAPT_HOOK_UPDATE_URL", url.as_str()),
+        ("CAPT_HOOK_RELEASE_PUBKEY", key.as_str()),
+        ("HOOKS_UPDATE_INTERVAL_MINUTES", "0"),
+    ]);
+    let root = env.project("quiet", HOOKS);
+    let event = |name: &str, extra: Value| {
+        let mut v = capt_hook_proto::serde_json::json!({
+            "session_id": "quiet", "cwd": root, "hook_event_name": name,
+            "transcript_path": root.join("t.jsonl"),
+        });
+        if let (Some(v), Value::Object(extra)) = (v.as_object_mut(), extra) {
+            v.extend(extra);
+        }
+        v.to_string()
+    };
+    // Runs a traced host through `events` (with `vars` on each), then stops it: the trace.
+    let traced = |tag: &str, vars: &[(&str, &str)], events: &[(&str, String)], wait: &dyn Fn()| {
+        let trace = env.dir.path().join(format!("connects-{tag}.txt"));
+        let mut host = env
+            .program("strace")
+            .args(["-f", "-qq", "-e", "trace=socket,connect", "-o"])
+            .arg(&trace)
+            .arg(env.bin.join("capt-hookd"))
+            .arg("serve")
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("strace runs the host (apt install strace: .ci/run installs it)");
+        let mut ready = String::new();
+        std::io::BufReader::new(host.stdout.take().unwrap())
+            .read_line(&mut ready)
+            .unwrap();
+        if !ready.starts_with("ready") {
+            let out = host.wait_with_output().unwrap();
+            panic!(
+                "the traced host did not start: {ready:?} {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        for (name, payload) in events {
+            let out = env.hook(name, payload.as_bytes(), vars);
+            assert_eq!(out.status.code(), Some(0), "{name}: {}", stderr(&out));
+        }
+        wait();
+        let down = env.cmd("capt-hookd").arg("shutdown").output().unwrap();
+        assert_eq!(down.status.code(), Some(0), "{}", stderr(&down));
+        let _ = host.wait();
+        std::fs::read_to_string(&trace).unwrap()
+    };
+    let internet = |trace: &str| -> Vec<String> {
+        trace
+            .lines()
+            .filter(|l| l.contains("AF_INET"))
+            .map(str::to_owned)
+            .collect()
+    };
+    let session = [
+        (
+            "SessionStart",
+            event(
+                "SessionStart",
+                capt_hook_proto::serde_json::json!({"source": "startup"}),
+            ),
+        ),
+        (
+            "UserPromptSubmit",
+            event(
+                "UserPromptSubmit",
+                capt_hook_proto::serde_json::json!({"prompt": "tidy up"}),
+            ),
+        ),
+        (
+            "PreToolUse",
+            String::from_utf8(bash(&root, "git stash")).unwrap(),
+        ),
+        ("PreToolUse", String::from_utf8(bash(&root, "ls")).unwrap()),
+        ("Stop", String::from_utf8(stop(&root)).unwrap()),
+        (
+            "SessionEnd",
+            event(
+                "SessionEnd",
+                capt_hook_proto::serde_json::json!({"reason": "exit"}),
+            ),
+        ),
+    ];
+    let quiet = traced(
+        "quiet",
+        &[("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")],
+        &session,
+        &|| std::thread::sleep(std::time::Duration::from_millis(300)),
+    );
+    // The trace holds the host's own sockets and more than one process (the worker).
+    let pids: std::collections::BTreeSet<&str> = quiet
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
+    assert!(
+        quiet.contains("socket(AF_UNIX") && pids.len() >= 2,
+        "the trace follows the host and its workers: {quiet}"
+    );
+    assert_eq!(internet(&quiet), Vec::<String>::new(), "network requests");
+    assert_eq!(server.hits(), 0);
+
+    let checked = traced("control", &[], &session[..1], &|| {
+        env.wait_until("the release check ran", || server.hits() >= 1);
+    });
+    let port = format!(
+        "htons({})",
+        url.split(':').nth(2).unwrap().split('/').next().unwrap()
+    );
+    assert!(
+        internet(&checked).iter().any(|l| l.contains(&port)),
+        "the trace sees the release check's request: {checked}"
+    );
+}
+
 /// The host log is kept to `CAPT_HOOK_LOG_MAX_BYTES`: a host starting on a larger one moves it
 /// to `capt-hookd.log.1` and starts it afresh; workers' stderr lands in the fresh one.
 #[test]
