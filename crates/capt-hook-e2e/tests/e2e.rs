@@ -2655,6 +2655,17 @@ fn release_pubkey() -> String {
         .to_string()
 }
 
+/// A user whose host checks `server`'s release with the trusted test key, with `more` variables.
+fn release_env(server: &ReleaseServer, more: &[(&str, &str)]) -> Env {
+    let (url, key) = (server.url(), release_pubkey());
+    let mut vars = vec![
+        ("CAPT_HOOK_UPDATE_URL", url.as_str()),
+        ("CAPT_HOOK_RELEASE_PUBKEY", key.as_str()),
+    ];
+    vars.extend_from_slice(more);
+    Env::with(&vars)
+}
+
 /// The release check: after a SessionStart the host reads the signed release once per
 /// interval, detached, and verifies it with the trusted key; a newer release is told once, on a
 /// later SessionStart, beside what the hooks said, naming the command that upgrades.
@@ -2663,12 +2674,8 @@ fn release_pubkey() -> String {
 #[test]
 fn update_check_after_session_start_tells_of_a_newer_release_once() {
     let server = ReleaseServer::start("99.0.0", false);
-    let url = server.url();
-    let key = release_pubkey();
-    let env = Env::with(&[
-        ("CAPT_HOOK_UPDATE_URL", url.as_str()),
-        ("CAPT_HOOK_RELEASE_PUBKEY", key.as_str()),
-    ]);
+    let (url, key) = (server.url(), release_pubkey());
+    let env = release_env(&server, &[]);
     let root = env.project(
         "update",
         "[[hook]]\nkind = \"hook\"\nevents = \"SessionStart\"\nmessage = \"session context\"\n",
@@ -2730,12 +2737,7 @@ fn update_check_after_session_start_tells_of_a_newer_release_once() {
     // Off: no request, even with no interval to wait. The enabled start after it is the only
     // one the server sees.
     let quiet = ReleaseServer::start("99.0.0", false);
-    let quiet_url = quiet.url();
-    let off = Env::with(&[
-        ("CAPT_HOOK_UPDATE_URL", quiet_url.as_str()),
-        ("CAPT_HOOK_RELEASE_PUBKEY", key.as_str()),
-        ("HOOKS_UPDATE_INTERVAL_MINUTES", "0"),
-    ]);
+    let off = release_env(&quiet, &[("HOOKS_UPDATE_INTERVAL_MINUTES", "0")]);
     let root = off.project("update-off", HOOKS);
     let payload = capt_hook_proto::serde_json::json!({
         "session_id": "u", "cwd": root, "hook_event_name": "SessionStart", "source": "startup",
@@ -2764,12 +2766,7 @@ fn update_check_after_session_start_tells_of_a_newer_release_once() {
 #[test]
 fn an_altered_release_is_reported_never_trusted() {
     let server = ReleaseServer::start("99.0.0", true);
-    let url = server.url();
-    let key = release_pubkey();
-    let env = Env::with(&[
-        ("CAPT_HOOK_UPDATE_URL", url.as_str()),
-        ("CAPT_HOOK_RELEASE_PUBKEY", key.as_str()),
-    ]);
+    let env = release_env(&server, &[]);
     let root = env.project("update-altered", HOOKS);
     let payload = capt_hook_proto::serde_json::json!({
         "session_id": "u", "cwd": root, "hook_event_name": "SessionStart", "source": "startup",
@@ -2842,12 +2839,7 @@ fn no_network_request_with_nonessential_traffic_off() {
     use std::io::BufRead;
     let server = ReleaseServer::start("99.0.0", false);
     let url = server.url();
-    let key = release_pubkey();
-    let env = Env::with(&[
-        ("CAPT_HOOK_UPDATE_URL", url.as_str()),
-        ("CAPT_HOOK_RELEASE_PUBKEY", key.as_str()),
-        ("HOOKS_UPDATE_INTERVAL_MINUTES", "0"),
-    ]);
+    let env = release_env(&server, &[("HOOKS_UPDATE_INTERVAL_MINUTES", "0")]);
     let root = env.project("quiet", HOOKS);
     let event = |name: &str, extra: Value| {
         let mut v = capt_hook_proto::serde_json::json!({
