@@ -19,6 +19,25 @@ const PROJECT_PACKAGE: &str = "project-hooks";
 /// The parts of cargo's `release/` a later build reuses.
 const KEPT: [&str; 3] = ["deps", "build", ".fingerprint"];
 
+/// Leaves out of `cmd`'s environment the variables `cargo xtask` (a `cargo run`) set for the
+/// xtask package: a user's first build has none of them, and a build script that watches one
+/// (ring's watches `CARGO_MANIFEST_DIR`) would make cargo rebuild that crate and everything above
+/// it on the user's machine, prebuilt or not.
+fn as_a_user_builds(cmd: &mut Command) {
+    for (name, _) in std::env::vars_os() {
+        let Some(name) = name.to_str() else { continue };
+        let per_package = name.starts_with("CARGO_PKG_")
+            || name.starts_with("CARGO_MANIFEST_")
+            || matches!(
+                name,
+                "CARGO_CRATE_NAME" | "CARGO_BIN_NAME" | "CARGO_PRIMARY_PACKAGE"
+            );
+        if per_package {
+            cmd.env_remove(name);
+        }
+    }
+}
+
 /// Builds a hook project with `bins`' `capt-hook` against `sdk` in `work`, then writes the
 /// registry crates of that build into `sdk/prebuilt/`.
 pub fn build_prebuilt(bins: &Path, sdk: &Path, work: &Path) -> anyhow::Result<usize> {
@@ -27,7 +46,9 @@ pub fn build_prebuilt(bins: &Path, sdk: &Path, work: &Path) -> anyhow::Result<us
     std::fs::create_dir_all(&project)?;
     let capt_hook = bins.join("capt-hook");
     let run = |args: &[&str]| -> anyhow::Result<()> {
-        let status = Command::new(&capt_hook)
+        let mut cmd = Command::new(&capt_hook);
+        as_a_user_builds(&mut cmd);
+        let status = cmd
             .args(args)
             .arg("--root")
             .arg(&project)
@@ -113,6 +134,27 @@ fn count_files(dir: &Path) -> anyhow::Result<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `cargo test` runs this with the variables `cargo run` gives xtask; the build the
+    /// prebuilt SDK comes from must not see them.
+    #[test]
+    fn the_prebuilt_build_sees_no_variable_of_the_xtask_package() {
+        assert!(
+            std::env::var_os("CARGO_MANIFEST_DIR").is_some(),
+            "set by cargo test"
+        );
+        let mut cmd = Command::new("true");
+        as_a_user_builds(&mut cmd);
+        let removed: Vec<String> = cmd
+            .get_envs()
+            .filter(|(_, v)| v.is_none())
+            .map(|(k, _)| k.to_string_lossy().into_owned())
+            .collect();
+        for name in ["CARGO_MANIFEST_DIR", "CARGO_PKG_NAME"] {
+            assert!(removed.iter().any(|r| r == name), "{name}: {removed:?}");
+        }
+        assert!(!removed.iter().any(|r| r == "CARGO_HOME"), "{removed:?}");
+    }
 
     /// The SDK's and the project's outputs are left out in every directory; registry crates'
     /// are kept whole (a build script's directory with its `out/`).
