@@ -13,7 +13,8 @@ pub enum Step {
     Shell(&'static str),
     /// A final answer.
     Say(&'static str),
-    /// A remark and one call of the agent's file-writing tool: (project-relative path, text).
+    /// A remark and one call of the agent's file-writing tool (Codex: `apply_patch` adding the
+    /// file): (project-relative path, text).
     Write(&'static str, &'static str),
 }
 
@@ -264,8 +265,9 @@ pub fn all() -> Vec<Case> {
         },
         Case {
             name: "edit-deny",
-            about: "Gemini's write_file read as Write: a deny on edited Python files refuses \
-                    it, the model hears why, the file is not written; a clean one is",
+            about: "an edit read as Write (Codex's apply_patch, Gemini's write_file): a deny on \
+                    edited Python files refuses it, the model hears why, the file is not \
+                    written; a clean one is",
             hooks: "[[hook]]\nkind = \"deny\"\nreason = \"E2E-NOPRINT no print() in library code\"\n\
                     only_if = [{ tool = \"Edit|Write\" }, { file_path = \"*.py\" }, \
                     { content = \"print\\\\(\" }]\n",
@@ -288,9 +290,7 @@ pub fn all() -> Vec<Case> {
                 )?;
                 turns(o, 3)
             },
-            // Codex 0.169 offers a custom provider's model no edit tool (edits go through its
-            // shell), so its apply_patch is proven by the adapter's fixtures only.
-            only: Some(Agent::Gemini),
+            only: None,
         },
     ]
 }
