@@ -52,15 +52,17 @@ pub fn table() -> AgentTable {
             row("PostCompact", Some(PostCompact), Call::None, "n"),
         ],
         tools: &[
+            // Codex applies a shell command that is `apply_patch <<'EOF'` itself, as a patch
+            // (0.169 sends its hooks such a call as `Bash`, and no PostToolUse).
             ToolRow {
                 name: "Bash",
                 ours: "Bash",
-                input: InputMap::Keys(&[]),
+                input: InputMap::ShellPatch(&[]),
             },
             ToolRow {
                 name: "exec_command",
                 ours: "Bash",
-                input: InputMap::Keys(&[("cmd", "command")]),
+                input: InputMap::ShellPatch(&[("cmd", "command")]),
             },
             // Older builds: `command` as an argv array (`["bash", "-lc", "…"]`).
             ToolRow {
@@ -79,8 +81,8 @@ pub fn table() -> AgentTable {
              with its reason.",
             "A plain allow on PreToolUse: refused the same way, so it is left out and Codex's \
              own approval decides.",
-            "A rewrite of an `apply_patch` call (the patch cannot be rebuilt from an Edit): \
-             refused as a deny that says so.",
+            "A rewrite of an `apply_patch` call, the tool's or a shell command that runs it \
+             (the patch cannot be rebuilt from an Edit): refused as a deny that says so.",
             "A rewrite on PermissionRequest: refused as a deny naming the command to run \
              instead.",
             "Context on Stop, SubagentStop, PreCompact and PostCompact: shown to the user as \

@@ -26,6 +26,13 @@ fn input(map: InputMap) -> String {
             .map(|(theirs, ours)| format!("`{theirs}` → `{ours}`"))
             .collect::<Vec<_>>()
             .join(", "),
+        InputMap::ShellPatch(pairs) => {
+            let keys = input(InputMap::Keys(pairs));
+            format!(
+                "{keys}; a command that is `apply_patch` with the patch in a heredoc (Codex \
+                 applies it itself) is also read as the patch's calls, each checked"
+            )
+        }
         InputMap::ShellArgv => "`command` argv joined into one command line".to_owned(),
         InputMap::ApplyPatch => "the patch read into one Edit/MultiEdit per updated file, a \
                                  Write per added file, `rm`/`mv` for deleted and moved files; \

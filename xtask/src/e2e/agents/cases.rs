@@ -74,6 +74,11 @@ fn turns(o: &Outcome, n: usize) -> Result<(), String> {
 
 const NOTES: &[(&str, &str)] = &[("notes.txt", "v1\n")];
 
+/// A deny on edited Python files holding `print(`: the lint on edited files.
+const NOPRINT: &str = "[[hook]]\nkind = \"deny\"\nreason = \"E2E-NOPRINT no print() in library code\"\n\
+                       only_if = [{ tool = \"Edit|Write\" }, { file_path = \"*.py\" }, \
+                       { content = \"print\\\\(\" }]\n";
+
 pub fn all() -> Vec<Case> {
     vec![
         Case {
@@ -268,9 +273,7 @@ pub fn all() -> Vec<Case> {
             about: "an edit read as Write (Codex's apply_patch, Gemini's write_file): a deny on \
                     edited Python files refuses it, the model hears why, the file is not \
                     written; a clean one is",
-            hooks: "[[hook]]\nkind = \"deny\"\nreason = \"E2E-NOPRINT no print() in library code\"\n\
-                    only_if = [{ tool = \"Edit|Write\" }, { file_path = \"*.py\" }, \
-                    { content = \"print\\\\(\" }]\n",
+            hooks: NOPRINT,
             files: &[],
             setup: "",
             then: &[],
@@ -291,6 +294,37 @@ pub fn all() -> Vec<Case> {
                 turns(o, 3)
             },
             only: None,
+        },
+        Case {
+            name: "edit-deny-shell",
+            about: "Codex's apply_patch run through its shell (a heredoc Codex applies as a \
+                    patch): the same deny refuses the Python file; a clean one is applied",
+            hooks: NOPRINT,
+            files: &[],
+            setup: "",
+            then: &[],
+            prompt: "Write lib.py.",
+            script: &[
+                Step::Shell(
+                    "apply_patch <<'EOF'\n*** Begin Patch\n*** Add File: lib.py\n+def f():\n\
+                     +    print(1)\n*** End Patch\nEOF\n",
+                ),
+                Step::Shell(
+                    "apply_patch <<'EOF'\n*** Begin Patch\n*** Add File: clean.py\n+def f():\n\
+                     +    return 1\n*** End Patch\nEOF\n",
+                ),
+                Step::Say("Wrote clean.py instead."),
+            ],
+            check: |o| {
+                refused_with(o, "E2E-NOPRINT")?;
+                ensure(!o.exists("lib.py"), "lib.py was written")?;
+                ensure(
+                    o.exists("clean.py"),
+                    "clean.py, which no hook refuses, was not written",
+                )?;
+                turns(o, 3)
+            },
+            only: Some(Agent::Codex),
         },
     ]
 }
