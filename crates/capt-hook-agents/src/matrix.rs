@@ -155,8 +155,8 @@ pub fn markdown() -> String {
          rewritten command, the builtin `rm` guard refuses \
          `rm -rf .git`, a Stop gate (Codex's `Stop`, Gemini CLI's `AfterAgent`) sends the \
          model back once with its reason, once again in the same session's next prompt (a \
-         resumed run), an edit of a Python file (Codex's `apply_patch`, Gemini CLI's \
-         `write_file`) is refused by a deny on edited Python files while a clean one through \
+         resumed run), an edit of a Python file (Codex's `apply_patch`, as its tool and run \
+         through its shell; Gemini CLI's `write_file`) is refused by a deny on edited Python files while a clean one through \
          the same tool is written, and `capt-hook uninstall --agent` leaves the project's other hooks as they were. Codex runs there without \
          `--dangerously-bypass-hook-trust`: our hooks run because `capt-hook install --agent \
          codex` wrote their trust hashes into the user's `config.toml` (the project itself is \
