@@ -90,7 +90,10 @@ pub fn table() -> AgentTable {
             "Hooks run only once trusted by hash (`[hooks.state]` in the user's \
              `config.toml`); an untrusted hook is skipped silently. `capt-hook install --agent \
              codex` writes the hashes of the hooks it installs there (and `uninstall` removes \
-             them), as a review in Codex would.",
+             them), as a review in Codex would. Codex keys them by the hooks file's path under \
+             its working directory as it got it (links resolved when started in the project, \
+             as written with `codex -C <link>`), so a project installed through a link is \
+             trusted under both paths.",
             "A project's `.codex/hooks.json` is read only in a project Codex trusts (`codex \
              --trust`, or `[projects.\"<root>\"] trust_level = \"trusted\"` in `config.toml`); \
              in any other, Codex ignores the project's `.codex/` with one warning and no hook \

@@ -38,6 +38,9 @@ pub struct Case {
     pub script: &'static [Step],
     /// What must hold afterwards; the error says what did not.
     pub check: fn(&Outcome) -> Result<(), String>,
+    /// Whether install and the agent reach the project through a symlink to it (Codex keys
+    /// its trust in hooks by the hooks file's path).
+    pub link: bool,
     /// The one agent the case is for (its tools), or every agent.
     pub only: Option<Agent>,
 }
@@ -99,6 +102,7 @@ pub fn all() -> Vec<Case> {
                 not_stashed_at(&o.project)?;
                 turns(o, 2)
             },
+            link: false,
             only: None,
         },
         Case {
@@ -139,6 +143,7 @@ pub fn all() -> Vec<Case> {
                 }
                 turns(o, 2)
             },
+            link: false,
             only: None,
         },
         Case {
@@ -160,6 +165,7 @@ pub fn all() -> Vec<Case> {
                 )?;
                 turns(o, 2)
             },
+            link: false,
             only: None,
         },
         Case {
@@ -195,6 +201,7 @@ pub fn all() -> Vec<Case> {
                 }
                 turns(o, 2)
             },
+            link: false,
             only: None,
         },
         Case {
@@ -211,6 +218,7 @@ pub fn all() -> Vec<Case> {
                 ensure(o.exists(".git/HEAD"), "rm -rf .git ran: .git is gone")?;
                 turns(o, 2)
             },
+            link: false,
             only: None,
         },
         Case {
@@ -231,6 +239,7 @@ pub fn all() -> Vec<Case> {
                 )?;
                 turns(o, 2)
             },
+            link: false,
             only: None,
         },
         Case {
@@ -266,6 +275,7 @@ pub fn all() -> Vec<Case> {
                 )?;
                 turns(o, 4)
             },
+            link: false,
             only: None,
         },
         Case {
@@ -293,6 +303,7 @@ pub fn all() -> Vec<Case> {
                 )?;
                 turns(o, 3)
             },
+            link: false,
             only: None,
         },
         Case {
@@ -324,6 +335,30 @@ pub fn all() -> Vec<Case> {
                 )?;
                 turns(o, 3)
             },
+            link: false,
+            only: Some(Agent::Codex),
+        },
+        Case {
+            name: "trust-via-link",
+            about: "the project opened through a symlink: install's trust in our hooks holds \
+                    (git stash refused, nothing stashed)",
+            hooks: "[[hook]]\nkind = \"block_command\"\nargv = [\"git\", \"stash\"]\n\
+                    reason = \"E2E-LINKED git stash hides work\"\n",
+            files: NOTES,
+            setup: MODIFIED_REPO,
+            then: &[],
+            prompt: "Put my changes aside.",
+            script: &[
+                Step::Shell("git stash"),
+                Step::Say("The changes were kept."),
+            ],
+            check: |o| {
+                refused_with(o, "E2E-LINKED")?;
+                not_stashed_at(&o.project)?;
+                turns(o, 2)
+            },
+            link: true,
+            // Gemini CLI has no trust in hooks to key by path.
             only: Some(Agent::Codex),
         },
     ]

@@ -350,6 +350,15 @@ fn run_case(
         sandbox.project(&dir_name, &[("e2e.toml", case.hooks)])
     }
     .map_err(|e| format!("creating the project: {e:#}"))?;
+    // From here on the project is reached only through the link, as a user who opened it so.
+    let project = if case.link {
+        let link = project.with_file_name(format!("{dir_name}-link"));
+        std::os::unix::fs::symlink(&project, &link)
+            .map_err(|e| format!("linking {} to the project: {e}", link.display()))?;
+        link
+    } else {
+        project
+    };
     for (rel, text) in case.files {
         write(&project.join(rel), text)?;
     }
