@@ -160,7 +160,8 @@ pub fn markdown() -> String {
          the same tool is written, and `capt-hook uninstall --agent` leaves the project's other hooks as they were. Codex runs there without \
          `--dangerously-bypass-hook-trust`: our hooks run because `capt-hook install --agent \
          codex` wrote their trust hashes into the user's `config.toml` (the project itself is \
-         trusted there too), and offers the fake model `apply_patch` because the suite's \
+         trusted there too; so are they in a project Codex is given through a symlink), and \
+         offers the fake model `apply_patch` because the suite's \
          model catalog (`model_catalog_json`) says it takes one. Factory, Cursor and Copilot CLI are \
          proven by fixture payloads only.\n\n",
     );
