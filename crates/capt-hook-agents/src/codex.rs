@@ -52,15 +52,17 @@ pub fn table() -> AgentTable {
             row("PostCompact", Some(PostCompact), Call::None, "n"),
         ],
         tools: &[
+            // Codex applies a shell command that is `apply_patch <<'EOF'` itself, as a patch
+            // (0.169 sends its hooks such a call as `Bash`, and no PostToolUse).
             ToolRow {
                 name: "Bash",
                 ours: "Bash",
-                input: InputMap::Keys(&[]),
+                input: InputMap::ShellPatch(&[]),
             },
             ToolRow {
                 name: "exec_command",
                 ours: "Bash",
-                input: InputMap::Keys(&[("cmd", "command")]),
+                input: InputMap::ShellPatch(&[("cmd", "command")]),
             },
             // Older builds: `command` as an argv array (`["bash", "-lc", "…"]`).
             ToolRow {
@@ -79,8 +81,8 @@ pub fn table() -> AgentTable {
              with its reason.",
             "A plain allow on PreToolUse: refused the same way, so it is left out and Codex's \
              own approval decides.",
-            "A rewrite of an `apply_patch` call (the patch cannot be rebuilt from an Edit): \
-             refused as a deny that says so.",
+            "A rewrite of an `apply_patch` call, the tool's or a shell command that runs it \
+             (the patch cannot be rebuilt from an Edit): refused as a deny that says so.",
             "A rewrite on PermissionRequest: refused as a deny naming the command to run \
              instead.",
             "Context on Stop, SubagentStop, PreCompact and PostCompact: shown to the user as \
@@ -88,7 +90,10 @@ pub fn table() -> AgentTable {
             "Hooks run only once trusted by hash (`[hooks.state]` in the user's \
              `config.toml`); an untrusted hook is skipped silently. `capt-hook install --agent \
              codex` writes the hashes of the hooks it installs there (and `uninstall` removes \
-             them), as a review in Codex would.",
+             them), as a review in Codex would. Codex keys them by the hooks file's path under \
+             its working directory as it got it (links resolved when started in the project, \
+             as written with `codex -C <link>`), so a project installed through a link is \
+             trusted under both paths.",
             "A project's `.codex/hooks.json` is read only in a project Codex trusts (`codex \
              --trust`, or `[projects.\"<root>\"] trust_level = \"trusted\"` in `config.toml`); \
              in any other, Codex ignores the project's `.codex/` with one warning and no hook \

@@ -26,6 +26,13 @@ fn input(map: InputMap) -> String {
             .map(|(theirs, ours)| format!("`{theirs}` → `{ours}`"))
             .collect::<Vec<_>>()
             .join(", "),
+        InputMap::ShellPatch(pairs) => {
+            let keys = input(InputMap::Keys(pairs));
+            format!(
+                "{keys}; a command that is `apply_patch` with the patch in a heredoc (Codex \
+                 applies it itself) is also read as the patch's calls, each checked"
+            )
+        }
         InputMap::ShellArgv => "`command` argv joined into one command line".to_owned(),
         InputMap::ApplyPatch => "the patch read into one Edit/MultiEdit per updated file, a \
                                  Write per added file, `rm`/`mv` for deleted and moved files; \
@@ -148,13 +155,14 @@ pub fn markdown() -> String {
          rewritten command, the builtin `rm` guard refuses \
          `rm -rf .git`, a Stop gate (Codex's `Stop`, Gemini CLI's `AfterAgent`) sends the \
          model back once with its reason, once again in the same session's next prompt (a \
-         resumed run), Gemini CLI's `write_file` of a Python file is refused by a deny on \
-         edited Python files while a clean one is written, and `capt-hook uninstall --agent` \
-         leaves the project's other hooks as they were. Codex runs there without \
+         resumed run), an edit of a Python file (Codex's `apply_patch`, as its tool and run \
+         through its shell; Gemini CLI's `write_file`) is refused by a deny on edited Python files while a clean one through \
+         the same tool is written, and `capt-hook uninstall --agent` leaves the project's other hooks as they were. Codex runs there without \
          `--dangerously-bypass-hook-trust`: our hooks run because `capt-hook install --agent \
          codex` wrote their trust hashes into the user's `config.toml` (the project itself is \
-         trusted there too). Codex's `apply_patch` is proven by fixture payloads only: Codex \
-         offers a custom provider's model no edit tool. Factory, Cursor and Copilot CLI are \
+         trusted there too; so are they in a project Codex is given through a symlink), and \
+         offers the fake model `apply_patch` because the suite's \
+         model catalog (`model_catalog_json`) says it takes one. Factory, Cursor and Copilot CLI are \
          proven by fixture payloads only.\n\n",
     );
     for a in Agent::ALL {

@@ -223,7 +223,7 @@ pub(crate) fn map_tool(
         return Ok(vec![(tool.to_owned(), input)]);
     };
     match row.input {
-        InputMap::Keys(pairs) => {
+        InputMap::Keys(pairs) | InputMap::ShellPatch(pairs) => {
             for (theirs, ours) in pairs {
                 if !input.contains_key(*ours)
                     && let Some(v) = input.remove(*theirs)
@@ -231,7 +231,19 @@ pub(crate) fn map_tool(
                     input.insert((*ours).to_owned(), v);
                 }
             }
-            Ok(vec![(row.ours.to_owned(), input)])
+            let shell_patch = match (row.input, input.get("command")) {
+                (InputMap::ShellPatch(_), Some(Value::String(line))) => {
+                    patch::shell_invocation(line)
+                        .map(|(dir, text)| (dir.map(|d| absolute(d, cwd)), text.to_owned()))
+                }
+                _ => None,
+            };
+            let mut calls = vec![(row.ours.to_owned(), input)];
+            // The command stays a Bash call (shell rules see it) and its patch is checked too.
+            if let Some((dir, text)) = shell_patch {
+                calls.extend(patch_calls(&patch::parse(&text)?, dir.as_deref().or(cwd)));
+            }
+            Ok(calls)
         }
         InputMap::ShellArgv => {
             if let Some(Value::Array(argv)) = input.get("command") {

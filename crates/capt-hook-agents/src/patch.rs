@@ -134,6 +134,37 @@ pub fn parse(text: &str) -> Result<Vec<PatchOp>, PatchError> {
     })
 }
 
+/// A shell command line that is Codex's `apply_patch` run with the patch in a heredoc
+/// (`apply_patch <<'EOF'` … `EOF`, `applypatch` too, perhaps after `cd <dir> &&`): Codex does
+/// not run such a line, it applies the patch itself. The directory the paths are relative to
+/// (the `cd`'s, if any) and the text holding the patch; `None` for any other command line.
+pub fn shell_invocation(command: &str) -> Option<(Option<&str>, &str)> {
+    let mut rest = command.trim_start();
+    let mut dir = None;
+    if let Some(after) = rest.strip_prefix("cd ") {
+        let (d, tail) = after.trim_start().split_once("&&")?;
+        let d = d.trim();
+        // One word, as Codex reads it; quotes around it are the shell's, not the path's.
+        if d.is_empty() || d.contains(char::is_whitespace) && !is_quoted(d) {
+            return None;
+        }
+        dir = Some(d.trim_matches(|c| c == '\'' || c == '"'));
+        rest = tail.trim_start();
+    }
+    let tail = ["apply_patch", "applypatch"]
+        .iter()
+        .find_map(|name| rest.strip_prefix(name))?;
+    tail.trim_start_matches([' ', '\t'])
+        .starts_with("<<")
+        .then_some((dir, tail))
+}
+
+fn is_quoted(word: &str) -> bool {
+    word.len() >= 2
+        && (word.starts_with('\'') && word.ends_with('\'')
+            || word.starts_with('"') && word.ends_with('"'))
+}
+
 fn file(path: &str, line: usize) -> Result<String, PatchError> {
     let path = path.trim();
     if path.is_empty() {
@@ -200,6 +231,28 @@ fn chunks(lines: &[&str], mut i: usize) -> Result<(Vec<Chunk>, usize), PatchErro
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Codex's shell form of `apply_patch` is recognised with or without a `cd`; a command
+    /// that merely mentions it is not.
+    #[test]
+    fn recognises_the_shell_form() {
+        let heredoc = "apply_patch <<'EOF'\n*** Begin Patch\n*** End Patch\nEOF\n";
+        let (dir, text) = shell_invocation(heredoc).unwrap();
+        assert_eq!(dir, None);
+        assert!(text.contains("*** Begin Patch"));
+        let cd = format!("cd 'src/lib' && {heredoc}");
+        assert_eq!(shell_invocation(&cd).unwrap().0, Some("src/lib"));
+        assert!(shell_invocation("applypatch <<EOF\n*** Begin Patch\n").is_some());
+        for other in [
+            "grep apply_patch notes.txt",
+            "apply_patch_helper <<'EOF'\n",
+            "echo hi && apply_patch <<'EOF'\n",
+            "cd a b && apply_patch <<'EOF'\n",
+            "apply_patch < patch.txt",
+        ] {
+            assert_eq!(shell_invocation(other), None, "{other}");
+        }
+    }
 
     #[test]
     fn reads_every_kind_of_operation() {

@@ -39,7 +39,10 @@ pub fn render(n: &Normalised, verdicts: &[Verdict]) -> Result<Answer, AgentError
         });
     };
     let tool_row = n.tool.as_deref().and_then(|t| table.tool(t));
-    let reversible = tool_row.is_none_or(|t| t.input.reversible());
+    // A call read as several (a shell command that is also a patch) has no one input a rewrite
+    // could be given back as.
+    let one_call = n.payloads.len() <= 1;
+    let reversible = tool_row.is_none_or(|t| t.input.reversible() && one_call);
     let mut v = settle(
         verdict::fold(verdicts.to_vec()),
         row.accepts,
@@ -74,7 +77,7 @@ pub fn passes_through(n: &Normalised, calls: usize) -> bool {
 
 /// A rewritten input in the agent's own keys.
 fn back(input: &Map<String, Value>, tool: &ToolRow) -> Map<String, Value> {
-    let InputMap::Keys(pairs) = tool.input else {
+    let (InputMap::Keys(pairs) | InputMap::ShellPatch(pairs)) = tool.input else {
         return input.clone();
     };
     input

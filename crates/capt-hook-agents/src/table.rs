@@ -230,6 +230,11 @@ pub struct ToolRow {
 pub enum InputMap {
     /// Keys renamed (`(theirs, ours)`), the rest kept; a rewrite maps back the same way.
     Keys(&'static [(&'static str, &'static str)]),
+    /// Keys renamed as for [`InputMap::Keys`], and a command line that is Codex's `apply_patch`
+    /// with the patch in a heredoc, which Codex applies itself instead of running it
+    /// ([`crate::patch::shell_invocation`]), also read as the patch's calls (as
+    /// [`InputMap::ApplyPatch`]), so rules on edited files see it.
+    ShellPatch(&'static [(&'static str, &'static str)]),
     /// A command given as an argv array or a string, read as one Bash command line; a rewrite
     /// cannot be mapped back.
     ShellArgv,
@@ -241,6 +246,6 @@ pub enum InputMap {
 impl InputMap {
     /// True when a rewritten input can be given back to the agent in its tool's own keys.
     pub fn reversible(self) -> bool {
-        matches!(self, InputMap::Keys(_))
+        matches!(self, InputMap::Keys(_) | InputMap::ShellPatch(_))
     }
 }

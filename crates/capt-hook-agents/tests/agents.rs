@@ -378,6 +378,65 @@ fn what_an_agent_cannot_express_fails_closed() {
     assert!(cursor_stop["followup_message"].is_string());
 }
 
+/// Codex 0.169 applies a shell command that is `apply_patch <<'EOF'` itself, and sends its hooks
+/// that call as `Bash`: it is checked as the command and as the files its patch writes, so a
+/// rule on edited files refuses it as it refuses the `apply_patch` tool's call.
+#[test]
+fn a_patch_run_through_codexs_shell_is_checked_as_a_patch_too() {
+    let payload = fixtures(Agent::Codex)
+        .into_iter()
+        .find(|(s, _)| s == "PreToolUse--bash_apply_patch")
+        .unwrap()
+        .1;
+    let n = normalise(Agent::Codex, None, &payload).unwrap();
+    let tools: Vec<&str> = n
+        .payloads
+        .iter()
+        .map(|p| p["tool_name"].as_str().unwrap())
+        .collect();
+    assert_eq!(tools, ["Bash", "Write"]);
+    assert_eq!(
+        n.payloads[1]["tool_input"],
+        json!({"file_path": "/home/dev/shop/src/report.py",
+            "content": "def report(total):\n    print(total)\n"})
+    );
+    let out = envelope(
+        EventKind::PreToolUse,
+        Some(&HookResult::block("no print() in library code")),
+    );
+    let block = verdict(EventKind::PreToolUse, out.as_ref());
+    let r = render(&n, &[Verdict::default(), block]).unwrap();
+    let v: Value = serde_json::from_str(&r.stdout).unwrap();
+    assert_eq!(v["hookSpecificOutput"]["permissionDecision"], "deny");
+    assert_eq!(
+        v["hookSpecificOutput"]["permissionDecisionReason"],
+        "no print() in library code"
+    );
+
+    // Through `exec_command`, after a `cd`: the paths are the directory's.
+    let cd = json!({"cwd": "/home/dev/shop", "turn_id": "3", "tool_name": "exec_command",
+        "tool_input": {"cmd": "cd pkg && apply_patch <<'EOF'\n*** Begin Patch\n\
+            *** Delete File: old.py\n*** End Patch\nEOF\n"}});
+    let n = normalise(Agent::Codex, Some("PreToolUse"), &cd).unwrap();
+    assert_eq!(n.payloads.len(), 2);
+    assert_eq!(n.payloads[1]["tool_input"]["command"], "rm -- old.py");
+    // A broken patch there is an error naming it, as for the tool (fail closed).
+    let broken = json!({"cwd": "/w", "tool_name": "Bash",
+        "tool_input": {"command": "apply_patch <<'EOF'\noops\nEOF\n"}});
+    let e = normalise(Agent::Codex, Some("PreToolUse"), &broken).unwrap_err();
+    assert!(e.to_string().contains("apply_patch line 1"), "{e}");
+    // Any other command is one Bash call, as before.
+    let plain = json!({"cwd": "/w", "tool_name": "Bash",
+        "tool_input": {"command": "grep -n apply_patch notes.txt"}});
+    assert_eq!(
+        normalise(Agent::Codex, Some("PreToolUse"), &plain)
+            .unwrap()
+            .payloads
+            .len(),
+        1
+    );
+}
+
 /// One refused file refuses the whole patch.
 #[test]
 fn a_patch_is_as_strict_as_its_strictest_file() {

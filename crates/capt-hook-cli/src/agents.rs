@@ -76,16 +76,33 @@ fn codex_config(root: &Path, env: Env) -> anyhow::Result<PathBuf> {
     Ok(user_hooks.with_file_name("config.toml"))
 }
 
-/// Codex names a hooks file by its absolute path with links resolved, as its working
-/// directory gives it.
-fn codex_source(hooks: &Path) -> PathBuf {
-    match (
+/// Codex names a hooks file by its absolute path under Codex's working directory as Codex got
+/// it: with links resolved when started in the project (the working directory the system
+/// reports), but as written when given the directory (`codex -C <link>`; observed with Codex
+/// 0.169 in cargo xtask e2e-agents, trust-via-link). The resolved name first.
+fn codex_sources(hooks: &Path) -> Vec<PathBuf> {
+    let given = std::path::absolute(hooks).unwrap_or_else(|_| hooks.to_path_buf());
+    let resolved = match (
         hooks.parent().and_then(|d| d.canonicalize().ok()),
         hooks.file_name(),
     ) {
         (Some(dir), Some(name)) => dir.join(name),
-        _ => std::path::absolute(hooks).unwrap_or_else(|_| hooks.to_path_buf()),
+        _ => given.clone(),
+    };
+    if resolved == given {
+        vec![resolved]
+    } else {
+        vec![resolved, given]
     }
+}
+
+/// The trust Codex needs for our hooks in `hooks` (the file at `path`) under each name Codex
+/// may give that file.
+fn codex_trust(path: &Path, hooks: &Value) -> Vec<capt_hook_agents::codex::Trust> {
+    codex_sources(path)
+        .iter()
+        .flat_map(|source| capt_hook_agents::codex::trust_entries(source, hooks))
+        .collect()
 }
 
 /// Takes back Codex's trust in our hooks as `before` held them and gives it to them as `after`
@@ -98,12 +115,9 @@ fn codex_retrust(
     after: Option<&Value>,
     env: Env,
 ) -> anyhow::Result<Option<PathBuf>> {
-    use capt_hook_agents::codex::{retrust, trust_entries};
-    let source = codex_source(hooks);
-    let old = before
-        .map(|v| trust_entries(&source, v))
-        .unwrap_or_default();
-    let new = after.map(|v| trust_entries(&source, v)).unwrap_or_default();
+    use capt_hook_agents::codex::retrust;
+    let old = before.map(|v| codex_trust(hooks, v)).unwrap_or_default();
+    let new = after.map(|v| codex_trust(hooks, v)).unwrap_or_default();
     let config = codex_config(root, env)?;
     let text = match std::fs::read_to_string(&config) {
         Ok(t) => t,
@@ -325,7 +339,11 @@ fn codex_config_in(home: &Path) -> PathBuf {
 /// keeps: an untrusted hook is skipped without a word.
 fn codex_hook_trust(path: &Path, hooks: &Value, home: &Path) -> capt_hook_client::doctor::Finding {
     use capt_hook_client::doctor::Finding;
-    let wanted = capt_hook_agents::codex::trust_entries(&codex_source(path), hooks);
+    // Under the resolved name: how Codex names the file when started in the project.
+    let wanted = codex_sources(path)
+        .first()
+        .map(|source| capt_hook_agents::codex::trust_entries(source, hooks))
+        .unwrap_or_default();
     let config = codex_config_in(home);
     let text = match std::fs::read_to_string(&config) {
         Ok(t) => t,
@@ -450,6 +468,46 @@ mod tests {
         install(root, "cursor", false, Some(hook), &env).unwrap();
         uninstall(root, "cursor", false, &env).unwrap();
         assert!(!cursor.exists());
+    }
+
+    /// A project reached through a link: Codex names its hooks file by the link when given
+    /// the link (`codex -C`), by the resolved path when started inside, so both are trusted,
+    /// and both taken back by uninstall.
+    #[test]
+    fn a_linked_project_is_trusted_under_both_names() {
+        let tmp = tempfile::tempdir().unwrap();
+        let real = tmp.path().join("real");
+        let link = tmp.path().join("link");
+        std::fs::create_dir_all(&real).unwrap();
+        std::os::unix::fs::symlink(&real, &link).unwrap();
+        let env = home_env(&tmp.path().join("home"));
+        install(
+            &link,
+            "codex",
+            false,
+            Some(Path::new("/opt/bin/hook")),
+            &env,
+        )
+        .unwrap();
+        let config = tmp.path().join("home/.codex/config.toml");
+        let trust = std::fs::read_to_string(&config).unwrap();
+        let real_key = format!(
+            "\"{}:pre_tool_use:0:0\"",
+            real.canonicalize()
+                .unwrap()
+                .join(".codex/hooks.json")
+                .display()
+        );
+        let link_key = format!(
+            "\"{}:pre_tool_use:0:0\"",
+            link.join(".codex/hooks.json").display()
+        );
+        assert!(trust.contains(&real_key), "{trust}");
+        assert!(trust.contains(&link_key), "{trust}");
+        assert_eq!(trust.matches("trusted_hash").count(), 20, "{trust}");
+        uninstall(&link, "codex", false, &env).unwrap();
+        let trust = std::fs::read_to_string(&config).unwrap();
+        assert!(!trust.contains("trusted_hash"), "{trust}");
     }
 
     #[test]

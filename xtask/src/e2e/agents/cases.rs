@@ -13,7 +13,8 @@ pub enum Step {
     Shell(&'static str),
     /// A final answer.
     Say(&'static str),
-    /// A remark and one call of the agent's file-writing tool: (project-relative path, text).
+    /// A remark and one call of the agent's file-writing tool (Codex: `apply_patch` adding the
+    /// file): (project-relative path, text).
     Write(&'static str, &'static str),
 }
 
@@ -37,6 +38,9 @@ pub struct Case {
     pub script: &'static [Step],
     /// What must hold afterwards; the error says what did not.
     pub check: fn(&Outcome) -> Result<(), String>,
+    /// Whether install and the agent reach the project through a symlink to it (Codex keys
+    /// its trust in hooks by the hooks file's path).
+    pub link: bool,
     /// The one agent the case is for (its tools), or every agent.
     pub only: Option<Agent>,
 }
@@ -73,6 +77,11 @@ fn turns(o: &Outcome, n: usize) -> Result<(), String> {
 
 const NOTES: &[(&str, &str)] = &[("notes.txt", "v1\n")];
 
+/// A deny on edited Python files holding `print(`: the lint on edited files.
+const NOPRINT: &str = "[[hook]]\nkind = \"deny\"\nreason = \"E2E-NOPRINT no print() in library code\"\n\
+                       only_if = [{ tool = \"Edit|Write\" }, { file_path = \"*.py\" }, \
+                       { content = \"print\\\\(\" }]\n";
+
 pub fn all() -> Vec<Case> {
     vec![
         Case {
@@ -93,6 +102,7 @@ pub fn all() -> Vec<Case> {
                 not_stashed_at(&o.project)?;
                 turns(o, 2)
             },
+            link: false,
             only: None,
         },
         Case {
@@ -133,6 +143,7 @@ pub fn all() -> Vec<Case> {
                 }
                 turns(o, 2)
             },
+            link: false,
             only: None,
         },
         Case {
@@ -154,6 +165,7 @@ pub fn all() -> Vec<Case> {
                 )?;
                 turns(o, 2)
             },
+            link: false,
             only: None,
         },
         Case {
@@ -189,6 +201,7 @@ pub fn all() -> Vec<Case> {
                 }
                 turns(o, 2)
             },
+            link: false,
             only: None,
         },
         Case {
@@ -205,6 +218,7 @@ pub fn all() -> Vec<Case> {
                 ensure(o.exists(".git/HEAD"), "rm -rf .git ran: .git is gone")?;
                 turns(o, 2)
             },
+            link: false,
             only: None,
         },
         Case {
@@ -225,6 +239,7 @@ pub fn all() -> Vec<Case> {
                 )?;
                 turns(o, 2)
             },
+            link: false,
             only: None,
         },
         Case {
@@ -260,15 +275,15 @@ pub fn all() -> Vec<Case> {
                 )?;
                 turns(o, 4)
             },
+            link: false,
             only: None,
         },
         Case {
             name: "edit-deny",
-            about: "Gemini's write_file read as Write: a deny on edited Python files refuses \
-                    it, the model hears why, the file is not written; a clean one is",
-            hooks: "[[hook]]\nkind = \"deny\"\nreason = \"E2E-NOPRINT no print() in library code\"\n\
-                    only_if = [{ tool = \"Edit|Write\" }, { file_path = \"*.py\" }, \
-                    { content = \"print\\\\(\" }]\n",
+            about: "an edit read as Write (Codex's apply_patch, Gemini's write_file): a deny on \
+                    edited Python files refuses it, the model hears why, the file is not \
+                    written; a clean one is",
+            hooks: NOPRINT,
             files: &[],
             setup: "",
             then: &[],
@@ -288,9 +303,63 @@ pub fn all() -> Vec<Case> {
                 )?;
                 turns(o, 3)
             },
-            // Codex 0.169 offers a custom provider's model no edit tool (edits go through its
-            // shell), so its apply_patch is proven by the adapter's fixtures only.
-            only: Some(Agent::Gemini),
+            link: false,
+            only: None,
+        },
+        Case {
+            name: "edit-deny-shell",
+            about: "Codex's apply_patch run through its shell (a heredoc Codex applies as a \
+                    patch): the same deny refuses the Python file; a clean one is applied",
+            hooks: NOPRINT,
+            files: &[],
+            setup: "",
+            then: &[],
+            prompt: "Write lib.py.",
+            script: &[
+                Step::Shell(
+                    "apply_patch <<'EOF'\n*** Begin Patch\n*** Add File: lib.py\n+def f():\n\
+                     +    print(1)\n*** End Patch\nEOF\n",
+                ),
+                Step::Shell(
+                    "apply_patch <<'EOF'\n*** Begin Patch\n*** Add File: clean.py\n+def f():\n\
+                     +    return 1\n*** End Patch\nEOF\n",
+                ),
+                Step::Say("Wrote clean.py instead."),
+            ],
+            check: |o| {
+                refused_with(o, "E2E-NOPRINT")?;
+                ensure(!o.exists("lib.py"), "lib.py was written")?;
+                ensure(
+                    o.exists("clean.py"),
+                    "clean.py, which no hook refuses, was not written",
+                )?;
+                turns(o, 3)
+            },
+            link: false,
+            only: Some(Agent::Codex),
+        },
+        Case {
+            name: "trust-via-link",
+            about: "the project opened through a symlink: install's trust in our hooks holds \
+                    (git stash refused, nothing stashed)",
+            hooks: "[[hook]]\nkind = \"block_command\"\nargv = [\"git\", \"stash\"]\n\
+                    reason = \"E2E-LINKED git stash hides work\"\n",
+            files: NOTES,
+            setup: MODIFIED_REPO,
+            then: &[],
+            prompt: "Put my changes aside.",
+            script: &[
+                Step::Shell("git stash"),
+                Step::Say("The changes were kept."),
+            ],
+            check: |o| {
+                refused_with(o, "E2E-LINKED")?;
+                not_stashed_at(&o.project)?;
+                turns(o, 2)
+            },
+            link: true,
+            // Gemini CLI has no trust in hooks to key by path.
+            only: Some(Agent::Codex),
         },
     ]
 }

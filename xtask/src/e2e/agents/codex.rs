@@ -37,14 +37,42 @@ pub fn ensure(cache: &Path) -> anyhow::Result<PathBuf> {
     Ok(bin)
 }
 
+/// The fake model's name.
+const MODEL: &str = "gpt-e2e";
+
+/// The model catalog Codex reads the fake model's capabilities from (`model_catalog_json`): a
+/// model it finds in no catalog gets no edit tool, so `apply_patch` would never be offered.
+/// Codex 0.169 knows `apply_patch` only as a freeform tool (the relay in front of the fake sends
+/// the call as one); `unified_exec` keeps the shell tool `exec_command`, as for an unknown model.
+/// The fields are those its parser requires.
+fn catalog() -> String {
+    serde_json::json!({"models": [{
+        "slug": MODEL,
+        "display_name": MODEL,
+        "base_instructions": "A scripted model of the e2e suite.",
+        "supported_reasoning_levels": [],
+        "shell_type": "unified_exec",
+        "apply_patch_tool_type": "freeform",
+        "visibility": "list",
+        "supported_in_api": true,
+        "priority": 1,
+        "support_verbosity": false,
+        "truncation_policy": {"mode": "bytes", "limit": 10000},
+        "experimental_supported_tools": [],
+    }]})
+    .to_string()
+}
+
 /// The provider configuration: every request to the fake, no retries, nothing else on the
-/// network; and the project trusted, as a user who opened it in Codex and trusted it has it
-/// (Codex ignores an untrusted project's `.codex/`, hooks included, with only a warning).
-/// `--strict-config` makes Codex refuse a key it does not know.
-fn config(base_url: &str, project: &Path) -> String {
+/// network, the model's capabilities from `catalog`; and the project trusted, as a user who
+/// opened it in Codex and trusted it has it (Codex ignores an untrusted project's `.codex/`,
+/// hooks included, with only a warning). `--strict-config` makes Codex refuse a key it does
+/// not know.
+fn config(base_url: &str, project: &Path, catalog: &Path) -> String {
     format!(
-        "model = \"gpt-e2e\"\n\
+        "model = \"{MODEL}\"\n\
          model_provider = \"e2e\"\n\
+         model_catalog_json = {catalog:?}\n\
          check_for_update_on_startup = false\n\
          \n\
          [model_providers.e2e]\n\
@@ -63,7 +91,8 @@ fn config(base_url: &str, project: &Path) -> String {
          [otel]\nexporter = \"none\"\n\
          \n\
          [projects.{project:?}]\ntrust_level = \"trusted\"\n",
-        project = project.display().to_string()
+        project = project.display().to_string(),
+        catalog = catalog.display().to_string()
     )
 }
 
@@ -95,10 +124,13 @@ pub fn command(
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
             Err(e) => return Err(format!("{}: {e}", config_path.display())),
         };
+        let catalog_path = codex_home.join("e2e-models.json");
+        std::fs::write(&catalog_path, catalog())
+            .map_err(|e| format!("{}: {e}", catalog_path.display()))?;
         // Top-level keys first: install's file holds only tables.
         std::fs::write(
             &config_path,
-            format!("{}\n{installed}", config(base_url, project)),
+            format!("{}\n{installed}", config(base_url, project, &catalog_path)),
         )
         .map_err(|e| format!("{}: {e}", config_path.display()))?;
     }

@@ -12,6 +12,7 @@
 mod cases;
 mod codex;
 mod gemini;
+mod relay;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -80,13 +81,18 @@ impl Agent {
         }
     }
 
-    /// The model's call of the file-writing tool: Gemini's `write_file`; Codex has none for a
-    /// custom provider's model, so there it is the shell writing the file.
+    /// The model's call of the file-writing tool: Gemini's `write_file`; Codex's `apply_patch`,
+    /// a freeform tool whose input is the patch text (a patch adding the file).
     fn write_call(self, path: &str, content: &str) -> Block {
         match self {
             Agent::Codex => {
-                let quoted = content.replace('\'', "'\\''");
-                self.shell_call(&format!("printf '%s' '{quoted}' > {path}"))
+                let added: String = content.lines().map(|l| format!("+{l}\n")).collect();
+                Block::Tool {
+                    name: "apply_patch".into(),
+                    input: Value::String(format!(
+                        "*** Begin Patch\n*** Add File: {path}\n{added}*** End Patch\n"
+                    )),
+                }
             }
             Agent::Gemini => Block::Tool {
                 name: "write_file".into(),
@@ -344,6 +350,15 @@ fn run_case(
         sandbox.project(&dir_name, &[("e2e.toml", case.hooks)])
     }
     .map_err(|e| format!("creating the project: {e:#}"))?;
+    // From here on the project is reached only through the link, as a user who opened it so.
+    let project = if case.link {
+        let link = project.with_file_name(format!("{dir_name}-link"));
+        std::os::unix::fs::symlink(&project, &link)
+            .map_err(|e| format!("linking {} to the project: {e}", link.display()))?;
+        link
+    } else {
+        project
+    };
     for (rel, text) in case.files {
         write(&project.join(rel), text)?;
     }
@@ -404,6 +419,16 @@ fn run_case(
         .collect();
     let api = FakeApi::start_wire(agent.wire(), script)
         .map_err(|e| format!("starting the fake API: {e}"))?;
+    // Codex reaches the fake through the relay that sends freeform tool calls as a model does.
+    let relay = match agent {
+        Agent::Codex => Some(
+            relay::Relay::start(&api.base_url()).map_err(|e| format!("starting the relay: {e}"))?,
+        ),
+        Agent::Gemini => None,
+    };
+    let base_url = relay
+        .as_ref()
+        .map_or_else(|| api.base_url(), relay::Relay::base_url);
     let home = sandbox.dir.join("home");
     // Each prompt is one headless run; a later one resumes the session the first started.
     let mut ran = Ok(());
@@ -414,8 +439,8 @@ fn run_case(
     {
         let resume = n > 0;
         let command = match agent {
-            Agent::Codex => codex::command(cli, &project, &api.base_url(), &logs, prompt, resume),
-            Agent::Gemini => gemini::command(cli, &home, &project, &api.base_url(), prompt, resume),
+            Agent::Codex => codex::command(cli, &project, &base_url, &logs, prompt, resume),
+            Agent::Gemini => gemini::command(cli, &home, &project, &base_url, prompt, resume),
         }?;
         let suffix = if resume {
             format!("-{}", n + 1)
@@ -433,6 +458,7 @@ fn run_case(
         requests: api.requests(),
         stderr,
     };
+    drop(relay);
     drop(api);
     super::save_requests(&logs, &outcome.requests);
     let unserved: Vec<String> = outcome
@@ -606,17 +632,20 @@ impl Outcome {
         api::first_sent(&self.requests, needle)
     }
 
-    /// What the model was given back for the shell call of scripted turn `turn` (from 1): Codex's
-    /// `function_call_output` for that call id, Gemini's `functionResponse` in the request that
-    /// followed it.
+    /// What the model was given back for the tool call of scripted turn `turn` (from 1): Codex's
+    /// `function_call_output` (`custom_tool_call_output` for a freeform tool) for that call id,
+    /// Gemini's `functionResponse` in the request that followed it.
     pub fn tool_output(&self, turn: usize) -> Option<String> {
         match self.agent {
             Agent::Codex => {
                 let id = tool_id(turn, 2);
                 self.turns().into_iter().find_map(|body| {
                     body["input"].as_array()?.iter().find_map(|item| {
-                        (item["type"] == "function_call_output" && item["call_id"] == id.as_str())
-                            .then(|| text(&item["output"]))
+                        let output = matches!(
+                            item["type"].as_str(),
+                            Some("function_call_output" | "custom_tool_call_output")
+                        );
+                        (output && item["call_id"] == id.as_str()).then(|| text(&item["output"]))
                     })
                 })
             }
