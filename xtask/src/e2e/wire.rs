@@ -4,8 +4,9 @@
 //! /v1beta/models/<model>:streamGenerateContent?alt=sse`, or `:generateContent` whole).
 //!
 //! A scripted reply is turned into the wire's own items: Codex receives a `message` item for
-//! text and a `function_call` item (call id [`tool_id`], arguments a JSON string) for a tool call;
-//! Gemini receives `text` and `functionCall` parts in one candidate.
+//! text and a `function_call` item (call id [`tool_id`], arguments a JSON string) for a tool call,
+//! or a `custom_tool_call` carrying the text when the scripted input is a bare string (a freeform
+//! tool, such as apply_patch); Gemini receives `text` and `functionCall` parts in one candidate.
 
 use serde_json::{Value, json};
 
@@ -97,6 +98,18 @@ fn responses_sse(turn: usize, blocks: &[Block]) -> String {
                         "content": [{"type": "output_text", "text": text}]}}),
                 );
             }
+            // A freeform ("custom") tool, such as Codex's apply_patch, takes plain text and runs
+            // only from a `custom_tool_call`: a scripted input that is a bare string is one.
+            Block::Tool {
+                name,
+                input: Value::String(text),
+            } => {
+                event(
+                    json!({"type": "response.output_item.done", "output_index": i,
+                    "item": {"type": "custom_tool_call", "call_id": tool_id(turn, i + 1),
+                        "name": name, "input": text}}),
+                );
+            }
             Block::Tool { name, input } => {
                 event(
                     json!({"type": "response.output_item.done", "output_index": i,
@@ -175,6 +188,26 @@ mod tests {
             serde_json::from_str(call["item"]["arguments"].as_str().expect("a string"))
                 .expect("JSON arguments");
         assert_eq!(args, json!({"cmd": "ls"}));
+    }
+
+    /// A scripted call whose input is text goes out as the freeform tool call a model makes.
+    #[test]
+    fn a_text_input_becomes_a_custom_tool_call() {
+        let patch = "*** Begin Patch\n*** Add File: a.py\n+x = 1\n*** End Patch\n";
+        let reply = Reply::Blocks(vec![Block::Tool {
+            name: "apply_patch".into(),
+            input: Value::String(patch.into()),
+        }]);
+        let (_, _, sse) = answer(Wire::Responses, "POST", "/v1/responses", (3, Some(reply)));
+        let evs = events(&sse);
+        let call = evs
+            .iter()
+            .find(|e| e["item"]["type"] == "custom_tool_call")
+            .expect("a custom tool call");
+        assert_eq!(call["item"]["name"], "apply_patch");
+        assert_eq!(call["item"]["input"], patch);
+        assert_eq!(call["item"]["call_id"], tool_id(3, 1));
+        assert!(!evs.iter().any(|e| e["item"]["type"] == "function_call"));
     }
 
     #[test]

@@ -42,8 +42,8 @@ const MODEL: &str = "gpt-e2e";
 
 /// The model catalog Codex reads the fake model's capabilities from (`model_catalog_json`): a
 /// model it finds in no catalog gets no edit tool, so `apply_patch` would never be offered.
-/// Codex 0.169 knows `apply_patch` only as a freeform tool (the relay in front of the fake sends
-/// the call as one); `unified_exec` keeps the shell tool `exec_command`, as for an unknown model.
+/// Codex 0.169 knows `apply_patch` only as a freeform tool (the fake sends a scripted call whose
+/// input is text as the `custom_tool_call` such a tool gets); `unified_exec` keeps the shell tool `exec_command`, as for an unknown model.
 /// The fields are those its parser requires.
 fn catalog() -> String {
     serde_json::json!({"models": [{

@@ -12,7 +12,6 @@
 mod cases;
 mod codex;
 mod gemini;
-mod relay;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -419,16 +418,7 @@ fn run_case(
         .collect();
     let api = FakeApi::start_wire(agent.wire(), script)
         .map_err(|e| format!("starting the fake API: {e}"))?;
-    // Codex reaches the fake through the relay that sends freeform tool calls as a model does.
-    let relay = match agent {
-        Agent::Codex => Some(
-            relay::Relay::start(&api.base_url()).map_err(|e| format!("starting the relay: {e}"))?,
-        ),
-        Agent::Gemini => None,
-    };
-    let base_url = relay
-        .as_ref()
-        .map_or_else(|| api.base_url(), relay::Relay::base_url);
+    let base_url = api.base_url();
     let home = sandbox.dir.join("home");
     // Each prompt is one headless run; a later one resumes the session the first started.
     let mut ran = Ok(());
@@ -458,7 +448,6 @@ fn run_case(
         requests: api.requests(),
         stderr,
     };
-    drop(relay);
     drop(api);
     super::save_requests(&logs, &outcome.requests);
     let unserved: Vec<String> = outcome
