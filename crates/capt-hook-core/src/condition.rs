@@ -687,8 +687,8 @@ fn touched_this_file(evt: &Event, since: Option<&str>) -> bool {
     })
 }
 
-/// Background work the session waits on: payload-reported tasks or crons, or what the
-/// transcript shows (engine.md §2.6).
+/// Background work the session waits on: payload-reported tasks or crons, background launches
+/// the session's state recorded (`crate::spawns`), or what the transcript shows (engine.md §2.6).
 pub fn is_waiting(evt: &Event) -> bool {
     let listed = |key: &str| {
         evt.payload()
@@ -697,6 +697,15 @@ pub fn is_waiting(evt: &Event) -> bool {
             .is_some_and(|a| !a.is_empty())
     };
     if listed("background_tasks") || listed("session_crons") {
+        return true;
+    }
+    // Launches recorded in earlier turns (`track_background`); a payload that lists the
+    // background tasks is Claude Code's own answer and replaces them.
+    let payload_lists = evt
+        .payload()
+        .get("background_tasks")
+        .is_some_and(serde_json::Value::is_array);
+    if !payload_lists && !crate::spawns::running(evt).is_empty() {
         return true;
     }
     let tools = crate::history::waiting_tools();

@@ -52,6 +52,7 @@ pub const BUILTINS: &[Builtin] = &[
             "questions.toml",
             "review.toml",
             "sessions.toml",
+            "spawns.toml",
             "stops.toml",
             "tasks.toml",
             "tombstones.toml",

@@ -715,6 +715,12 @@ kind_spec!(
 );
 
 kind_spec!(
+    /// Record the session's background launches (Bash and Agent calls run in the background) in
+    /// its state, so `waiting` sees them after the turn that launched them.
+    TrackBackgroundSpec {}
+);
+
+kind_spec!(
     /// Leave matching calls to the user (PreToolUse, PreSkillShellCommand and
     /// PermissionRequest by default): Claude Code asks, whatever other hooks approve.
     AskSpec {
@@ -936,6 +942,9 @@ pub enum ContextName {
     Introduced,
     /// `<tag>`: fixed text the hook file gives (a channel's purpose, a policy).
     Text,
+    /// `<tool_call>`: the call being decided, its tool name and input as JSON (a subagent's
+    /// prompt, a plan), capped at 12,000 characters; required unless it says otherwise.
+    ToolCall,
 }
 
 /// An evidence block, by name or with options.
@@ -1311,6 +1320,8 @@ hook_entries! {
     "deny" => Deny(DenySpec),
     /// Leave calls to the user.
     "ask" => Ask(AskSpec),
+    /// Record background launches.
+    "track_background" => TrackBackground(TrackBackgroundSpec),
     /// Lint edits.
     "lint" => Lint(LintSpec),
     /// Lint what edits introduce.

@@ -142,6 +142,13 @@ pub(super) fn lower(
         HookEntry::Approve(s) => common!(approve(s.label.clone()), s, item, source.clone(), text),
         HookEntry::Deny(s) => common!(deny(s.reason.clone()), s, item, source.clone(), text),
         HookEntry::Ask(s) => common!(ask(s.reason.clone()), s, item, source.clone(), text),
+        HookEntry::TrackBackground(s) => common!(
+            session::track_background(),
+            s,
+            item,
+            source.clone(),
+            text
+        ),
         HookEntry::Lint(s) => {
             let lang = code_lang(s.lang.as_deref())?;
             let check = match (&s.pattern, &s.regex) {
