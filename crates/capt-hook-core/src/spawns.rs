@@ -100,7 +100,10 @@ pub fn record(evt: &Event) -> Result<bool, capt_hook_state::StateError> {
     let slot = evt.store().slot_named::<Spawns>(SLOT);
     if let Some(spawn) = launch_of(evt) {
         return slot.mutate(|s| {
-            if s.launches.iter().any(|l| l.tool_use_id == spawn.tool_use_id) {
+            if s.launches
+                .iter()
+                .any(|l| l.tool_use_id == spawn.tool_use_id)
+            {
                 return false;
             }
             s.launches.push(spawn);
@@ -109,7 +112,11 @@ pub fn record(evt: &Event) -> Result<bool, capt_hook_state::StateError> {
             true
         });
     }
-    let Some(listed) = evt.payload().get("background_tasks").and_then(Value::as_array) else {
+    let Some(listed) = evt
+        .payload()
+        .get("background_tasks")
+        .and_then(Value::as_array)
+    else {
         return Ok(false);
     };
     let running: Vec<&str> = listed
@@ -119,11 +126,8 @@ pub fn record(evt: &Event) -> Result<bool, capt_hook_state::StateError> {
         .collect();
     slot.mutate(|s| {
         let before = s.launches.len();
-        s.launches.retain(|l| {
-            l.task_id
-                .as_deref()
-                .is_some_and(|id| running.contains(&id))
-        });
+        s.launches
+            .retain(|l| l.task_id.as_deref().is_some_and(|id| running.contains(&id)));
         s.launches.len() != before
     })
 }
@@ -150,9 +154,9 @@ mod tests {
     use serde_json::{Value, json};
 
     use super::*;
+    use crate::EventContext;
     use crate::condition::is_waiting;
     use crate::events::EventKind;
-    use crate::EventContext;
 
     fn evt(root: &Path, kind: EventKind, mut payload: Value) -> Event {
         let obj = payload.as_object_mut().unwrap();
@@ -244,7 +248,10 @@ mod tests {
             json!({"isAsync": true, "agentId": "a1"}),
         );
         let spawn = launch_of(&agent).unwrap();
-        assert_eq!((spawn.tool.as_str(), spawn.task_id.as_deref()), ("Agent", Some("a1")));
+        assert_eq!(
+            (spawn.tool.as_str(), spawn.task_id.as_deref()),
+            ("Agent", Some("a1"))
+        );
         assert_eq!(spawn.what, "survey");
     }
 

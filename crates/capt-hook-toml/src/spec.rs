@@ -1086,6 +1086,27 @@ kind_spec!(
     }
 );
 
+kind_spec!(
+    /// Answers the host's ResourcePressure stages: warns, then stops a process a judge rates
+    /// disposable (SIGTERM, then SIGKILL if it ignores it).
+    StopRunawaySpec {
+        /// The `warn` stage's message.
+        message: String,
+        /// Regexes over the process's and its ancestors' command lines: a match is never
+        /// stopped (beside the built-in screen).
+        #[serde(default)]
+        exclude: Vec<String>,
+        /// `small` (default), `medium` or `large`.
+        model: Option<ModelSpec>,
+        /// The specialty (default `general`).
+        specialty: Option<String>,
+        /// Who judges (default: the specialty's, else the project's).
+        backend: Option<BackendSpec>,
+        /// Seconds the judge may take (default 30), within the event's deadline.
+        timeout_s: Option<f64>,
+    }
+);
+
 // A ticket's reach and a duration are read by an inline test's `tickets` input too, which
 // every hook carries, so they live with that input in the engine; this is their path in the
 // format.
@@ -1344,6 +1365,8 @@ hook_entries! {
     "llm_approve" => LlmApprove(LlmApproveSpec),
     /// Permission tickets.
     "tickets" => Tickets(TicketsSpec),
+    /// Warn about, then stop, a runaway process.
+    "stop_runaway" => StopRunaway(StopRunawaySpec),
 }
 
 /// The JSON Schema of a hook file, pretty-printed.

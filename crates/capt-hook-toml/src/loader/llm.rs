@@ -324,3 +324,26 @@ pub(crate) fn contexts(specs: &[ContextSpec], field: &str) -> Result<Vec<Context
     }
     Ok(contexts)
 }
+
+/// A hook file's `stop_runaway` table.
+#[track_caller]
+pub(crate) fn stop_from_spec(s: &crate::spec::StopRunawaySpec) -> Result<HookDef, DefError> {
+    let mut o = capt_hook_kinds::llm::StopOptions::new(s.message.clone());
+    o.exclude = s
+        .exclude
+        .iter()
+        .enumerate()
+        .map(|(i, r)| {
+            super::compile::regex(&format!("exclude[{i}]"), r, capt_hook_core::Mode::Plain)
+        })
+        .collect::<Result<_, _>>()?;
+    o.size = model_of(s.model);
+    if let Some(sp) = &s.specialty {
+        o.specialty = sp.clone();
+    }
+    o.backend = backend_of(s.backend);
+    if let Some(t) = s.timeout_s {
+        o.timeout = Some(seconds("timeout_s", t)?);
+    }
+    capt_hook_kinds::llm::stop_runaway(o)
+}
