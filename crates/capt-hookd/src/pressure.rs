@@ -768,7 +768,8 @@ mod tests {
                 .unwrap()["stage"],
             "warn"
         );
-        // Idle for a sample: the window starts again when it presses again.
+        // Idle for a sample (no CPU since the last): the window starts again when it presses.
+        cpu -= 1.0;
         s.tick(&sessions, &tree(cpu), t0 + Duration::from_secs(7));
         for i in 8..=11u64 {
             cpu += 1.0;
