@@ -448,6 +448,8 @@ pub enum ConditionSpec {
     /// The main agent called one of `tools` at least `at_least` times since its last call of
     /// one of `since`.
     CallsSince(CallsSinceSpec),
+    /// The main agent's latest call of the tool has input fields matching.
+    LastCall(LastCallSpec),
     /// The edit leaves a comment block over budget that it created or lengthened (`true`: the
     /// default budget).
     CommentBudget(CommentBudgetSpec),
@@ -510,6 +512,16 @@ pub struct CallsSinceSpec {
     pub since: OneOrMany<String>,
     /// How many calls make the condition hold (at least 1).
     pub at_least: usize,
+}
+
+/// `last_call = { tool = "...", input = { field = regex } }`.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LastCallSpec {
+    /// The tool (`"A|B"` splits).
+    pub tool: OneOrMany<String>,
+    /// Input fields and the regex each must match.
+    pub input: BTreeMap<String, String>,
 }
 
 /// What `comment_edit` looks for.
