@@ -612,7 +612,15 @@ mod tests {
             .unwrap();
         let lookup = system_lookup();
         let me = lookup(std::process::id()).expect("this process");
-        let it = lookup(child.id()).expect("the child");
+        // Until the child has exec'd, its command line is not `sleep`'s yet.
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        let it = loop {
+            let it = lookup(child.id()).expect("the child");
+            if !it.argv.is_empty() || std::time::Instant::now() > deadline {
+                break it;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        };
         assert_eq!(it.ppid, std::process::id());
         assert_eq!(it.argv, ["sleep", "300"]);
         let t = Target {
