@@ -415,7 +415,8 @@ pub fn stop_runaway_with(o: StopOptions, lookup: LookupFn) -> Result<HookDef, De
         let name = capt_hook_engine::dispatch::current_hook_name()
             .unwrap_or_else(|| "stop_runaway".to_owned());
         match evt.payload().get("stage").and_then(Value::as_str) {
-            Some("warn") => Ok(Some(HookResult::warn(o.message.clone()))),
+            // A payload without a stage is an earlier host's, which only warned.
+            None | Some("warn") => Ok(Some(HookResult::warn(o.message.clone()))),
             Some("judge") => stage_judge(evt, &o, lookup.as_ref(), &name),
             Some("escalate") => stage_escalate(evt, &o, lookup.as_ref()),
             _ => Ok(None),
