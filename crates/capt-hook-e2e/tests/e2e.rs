@@ -2599,8 +2599,11 @@ fn the_performance_pack_stops_a_runaway_child_its_judge_rates_disposable() {
     let spinner = agent.busy();
     // Stopped: gone, or a zombie its shell has not reaped yet.
     let running = || {
-        std::fs::read_to_string(format!("/proc/{spinner}/stat"))
-            .is_ok_and(|s| s.rsplit(')').next().is_some_and(|rest| !rest.trim_start().starts_with('Z')))
+        std::fs::read_to_string(format!("/proc/{spinner}/stat")).is_ok_and(|s| {
+            s.rsplit(')')
+                .next()
+                .is_some_and(|rest| !rest.trim_start().starts_with('Z'))
+        })
     };
     env.wait_until("the runaway child was stopped", || !running());
     let mut notices = String::new();
@@ -2612,7 +2615,10 @@ fn the_performance_pack_stops_a_runaway_child_its_judge_rates_disposable() {
         notices.contains("SIGTERM")
     });
     assert!(notices.contains(&format!("pid {spinner}")), "{notices}");
-    assert!(notices.contains("a busy loop nobody waits for"), "{notices}");
+    assert!(
+        notices.contains("a busy loop nobody waits for"),
+        "{notices}"
+    );
 }
 
 /// A release server on localhost: serves the files of a release directory (as `cargo xtask
