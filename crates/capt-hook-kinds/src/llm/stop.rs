@@ -232,7 +232,8 @@ fn clip(text: &str) -> String {
     }
 }
 
-/// Sends `signal` to the process alone (never its group: a group may hold the agent's shell).
+/// Sends SIGTERM (SIGKILL with `kill`) to the process alone, never its group: a group may hold
+/// the agent's shell.
 #[cfg(unix)]
 fn send(pid: u32, kill: bool) -> Result<(), String> {
     let pid = i32::try_from(pid)
@@ -266,7 +267,7 @@ fn schema() -> Result<VerdictSchema, DefError> {
 
 const TASK: &str = "\
 <process> is a process the coding agent's session started; it has kept a CPU core busy or held \
-gigabytes of memory for several minutes. <context> is the session's recent work. Is it \
+gigabytes of memory for several minutes. <context>, when given, is the session's recent work. Is it \
 disposable: a runaway nobody is waiting for (a stuck loop, a watcher or server left behind, a \
 test that hangs, a command started by mistake), rather than work the user or the agent is \
 waiting on (a build, a long test suite, a data job, a server the agent is using now)? Answer \
