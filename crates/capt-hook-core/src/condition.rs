@@ -124,6 +124,14 @@ pub enum Condition {
         /// How many calls make the condition hold.
         at_least: usize,
     },
+    /// The main agent's latest call of one of `tools` (an earlier call, not the one being
+    /// decided) has every named input field matching.
+    LastCall {
+        /// The tools (aliases and MCP tails count).
+        tools: Vec<String>,
+        /// Input fields and what each must match (scalars as text).
+        input: Vec<(String, Pattern)>,
+    },
     /// An earlier Bash call ran a command whose unwrapped argv starts with these tokens.
     RanCommand(Tokens),
     /// An earlier edit of the main agent targeted a matching file.
@@ -282,6 +290,18 @@ impl fmt::Display for Condition {
                 list(tools),
                 list(since)
             ),
+            Condition::LastCall { tools, input } => {
+                let parts: Vec<String> = input
+                    .iter()
+                    .map(|(k, p)| format!("{k} = {:?}", p.as_str()))
+                    .collect();
+                write!(
+                    f,
+                    "{{ last_call = {{ tool = {}, input = {{ {} }} }} }}",
+                    list(tools),
+                    parts.join(", ")
+                )
+            }
             Condition::RanCommand(t) => write!(f, "{{ ran_command = {t}{} }}", exact(t)),
             Condition::TouchedFile(g) => write!(f, "{{ touched_file = {} }}", list(g)),
             Condition::TouchedThisFile { since: None } => {
@@ -460,17 +480,17 @@ impl Condition {
                 _ => false,
             },
             Condition::ToolInput(fields) => match evt.tool_input() {
-                Some(input) => fields.iter().all(|(key, pattern)| {
-                    let text = match input.get(key) {
-                        Some(serde_json::Value::String(s)) => s.clone(),
-                        Some(serde_json::Value::Bool(b)) => b.to_string(),
-                        Some(serde_json::Value::Number(n)) => n.to_string(),
-                        _ => return false,
-                    };
-                    pattern.is_match(&text)
-                }),
+                Some(input) => fields_match(input, fields),
                 None => false,
             },
+            Condition::LastCall { tools, input } => evt
+                .transcript()
+                .session()
+                .without_subagents()
+                .tool_calls()
+                .named_any(tools)
+                .last()
+                .is_some_and(|c| fields_match(c.input(), input)),
             Condition::Content {
                 pattern,
                 project_only,
@@ -687,8 +707,24 @@ fn touched_this_file(evt: &Event, since: Option<&str>) -> bool {
     })
 }
 
-/// Background work the session waits on: payload-reported tasks or crons, or what the
-/// transcript shows (engine.md §2.6).
+/// Every named field of `input` exists as a scalar and matches (bool and number as text).
+fn fields_match(
+    input: &serde_json::Map<String, serde_json::Value>,
+    fields: &[(String, Pattern)],
+) -> bool {
+    fields.iter().all(|(key, pattern)| {
+        let text = match input.get(key) {
+            Some(serde_json::Value::String(s)) => s.clone(),
+            Some(serde_json::Value::Bool(b)) => b.to_string(),
+            Some(serde_json::Value::Number(n)) => n.to_string(),
+            _ => return false,
+        };
+        pattern.is_match(&text)
+    })
+}
+
+/// Background work the session waits on: payload-reported tasks or crons, background launches
+/// the session's state recorded (`crate::spawns`), or what the transcript shows (engine.md §2.6).
 pub fn is_waiting(evt: &Event) -> bool {
     let listed = |key: &str| {
         evt.payload()
@@ -697,6 +733,15 @@ pub fn is_waiting(evt: &Event) -> bool {
             .is_some_and(|a| !a.is_empty())
     };
     if listed("background_tasks") || listed("session_crons") {
+        return true;
+    }
+    // Launches recorded in earlier turns (`track_background`); a payload that lists the
+    // background tasks is Claude Code's own answer and replaces them.
+    let payload_lists = evt
+        .payload()
+        .get("background_tasks")
+        .is_some_and(serde_json::Value::is_array);
+    if !payload_lists && !crate::spawns::running(evt).is_empty() {
         return true;
     }
     let tools = crate::history::waiting_tools();

@@ -20,6 +20,7 @@ pub mod payload;
 pub mod readonly;
 pub mod result;
 pub mod scope;
+pub mod spawns;
 pub mod tokens;
 pub mod tool;
 

@@ -2562,6 +2562,65 @@ fn the_performance_pack_warns_of_a_runaway_child_with_no_project_hooks() {
     assert!(log.contains("ResourcePressure -> warn"), "{log}");
 }
 
+/// With no project hooks, the performance pack goes on past the warning: a child that keeps
+/// pressing through the judge stage, rated disposable by the project's judge (a command judge
+/// here), gets SIGTERM, and the next tool call says so.
+#[test]
+fn the_performance_pack_stops_a_runaway_child_its_judge_rates_disposable() {
+    let env0 = tempfile::tempdir().unwrap();
+    let judge = env0.path().join("judge");
+    std::fs::write(
+        &judge,
+        "#!/bin/sh\ncat > /dev/null\necho '{\"disposable\": true, \"reasoning\": \"a busy loop nobody waits for\"}'\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&judge, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let judge = judge.display().to_string();
+    let env = Env::with(&[
+        ("CAPT_HOOKD_PRESSURE_SAMPLE_MS", "200"),
+        ("CAPT_HOOKD_PRESSURE_SECS", "1.5"),
+        ("CAPT_HOOKD_PRESSURE_CPU", "5"),
+        ("CAPT_HOOK_LLM_BACKEND", "command"),
+        ("CAPT_HOOK_LLM_COMMAND", judge.as_str()),
+    ]);
+    let root = env.dir.path().join("projects").join("runaway");
+    std::fs::create_dir_all(&root).unwrap();
+    let payload = |command: &str| {
+        capt_hook_proto::serde_json::json!({
+            "session_id": "runaway", "transcript_path": "/dev/null", "cwd": root,
+            "hook_event_name": "PreToolUse", "tool_name": "Bash",
+            "tool_input": {"command": command}, "tool_use_id": "toolu_r",
+        })
+        .to_string()
+        .into_bytes()
+    };
+    let mut agent = Agent::start(&env, "runaway");
+    assert_eq!(agent.hook(&payload("ls")).trim(), "");
+    let spinner = agent.busy();
+    // Stopped: gone, or a zombie its shell has not reaped yet.
+    let running = || {
+        std::fs::read_to_string(format!("/proc/{spinner}/stat")).is_ok_and(|s| {
+            s.rsplit(')')
+                .next()
+                .is_some_and(|rest| !rest.trim_start().starts_with('Z'))
+        })
+    };
+    env.wait_until("the runaway child was stopped", || !running());
+    let mut notices = String::new();
+    env.wait_until("the next tool call says the child was stopped", || {
+        let out = agent.hook(&payload("ls"));
+        if let Ok(v) = capt_hook_proto::serde_json::from_str::<Value>(out.trim()) {
+            notices.push_str(v["systemMessage"].as_str().unwrap_or_default());
+        }
+        notices.contains("SIGTERM")
+    });
+    assert!(notices.contains(&format!("pid {spinner}")), "{notices}");
+    assert!(
+        notices.contains("a busy loop nobody waits for"),
+        "{notices}"
+    );
+}
+
 /// A release server on localhost: serves the files of a release directory (as `cargo xtask
 /// release` writes it) and counts the checks (requests for `SHA256SUMS`).
 struct ReleaseServer {

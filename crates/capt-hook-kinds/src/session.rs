@@ -686,3 +686,34 @@ where
         manages_repetition: false,
     })
 }
+
+/// Records the session's background launches (`capt_hook_core::spawns`): a Bash or Agent call
+/// run in the background, on PostToolUse; on Stop and SubagentStop, the payload's
+/// `background_tasks` drops the records of tasks that ended. Never says anything: a state it
+/// cannot write is logged, and `waiting` then reads the transcript alone.
+#[track_caller]
+pub fn track_background() -> HookDef {
+    let handler: HandlerFn = Arc::new(|evt: &Event| {
+        if let Err(e) = capt_hook_core::spawns::record(evt) {
+            tracing::warn!(error = %e, "could not record a background launch");
+        }
+        Ok(None)
+    });
+    custom(CustomKind {
+        kind: "track_background",
+        default_events: EventSet::of(&[
+            EventKind::PostToolUse,
+            EventKind::Stop,
+            EventKind::SubagentStop,
+        ]),
+        guards: Vec::new(),
+        skip_guards: Vec::new(),
+        handler,
+        identity: "track_background".to_owned(),
+        skip_planning_agents: false,
+        default_max_fires: None,
+        // It writes a state file under its lock: the pool, not the dispatching thread.
+        inline: false,
+        manages_repetition: false,
+    })
+}

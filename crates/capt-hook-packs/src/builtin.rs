@@ -52,6 +52,7 @@ pub const BUILTINS: &[Builtin] = &[
             "questions.toml",
             "review.toml",
             "sessions.toml",
+            "spawns.toml",
             "stops.toml",
             "tasks.toml",
             "tombstones.toml",
@@ -59,7 +60,10 @@ pub const BUILTINS: &[Builtin] = &[
         ]
     ),
     pack!("fixes", ["scratch.toml", "teammate_permissions.toml"]),
-    pack!("steering", ["steering.toml", "workarounds.toml"]),
+    pack!(
+        "steering",
+        ["steering.toml", "teammates.toml", "workarounds.toml"]
+    ),
     pack!("performance", ["filesystem.toml", "resources.toml"]),
     pack!(
         "safety",

@@ -101,6 +101,13 @@ pub fn build_payload(hook: &Hook, input: &Input, event: EventKind) -> Value {
         EventKind::FileChanged | EventKind::InstructionsLoaded | EventKind::ConfigChange => {
             put("file_path", &input.file);
         }
+        // The host's own event has no tool: the test's `tool_input` table holds its fields
+        // (`stage`, `process`, `claude_pid`, …).
+        EventKind::ResourcePressure => {
+            for (k, v) in input.tool_input.iter().flatten() {
+                p.insert(k.clone(), v.clone());
+            }
+        }
         // One call in the batch, in the batch's own shape.
         EventKind::PostToolBatch => {
             let tool = infer_tool(hook, input);

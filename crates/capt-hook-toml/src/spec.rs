@@ -448,6 +448,8 @@ pub enum ConditionSpec {
     /// The main agent called one of `tools` at least `at_least` times since its last call of
     /// one of `since`.
     CallsSince(CallsSinceSpec),
+    /// The main agent's latest call of the tool has input fields matching.
+    LastCall(LastCallSpec),
     /// The edit leaves a comment block over budget that it created or lengthened (`true`: the
     /// default budget).
     CommentBudget(CommentBudgetSpec),
@@ -510,6 +512,16 @@ pub struct CallsSinceSpec {
     pub since: OneOrMany<String>,
     /// How many calls make the condition hold (at least 1).
     pub at_least: usize,
+}
+
+/// `last_call = { tool = "...", input = { field = regex } }`.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LastCallSpec {
+    /// The tool (`"A|B"` splits).
+    pub tool: OneOrMany<String>,
+    /// Input fields and the regex each must match.
+    pub input: BTreeMap<String, String>,
 }
 
 /// What `comment_edit` looks for.
@@ -712,6 +724,12 @@ kind_spec!(
         /// Why.
         reason: String,
     }
+);
+
+kind_spec!(
+    /// Record the session's background launches (Bash and Agent calls run in the background) in
+    /// its state, so `waiting` sees them after the turn that launched them.
+    TrackBackgroundSpec {}
 );
 
 kind_spec!(
@@ -936,6 +954,9 @@ pub enum ContextName {
     Introduced,
     /// `<tag>`: fixed text the hook file gives (a channel's purpose, a policy).
     Text,
+    /// `<tool_call>`: the call being decided, its tool name and input as JSON (a subagent's
+    /// prompt, a plan), capped at 12,000 characters; required unless it says otherwise.
+    ToolCall,
 }
 
 /// An evidence block, by name or with options.
@@ -1073,6 +1094,27 @@ kind_spec!(
         /// else `auto`).
         backend: Option<BackendSpec>,
         /// Seconds the judge may take (default 90), always within the event's deadline.
+        timeout_s: Option<f64>,
+    }
+);
+
+kind_spec!(
+    /// Answers the host's ResourcePressure stages: warns, then stops a process a judge rates
+    /// disposable (SIGTERM, then SIGKILL if it ignores it).
+    StopRunawaySpec {
+        /// The `warn` stage's message.
+        message: String,
+        /// Regexes over the process's and its ancestors' command lines: a match is never
+        /// stopped (beside the built-in screen).
+        #[serde(default)]
+        exclude: Vec<String>,
+        /// `small` (default), `medium` or `large`.
+        model: Option<ModelSpec>,
+        /// The specialty (default `general`).
+        specialty: Option<String>,
+        /// Who judges (default: the specialty's, else the project's).
+        backend: Option<BackendSpec>,
+        /// Seconds the judge may take (default 30), within the event's deadline.
         timeout_s: Option<f64>,
     }
 );
@@ -1311,6 +1353,8 @@ hook_entries! {
     "deny" => Deny(DenySpec),
     /// Leave calls to the user.
     "ask" => Ask(AskSpec),
+    /// Record background launches.
+    "track_background" => TrackBackground(TrackBackgroundSpec),
     /// Lint edits.
     "lint" => Lint(LintSpec),
     /// Lint what edits introduce.
@@ -1333,6 +1377,8 @@ hook_entries! {
     "llm_approve" => LlmApprove(LlmApproveSpec),
     /// Permission tickets.
     "tickets" => Tickets(TicketsSpec),
+    /// Warn about, then stop, a runaway process.
+    "stop_runaway" => StopRunaway(StopRunawaySpec),
 }
 
 /// The JSON Schema of a hook file, pretty-printed.

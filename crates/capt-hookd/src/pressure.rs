@@ -218,7 +218,39 @@ struct Tracked {
     at: Instant,
     cpu_fraction: f64,
     over_since: Option<Instant>,
-    fired: bool,
+    /// The last stage sent for it, and when.
+    stage: Option<(Stage, Instant)>,
+}
+
+/// The stages of one runaway process, each sent once: `warn` after it pressed for the window,
+/// `judge` when it kept pressing for another window after the warning (a hook may then judge it
+/// and stop it), `escalate` when it is still alive a quarter window (at least 5 s) after that.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stage {
+    /// The first notice.
+    Warn,
+    /// Judge it: stop it if it is disposable.
+    Judge,
+    /// It outlived the judge stage.
+    Escalate,
+}
+
+impl Stage {
+    /// The payload's `stage`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Stage::Warn => "warn",
+            Stage::Judge => "judge",
+            Stage::Escalate => "escalate",
+        }
+    }
+}
+
+impl Settings {
+    /// How long after the judge stage a process still alive is escalated.
+    fn escalate_after(&self) -> Duration {
+        (self.sustain / 4).max(Duration::from_secs(5))
+    }
 }
 
 impl Tracked {
@@ -230,7 +262,7 @@ impl Tracked {
             at: now,
             cpu_fraction: 0.0,
             over_since: None,
-            fired: false,
+            stage: None,
         }
     }
 }
@@ -311,13 +343,14 @@ impl Sampler {
                 let Some(p) = by_pid.get(&pid) else { continue };
                 stack.extend(children.get(&pid).into_iter().flatten());
                 live.insert(pid);
-                if let Some(req) = self
+                if let Some((stage, req)) = self
                     .update(p, now)
-                    .then(|| self.event(id, session, agent, p, &by_pid))
+                    .map(|stage| (stage, self.event(id, session, agent, p, &by_pid, stage)))
                 {
                     tracing::info!(
                         session = %id,
                         pid,
+                        stage = stage.name(),
                         command = %argv_of(p).join(" "),
                         "a process stayed over its resource threshold; sending ResourcePressure"
                     );
@@ -329,9 +362,8 @@ impl Sampler {
         gone
     }
 
-    /// Records a sample of `p`; true when it has now pressed for the whole window (once per
-    /// process).
-    fn update(&mut self, p: &Proc, now: Instant) -> bool {
+    /// Records a sample of `p`; the stage to send when it has reached one (see [`Stage`]).
+    fn update(&mut self, p: &Proc, now: Instant) -> Option<Stage> {
         let s = self.settings;
         let t = self
             .tracked
@@ -340,7 +372,7 @@ impl Sampler {
         if t.start_key != p.start_key {
             // The pid was reused: a new process.
             *t = Tracked::first(p, now);
-            return false;
+            return None;
         }
         let wall = now.saturating_duration_since(t.at).as_secs_f64();
         if wall > 0.0 {
@@ -352,20 +384,37 @@ impl Sampler {
             t.cpu_fraction = 0.0;
         }
         let over = (wall > 0.0 && t.cpu_fraction >= s.cpu) || p.rss_kib >= s.rss_kib;
+        // After the judge stage only being alive matters: a stopped process is gone.
+        if let Some((Stage::Judge, at)) = t.stage {
+            if now.saturating_duration_since(at) < s.escalate_after() {
+                return None;
+            }
+            t.stage = Some((Stage::Escalate, now));
+            return Some(Stage::Escalate);
+        }
         if !over {
             t.over_since = None;
-            return false;
+            return None;
         }
         // A rate covers the interval before this sample: the process was busy from then.
         let since = *t.over_since.get_or_insert(
             now.checked_sub(Duration::from_secs_f64(wall))
                 .unwrap_or(now),
         );
-        if t.fired || now.saturating_duration_since(since) < s.sustain {
-            return false;
+        match t.stage {
+            None if now.saturating_duration_since(since) >= s.sustain => {
+                t.stage = Some((Stage::Warn, now));
+                Some(Stage::Warn)
+            }
+            // Pressing for another whole window after the warning (a break restarts it).
+            Some((Stage::Warn, at))
+                if now.saturating_duration_since(since.max(at)) >= s.sustain =>
+            {
+                t.stage = Some((Stage::Judge, now));
+                Some(Stage::Judge)
+            }
+            _ => None,
         }
-        t.fired = true;
-        true
     }
 
     /// The ResourcePressure event for a process.
@@ -376,6 +425,7 @@ impl Sampler {
         agent: u32,
         p: &Proc,
         by_pid: &HashMap<u32, &Proc>,
+        stage: Stage,
     ) -> EventRequest {
         let t = &self.tracked[&p.pid];
         let mut ancestry = Vec::new();
@@ -397,7 +447,13 @@ impl Sampler {
             "session_id": id,
             "cwd": session.cwd,
             "hook_event_name": EVENT,
-            "stage": "warn",
+            "stage": stage.name(),
+            // When the next stage can come, so a warning can say how long the process has.
+            "next_stage_in_s": match stage {
+                Stage::Warn => Some(self.settings.sustain.as_secs_f64().round()),
+                Stage::Judge => Some(self.settings.escalate_after().as_secs_f64().round()),
+                Stage::Escalate => None,
+            },
             "claude_pid": agent,
             "claude_start_unix": by_pid.get(&agent).and_then(|a| a.started_unix).map(|s| s as i64),
             "process": {
@@ -670,9 +726,61 @@ mod tests {
         assert_eq!(v["metrics"]["cpu"], true);
         assert_eq!(v["process"]["ancestry"][0]["pid"], 11);
         assert_eq!(v["process"]["ancestry"][1]["comm"], "claude");
-        // Still busy later: no second event.
+        assert_eq!(v["stage"], "warn");
+        assert_eq!(v["next_stage_in_s"], 5.0);
+        // Still busy a window after the warning: the judge stage, once.
         s.tick(&sessions, &tree(20.0, 2.0), at(20));
-        assert!(rx.try_recv().is_err());
+        let v: serde_json::Value =
+            serde_json::from_str(&rx.try_recv().expect("judge stage").payload_raw).unwrap();
+        assert_eq!(
+            (v["stage"].as_str(), v["process"]["pid"].as_u64()),
+            (Some("judge"), Some(12))
+        );
+        s.tick(&sessions, &tree(21.0, 2.0), at(21));
+        assert!(rx.try_recv().is_err(), "no second judge stage");
+        // Alive (busy or not) once the escalation delay (5 s at least) passed: escalate, once.
+        s.tick(&sessions, &tree(21.0, 2.0), at(25));
+        let v: serde_json::Value =
+            serde_json::from_str(&rx.try_recv().expect("escalate stage").payload_raw).unwrap();
+        assert_eq!(v["stage"], "escalate");
+        s.tick(&sessions, &tree(21.0, 2.0), at(40));
+        assert!(rx.try_recv().is_err(), "nothing after the escalation");
+    }
+
+    #[test]
+    fn a_break_after_the_warning_restarts_the_judge_window() {
+        let (mut s, mut rx) = sampler();
+        let sessions = [session(10)];
+        let t0 = Instant::now();
+        let tree = |busy: f64| {
+            vec![
+                proc(10, 1, 0.0, 100, &["/usr/bin/claude"]),
+                proc(12, 10, busy, 100, &["yes"]),
+            ]
+        };
+        let mut cpu = 0.0;
+        for i in 0..=6u64 {
+            s.tick(&sessions, &tree(cpu), t0 + Duration::from_secs(i));
+            cpu += 1.0;
+        }
+        assert_eq!(
+            serde_json::from_str::<serde_json::Value>(&rx.try_recv().expect("warn").payload_raw)
+                .unwrap()["stage"],
+            "warn"
+        );
+        // Idle for a sample (no CPU since the last): the window starts again when it presses.
+        cpu -= 1.0;
+        s.tick(&sessions, &tree(cpu), t0 + Duration::from_secs(7));
+        for i in 8..=11u64 {
+            cpu += 1.0;
+            s.tick(&sessions, &tree(cpu), t0 + Duration::from_secs(i));
+        }
+        assert!(rx.try_recv().is_err(), "not a whole window since the break");
+        cpu += 1.0;
+        s.tick(&sessions, &tree(cpu), t0 + Duration::from_secs(12));
+        let v: serde_json::Value =
+            serde_json::from_str(&rx.try_recv().expect("judge").payload_raw).unwrap();
+        assert_eq!(v["stage"], "judge");
     }
 
     #[test]

@@ -950,7 +950,11 @@ fn judge_failure_note(evt: &Event, name: &str, e: &AskError) -> Option<HookResul
 }
 
 mod approve;
+mod stop;
 pub use approve::{
     ApproveOptions, AutoModeRules, Confirm, PROTECTED, PromptCheck, RubricDefaults, builtin_rules,
     llm_approve, prompt_check, render_rubric,
+};
+pub use stop::{
+    Live, LookupFn, StopOptions, Target, refusal, stop_runaway, stop_runaway_with, system_lookup,
 };

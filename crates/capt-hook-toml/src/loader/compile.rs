@@ -214,6 +214,30 @@ pub fn compile_condition(spec: &ConditionSpec, field: &str) -> Result<Condition,
                 at_least: c.at_least,
             }
         }
+        ConditionSpec::LastCall(c) => {
+            if c.input.is_empty() {
+                return Err(err(sub("last_call.input"), "name at least one field"));
+            }
+            let mut tools = Vec::new();
+            for n in capt_hook_core::condition::split_names(&c.tool.to_vec()) {
+                for s in capt_hook_core::tool::tool_spellings(&n) {
+                    if !tools.iter().any(|a: &String| a == s) {
+                        tools.push(s.to_owned());
+                    }
+                }
+            }
+            let input = c
+                .input
+                .iter()
+                .map(|(k, v)| {
+                    Ok((
+                        k.clone(),
+                        regex(&sub(&format!("last_call.input.{k}")), v, Mode::Multiline)?,
+                    ))
+                })
+                .collect::<Result<Vec<_>, DefError>>()?;
+            Condition::LastCall { tools, input }
+        }
         ConditionSpec::OnPath(program) => {
             if program.is_empty() || program.contains('/') {
                 return Err(err(sub("on_path"), "name a program, without a directory"));

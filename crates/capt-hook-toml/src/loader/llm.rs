@@ -210,6 +210,25 @@ pub(crate) fn approve_from_spec(s: &crate::spec::LlmApproveSpec) -> Result<HookD
     llm_approve(o)
 }
 
+/// Characters of the `<tool_call>` block: a long subagent prompt is cut, not dropped.
+const TOOL_CALL_CHARS: usize = 12_000;
+
+/// The `<tool_call>` block: the pending call's tool and input, nothing on events without one.
+fn tool_call_block(evt: &capt_hook_core::Event) -> Option<String> {
+    let tool = evt.tool_name()?;
+    let input = serde_json::to_string_pretty(evt.tool_input()?).ok()?;
+    let mut text = format!("tool: {tool}\ninput: {input}");
+    if text.len() > TOOL_CALL_CHARS {
+        let mut end = TOOL_CALL_CHARS;
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        text.truncate(end);
+        text.push_str("\n[cut]");
+    }
+    Some(text)
+}
+
 /// Evidence blocks as a hook file lists them (`contexts` of an LLM hook or of a ticket rule's
 /// judge); `field` names the list in errors.
 pub(crate) fn contexts(specs: &[ContextSpec], field: &str) -> Result<Vec<Context>, DefError> {
@@ -278,6 +297,11 @@ pub(crate) fn contexts(specs: &[ContextSpec], field: &str) -> Result<Vec<Context
                     render: Arc::new(move |_| Some(text.clone())),
                 }
             }
+            ContextName::ToolCall => Context::Custom {
+                tag: "tool_call".to_owned(),
+                required: required.unwrap_or(true),
+                render: Arc::new(tool_call_block),
+            },
             ContextName::Introduced => {
                 let pattern = pattern
                     .map(|p| capt_hook_code::AnyLangPattern::new(p).map(Arc::new))
@@ -299,4 +323,27 @@ pub(crate) fn contexts(specs: &[ContextSpec], field: &str) -> Result<Vec<Context
         });
     }
     Ok(contexts)
+}
+
+/// A hook file's `stop_runaway` table.
+#[track_caller]
+pub(crate) fn stop_from_spec(s: &crate::spec::StopRunawaySpec) -> Result<HookDef, DefError> {
+    let mut o = capt_hook_kinds::llm::StopOptions::new(s.message.clone());
+    o.exclude = s
+        .exclude
+        .iter()
+        .enumerate()
+        .map(|(i, r)| {
+            super::compile::regex(&format!("exclude[{i}]"), r, capt_hook_core::Mode::Plain)
+        })
+        .collect::<Result<_, _>>()?;
+    o.size = model_of(s.model);
+    if let Some(sp) = &s.specialty {
+        o.specialty = sp.clone();
+    }
+    o.backend = backend_of(s.backend);
+    if let Some(t) = s.timeout_s {
+        o.timeout = Some(seconds("timeout_s", t)?);
+    }
+    capt_hook_kinds::llm::stop_runaway(o)
 }

@@ -142,6 +142,9 @@ pub(super) fn lower(
         HookEntry::Approve(s) => common!(approve(s.label.clone()), s, item, source.clone(), text),
         HookEntry::Deny(s) => common!(deny(s.reason.clone()), s, item, source.clone(), text),
         HookEntry::Ask(s) => common!(ask(s.reason.clone()), s, item, source.clone(), text),
+        HookEntry::TrackBackground(s) => {
+            common!(session::track_background(), s, item, source.clone(), text)
+        }
         HookEntry::Lint(s) => {
             let lang = code_lang(s.lang.as_deref())?;
             let check = match (&s.pattern, &s.regex) {
@@ -202,6 +205,13 @@ pub(super) fn lower(
             let d = super::llm::from_spec(s, block, signals(&s.signals)?, when)?;
             common!(d, s, item, source.clone(), text)
         }
+        HookEntry::StopRunaway(s) => common!(
+            super::llm::stop_from_spec(s)?,
+            s,
+            item,
+            source.clone(),
+            text
+        ),
         HookEntry::LlmApprove(s) => {
             common!(
                 super::llm::approve_from_spec(s)?,

@@ -453,11 +453,13 @@ mod tests {
         use serde::Deserialize;
         for kind in crate::spec::HookEntry::KINDS {
             let value: toml::Value = toml::from_str(&format!("kind = \"{kind}\"")).unwrap();
-            let err = crate::spec::HookEntry::deserialize(value).unwrap_err();
-            assert!(
-                !err.to_string().contains("unknown variant"),
-                "{kind}: {err}"
-            );
+            // A kind without required fields (`track_background`) reads from its tag alone.
+            if let Err(err) = crate::spec::HookEntry::deserialize(value) {
+                assert!(
+                    !err.to_string().contains("unknown variant"),
+                    "{kind}: {err}"
+                );
+            }
         }
         assert!(crate::spec::json_schema().contains("\"styleguide\""));
     }
