@@ -135,7 +135,9 @@ pub fn markdown() -> String {
          back in the agent's own shape with only the fields it accepts. `hook run --agent \
          <name> <Event>` names the agent; without it the agent is recognised from its \
          environment or its payload, and a payload of no shape we know is refused with an \
-         error rather than guessed at.\n\n\
+         error rather than guessed at. An agent we do not know (an unknown `--agent` name, or \
+         a payload of no known shape) is told so once per worker, with that error; its later \
+         events get no answer, and `capt-hook logs` keeps the reason for each.\n\n\
          The tables say what becomes of each kind of verdict on each event: **yes** it lands \
          as such; **deny** it is sent as a refusal that says why (an ask the agent cannot show, \
          a rewrite it cannot apply: never weaker than the verdict); **context** or **notice** \

@@ -109,6 +109,17 @@ fn bare_entry(
     }
 }
 
+/// True the first time this worker hears from the unknown agent `key` (its name, or "unnamed").
+fn first_word_about(key: String) -> bool {
+    static TOLD: parking_lot::Mutex<Vec<String>> = parking_lot::Mutex::new(Vec::new());
+    let mut told = TOLD.lock();
+    if told.contains(&key) {
+        return false;
+    }
+    told.push(key);
+    true
+}
+
 /// The answer to an event that could not be read: the agent's own answer to a failed check
 /// where its event is known (a guard refuses the call), else the worker's error, naming why.
 pub fn unreadable(
@@ -127,6 +138,30 @@ pub fn unreadable(
             payloads: Vec::new(),
         })
     });
+    // An agent we do not know is told so once per worker; after that its events get no answer
+    // (none it could read exists) and the journal keeps the reason (`capt-hook logs`).
+    let stranger = match e {
+        AgentError::UnknownAgent(name) => Some(format!("named {name}")),
+        AgentError::Unrecognised(_) => Some("unnamed".to_owned()),
+        _ => None,
+    };
+    if let Some(key) = stranger
+        && !first_word_about(key)
+    {
+        let r = EventResponse {
+            schema: 1,
+            status: Status::Ok,
+            stdout: String::new(),
+            decision: Decision::None,
+            stderr: String::new(),
+            exit: 0,
+            elapsed_ms: started.elapsed().as_secs_f64() * 1000.0,
+            guard_completed: false,
+            stale_build: false,
+            classic: None,
+        };
+        return (r, bare_entry(req, Some(message), 0, started));
+    }
     let entry = bare_entry(req, Some(message.clone()), 1, started);
     let mut r = EventResponse {
         schema: 1,
@@ -432,6 +467,13 @@ mod tests {
         let (r, _) = respond_traced(&p, &request(root, "aider", "PreToolUse", json!({})), None);
         assert_eq!((r.status, r.exit), (Status::Error, 1));
         assert!(r.stderr.contains("unknown agent 'aider'"), "{}", r.stderr);
+        // Told once: its next event gets no answer, and the journal keeps why.
+        let (r, entry) = respond_traced(&p, &request(root, "aider", "Stop", json!({})), None);
+        assert_eq!((r.status, r.exit, r.stderr.as_str()), (Status::Ok, 0, ""));
+        assert!(
+            entry.errors[0].contains("unknown agent 'aider'"),
+            "{entry:?}"
+        );
 
         // Without --agent: Gemini's event name and shape name it; a shape of no agent we know
         // is an error that says how to name one.
@@ -450,6 +492,8 @@ mod tests {
             "{}",
             r.stderr
         );
+        let (r, _) = respond_traced(&p, &unknown, None);
+        assert_eq!((r.status, r.exit, r.stderr.as_str()), (Status::Ok, 0, ""));
 
         let model = json!({"session_id": "g", "hook_event_name": "BeforeModel"});
         let (r, _) = respond_traced(&p, &request(root, "gemini", "BeforeModel", model), None);
