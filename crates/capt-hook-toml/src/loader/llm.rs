@@ -334,7 +334,8 @@ pub(crate) fn stop_from_spec(s: &crate::spec::StopRunawaySpec) -> Result<HookDef
         .iter()
         .enumerate()
         .map(|(i, r)| {
-            super::compile::regex(&format!("exclude[{i}]"), r, capt_hook_core::Mode::Plain)
+            capt_hook_core::Pattern::new(r, capt_hook_core::Mode::Plain)
+                .map_err(|e| DefError::new(format!("exclude[{i}]"), e.to_string()))
         })
         .collect::<Result<_, _>>()?;
     o.size = model_of(s.model);
