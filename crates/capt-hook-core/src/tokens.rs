@@ -169,6 +169,17 @@ fn key(w: &Word) -> &str {
     w.key()
 }
 
+/// One word as the `args` text shows it: a word holding a blank is single-quoted, as a shell
+/// would have to write it, so a quoted value (`--description 'note --dry-run'`) does not read
+/// as an option of its own and `docker rm "my -f container"` names one container.
+fn args_word(word: &str) -> std::borrow::Cow<'_, str> {
+    if word.chars().any(char::is_whitespace) {
+        std::borrow::Cow::Owned(format!("'{}'", word.replace('\'', r"'\''")))
+    } else {
+        std::borrow::Cow::Borrowed(word)
+    }
+}
+
 impl Tokens {
     /// Parses tokens as written in a hook file.
     pub fn new<S: AsRef<str>>(tokens: &[S]) -> Result<Tokens, TokenError> {
@@ -320,7 +331,13 @@ impl Tokens {
     /// On a line that could not be read to the end and whose raw words hold the tokens, `f`
     /// is asked about the raw text instead, erring towards the guard.
     pub fn any_args(&self, line: &CommandLine, f: impl Fn(&str) -> bool) -> bool {
-        let joined = |ws: &[Word]| ws.iter().skip(1).map(key).collect::<Vec<_>>().join(" ");
+        let joined = |ws: &[Word]| {
+            ws.iter()
+                .skip(1)
+                .map(|w| args_word(key(w)))
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
         let found = line.parts.iter().any(|p| {
             let cmd = &p.command;
             if self.exact {
