@@ -83,12 +83,14 @@ fn initial(name: &str) -> u64 {
     name.as_bytes().first().map_or(0, |b| 1 << (b & 63))
 }
 
-/// True when `alt` names the program `word` runs: the word itself, or its last path components
-/// (`/usr/bin/rm` for `rm`).
+/// True when `alt` names the program `word` runs: the word itself, its last path components
+/// (`/usr/bin/rm` for `rm`), or the program a Windows spelling runs (`rm.exe`,
+/// `C:\\Git\\bin\\git.exe` for `git`; see [`basename`]).
 #[inline]
 fn names(alt: &str, word: &str) -> bool {
-    word.ends_with(alt)
-        && (word.len() == alt.len() || word.as_bytes()[word.len() - alt.len() - 1] == b'/')
+    (word.ends_with(alt)
+        && (word.len() == alt.len() || word.as_bytes()[word.len() - alt.len() - 1] == b'/'))
+        || (word.len() > alt.len() && basename(word) == alt)
 }
 
 /// The words of a line, gathered once per line so that a token list naming a program or a
@@ -124,7 +126,9 @@ impl LineWords {
         };
         let mut program = |w: &str| {
             if !w.is_empty() && !all.programs.iter().any(|p| &**p == w) {
-                all.initials |= initial(basename(w));
+                // The program's name, and its last `/` component as written (a token may name
+                // `\\rm` or `rm.exe` literally).
+                all.initials |= initial(basename(w)) | initial(w.rsplit('/').next().unwrap_or(w));
                 all.programs.push(w.into());
             }
         };
@@ -169,15 +173,31 @@ fn key(w: &Word) -> &str {
     w.key()
 }
 
-/// One word as the `args` text shows it: a word holding a blank is single-quoted, as a shell
-/// would have to write it, so a quoted value (`--description 'note --dry-run'`) does not read
-/// as an option of its own and `docker rm "my -f container"` names one container.
+/// One word as the `args` text shows it: a word holding a blank is written as bash's `$'…'`
+/// would write it, its blanks escaped (`\x20`, `\t`, `\n`), so the text has one blank between
+/// words and none inside one: a quoted value (`--description 'note --dry-run'`) does not read as
+/// an option of its own, and `docker rm "my -f container"` names one container.
 fn args_word(word: &str) -> std::borrow::Cow<'_, str> {
-    if word.chars().any(char::is_whitespace) {
-        std::borrow::Cow::Owned(format!("'{}'", word.replace('\'', r"'\''")))
-    } else {
-        std::borrow::Cow::Borrowed(word)
+    if !word.chars().any(char::is_whitespace) {
+        return std::borrow::Cow::Borrowed(word);
     }
+    let mut out = String::with_capacity(word.len() + 8);
+    out.push_str("$'");
+    for c in word.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '\'' => out.push_str("\\'"),
+            ' ' => out.push_str("\\x20"),
+            '\t' => out.push_str("\\t"),
+            '\n' => out.push_str("\\n"),
+            c if c.is_whitespace() => {
+                let _ = std::fmt::Write::write_fmt(&mut out, format_args!("\\u{:04x}", c as u32));
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('\'');
+    std::borrow::Cow::Owned(out)
 }
 
 impl Tokens {

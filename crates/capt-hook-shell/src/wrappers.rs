@@ -989,6 +989,7 @@ fn kubectl_exec<S: AsRef<str>>(words: &[S], start: usize, end: usize) -> Option<
 
 /// Finds everything `words` (a command's word values, program first) runs. Linear in the
 /// number of words times the nesting of runners (`find -exec` inside `xargs`).
+#[cfg(test)]
 pub(crate) fn runs_in<S: AsRef<str>>(words: &[S]) -> Found {
     runs_in_env(words, &[])
 }
@@ -1368,7 +1369,8 @@ mod tests {
             ("aws-sso exec -A prod aws s3 ls", &["aws s3 ls"]),
             ("pnpm c8 rm -rf /", &["c8 rm -rf /", "rm -rf /"]),
             ("pnpm --silent wrangler kv delete k", &["wrangler kv delete k"]),
-            ("pnpm -C pkg test", &["test"]),
+            ("pnpm -C pkg jest --ci", &["jest --ci"]),
+            ("pnpm test", &[]),
             ("pnpm rm lodash", &[]),
             ("pnpm publish", &[]),
             ("pnpm --filter web install", &[]),
