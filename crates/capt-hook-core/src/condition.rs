@@ -103,7 +103,7 @@ pub enum Condition {
     /// An executable of this name is on the `PATH` (the request's, else this process's).
     OnPath(String),
     /// Some argv the line runs matches the tokens (as [`Condition::Runs`]) and its words after
-    /// the program, joined by single spaces (a word holding a blank as `$'…'`, its blanks escaped), match the
+    /// the program, joined by single spaces (a word holding a blank single-quoted, its blanks escaped as `\x20`), match the
     /// regex: one command's flags and operands judged together, which a `runs` beside a
     /// `command` regex cannot say.
     Args {

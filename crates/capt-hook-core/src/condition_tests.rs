@@ -363,8 +363,8 @@ fn args_reads_the_words_of_the_command_the_tokens_match() {
     assert!(exact.check(&bash("git push origin +main")));
     assert!(!exact.check(&bash("sudo git push origin +main")));
     assert!(!plus.check(&write("/proj/a", "git push +x")));
-    // A quoted value holding blanks stays one word: its blanks are escaped as `$'…'` writes
-    // them, so an option inside it is no option of the command's.
+    // A quoted value holding blanks stays one word, its blanks escaped (`\x20`), so an option
+    // inside it is no option of the command's.
     let forced = Condition::Args {
         tokens: tokens(&["docker", "rm"]),
         pattern: re(r"(?:^|\s)-f(?:\s|$)"),
@@ -373,7 +373,7 @@ fn args_reads_the_words_of_the_command_the_tokens_match() {
     assert!(!forced.check(&bash("docker rm \"my -f container\"")));
     let text = Condition::Args {
         tokens: tokens(&["kubectl"]),
-        pattern: re(r"^delete --cache-dir \$'note\\x20--dry-run\\'s'$"),
+        pattern: re(r"^delete --cache-dir 'note\\x20--dry-run\\'s'$"),
     };
     assert!(text.check(&bash("kubectl delete --cache-dir \"note --dry-run's\"")));
     assert_eq!(

@@ -173,16 +173,17 @@ fn key(w: &Word) -> &str {
     w.key()
 }
 
-/// One word as the `args` text shows it: a word holding a blank is written as bash's `$'…'`
-/// would write it, its blanks escaped (`\x20`, `\t`, `\n`), so the text has one blank between
-/// words and none inside one: a quoted value (`--description 'note --dry-run'`) does not read as
-/// an option of its own, and `docker rm "my -f container"` names one container.
+/// One word as the `args` text shows it: a word holding a blank is single-quoted with its blanks
+/// escaped as bash's `$'…'` escapes them (`\x20`, `\t`, `\n`; a quote as `\'`), so the text has
+/// one blank between words and none inside one: a quoted value (`--description 'note
+/// --dry-run'`) does not read as an option of its own, and `docker rm "my -f container"` names
+/// one container. No `$` leads it: rules read `$` as an expansion they cannot resolve.
 fn args_word(word: &str) -> std::borrow::Cow<'_, str> {
     if !word.chars().any(char::is_whitespace) {
         return std::borrow::Cow::Borrowed(word);
     }
     let mut out = String::with_capacity(word.len() + 8);
-    out.push_str("$'");
+    out.push('\'');
     for c in word.chars() {
         match c {
             '\\' => out.push_str("\\\\"),
