@@ -573,7 +573,10 @@ pub(crate) fn git_alias<S: AsRef<str>>(
             continue;
         }
         // `-calias.x=…` glued, and `--config-env=alias.x=VAR`.
-        if let Some(setting) = w.strip_prefix("-c").filter(|s| !s.is_empty() && !w.starts_with("--")) {
+        if let Some(setting) = w
+            .strip_prefix("-c")
+            .filter(|s| !s.is_empty() && !w.starts_with("--"))
+        {
             aliases.extend(alias_of(setting));
             k += 1;
             continue;
@@ -815,7 +818,9 @@ mod tests {
             Some("git branch -d f")
         );
         // Assignments an `env` before git passes count too; without the count, none is read.
-        let w = words("env GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=alias.x GIT_CONFIG_VALUE_0=branch git x -D f");
+        let w = words(
+            "env GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=alias.x GIT_CONFIG_VALUE_0=branch git x -D f",
+        );
         assert_eq!(
             git_alias(&w, 4, w.len(), &[]).as_deref(),
             Some("git branch -D f")

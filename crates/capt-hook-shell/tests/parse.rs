@@ -946,5 +946,9 @@ fn subshells_are_recorded() {
             ("c".to_owned(), vec![]),
         ]
     );
-    assert!(parse("cd x && rm y").commands().all(|c| c.subshells.is_empty()));
+    assert!(
+        parse("cd x && rm y")
+            .commands()
+            .all(|c| c.subshells.is_empty())
+    );
 }

@@ -440,12 +440,18 @@ mod tests {
         );
         let mut all = Vec::new();
         assert_eq!(
-            write_misses(&mut all, "packs", &rows, Keep::SetAside, |i| format!("entry {i}"))
-                .expect("writes"),
+            write_misses(&mut all, "packs", &rows, Keep::SetAside, |i| format!(
+                "entry {i}"
+            ))
+            .expect("writes"),
             3,
             "the kept ask we let through is a miss once the list is set aside"
         );
-        assert!(String::from_utf8(all).expect("utf8").contains(r#""kept":"entry 0""#));
+        assert!(
+            String::from_utf8(all)
+                .expect("utf8")
+                .contains(r#""kept":"entry 0""#)
+        );
         let text = String::from_utf8(misses).expect("utf8");
         assert!(text.contains(r#""kind":"overblocked""#) && text.contains(r#""command":"ls""#));
         assert!(text.contains(r#""kind":"missed""#) && text.contains("kubectl delete ns x"));
