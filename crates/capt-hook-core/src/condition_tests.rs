@@ -371,6 +371,12 @@ fn args_reads_the_words_of_the_command_the_tokens_match() {
     };
     assert!(forced.check(&bash("docker rm -f web")));
     assert!(!forced.check(&bash("docker rm \"my -f container\"")));
+    // A word we cannot resolve stays as written, blanks and all: rules read its `$`.
+    let computed = Condition::Args {
+        tokens: tokens(&["git", "branch"]),
+        pattern: re(r"^branch \$\(cat f\)$"),
+    };
+    assert!(computed.check(&bash("git branch $(cat f)")));
     let text = Condition::Args {
         tokens: tokens(&["kubectl"]),
         pattern: re(r"^delete --cache-dir 'note\\x20--dry-run\\'s'$"),

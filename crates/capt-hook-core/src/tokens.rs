@@ -355,7 +355,11 @@ impl Tokens {
         let joined = |ws: &[Word]| {
             ws.iter()
                 .skip(1)
-                .map(|w| args_word(key(w)))
+                // A word we cannot resolve (`$(cat f)`) stays as written: rules read its `$`.
+                .map(|w| match &w.value {
+                    Some(value) => args_word(value),
+                    None => std::borrow::Cow::Borrowed(w.text.as_str()),
+                })
                 .collect::<Vec<_>>()
                 .join(" ")
         };
