@@ -103,8 +103,9 @@ pub enum Condition {
     /// An executable of this name is on the `PATH` (the request's, else this process's).
     OnPath(String),
     /// Some argv the line runs matches the tokens (as [`Condition::Runs`]) and its words after
-    /// the program, joined by single spaces, match the regex: one command's flags and operands
-    /// judged together, which a `runs` beside a `command` regex cannot say.
+    /// the program, joined by single spaces (a word holding a blank single-quoted, its blanks escaped as `\x20`), match the
+    /// regex: one command's flags and operands judged together, which a `runs` beside a
+    /// `command` regex cannot say.
     Args {
         /// The argv the words belong to.
         tokens: Tokens,

@@ -363,6 +363,25 @@ fn args_reads_the_words_of_the_command_the_tokens_match() {
     assert!(exact.check(&bash("git push origin +main")));
     assert!(!exact.check(&bash("sudo git push origin +main")));
     assert!(!plus.check(&write("/proj/a", "git push +x")));
+    // A quoted value holding blanks stays one word, its blanks escaped (`\x20`), so an option
+    // inside it is no option of the command's.
+    let forced = Condition::Args {
+        tokens: tokens(&["docker", "rm"]),
+        pattern: re(r"(?:^|\s)-f(?:\s|$)"),
+    };
+    assert!(forced.check(&bash("docker rm -f web")));
+    assert!(!forced.check(&bash("docker rm \"my -f container\"")));
+    // A word we cannot resolve stays as written, blanks and all: rules read its `$`.
+    let computed = Condition::Args {
+        tokens: tokens(&["git", "branch"]),
+        pattern: re(r"^branch \$\(cat f\)$"),
+    };
+    assert!(computed.check(&bash("git branch $(cat f)")));
+    let text = Condition::Args {
+        tokens: tokens(&["kubectl"]),
+        pattern: re(r"^delete --cache-dir 'note\\x20--dry-run\\'s'$"),
+    };
+    assert!(text.check(&bash("kubectl delete --cache-dir \"note --dry-run's\"")));
     assert_eq!(
         plus.to_string(),
         r#"{ args = { of = ["git", "push"], match = "(?:^|\\s)\\+\\S" } }"#

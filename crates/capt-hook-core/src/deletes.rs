@@ -81,16 +81,25 @@ impl fmt::Display for DeleteRisk {
 /// relative targets are not classified. `home` is the user's home directory.
 pub fn risks(line: &CommandLine, cwd: Option<&Path>, home: &Path) -> Vec<DeleteRisk> {
     let mut found = Vec::new();
-    let mut here = cwd.map(normalize);
+    // The working directory each `cd` left, by the subshells it ran in: a `cd` inside
+    // `( … )` ends with the subshell, so a command sees the latest one whose subshells are a
+    // prefix of its own (a later `cd` outside a subshell comes after that subshell closed).
+    let mut dirs: Vec<(&[u32], Option<PathBuf>)> = vec![(&[], cwd.map(normalize))];
     for command in line.commands() {
+        let here = dirs
+            .iter()
+            .rev()
+            .find(|(opened, _)| command.subshells.starts_with(opened))
+            .and_then(|(_, dir)| dir.clone());
         if command.nesting == 0
             && let Some(dir) = cd_target(command.unwrapped().as_slice(), home)
         {
-            here = match (dir, &here) {
+            let moved = match (dir, &here) {
                 (CdTo::Path(p), _) if p.is_absolute() => Some(normalize(&p)),
                 (CdTo::Path(p), Some(base)) => Some(normalize(&base.join(p))),
                 _ => None,
             };
+            dirs.push((&command.subshells, moved));
             continue;
         }
         for words in command.run_words() {
@@ -581,6 +590,11 @@ mod tests {
             risks(&cl, Some(Path::new("/")), home),
             vec![DeleteRisk::Home]
         );
+        // A `cd` inside `( … )` ends with the subshell; inside it, it holds.
+        let cl = CommandLine::parse("( cd / ); rm -rf srv");
+        assert_eq!(risks(&cl, Some(&proj), home), vec![]);
+        let cl = CommandLine::parse("(cd / && rm -rf srv)");
+        assert_eq!(risks(&cl, Some(&proj), home), vec![DeleteRisk::OutsideRepo]);
     }
 
     #[test]

@@ -83,12 +83,14 @@ fn initial(name: &str) -> u64 {
     name.as_bytes().first().map_or(0, |b| 1 << (b & 63))
 }
 
-/// True when `alt` names the program `word` runs: the word itself, or its last path components
-/// (`/usr/bin/rm` for `rm`).
+/// True when `alt` names the program `word` runs: the word itself, its last path components
+/// (`/usr/bin/rm` for `rm`), or the program a Windows spelling runs (`rm.exe`,
+/// `C:\\Git\\bin\\git.exe` for `git`; see [`basename`]).
 #[inline]
 fn names(alt: &str, word: &str) -> bool {
-    word.ends_with(alt)
-        && (word.len() == alt.len() || word.as_bytes()[word.len() - alt.len() - 1] == b'/')
+    (word.ends_with(alt)
+        && (word.len() == alt.len() || word.as_bytes()[word.len() - alt.len() - 1] == b'/'))
+        || (word.len() > alt.len() && basename(word) == alt)
 }
 
 /// The words of a line, gathered once per line so that a token list naming a program or a
@@ -124,7 +126,9 @@ impl LineWords {
         };
         let mut program = |w: &str| {
             if !w.is_empty() && !all.programs.iter().any(|p| &**p == w) {
-                all.initials |= initial(basename(w));
+                // The program's name, and its last `/` component as written (a token may name
+                // `\\rm` or `rm.exe` literally).
+                all.initials |= initial(basename(w)) | initial(w.rsplit('/').next().unwrap_or(w));
                 all.programs.push(w.into());
             }
         };
@@ -167,6 +171,34 @@ fn is_option(word: &str) -> bool {
 #[inline]
 fn key(w: &Word) -> &str {
     w.key()
+}
+
+/// One word as the `args` text shows it: a word holding a blank is single-quoted with its blanks
+/// escaped as bash's `$'…'` escapes them (`\x20`, `\t`, `\n`; a quote as `\'`), so the text has
+/// one blank between words and none inside one: a quoted value (`--description 'note
+/// --dry-run'`) does not read as an option of its own, and `docker rm "my -f container"` names
+/// one container. No `$` leads it: rules read `$` as an expansion they cannot resolve.
+fn args_word(word: &str) -> std::borrow::Cow<'_, str> {
+    if !word.chars().any(char::is_whitespace) {
+        return std::borrow::Cow::Borrowed(word);
+    }
+    let mut out = String::with_capacity(word.len() + 8);
+    out.push('\'');
+    for c in word.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '\'' => out.push_str("\\'"),
+            ' ' => out.push_str("\\x20"),
+            '\t' => out.push_str("\\t"),
+            '\n' => out.push_str("\\n"),
+            c if c.is_whitespace() => {
+                let _ = std::fmt::Write::write_fmt(&mut out, format_args!("\\u{:04x}", c as u32));
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('\'');
+    std::borrow::Cow::Owned(out)
 }
 
 impl Tokens {
@@ -320,7 +352,17 @@ impl Tokens {
     /// On a line that could not be read to the end and whose raw words hold the tokens, `f`
     /// is asked about the raw text instead, erring towards the guard.
     pub fn any_args(&self, line: &CommandLine, f: impl Fn(&str) -> bool) -> bool {
-        let joined = |ws: &[Word]| ws.iter().skip(1).map(key).collect::<Vec<_>>().join(" ");
+        let joined = |ws: &[Word]| {
+            ws.iter()
+                .skip(1)
+                // A word we cannot resolve (`$(cat f)`) stays as written: rules read its `$`.
+                .map(|w| match &w.value {
+                    Some(value) => args_word(value),
+                    None => std::borrow::Cow::Borrowed(w.text.as_str()),
+                })
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
         let found = line.parts.iter().any(|p| {
             let cmd = &p.command;
             if self.exact {

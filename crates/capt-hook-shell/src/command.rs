@@ -269,6 +269,7 @@ impl Walker {
             words,
             runs: Vec::new(),
             launched: Vec::new(),
+            subshells: self.subshells.clone(),
         };
         let mut command = command;
         let found = command.find_runs();

@@ -309,6 +309,7 @@ fn command(raw: &str, toks: &[Token]) -> Option<Read> {
         words,
         runs: Vec::new(),
         launched: Vec::new(),
+        subshells: Vec::new(),
     };
     let found = command.find_runs();
     Some(Read {

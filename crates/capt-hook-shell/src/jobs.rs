@@ -521,22 +521,71 @@ fn printf<S: AsRef<str>>(format: &str, args: &[S]) -> Option<String> {
 /// `git -c alias.NAME=VALUE … NAME ARGS…` (`words[start]` is git): the command line the alias
 /// runs. A `!` alias is a shell command line given the arguments; any other is a git command
 /// line (followed, when it names another alias of the line, a few times).
-pub(crate) fn git_alias<S: AsRef<str>>(words: &[S], start: usize, end: usize) -> Option<String> {
+pub(crate) fn git_alias<S: AsRef<str>>(
+    words: &[S],
+    start: usize,
+    end: usize,
+    env: &[(String, String)],
+) -> Option<String> {
+    // The environment git starts with: the command's assignments, then those an `env` (or
+    // another wrapper taking `NAME=value` words) before git adds.
+    let mut vars: Vec<(&str, &str)> = env.iter().map(|(n, v)| (n.as_str(), v.as_str())).collect();
+    vars.extend(
+        words[..start]
+            .iter()
+            .filter_map(|w| w.as_ref().split_once('='))
+            .filter(|(n, _)| !n.is_empty() && n.chars().all(|c| c.is_alphanumeric() || c == '_')),
+    );
+    let var = |name: &str| vars.iter().rev().find(|(n, _)| *n == name).map(|(_, v)| *v);
+    let alias_of = |setting: &str| -> Option<(String, String)> {
+        let (key, value) = setting.split_once('=')?;
+        let name = key
+            .split_once('.')
+            .filter(|(s, _)| s.eq_ignore_ascii_case("alias"))
+            .map(|(_, n)| n)?;
+        Some((name.to_ascii_lowercase(), value.to_owned()))
+    };
     let mut aliases: Vec<(String, String)> = Vec::new();
+    // GIT_CONFIG_COUNT=n with GIT_CONFIG_KEY_i / GIT_CONFIG_VALUE_i: settings like `-c`, read
+    // before the command line's own.
+    let count = var("GIT_CONFIG_COUNT").and_then(|n| n.parse::<usize>().ok());
+    for i in 0..count.unwrap_or(0).min(64) {
+        if let (Some(key), Some(value)) = (
+            var(&format!("GIT_CONFIG_KEY_{i}")),
+            var(&format!("GIT_CONFIG_VALUE_{i}")),
+        ) {
+            aliases.extend(alias_of(&format!("{key}={value}")));
+        }
+    }
     let mut k = start + 1;
     while k < end {
         let w = words[k].as_ref();
-        if w == "-c" {
-            if let Some(v) = words.get(k + 1).filter(|_| k + 1 < end)
-                && let Some((key, value)) = v.as_ref().split_once('=')
-                && let Some(name) = key
-                    .split_once('.')
-                    .filter(|(s, _)| s.eq_ignore_ascii_case("alias"))
-                    .map(|(_, n)| n)
-            {
-                aliases.push((name.to_ascii_lowercase(), value.to_owned()));
+        if w == "-c" || w == "--config-env" {
+            if let Some(v) = words.get(k + 1).filter(|_| k + 1 < end) {
+                let v = v.as_ref();
+                if w == "-c" {
+                    aliases.extend(alias_of(v));
+                } else if let Some((key, name)) = v.rsplit_once('=') {
+                    aliases.extend(var(name).and_then(|value| alias_of(&format!("{key}={value}"))));
+                }
             }
             k += 2;
+            continue;
+        }
+        // `-calias.x=…` glued, and `--config-env=alias.x=VAR`.
+        if let Some(setting) = w
+            .strip_prefix("-c")
+            .filter(|s| !s.is_empty() && !w.starts_with("--"))
+        {
+            aliases.extend(alias_of(setting));
+            k += 1;
+            continue;
+        }
+        if let Some(v) = w.strip_prefix("--config-env=") {
+            if let Some((key, name)) = v.rsplit_once('=') {
+                aliases.extend(var(name).and_then(|value| alias_of(&format!("{key}={value}"))));
+            }
+            k += 1;
             continue;
         }
         // One option at a time: a later `-c alias.…` is read above.
@@ -710,14 +759,14 @@ mod tests {
     fn git_aliases() {
         let a = |line: &str| {
             let w: Vec<&str> = line.split(' ').collect();
-            git_alias(&w, 0, w.len())
+            git_alias(&w, 0, w.len(), &[])
         };
         // Split on blanks, the alias value is cut short and `-rf` is no subcommand.
         assert_eq!(a("git -c alias.x=!rm -rf / x"), None);
         let w = vec!["git", "-c", "alias.x=!rm -rf /", "x"];
-        assert_eq!(git_alias(&w, 0, 4).as_deref(), Some("rm -rf /"));
+        assert_eq!(git_alias(&w, 0, 4, &[]).as_deref(), Some("rm -rf /"));
         let w = vec!["git", "-c", "alias.x=!rm -rf", "x", "/"];
-        assert_eq!(git_alias(&w, 0, 5).as_deref(), Some("rm -rf /"));
+        assert_eq!(git_alias(&w, 0, 5, &[]).as_deref(), Some("rm -rf /"));
         let w = vec![
             "git",
             "-C",
@@ -728,14 +777,55 @@ mod tests {
             "HEAD",
         ];
         assert_eq!(
-            git_alias(&w, 0, 7).as_deref(),
+            git_alias(&w, 0, 7, &[]).as_deref(),
             Some("git reset --hard HEAD")
         );
         let w = vec!["git", "-c", "alias.a=b", "-c", "alias.b=!rm x", "a", "y"];
-        assert_eq!(git_alias(&w, 0, 7).as_deref(), Some("rm x y"));
+        assert_eq!(git_alias(&w, 0, 7, &[]).as_deref(), Some("rm x y"));
         // The alias is not invoked: nothing runs it.
         let w = vec!["git", "-c", "alias.x=!rm -rf /", "status"];
-        assert_eq!(git_alias(&w, 0, 4), None);
+        assert_eq!(git_alias(&w, 0, 4, &[]), None);
         assert_eq!(a("git status"), None);
+        // Glued `-c`, `--config-env` naming a variable, and GIT_CONFIG_COUNT's settings.
+        assert_eq!(
+            a("git -calias.x=branch x --delete f").as_deref(),
+            Some("git branch --delete f")
+        );
+        let env = |pairs: &[(&str, &str)]| -> Vec<(String, String)> {
+            pairs
+                .iter()
+                .map(|(n, v)| ((*n).to_owned(), (*v).to_owned()))
+                .collect()
+        };
+        let w = words("git --config-env=alias.x=CMD x -d f");
+        assert_eq!(
+            git_alias(&w, 0, w.len(), &env(&[("CMD", "branch")])).as_deref(),
+            Some("git branch -d f")
+        );
+        let w = words("git --config-env alias.x=CMD x");
+        assert_eq!(
+            git_alias(&w, 0, w.len(), &env(&[("CMD", "!rm -rf /")])).as_deref(),
+            Some("rm -rf /")
+        );
+        let counted = env(&[
+            ("GIT_CONFIG_COUNT", "1"),
+            ("GIT_CONFIG_KEY_0", "alias.x"),
+            ("GIT_CONFIG_VALUE_0", "branch"),
+        ]);
+        let w = words("git x -d f");
+        assert_eq!(
+            git_alias(&w, 0, w.len(), &counted).as_deref(),
+            Some("git branch -d f")
+        );
+        // Assignments an `env` before git passes count too; without the count, none is read.
+        let w = words(
+            "env GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=alias.x GIT_CONFIG_VALUE_0=branch git x -D f",
+        );
+        assert_eq!(
+            git_alias(&w, 4, w.len(), &[]).as_deref(),
+            Some("git branch -D f")
+        );
+        let w = words("git x -d f");
+        assert_eq!(git_alias(&w, 0, w.len(), &counted[1..]), None);
     }
 }

@@ -128,6 +128,10 @@ pub struct Command {
     /// `npx jest`, `poetry run …`): guards see what they launch, while a question about what
     /// the session ran (`ran_command`) reads the launcher literally, as the original does.
     pub launched: Vec<Range<usize>>,
+    /// The `( … )` subshells around the command, outermost first, each by a number unique in
+    /// the line: what a subshell changes (`cd`, variables) ends with it, so a `cd` applies to
+    /// a later command only when its subshells are a prefix of that command's.
+    pub subshells: Vec<u32>,
 }
 
 impl Command {
@@ -165,7 +169,7 @@ impl Command {
 
     /// Recomputes [`Command::runs`] from the words.
     pub(crate) fn find_runs(&mut self) -> wrappers::Found {
-        let found = wrappers::runs_in(&self.words);
+        let found = wrappers::runs_in_env(&self.words, &self.env);
         self.runs.clone_from(&found.runs);
         self.launched.clone_from(&found.launched);
         found

@@ -33,6 +33,7 @@ pub const GIT_GLOBAL_OPTIONS: &[GitOption] = &[
     git("--namespace", true, true),
     git("--super-prefix", true, false),
     git("--attr-source", true, true),
+    git("--shallow-file", true, true),
     git("--list-cmds", true, true),
     git("--no-pager", false, true),
     git("-P", false, true),
@@ -66,6 +67,13 @@ pub fn git_globals<S: AsRef<str>>(args: &[S]) -> (usize, bool) {
             _ => (arg, false),
         };
         let Some(opt) = GIT_GLOBAL_OPTIONS.iter().find(|o| o.name == name) else {
+            // `-cname=value`: a setting glued to `-c` reads as one (failing closed: git itself
+            // may refuse the spelling, but then nothing runs).
+            if arg.len() > 2 && arg.starts_with("-c") && !arg.starts_with("--") {
+                read_only = false;
+                i += 1;
+                continue;
+            }
             break;
         };
         read_only &= opt.read_only;

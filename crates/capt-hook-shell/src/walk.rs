@@ -51,6 +51,10 @@ pub(crate) struct Walker {
     pub rebuilt: usize,
     /// Why an interpreter program of the line could not be read to the end (the first one).
     pub unread_code: Option<String>,
+    /// The `( … )` subshells being walked, outermost first (see [`Command::subshells`]).
+    pub subshells: Vec<u32>,
+    /// How many subshells the line has opened so far (their numbers).
+    pub opened_subshells: u32,
 }
 
 /// Statement containers: operator tokens among their children join the parts around them.
@@ -168,6 +172,11 @@ impl Walker {
             "heredoc_body" | "heredoc_redirect" | "file_redirect" | "herestring_redirect" => {}
             kind => {
                 let ops = is_container(kind);
+                let subshell = kind == "subshell";
+                if subshell {
+                    self.opened_subshells = self.opened_subshells.saturating_add(1);
+                    self.subshells.push(self.opened_subshells);
+                }
                 let mut cursor = node.walk();
                 for child in node.children(&mut cursor) {
                     match op_of(child.kind()) {
@@ -178,6 +187,9 @@ impl Walker {
                         }
                         _ => self.walk(child, src, lvl, depth + 1),
                     }
+                }
+                if subshell {
+                    self.subshells.pop();
                 }
             }
         }
@@ -243,6 +255,7 @@ impl Walker {
                 words: Vec::new(),
                 runs: Vec::new(),
                 launched: Vec::new(),
+                subshells: self.subshells.clone(),
             },
             op: None,
         });

@@ -15,9 +15,22 @@ pub const SHELLS: &[&str] = &[
     "ash", "bash", "csh", "dash", "fish", "ksh", "mksh", "sh", "tcsh", "zsh",
 ];
 
-/// The last path component of a program name (`/usr/bin/sudo` → `sudo`).
+/// The program a name runs: its last path component, `/` or a Windows `\\` separating them,
+/// less a Windows `.exe` (`/usr/bin/sudo` → `sudo`, `C:\\Git\\bin\\git.exe` → `git`,
+/// `rm.EXE` → `rm`): Git Bash, WSL and MSYS run `rm.exe` as `rm`, so a guard naming `rm`
+/// must see it.
 pub fn basename(program: &str) -> &str {
-    program.rsplit('/').next().unwrap_or(program)
+    let base = program.rsplit(['/', '\\']).next().unwrap_or(program);
+    match base.len().checked_sub(4) {
+        Some(stem) if stem > 0 && base.is_char_boundary(stem) => {
+            if base[stem..].eq_ignore_ascii_case(".exe") {
+                &base[..stem]
+            } else {
+                base
+            }
+        }
+        _ => base,
+    }
 }
 
 /// How the words after a wrapper's options and operands are run.
@@ -123,6 +136,104 @@ const NPX_VALUED: &[&str] = &[
     "-w",
     "--workspace",
     "--loglevel",
+];
+
+/// Options of `docker exec` (and podman's) that take the next word as their value.
+const DOCKER_EXEC_VALUED: &[&str] = &[
+    "-e",
+    "--env",
+    "--env-file",
+    "-u",
+    "--user",
+    "-w",
+    "--workdir",
+    "--detach-keys",
+];
+
+/// Options of `docker run` / `docker create`-style runs (and podman's, and `docker compose
+/// run`'s) that take the next word as their value.
+const DOCKER_RUN_VALUED: &[&str] = &[
+    "-e",
+    "--env",
+    "--env-file",
+    "-u",
+    "--user",
+    "-w",
+    "--workdir",
+    "-v",
+    "--volume",
+    "--volumes-from",
+    "--mount",
+    "-p",
+    "--publish",
+    "--expose",
+    "--name",
+    "--network",
+    "--net",
+    "--network-alias",
+    "--entrypoint",
+    "-l",
+    "--label",
+    "--label-file",
+    "--platform",
+    "--pull",
+    "--restart",
+    "--runtime",
+    "--hostname",
+    "-h",
+    "--add-host",
+    "--dns",
+    "--dns-search",
+    "--dns-option",
+    "--cap-add",
+    "--cap-drop",
+    "--device",
+    "--device-cgroup-rule",
+    "--group-add",
+    "--security-opt",
+    "--ipc",
+    "--pid",
+    "--uts",
+    "--userns",
+    "--cgroupns",
+    "--cgroup-parent",
+    "--cidfile",
+    "--cpus",
+    "--cpu-shares",
+    "-c",
+    "--cpuset-cpus",
+    "--cpuset-mems",
+    "-m",
+    "--memory",
+    "--memory-swap",
+    "--memory-reservation",
+    "--shm-size",
+    "--tmpfs",
+    "--ulimit",
+    "--gpus",
+    "--log-driver",
+    "--log-opt",
+    "--stop-signal",
+    "--stop-timeout",
+    "--health-cmd",
+    "--health-interval",
+    "--health-retries",
+    "--health-timeout",
+    "--health-start-period",
+    "--link",
+    "--mac-address",
+    "--ip",
+    "--ip6",
+    "--isolation",
+    "--storage-opt",
+    "--sysctl",
+    "--attach",
+    "-a",
+    "--detach-keys",
+    "--pids-limit",
+    "--oom-score-adj",
+    "--blkio-weight",
+    "--service-ports",
 ];
 
 /// Options of `pnpm exec` / `pnpm dlx` that take the next word as their value.
@@ -463,6 +574,49 @@ const WRAPPERS: &[Wrapper] = &[
             "--sso",
         ],
     ),
+    // `docker exec CONTAINER cmd …` and `docker run IMAGE cmd …` (podman's the same) run the
+    // command inside a container, on the host's kernel, its devices when privileged and the
+    // volumes it mounts: guards read it like any other argv.
+    Wrapper {
+        operands: 1,
+        ..sub("docker", &["exec"], DOCKER_EXEC_VALUED)
+    },
+    Wrapper {
+        operands: 1,
+        ..sub("docker", &["container", "exec"], DOCKER_EXEC_VALUED)
+    },
+    Wrapper {
+        operands: 1,
+        ..sub("docker", &["run"], DOCKER_RUN_VALUED)
+    },
+    Wrapper {
+        operands: 1,
+        ..sub("docker", &["container", "run"], DOCKER_RUN_VALUED)
+    },
+    Wrapper {
+        operands: 1,
+        ..sub("docker", &["compose", "exec"], DOCKER_EXEC_VALUED)
+    },
+    Wrapper {
+        operands: 1,
+        ..sub("docker", &["compose", "run"], DOCKER_RUN_VALUED)
+    },
+    Wrapper {
+        operands: 1,
+        ..sub("docker-compose", &["exec"], DOCKER_EXEC_VALUED)
+    },
+    Wrapper {
+        operands: 1,
+        ..sub("docker-compose", &["run"], DOCKER_RUN_VALUED)
+    },
+    Wrapper {
+        operands: 1,
+        ..sub("podman", &["exec"], DOCKER_EXEC_VALUED)
+    },
+    Wrapper {
+        operands: 1,
+        ..sub("podman", &["run"], DOCKER_RUN_VALUED)
+    },
     // `git submodule foreach 'cmd'`: git runs the joined words in a shell in each submodule.
     Wrapper {
         style: Style::Joined,
@@ -774,9 +928,155 @@ pub(crate) struct Found {
     pub stdin_script: Option<Lang>,
 }
 
+/// pnpm's own commands and their aliases (pnpm(1)): any other first word runs a package's
+/// binary or a script of that name (`pnpm c8 …`, `pnpm test`).
+const PNPM_COMMANDS: &[&str] = &[
+    "access",
+    "add",
+    "approve-builds",
+    "audit",
+    "bin",
+    "bugs",
+    "c",
+    "cat-file",
+    "cat-index",
+    "config",
+    "create",
+    "dedupe",
+    "deploy",
+    "deprecate",
+    "dist-tag",
+    "dlx",
+    "docs",
+    "doctor",
+    "env",
+    "exec",
+    "fetch",
+    "find-hash",
+    "get",
+    "help",
+    "home",
+    "i",
+    "ignored-builds",
+    "import",
+    "info",
+    "init",
+    "install",
+    "install-test",
+    "it",
+    "licenses",
+    "link",
+    "list",
+    "ll",
+    "ln",
+    "login",
+    "logout",
+    "ls",
+    "m",
+    "multi",
+    "outdated",
+    "owner",
+    "pack",
+    "patch",
+    "patch-commit",
+    "patch-remove",
+    "ping",
+    "prune",
+    "publish",
+    "rb",
+    "rebuild",
+    "recursive",
+    "remove",
+    "repo",
+    "rm",
+    "root",
+    "run",
+    "run-script",
+    "sbom",
+    "search",
+    "self-update",
+    "server",
+    "set",
+    "setup",
+    "show",
+    "star",
+    "start",
+    "store",
+    "t",
+    "team",
+    "test",
+    "token",
+    "tst",
+    "un",
+    "undeprecate",
+    "uninstall",
+    "unlink",
+    "unpublish",
+    "unstar",
+    "up",
+    "update",
+    "upgrade",
+    "v",
+    "version",
+    "view",
+    "whoami",
+    "why",
+];
+
+/// pnpm's global options that take the next word as their value.
+const PNPM_GLOBAL_VALUED: &[&str] = &[
+    "-C",
+    "--dir",
+    "-F",
+    "--filter",
+    "--filter-prod",
+    "--reporter",
+    "--loglevel",
+    "--workspace-concurrency",
+    "--test-pattern",
+    "--changed-files-ignore-pattern",
+];
+
+/// The word at which `pnpm [options] BIN …` starts the binary it runs, when the first word
+/// after pnpm's options is none of pnpm's commands.
+fn pnpm_bin<S: AsRef<str>>(words: &[S], start: usize, end: usize) -> Option<usize> {
+    let mut i = start + 1;
+    while i < end {
+        let arg = words[i].as_ref();
+        if !arg.starts_with('-') || arg == "-" {
+            break;
+        }
+        i += if PNPM_GLOBAL_VALUED.contains(&arg) {
+            2
+        } else {
+            1
+        };
+    }
+    let word = words.get(i).filter(|_| i < end)?.as_ref();
+    (!PNPM_COMMANDS.contains(&word)).then_some(i)
+}
+
+/// The command of `kubectl [options] exec POD [options] -- CMD …` (also `oc`): the words after
+/// the `--`, run inside the pod's container.
+fn kubectl_exec<S: AsRef<str>>(words: &[S], start: usize, end: usize) -> Option<usize> {
+    let dashes = (start + 1..end).find(|&k| words[k].as_ref() == "--")?;
+    words[start + 1..dashes]
+        .iter()
+        .any(|w| w.as_ref() == "exec")
+        .then_some(dashes + 1)
+        .filter(|&i| i < end)
+}
+
 /// Finds everything `words` (a command's word values, program first) runs. Linear in the
 /// number of words times the nesting of runners (`find -exec` inside `xargs`).
+#[cfg(test)]
 pub(crate) fn runs_in<S: AsRef<str>>(words: &[S]) -> Found {
+    runs_in_env(words, &[])
+}
+
+/// [`runs_in`], knowing the assignments before the command (`GIT_CONFIG_COUNT=1 … git x`):
+/// git reads aliases from its environment too.
+pub(crate) fn runs_in_env<S: AsRef<str>>(words: &[S], env: &[(String, String)]) -> Found {
     let mut found = Found::default();
     // Most commands run nothing else: answer those without allocating.
     let Some(first) = words.first() else {
@@ -784,7 +1084,10 @@ pub(crate) fn runs_in<S: AsRef<str>>(words: &[S]) -> Found {
     };
     let program = basename(first.as_ref());
     if !is_wrapper_name(program)
-        && !matches!(program, "find" | "busybox" | "eval" | "git")
+        && !matches!(
+            program,
+            "find" | "busybox" | "eval" | "git" | "kubectl" | "oc"
+        )
         && !SHELLS.contains(&program)
         && scripts::lang(program).is_none()
     {
@@ -799,7 +1102,15 @@ pub(crate) fn runs_in<S: AsRef<str>>(words: &[S]) -> Found {
             continue;
         }
         let program = basename(words[start].as_ref());
-        if let Some((wr, at)) = wrapper(words, start, end) {
+        if program == "pnpm"
+            && let Some(i) = pnpm_bin(words, start, end)
+        {
+            // `pnpm c8 rm -rf /`: pnpm runs a package's binary (or a script) named by a word
+            // that is none of its own commands.
+            found.launched.push(i..end);
+            found.runs.push(i..end);
+            todo.push((i..end, true));
+        } else if let Some((wr, at)) = wrapper(words, start, end) {
             match inner(wr, words, at, end) {
                 Inner::Program(i) => {
                     let launched = launched || wr.launcher;
@@ -848,7 +1159,12 @@ pub(crate) fn runs_in<S: AsRef<str>>(words: &[S]) -> Found {
                 found.strings.push((start + 1..end, 0));
             }
         } else if program == "git" {
-            found.texts.extend(jobs::git_alias(words, start, end));
+            found.texts.extend(jobs::git_alias(words, start, end, env));
+        } else if matches!(program, "kubectl" | "oc") {
+            if let Some(i) = kubectl_exec(words, start, end) {
+                found.runs.push(i..end);
+                todo.push((i..end, launched));
+            }
         } else if SHELLS.contains(&program) {
             match shell_string(words, start, end) {
                 ShellInput::String(i) => found.strings.push((i..i + 1, 0)),
@@ -1134,10 +1450,50 @@ mod tests {
             ),
             ("aws-vault exec prod aws s3 ls", &["aws s3 ls"]),
             ("aws-sso exec -A prod aws s3 ls", &["aws s3 ls"]),
+            ("pnpm c8 rm -rf /", &["c8 rm -rf /", "rm -rf /"]),
+            (
+                "pnpm --silent wrangler kv delete k",
+                &["wrangler kv delete k"],
+            ),
+            ("pnpm -C pkg jest --ci", &["jest --ci"]),
+            ("pnpm test", &[]),
+            ("pnpm rm lodash", &[]),
+            ("pnpm publish", &[]),
+            ("pnpm --filter web install", &[]),
+            ("docker exec -it -u root c1 rm -rf /data", &["rm -rf /data"]),
+            (
+                "docker run --rm --privileged -v /dev:/dev alpine mkfs.ext4 /dev/sdb1",
+                &["mkfs.ext4 /dev/sdb1"],
+            ),
+            ("docker run -it ubuntu", &[]),
+            ("docker compose exec db dropdb app", &["dropdb app"]),
+            ("podman exec c1 wipefs -a /dev/sdb", &["wipefs -a /dev/sdb"]),
+            ("docker ps", &[]),
+            (
+                "kubectl exec pod -- wipefs -a /dev/sdb",
+                &["wipefs -a /dev/sdb"],
+            ),
+            (
+                "kubectl -n prod exec -it pod -c app -- rm -rf /data",
+                &["rm -rf /data"],
+            ),
+            ("kubectl get pods -- x", &[]),
+            ("kubectl exec pod", &[]),
         ];
         for (line, expected) in cases {
             assert_eq!(runs(line), *expected, "{line}");
         }
+    }
+
+    #[test]
+    fn program_names_on_windows() {
+        assert_eq!(basename("/usr/bin/rm"), "rm");
+        assert_eq!(basename("rm.exe"), "rm");
+        assert_eq!(basename("C:\\Program Files\\Git\\bin\\git.EXE"), "git");
+        assert_eq!(basename("docker.exe"), "docker");
+        assert_eq!(basename(".exe"), ".exe");
+        assert_eq!(basename("rm"), "rm");
+        assert_eq!(runs("sudo.exe rm.exe -rf x"), ["rm.exe -rf x"]);
     }
 
     #[test]

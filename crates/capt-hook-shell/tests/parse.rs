@@ -926,3 +926,29 @@ proptest::proptest! {
         }
     }
 }
+
+/// A `( … )` subshell is recorded on each command in it, so what it changes (`cd`) can end
+/// with it; groups `{ …; }` are no subshell, and numbers are unique in the line.
+#[test]
+fn subshells_are_recorded() {
+    let cl = parse("( cd ~/.ssh ); rm id_rsa; (a; (b)); { c; }");
+    let by: Vec<(String, Vec<u32>)> = cl
+        .commands()
+        .map(|c| (c.executable.clone(), c.subshells.clone()))
+        .collect();
+    assert_eq!(
+        by,
+        vec![
+            ("cd".to_owned(), vec![1]),
+            ("rm".to_owned(), vec![]),
+            ("a".to_owned(), vec![2]),
+            ("b".to_owned(), vec![2, 3]),
+            ("c".to_owned(), vec![]),
+        ]
+    );
+    assert!(
+        parse("cd x && rm y")
+            .commands()
+            .all(|c| c.subshells.is_empty())
+    );
+}

@@ -21,6 +21,30 @@ pub struct Row<'a> {
     pub kept: Option<usize>,
 }
 
+/// Whether the keep list takes its cases out of the figures (`--no-keep` sets it aside: issue
+/// 28's Done-when counts policy differences, so the pack alone must meet the thresholds).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Keep {
+    Apply,
+    SetAside,
+}
+
+impl Keep {
+    fn other(self) -> Keep {
+        match self {
+            Keep::Apply => Keep::SetAside,
+            Keep::SetAside => Keep::Apply,
+        }
+    }
+
+    fn describe(self) -> &'static str {
+        match self {
+            Keep::Apply => "with the keep list",
+            Keep::SetAside => "without the keep list",
+        }
+    }
+}
+
 /// Counts of one peer verdict: cases, and how many we denied or asked.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct Counts {
@@ -75,16 +99,13 @@ pub struct Tally {
 
 impl Tally {
     pub fn of<'r, 'a: 'r>(rows: impl IntoIterator<Item = &'r Row<'a>>) -> Tally {
-        Tally::counting(rows, true)
+        Tally::counting(rows, Keep::Apply)
     }
 
-    /// The tally as if the keep list were empty: kept cases count like any other, so the
-    /// figures show what the kept disagreements cost.
-    pub fn ignoring_keep<'r, 'a: 'r>(rows: impl IntoIterator<Item = &'r Row<'a>>) -> Tally {
-        Tally::counting(rows, false)
-    }
-
-    fn counting<'r, 'a: 'r>(rows: impl IntoIterator<Item = &'r Row<'a>>, keep: bool) -> Tally {
+    /// The tally with the keep list applied or set aside: set aside, kept cases count like
+    /// any other, so the figures show what the kept disagreements cost.
+    pub fn counting<'r, 'a: 'r>(rows: impl IntoIterator<Item = &'r Row<'a>>, keep: Keep) -> Tally {
+        let keep = keep == Keep::Apply;
         let mut t = Tally::default();
         for row in rows {
             if keep && row.kept.is_some() {
@@ -129,7 +150,7 @@ fn line(out: &mut String, label: &str, t: Tally) {
 }
 
 /// The table of one peer's rows.
-pub fn peer_table(rows: &[Row<'_>]) -> String {
+pub fn peer_table(rows: &[Row<'_>], keep: Keep) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "{HEADER}");
     let mut by_family: BTreeMap<Family, Vec<&Row<'_>>> = BTreeMap::new();
@@ -137,14 +158,18 @@ pub fn peer_table(rows: &[Row<'_>]) -> String {
         by_family.entry(row.case.family).or_default().push(row);
     }
     for (family, rows) in &by_family {
-        line(&mut out, family.name(), Tally::of(rows.iter().copied()));
+        line(
+            &mut out,
+            family.name(),
+            Tally::counting(rows.iter().copied(), keep),
+        );
     }
     line(
         &mut out,
         "in-family",
-        Tally::of(rows.iter().filter(|r| r.case.family.in_family())),
+        Tally::counting(rows.iter().filter(|r| r.case.family.in_family()), keep),
     );
-    line(&mut out, "all", Tally::of(rows));
+    line(&mut out, "all", Tally::counting(rows, keep));
     out
 }
 
@@ -157,15 +182,18 @@ pub struct Thresholds {
     pub blocked: Option<f64>,
 }
 
-/// One threshold's line and whether it holds.
-pub fn check(label: &str, rows: &[Row<'_>], t: Thresholds) -> (String, bool) {
-    let inf = Tally::of(rows.iter().filter(|r| r.case.family.in_family()));
-    let all = Tally::of(rows);
+/// One threshold's line and whether it holds, judged with the keep list applied or set aside
+/// as `keep` says; a second line gives the figures the other way, so both are in view.
+pub fn check(label: &str, rows: &[Row<'_>], t: Thresholds, keep: Keep) -> (String, bool) {
+    let inf = Tally::counting(rows.iter().filter(|r| r.case.family.in_family()), keep);
+    let all = Tally::counting(rows, keep);
+    let kept = Tally::of(rows).kept;
     let recall = inf.destructive().share().unwrap_or(0.0);
     let blocked = all.allow.share().unwrap_or(0.0);
     let mut ok = recall >= t.recall && all.failed == 0;
     let mut text = format!(
-        "{label}: in-family recall {recall:.1}% ({} of {}; need >= {}%)",
+        "{label} {}: in-family recall {recall:.1}% ({} of {}; need >= {}%)",
+        keep.describe(),
         inf.destructive().stopped(),
         inf.destructive().n,
         t.recall
@@ -185,13 +213,14 @@ pub fn check(label: &str, rows: &[Row<'_>], t: Thresholds) -> (String, bool) {
         all.failed,
         if ok { "PASS" } else { "FAIL" }
     );
-    // The same figures with the kept cases counted, so the keep list's cost is in plain view.
-    let raw_inf = Tally::ignoring_keep(rows.iter().filter(|r| r.case.family.in_family()));
-    let raw_all = Tally::ignoring_keep(rows);
+    // The same figures the other way, so the keep list's cost is in plain view.
+    let other = keep.other();
+    let raw_inf = Tally::counting(rows.iter().filter(|r| r.case.family.in_family()), other);
+    let raw_all = Tally::counting(rows, other);
     let _ = write!(
         text,
-        "\n  {label} without the keep list ({} cases kept): in-family recall {:.1}% ({} of {}), allowed blocked {:.2}% ({} of {})",
-        all.kept,
+        "\n  {label} {} ({kept} cases kept): in-family recall {:.1}% ({} of {}), allowed blocked {:.2}% ({} of {})",
+        other.describe(),
         raw_inf.destructive().share().unwrap_or(0.0),
         raw_inf.destructive().stopped(),
         raw_inf.destructive().n,
@@ -202,9 +231,10 @@ pub fn check(label: &str, rows: &[Row<'_>], t: Thresholds) -> (String, bool) {
     (text, ok)
 }
 
-/// Why a row is in the misses file, if it is.
-pub fn miss_kind(row: &Row<'_>) -> Option<&'static str> {
-    if row.kept.is_some() {
+/// Why a row is in the misses file, if it is (a kept row is not, unless the keep list is set
+/// aside).
+pub fn miss_kind(row: &Row<'_>, keep: Keep) -> Option<&'static str> {
+    if keep == Keep::Apply && row.kept.is_some() {
         return None;
     }
     match (&row.ours, row.case.expected) {
@@ -216,16 +246,22 @@ pub fn miss_kind(row: &Row<'_>) -> Option<&'static str> {
     }
 }
 
-/// Writes every miss, crash and over-block of `rows` as a JSON line (`config` names the run).
+/// Writes every miss, crash and over-block of `rows` as a JSON line (`config` names the run;
+/// with the keep list set aside, `kept` names the entry that would have covered the case).
 pub fn write_misses(
     file: &mut impl std::io::Write,
     config: &str,
     rows: &[Row<'_>],
+    keep: Keep,
+    label: impl Fn(usize) -> String,
 ) -> anyhow::Result<usize> {
     let mut n = 0;
     for row in rows {
-        let Some(kind) = miss_kind(row) else { continue };
+        let Some(kind) = miss_kind(row, keep) else {
+            continue;
+        };
         let line = serde_json::json!({
+            "kept": row.kept.map(&label),
             "config": config,
             "kind": kind,
             "peer": row.peer,
@@ -349,6 +385,7 @@ mod tests {
                 recall: 60.0,
                 blocked: Some(0.5),
             },
+            Keep::Apply,
         );
         assert!(!ok, "half the allowed cases are blocked: {text}");
         assert!(text.contains("recall 66.7%"), "{text}");
@@ -364,8 +401,26 @@ mod tests {
                 recall: 60.0,
                 blocked: None,
             },
+            Keep::Apply,
         );
         assert!(ok);
+        // Set aside, the keep list's case counts: 2 of 4 is below 60%, and the line says how
+        // the figures look with the list.
+        let (text, ok) = check(
+            "packs",
+            &rows,
+            Thresholds {
+                recall: 60.0,
+                blocked: None,
+            },
+            Keep::SetAside,
+        );
+        assert!(!ok, "{text}");
+        assert!(
+            text.contains("packs without the keep list: in-family recall 50.0% (2 of 4")
+                && text.contains("with the keep list (1 cases kept): in-family recall 66.7%"),
+            "{text}"
+        );
         let (_, ok) = check(
             "natural",
             &rows,
@@ -373,18 +428,34 @@ mod tests {
                 recall: 70.0,
                 blocked: None,
             },
+            Keep::Apply,
         );
         assert!(!ok);
 
         let mut misses = Vec::new();
         assert_eq!(
-            write_misses(&mut misses, "packs", &rows).expect("writes"),
+            write_misses(&mut misses, "packs", &rows, Keep::Apply, |i| i.to_string())
+                .expect("writes"),
             2
+        );
+        let mut all = Vec::new();
+        assert_eq!(
+            write_misses(&mut all, "packs", &rows, Keep::SetAside, |i| format!(
+                "entry {i}"
+            ))
+            .expect("writes"),
+            3,
+            "the kept ask we let through is a miss once the list is set aside"
+        );
+        assert!(
+            String::from_utf8(all)
+                .expect("utf8")
+                .contains(r#""kept":"entry 0""#)
         );
         let text = String::from_utf8(misses).expect("utf8");
         assert!(text.contains(r#""kind":"overblocked""#) && text.contains(r#""command":"ls""#));
         assert!(text.contains(r#""kind":"missed""#) && text.contains("kubectl delete ns x"));
-        assert!(peer_table(&rows).contains("in-family"));
+        assert!(peer_table(&rows, Keep::Apply).contains("in-family"));
     }
 
     #[test]
@@ -403,8 +474,9 @@ mod tests {
                 recall: 0.0,
                 blocked: Some(100.0),
             },
+            Keep::Apply,
         );
         assert!(!ok && text.contains("1 crashes"), "{text}");
-        assert_eq!(miss_kind(&rows[0]), Some("timeout"));
+        assert_eq!(miss_kind(&rows[0], Keep::Apply), Some("timeout"));
     }
 }
