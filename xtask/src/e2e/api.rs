@@ -4,7 +4,8 @@
 //! Claude Code only needs `POST /v1/messages` (streamed as server-sent events) to run a session.
 //! Each request that carries `tools` is a turn of an agent's loop (the main agent or a
 //! subagent) and gets the next scripted reply; any other request (a side query Claude Code makes
-//! for itself) gets a short neutral text, so it never consumes the script. Every request is
+//! for itself) gets a short neutral text, and a judge's call the script does not answer gets a
+//! structured "no", so neither consumes the script. Every request is
 //! recorded, so a case can assert what the model was sent after a hook answered. Plain
 //! `std::net` and one thread per connection: a case makes a handful of requests.
 
@@ -266,8 +267,16 @@ fn answer(
     };
     let route = path.split('?').next().unwrap_or(path);
     let with_tools = body["tools"].as_array().is_some_and(|t| !t.is_empty());
+    // A judge's call (an LLM hook's `claude -p` offered only StructuredOutput) that the script
+    // has no answer for (a builtin pack's judge beside what the case tests) gets a verdict that
+    // says no, and leaves the script to the agents.
+    let judge_schema = judge_schema(&body).filter(|_| {
+        !matches!(st.script.get(st.turns), Some(Reply::Blocks(b))
+            if b.iter().any(|x| matches!(x, Block::Tool { name, .. } if name == STRUCTURED)))
+    });
     let is_turn = method == "POST"
         && with_tools
+        && judge_schema.is_none()
         && (route == "/v1/messages" || (st.wire != Wire::Messages && served_by(st.wire, route)));
     st.requests.push(Request {
         method: method.to_owned(),
@@ -290,6 +299,12 @@ fn answer(
             let (turn, reply) = if is_turn {
                 st.turns += 1;
                 (st.turns, st.script.get(st.turns - 1).cloned())
+            } else if let Some(schema) = &judge_schema {
+                let no = Block::Tool {
+                    name: STRUCTURED.into(),
+                    input: saying_no(schema),
+                };
+                (0, Some(Reply::Blocks(vec![no])))
             } else {
                 (0, None)
             };
@@ -319,6 +334,37 @@ fn answer(
             error_body("not served by the e2e fake"),
         ),
     }
+}
+
+/// The tool Claude Code's `-p --json-schema` offers a model for its structured answer.
+const STRUCTURED: &str = "StructuredOutput";
+
+/// The answer schema of a judge's call: one offered [`STRUCTURED`] (only `claude -p
+/// --json-schema` offers it; 2.1.332 sends a deferred-tools placeholder beside it).
+fn judge_schema(body: &Value) -> Option<Value> {
+    body["tools"]
+        .as_array()?
+        .iter()
+        .find(|t| t["name"] == STRUCTURED)
+        .map(|t| t["input_schema"].clone())
+}
+
+/// A value of `schema` that says no: every required field false, empty or zero.
+fn saying_no(schema: &Value) -> Value {
+    let mut out = serde_json::Map::new();
+    for name in schema["required"].as_array().into_iter().flatten() {
+        let Some(name) = name.as_str() else { continue };
+        let kind = &schema["properties"][name]["type"];
+        let value = match kind.as_str().or_else(|| kind[0].as_str()) {
+            Some("boolean") => json!(false),
+            Some("number" | "integer") => json!(0),
+            Some("array") => json!([]),
+            Some("object") => json!({}),
+            _ => json!(""),
+        };
+        out.insert(name.to_owned(), value);
+    }
+    Value::Object(out)
 }
 
 /// An error body in Anthropic's shape (the other wires read the HTTP status).
@@ -432,6 +478,49 @@ mod tests {
             .filter_map(|l| l.strip_prefix("data: "))
             .map(|d| serde_json::from_str(d).expect("event data is JSON"))
             .collect()
+    }
+
+    /// A judge's call the script does not answer gets a structured "no" and leaves the script
+    /// to the agents; one the script answers (a StructuredOutput call next) takes that answer.
+    #[test]
+    fn an_unscripted_judge_is_told_no_and_a_scripted_one_answers() {
+        let verdict = json!({"block": true, "reasoning": "scripted"});
+        let api = FakeApi::start(vec![
+            Reply::Blocks(vec![Block::Tool {
+                name: "Bash".into(),
+                input: json!({"command": "ls"}),
+            }]),
+            Reply::Blocks(vec![Block::Tool {
+                name: STRUCTURED.into(),
+                input: verdict.clone(),
+            }]),
+        ])
+        .expect("start");
+        let judge = json!({"model": "m", "messages": [], "tools": [
+            {"name": "DeferredToolPlaceholder"}, {"name": STRUCTURED,
+            "input_schema": {"type": "object", "required": ["block", "reasoning", "score"],
+                "properties": {"block": {"type": "boolean"}, "reasoning": {"type": "string"},
+                    "score": {"type": "number"}}}}]});
+        let input_of = |body: &str| -> Value {
+            let v: Value = serde_json::from_str(body).expect("json");
+            v["content"][0]["input"].clone()
+        };
+        let (_, said) = post(&api, "/v1/messages", &judge);
+        assert_eq!(
+            input_of(&said),
+            json!({"block": false, "reasoning": "", "score": 0})
+        );
+        let turn = json!({"model": "m", "tools": [{"name": "Bash"}], "messages": []});
+        let (_, first) = post(&api, "/v1/messages", &turn);
+        assert_eq!(
+            input_of(&first),
+            json!({"command": "ls"}),
+            "the script was left"
+        );
+        let (_, scripted) = post(&api, "/v1/messages", &judge);
+        assert_eq!(input_of(&scripted), verdict);
+        let turns: Vec<bool> = api.requests().iter().map(|r| r.turn).collect();
+        assert_eq!(turns, [false, true, true]);
     }
 
     #[test]
