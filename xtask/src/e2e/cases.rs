@@ -148,6 +148,12 @@ fn answered(o: &Outcome, event: &str, marker: &str) -> Result<(), String> {
     )
 }
 
+/// A deny on edited Python files holding `print(`: the lint on edited files, the same hook file
+/// in Claude Code's suite and the other agents' (`edit-deny`).
+pub(super) const NOPRINT: &str = "[[hook]]\nkind = \"deny\"\nreason = \"E2E-NOPRINT no print() in library code\"\n\
+                       only_if = [{ tool = \"Edit|Write\" }, { file_path = \"*.py\" }, \
+                       { content = \"print\\\\(\" }]\n";
+
 /// A settings hook that does nothing on CwdChanged (see the `cwd-changed` case).
 const SWITCH_ON_CWD_CHANGED: &str =
     r#"{"hooks": {"CwdChanged": [{"hooks": [{"type": "command", "command": "true"}]}]}}"#;
@@ -552,6 +558,42 @@ pub fn all() -> Vec<Case> {
                 ensure(
                     text.contains("E2E-LINT") && text.contains("FIXME later"),
                     format!("the lint is not beside the tool result: {text}"),
+                )
+            },
+        },
+        Case {
+            name: "edit-deny",
+            about: "a deny on edited Python files (the other agents' edit-deny): the Write is refused, the model hears why, the file is not written; a clean one is",
+            hooks: NOPRINT,
+            files: &[],
+            setup: "",
+            settings: "",
+            args: &[],
+            plugin: Plugin::Installed,
+            prompts: &["Write lib.py."],
+            mode: Mode::AcceptEdits,
+            script: vec![
+                call(
+                    "Write",
+                    json!({"file_path": "{P}/lib.py", "content": "def f():\n    print(1)\n"}),
+                ),
+                call(
+                    "Write",
+                    json!({"file_path": "{P}/clean.py", "content": "def f():\n    return 1\n"}),
+                ),
+                say("Wrote clean.py instead."),
+            ],
+            check: |o| {
+                let (text, is_error) = result_of(o, 1)?;
+                ensure(is_error, format!("the Write was not refused: {text}"))?;
+                ensure(
+                    text.contains("E2E-NOPRINT"),
+                    format!("the tool result lacks our reason: {text}"),
+                )?;
+                ensure(!o.exists("lib.py"), "lib.py was written")?;
+                ensure(
+                    o.exists("clean.py"),
+                    "clean.py was not written: the refusal was not ours",
                 )
             },
         },
