@@ -378,22 +378,31 @@ fn what_an_agent_cannot_express_fails_closed() {
     assert!(cursor_stop["followup_message"].is_string());
 }
 
+/// A Codex fixture (by its file stem), read by the adapter.
+fn codex_fixture(stem: &str) -> Normalised {
+    let payload = fixtures(Agent::Codex)
+        .into_iter()
+        .find(|(s, _)| s == stem)
+        .unwrap()
+        .1;
+    normalise(Agent::Codex, None, &payload).unwrap()
+}
+
+/// The tool of each Claude Code payload an event became, in order.
+fn tool_names(n: &Normalised) -> Vec<&str> {
+    n.payloads
+        .iter()
+        .map(|p| p["tool_name"].as_str().unwrap())
+        .collect()
+}
+
 /// Codex 0.169 applies a shell command that is `apply_patch <<'EOF'` itself, and sends its hooks
 /// that call as `Bash`: it is checked as the command and as the files its patch writes, so a
 /// rule on edited files refuses it as it refuses the `apply_patch` tool's call.
 #[test]
 fn a_patch_run_through_codexs_shell_is_checked_as_a_patch_too() {
-    let payload = fixtures(Agent::Codex)
-        .into_iter()
-        .find(|(s, _)| s == "PreToolUse--bash_apply_patch")
-        .unwrap()
-        .1;
-    let n = normalise(Agent::Codex, None, &payload).unwrap();
-    let tools: Vec<&str> = n
-        .payloads
-        .iter()
-        .map(|p| p["tool_name"].as_str().unwrap())
-        .collect();
+    let n = codex_fixture("PreToolUse--bash_apply_patch");
+    let tools = tool_names(&n);
     assert_eq!(tools, ["Bash", "Write"]);
     assert_eq!(
         n.payloads[1]["tool_input"],
@@ -440,17 +449,8 @@ fn a_patch_run_through_codexs_shell_is_checked_as_a_patch_too() {
 /// One refused file refuses the whole patch.
 #[test]
 fn a_patch_is_as_strict_as_its_strictest_file() {
-    let payload = fixtures(Agent::Codex)
-        .into_iter()
-        .find(|(s, _)| s == "PreToolUse--apply_patch")
-        .unwrap()
-        .1;
-    let n = normalise(Agent::Codex, None, &payload).unwrap();
-    let tools: Vec<&str> = n
-        .payloads
-        .iter()
-        .map(|p| p["tool_name"].as_str().unwrap())
-        .collect();
+    let n = codex_fixture("PreToolUse--apply_patch");
+    let tools = tool_names(&n);
     assert_eq!(tools, ["Edit", "Write", "Bash"]);
     assert_eq!(
         n.payloads[0]["tool_input"]["file_path"],
