@@ -441,6 +441,7 @@ fn run(
         Err(rejected) => return Ok(captain_hook::worker::run::print(&rejected)),
     };
     let root = resolve_root(root.as_deref(), &stdin);
+    let facts = pattern_facts();
     let mut notice = None;
     if hooks.is_none() && capt_hook_rust_project::is_rust_project(&root) {
         match rust_project::current(&root) {
@@ -464,9 +465,30 @@ fn run(
         }
         None => Project::load(&root, &hooks_dir(hooks, &root)).with_notice(notice),
     };
-    Ok(captain_hook::worker::run::evaluate_and_print(
-        &project, event, &stdin, run_async,
-    ))
+    let code = captain_hook::worker::run::evaluate_and_print(&project, event, &stdin, run_async);
+    if let Some(cache) = facts {
+        // After the answer is printed: a cache that cannot be written only means parsing again.
+        if let Err(e) = cache.save() {
+            tracing::debug!("cannot save the pattern facts: {e}");
+        }
+    }
+    Ok(code)
+}
+
+/// The file where runs of this executable keep what parsing patterns taught them (one file for
+/// every project: test runners and the peers' bench call `run` once per case, each with the same
+/// builtin packs, so most of a run's patterns were parsed by the run before it; a file per
+/// project would leave one behind per temporary project). Workers keep their own, per project.
+const RUN_FACTS: &str = "capt-hook-run";
+
+/// Installs the facts cache for this run's patterns ([`capt_hook_core::pattern::FactsCache`]);
+/// `None` when this executable cannot be identified (then patterns are parsed, as without it).
+fn pattern_facts() -> Option<&'static capt_hook_core::pattern::FactsCache> {
+    let dir = capt_hook_proto::paths::state_dir().join(capt_hook_proto::paths::PATTERN_FACTS);
+    capt_hook_core::pattern::install_facts_cache(capt_hook_core::pattern::FactsCache::open(
+        &dir, RUN_FACTS,
+    )?);
+    capt_hook_core::pattern::installed_facts_cache()
 }
 
 fn explain(

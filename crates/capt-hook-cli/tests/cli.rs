@@ -1757,6 +1757,41 @@ fn pack_list_shows_llm_hooks_skipped_for_want_of_a_judge() {
     );
 }
 
+/// `run` keeps what parsing patterns taught it in one file for every project, and a later run
+/// answers the same from it; a file it cannot read only means parsing again.
+#[test]
+fn runs_share_what_parsing_patterns_taught_them() {
+    let p = Project::new(&[]);
+    let cache = p.root().join("cache");
+    let env: &[(&str, &Path)] = &[("XDG_CACHE_HOME", &cache)];
+    let payload = br#"{"session_id":"s","tool_name":"Bash","tool_input":{"command":"rm -rf /"}}"#;
+    let decision = |out: &Output| {
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{e}: {:?} {}", text(&out.stdout), text(&out.stderr)));
+        v["hookSpecificOutput"]["permissionDecision"].clone()
+    };
+    let facts = cache.join("captain-hook/host-v1/patterns/capt-hook-run.json");
+    let first = p.run_env(&["run", "PreToolUse", "--packs"], payload, env);
+    assert_eq!(decision(&first), "deny");
+    let stored: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&facts).expect("the first run saved its facts"))
+            .unwrap();
+    let learned = stored["facts"].as_object().map_or(0, |f| f.len());
+    assert!(learned > 50, "the packs' patterns are kept: {learned}");
+    // Read back, not parsed again: the file is left as it was.
+    let written = std::fs::metadata(&facts).unwrap().modified().unwrap();
+    let second = p.run_env(&["run", "PreToolUse", "--packs"], payload, env);
+    assert_eq!(decision(&second), "deny");
+    assert_eq!(std::fs::metadata(&facts).unwrap().modified().unwrap(), written);
+    std::fs::write(&facts, "{ not json").unwrap();
+    let third = p.run_env(&["run", "PreToolUse", "--packs"], payload, env);
+    assert_eq!(decision(&third), "deny");
+    assert!(
+        serde_json::from_slice::<serde_json::Value>(&std::fs::read(&facts).unwrap()).is_ok(),
+        "a broken file is replaced by what the run parsed"
+    );
+}
+
 #[test]
 fn run_loads_packs_only_when_asked() {
     let p = Project::new(&[]);
