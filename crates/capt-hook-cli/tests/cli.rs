@@ -1782,7 +1782,10 @@ fn runs_share_what_parsing_patterns_taught_them() {
     let written = std::fs::metadata(&facts).unwrap().modified().unwrap();
     let second = p.run_env(&["run", "PreToolUse", "--packs"], payload, env);
     assert_eq!(decision(&second), "deny");
-    assert_eq!(std::fs::metadata(&facts).unwrap().modified().unwrap(), written);
+    assert_eq!(
+        std::fs::metadata(&facts).unwrap().modified().unwrap(),
+        written
+    );
     std::fs::write(&facts, "{ not json").unwrap();
     let third = p.run_env(&["run", "PreToolUse", "--packs"], payload, env);
     assert_eq!(decision(&third), "deny");
