@@ -551,6 +551,12 @@ fn run_case(
     };
     drop(api);
     save_requests(&logs, &outcome.requests);
+    // Beside Claude Code's log, what the host and its workers said meanwhile: a hook that
+    // failed (an exit 1 Claude Code logs without its stderr) is explained there.
+    let _ = std::fs::write(
+        logs.join("host.log"),
+        variants::host_log_since(&host_log, host_log_from),
+    );
     unserved.extend(
         outcome
             .requests

@@ -215,9 +215,7 @@ pub fn spawns(log: &Path) -> Vec<String> {
 /// The answers the host gave our hooks module during the run, from the host log's lines
 /// after `from` bytes: (event, result JSON, passed on to the command hook).
 pub fn mod_answers(host_log: &Path, from: u64) -> Vec<(String, String, bool)> {
-    let text = std::fs::read(host_log).unwrap_or_default();
-    let start = usize::try_from(from).unwrap_or(0).min(text.len());
-    String::from_utf8_lossy(&text[start..])
+    host_log_since(host_log, from)
         .lines()
         .filter(|l| l.contains("mod answer"))
         .filter_map(|l| {
@@ -231,6 +229,14 @@ pub fn mod_answers(host_log: &Path, from: u64) -> Vec<(String, String, bool)> {
             Some((event, result, pass))
         })
         .collect()
+}
+
+/// What the host logged from byte `from` of its log on (the log is shared by every case of a
+/// run; a case reads its own stretch). Empty when there is no log.
+pub fn host_log_since(host_log: &Path, from: u64) -> String {
+    let text = std::fs::read(host_log).unwrap_or_default();
+    let start = usize::try_from(from).unwrap_or(0).min(text.len());
+    String::from_utf8_lossy(&text[start..]).into_owned()
 }
 
 /// The time Claude Code's debug log gives each run of our (or the no-op's) PreToolUse: a
