@@ -1055,12 +1055,28 @@ impl Scan<'_> {
             }
             // An options object (`{ stdio: "inherit" }`): not a value that runs.
             Some(Tok::Punct('{')) => (Some(Arg::Options), self.skip_group(i)),
+            // `mkdtemp()` or `tempfile.mkdtemp(…)`: a directory made fresh by the call. Anything
+            // after the call (`mkdtemp() + "/.."`) makes the argument computed again (`args`).
+            Some(Tok::Ident(_)) if self.lang == Lang::Python && self.fresh_dir(i).is_some() => {
+                (Some(Arg::Fresh), self.fresh_dir(i).unwrap_or(i + 1))
+            }
             // `shell=True`, `check=True`: keyword arguments.
             Some(Tok::Ident(_)) if self.punct(i + 1, '=') && !self.punct(i + 2, '=') => {
                 (Some(Arg::Options), i + 1)
             }
             _ => (None, i + 1),
         }
+    }
+
+    /// The index past a call of python's `mkdtemp` (bare, or qualified by `tempfile`) whose
+    /// name starts at `i`.
+    fn fresh_dir(&self, i: usize) -> Option<usize> {
+        let name = match self.ident(i)? {
+            "tempfile" if self.punct(i + 1, '.') => i + 2,
+            _ => i,
+        };
+        (self.ident(name) == Some("mkdtemp") && self.punct(name + 1, '('))
+            .then(|| self.skip_group(name + 1))
     }
 
     /// The index past the bracketed group opening at `i`.
@@ -1100,13 +1116,18 @@ impl Scan<'_> {
         let Some(first) = values.next() else {
             return;
         };
-        let Some(first) = first else {
-            unread(
-                out,
-                lang,
-                &format!("`{name}` is called with a value computed at run time"),
-            );
-            return;
+        let first = match first {
+            // Deleting the directory the program just made deletes nothing of the user's.
+            Some(Arg::Fresh) if matches!(runs, Runs::RemoveTree | Runs::Remove) => return,
+            Some(Arg::Fresh) | None => {
+                unread(
+                    out,
+                    lang,
+                    &format!("`{name}` is called with a value computed at run time"),
+                );
+                return;
+            }
+            Some(first) => first,
         };
         match runs {
             Runs::Eval => match first {
@@ -1139,7 +1160,7 @@ impl Scan<'_> {
                         }
                         out.commands.push(shell_join(&argv));
                     }
-                    (Arg::Options, _) => {}
+                    (Arg::Options | Arg::Fresh, _) => {}
                 }
             }
             Runs::Program => {
@@ -1160,7 +1181,7 @@ impl Scan<'_> {
                         Some(Arg::Text(s)) if lang == Lang::Python && n == 0 => argv = vec![s],
                         Some(Arg::Text(s)) => argv.push(s),
                         Some(Arg::Options) => {}
-                        None => {
+                        Some(Arg::Fresh) | None => {
                             unread(
                                 out,
                                 lang,
@@ -1181,7 +1202,7 @@ impl Scan<'_> {
                 let paths = match first {
                     Arg::Text(t) => vec![t],
                     Arg::List(l) => l,
-                    Arg::Options => return,
+                    Arg::Options | Arg::Fresh => return,
                 };
                 let mut argv = vec!["rm".to_owned(), flag.to_owned(), "--".to_owned()];
                 argv.extend(paths);
@@ -1200,6 +1221,9 @@ enum Arg {
     List(Vec<String>),
     /// Keyword arguments or an options object.
     Options,
+    /// A directory the call makes on the spot (python's `tempfile.mkdtemp()`): new and empty,
+    /// so deleting it deletes nothing that was there before the program ran.
+    Fresh,
 }
 
 fn unread(out: &mut Reading, lang: Lang, why: &str) {
@@ -1267,6 +1291,32 @@ mod tests {
         assert_eq!(
             cmds(P, "import shutil; shutil.rmtree('/etc')"),
             ["rm -rf -- /etc"]
+        );
+        // A directory the program makes on the spot holds nothing of the user's.
+        assert!(
+            cmds(
+                P,
+                "import shutil, tempfile; shutil.rmtree(tempfile.mkdtemp())"
+            )
+            .is_empty()
+        );
+        assert!(
+            cmds(
+                P,
+                "from tempfile import mkdtemp\nimport shutil\nshutil.rmtree(mkdtemp(prefix='x'))"
+            )
+            .is_empty()
+        );
+        assert!(
+            unread_reason(
+                P,
+                "import shutil, tempfile; shutil.rmtree(tempfile.mkdtemp() + '/..')"
+            )
+            .contains("computed")
+        );
+        assert!(
+            unread_reason(P, "import os, tempfile; os.system(tempfile.mkdtemp())")
+                .contains("computed")
         );
         assert_eq!(
             cmds(P, "import os; os.execvp('rm', ['rm', '-rf', '/'])"),

@@ -25,7 +25,7 @@ use fetch::{PEERS, Peer, Source};
 use report::{Keep, Row, Thresholds};
 use runner::Setup;
 
-const USAGE: &str = "usage: cargo xtask guard-bench [--check] [--no-keep] [--fetch-only] [--cli PATH] [--only PEER,…] [--jobs N] [--timeout-ms N] [--limit N]";
+const USAGE: &str = "usage: cargo xtask guard-bench [--check] [--no-keep] [--fetch-only] [--cli PATH] [--only PEER,…] [--config packs|natural] [--jobs N] [--timeout-ms N] [--limit N]";
 
 /// Issue 28: the packs stop at least 97% of in-family destructive cases and at most 0.5% of
 /// allowed ones; the natural rules stop at least 95%.
@@ -38,6 +38,9 @@ const NATURAL: Thresholds = Thresholds {
     blocked: None,
 };
 
+/// The configurations a run measures, in order (`--config` picks one).
+const CONFIGS: [&str; 2] = ["packs", "natural"];
+
 #[derive(Debug)]
 struct Args {
     check: bool,
@@ -49,6 +52,8 @@ struct Args {
     fetch_only: bool,
     cli: Option<PathBuf>,
     only: Option<Vec<String>>,
+    /// Run one configuration (`packs` or `natural`) instead of both, to iterate on one.
+    config: Option<String>,
     jobs: usize,
     timeout: Duration,
     limit: Option<usize>,
@@ -62,6 +67,7 @@ impl Args {
             fetch_only: false,
             cli: None,
             only: None,
+            config: None,
             jobs: std::thread::available_parallelism().map_or(2, |n| n.get() * 2),
             timeout: Duration::from_secs(10),
             limit: None,
@@ -87,6 +93,13 @@ impl Args {
                         }
                     }
                     out.only = Some(names);
+                }
+                "--config" => {
+                    let name = value("--config")?;
+                    if !CONFIGS.contains(&name.as_str()) {
+                        bail!("--config: no configuration named {name:?}\n{USAGE}");
+                    }
+                    out.config = Some(name);
                 }
                 "--jobs" => out.jobs = number(&value("--jobs")?, "--jobs")?,
                 "--timeout-ms" => {
@@ -236,6 +249,9 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
         ),
     ];
     for (config, title, hooks, packs, thresholds) in configs {
+        if args.config.as_deref().is_some_and(|c| c != config) {
+            continue;
+        }
         let setup = Setup {
             cli: cli.clone(),
             root: root.clone(),
@@ -411,6 +427,9 @@ mod tests {
         assert_eq!(a.only, Some(vec!["dcg".to_owned(), "longline".to_owned()]));
         assert_eq!(a.jobs, 3);
         assert!(Args::parse(&["--only".into(), "nobody".into()]).is_err());
+        let one = Args::parse(&["--config".into(), "natural".into()]).expect("parses");
+        assert_eq!(one.config.as_deref(), Some("natural"));
+        assert!(Args::parse(&["--config".into(), "both".into()]).is_err());
         assert!(Args::parse(&["--jobs".into(), "0".into()]).is_err());
         assert!(Args::parse(&["--frobnicate".into()]).is_err());
     }
