@@ -1119,14 +1119,7 @@ impl Scan<'_> {
         let first = match first {
             // Deleting the directory the program just made deletes nothing of the user's.
             Some(Arg::Fresh) if matches!(runs, Runs::RemoveTree | Runs::Remove) => return,
-            Some(Arg::Fresh) | None => {
-                unread(
-                    out,
-                    lang,
-                    &format!("`{name}` is called with a value computed at run time"),
-                );
-                return;
-            }
+            Some(Arg::Fresh) | None => return computed(out, lang, name),
             Some(first) => first,
         };
         match runs {
@@ -1181,14 +1174,7 @@ impl Scan<'_> {
                         Some(Arg::Text(s)) if lang == Lang::Python && n == 0 => argv = vec![s],
                         Some(Arg::Text(s)) => argv.push(s),
                         Some(Arg::Options) => {}
-                        Some(Arg::Fresh) | None => {
-                            unread(
-                                out,
-                                lang,
-                                &format!("`{name}` is called with a value computed at run time"),
-                            );
-                            return;
-                        }
+                        Some(Arg::Fresh) | None => return computed(out, lang, name),
                     }
                 }
                 out.commands.push(shell_join(&argv));
@@ -1224,6 +1210,16 @@ enum Arg {
     /// A directory the call makes on the spot (python's `tempfile.mkdtemp()`): new and empty,
     /// so deleting it deletes nothing that was there before the program ran.
     Fresh,
+}
+
+/// A call whose argument the line does not hold (a variable, a call's result): what it runs
+/// cannot be read, so the line asks.
+fn computed(out: &mut Reading, lang: Lang, name: &str) {
+    unread(
+        out,
+        lang,
+        &format!("`{name}` is called with a value computed at run time"),
+    );
 }
 
 fn unread(out: &mut Reading, lang: Lang, why: &str) {
