@@ -441,7 +441,6 @@ fn run(
         Err(rejected) => return Ok(captain_hook::worker::run::print(&rejected)),
     };
     let root = resolve_root(root.as_deref(), &stdin);
-    let facts = pattern_facts();
     let mut notice = None;
     if hooks.is_none() && capt_hook_rust_project::is_rust_project(&root) {
         match rust_project::current(&root) {
@@ -451,6 +450,8 @@ fn run(
             rust_project::Current::NotLive(note) => notice = note,
         }
     }
+    // Only here: a built Rust project answers above without loading any pattern.
+    let facts = pattern_facts();
     let project = match hooks {
         // `--packs` holds with a named directory too: skipping them would let through what
         // the same call with the default directory denies.
@@ -484,7 +485,7 @@ const RUN_FACTS: &str = "capt-hook-run";
 /// Installs the facts cache for this run's patterns ([`capt_hook_core::pattern::FactsCache`]);
 /// `None` when this executable cannot be identified (then patterns are parsed, as without it).
 fn pattern_facts() -> Option<&'static capt_hook_core::pattern::FactsCache> {
-    let dir = capt_hook_proto::paths::state_dir().join(capt_hook_proto::paths::PATTERN_FACTS);
+    let dir = capt_hook_proto::paths::pattern_facts_dir();
     capt_hook_core::pattern::install_facts_cache(capt_hook_core::pattern::FactsCache::open(
         &dir, RUN_FACTS,
     )?);

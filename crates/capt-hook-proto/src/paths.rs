@@ -27,6 +27,11 @@ pub const WORKER_RECORDS: &str = "workers.json";
 /// next worker of the same build does not parse them again.
 pub const PATTERN_FACTS: &str = "patterns";
 
+/// The directory of the pattern-facts files ([`PATTERN_FACTS`] under the state directory).
+pub fn pattern_facts_dir() -> PathBuf {
+    state_dir().join(PATTERN_FACTS)
+}
+
 /// A variable lookup: the process environment ([`process_var`]) or, in the host, a request's
 /// variables.
 pub trait Lookup: Fn(&str) -> Option<OsString> {}

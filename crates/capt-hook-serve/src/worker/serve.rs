@@ -109,7 +109,7 @@ pub fn run(opts: &ServeOptions, base: Arc<Registry>) -> ExitCode {
     capt_hook_proto::claim::sweep();
 
     // What an earlier worker of this build learned parsing this project's patterns.
-    let facts = capt_hook_proto::paths::state_dir().join(capt_hook_proto::paths::PATTERN_FACTS);
+    let facts = capt_hook_proto::paths::pattern_facts_dir();
     let project = blake3::hash(opts.root.as_os_str().as_encoded_bytes()).to_hex();
     if let Some(cache) = capt_hook_core::pattern::FactsCache::open(&facts, &project[..16]) {
         capt_hook_core::pattern::install_facts_cache(cache);
