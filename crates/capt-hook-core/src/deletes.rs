@@ -39,17 +39,23 @@ pub enum DeleteRisk {
     OutsideRepo,
     /// A glob matching more than [`GLOB_LIMIT`] paths, or too large to expand.
     BroadGlob,
+    /// Not a risk but its absence, reported only when no risk is: the line runs only `rm` (and
+    /// literal `cd`s), and every path it names is missing from the disk, so it deletes
+    /// nothing. Hooks that stop deletes of what may exist (a tree inside the repository) skip
+    /// on it.
+    Nothing,
 }
 
 impl DeleteRisk {
     /// Every risk, in the order they are checked.
-    pub const ALL: [DeleteRisk; 6] = [
+    pub const ALL: [DeleteRisk; 7] = [
         DeleteRisk::Root,
         DeleteRisk::Home,
         DeleteRisk::RepoRoot,
         DeleteRisk::ContainsRepo,
         DeleteRisk::OutsideRepo,
         DeleteRisk::BroadGlob,
+        DeleteRisk::Nothing,
     ];
 
     /// The name hook files use.
@@ -61,6 +67,7 @@ impl DeleteRisk {
             DeleteRisk::ContainsRepo => "contains_repo",
             DeleteRisk::OutsideRepo => "outside_repo",
             DeleteRisk::BroadGlob => "broad_glob",
+            DeleteRisk::Nothing => "nothing",
         }
     }
 
@@ -85,6 +92,11 @@ pub fn risks(line: &CommandLine, cwd: Option<&Path>, home: &Path) -> Vec<DeleteR
     // `( … )` ends with the subshell, so a command sees the latest one whose subshells are a
     // prefix of its own (a later `cd` outside a subshell comes after that subshell closed).
     let mut dirs: Vec<(&[u32], Option<PathBuf>)> = vec![(&[], cwd.map(normalize))];
+    // Whether the line deletes nothing: it stays true while every command is a literal `cd` or
+    // a plain `rm` of spelled-out paths that are missing. Any other command could make one of
+    // them first (`mv src x && rm -rf x`), so it ends the question.
+    let mut nothing = line.unreadable.is_none() && line.unread_code.is_none() && !line.has_error;
+    let mut rms = 0usize;
     for command in line.commands() {
         let here = dirs
             .iter()
@@ -99,8 +111,20 @@ pub fn risks(line: &CommandLine, cwd: Option<&Path>, home: &Path) -> Vec<DeleteR
                 (CdTo::Path(p), Some(base)) => Some(normalize(&base.join(p))),
                 _ => None,
             };
+            nothing &= moved.is_some();
             dirs.push((&command.subshells, moved));
             continue;
+        }
+        let plain_rm = command.nesting == 0
+            && command.runs.is_empty()
+            && command.redirects.is_empty()
+            && command.env.is_empty()
+            && command.words.first().is_some_and(|w| w.key() == "rm");
+        if plain_rm {
+            rms += 1;
+            nothing &= targets(&command.words[1..]).all(|w| missing(w, here.as_deref(), home));
+        } else {
+            nothing = false;
         }
         for words in command.run_words() {
             let Some(program) = words.first() else {
@@ -118,8 +142,35 @@ pub fn risks(line: &CommandLine, cwd: Option<&Path>, home: &Path) -> Vec<DeleteR
             }
         }
     }
+    // Only alone: a missing home or root is still named for what it is.
+    if nothing && rms > 0 && found.is_empty() {
+        found.push(DeleteRisk::Nothing);
+    }
     found.sort();
     found
+}
+
+/// True when `word` spells a path (no expansion, glob or `~`) that does not exist, resolved
+/// against `cwd`. A symlink counts as there even when it dangles: rm deletes the link.
+fn missing(word: &Word, cwd: Option<&Path>, home: &Path) -> bool {
+    let Some(text) = word.value.as_deref() else {
+        return false;
+    };
+    if word.expandable || text.is_empty() {
+        return false;
+    }
+    let Some(path) = expand_home(text, home) else {
+        return false;
+    };
+    let path = match (path.is_absolute(), cwd) {
+        (true, _) => path,
+        (false, Some(base)) => base.join(path),
+        (false, None) => return false,
+    };
+    matches!(
+        std::fs::symlink_metadata(&path),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound
+    )
 }
 
 enum CdTo {
@@ -484,8 +535,12 @@ fn normalize(path: &Path) -> PathBuf {
 mod tests {
     use super::*;
 
+    /// The risks alone: whether the paths of these lines exist on this machine is beside the
+    /// point of the tests that use it (`Nothing` has its own test).
     fn risks_of(line: &str, cwd: &Path, home: &Path) -> Vec<DeleteRisk> {
-        risks(&CommandLine::parse(line), Some(cwd), home)
+        let mut found = risks(&CommandLine::parse(line), Some(cwd), home);
+        found.retain(|r| *r != DeleteRisk::Nothing);
+        found
     }
 
     fn repo(dir: &Path) {
@@ -592,9 +647,40 @@ mod tests {
         );
         // A `cd` inside `( … )` ends with the subshell; inside it, it holds.
         let cl = CommandLine::parse("( cd / ); rm -rf srv");
-        assert_eq!(risks(&cl, Some(&proj), home), vec![]);
+        assert_eq!(risks(&cl, Some(&proj), home), vec![DeleteRisk::Nothing]);
         let cl = CommandLine::parse("(cd / && rm -rf srv)");
         assert_eq!(risks(&cl, Some(&proj), home), vec![DeleteRisk::OutsideRepo]);
+    }
+
+    #[test]
+    fn a_line_of_missing_paths_deletes_nothing() {
+        let tmp = tempfile::tempdir().unwrap();
+        let proj = tmp.path().join("proj");
+        repo(&proj);
+        std::fs::create_dir_all(proj.join("build")).unwrap();
+        let home = Path::new("/home/alice");
+        let of = |line: &str| risks(&CommandLine::parse(line), Some(&proj), home);
+        let nothing = vec![DeleteRisk::Nothing];
+        assert_eq!(of("rm -rf directory"), nothing);
+        // Bash drops the backslashes of an unquoted Windows path: a missing relative name.
+        assert_eq!(of(r"rm -rf C:\Users\u\AppData\Local\Temp\x"), nothing);
+        assert_eq!(of("cd sub && rm -r -f gone other"), nothing);
+        assert_eq!(of("rm -rf"), nothing);
+        // Something there, or a command that could make it, or a path we cannot spell.
+        assert_eq!(of("rm -rf build"), vec![]);
+        assert_eq!(of("rm -rf gone build"), vec![]);
+        assert_eq!(of("mv build gone && rm -rf gone"), vec![]);
+        assert_eq!(of("mkdir gone; rm -rf gone"), vec![]);
+        assert_eq!(of("rm -rf $OUT"), vec![]);
+        assert_eq!(of("rm -rf gone*"), vec![]);
+        assert_eq!(of("sudo rm -rf gone"), vec![]);
+        assert_eq!(of("rm -rf \"$(mktemp)\""), vec![]);
+        assert_eq!(of("cd $D && rm -rf gone"), vec![]);
+        // A dangling symlink is there: rm deletes the link.
+        std::os::unix::fs::symlink(proj.join("nowhere"), proj.join("link")).unwrap();
+        assert_eq!(of("rm -rf link"), vec![]);
+        // A missing path with a risk of its own keeps it.
+        assert_eq!(of("rm -rf /home/nobody-here"), vec![DeleteRisk::Home]);
     }
 
     #[test]

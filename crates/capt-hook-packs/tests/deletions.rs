@@ -1,7 +1,7 @@
-//! The general pack's rm guard against a real filesystem: repositories, directories holding
-//! them, broad globs and the trash rewrite need directories on disk that are not scratch space
-//! (everything under the temp dir is), which inline tests cannot make. They live under cargo's
-//! per-target temp dir instead.
+//! The general pack's rm guard, and the safety pack's recursive-delete rule, against a real
+//! filesystem: repositories, directories holding them, broad globs, missing paths and the trash
+//! rewrite need directories on disk that are not scratch space (everything under the temp dir
+//! is), which inline tests cannot make. They live under the user's cache directory instead.
 
 // A test fails by panicking: unwrap and expect are how it says what broke.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -140,4 +140,54 @@ fn outside_a_repository_rm_becomes_trash_where_trash_exists() {
         verdict("rm notes.txt", &root, "/nonexistent"),
         "outside any git/jj repository",
     );
+}
+
+/// The safety pack's recursive-delete rule alone: it stops a tree inside a repository, which
+/// the general pack lets version control answer for, unless the line deletes nothing at all.
+#[test]
+fn a_recursive_delete_inside_a_repository_needs_something_to_delete() {
+    let root = workspace("recursive");
+    let proj = root.join("proj");
+    std::fs::create_dir_all(proj.join(".git")).unwrap();
+    std::fs::create_dir_all(proj.join("build/out")).unwrap();
+    let safety = BUILTINS.iter().find(|b| b.name == "safety").unwrap();
+    let mut registry = Registry::new();
+    let errors = capt_hook_packs::load_builtin(safety, &mut registry);
+    assert!(errors.is_empty(), "{errors:?}");
+    let mut only = Registry::new();
+    for hook in registry.hooks() {
+        if hook.name == "safety/filesystem:block_command_rm_recursive" {
+            only.push((**hook).clone());
+        }
+    }
+    assert_eq!(only.hooks().len(), 1, "the rule is there, once");
+    let dispatcher = Dispatcher::new(Arc::new(only), None);
+    let verdict = |command: &str| {
+        let evt = Event::new(
+            EventKind::PreToolUse,
+            json!({
+                "tool_name": "Bash",
+                "tool_input": {"command": command},
+                "cwd": proj.display().to_string(),
+            }),
+            EventContext::default(),
+        )
+        .unwrap();
+        dispatcher.dispatch(&Arc::new(evt), DispatchOptions::default())
+    };
+    blocked(verdict("rm -rf build"), "rm -r deletes a whole tree");
+    blocked(verdict("rm -rf gone build/out"), "rm -r deletes a whole tree");
+    // A command before the rm could make the missing path (here from the tree that exists).
+    blocked(
+        verdict("mv build gone && rm -rf gone"),
+        "rm -r deletes a whole tree",
+    );
+    for nothing in [
+        "rm -rf gone",
+        r"rm -rf C:\Users\u\AppData\Local\Temp\x",
+        "cd build && rm -r -f missing",
+    ] {
+        assert_eq!(verdict(nothing), None, "{nothing}");
+    }
+    std::fs::remove_dir_all(&root).unwrap();
 }

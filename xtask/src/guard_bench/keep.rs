@@ -1,8 +1,12 @@
 //! Disagreements with a peer that we keep on purpose (`xtask/guard-bench/keep.toml`): each entry
 //! names the cases it covers (a command line, or a regex over it less those an `unless` regex
-//! matches; optionally one peer and the peer's verdict, else the cases the peer denies or asks)
-//! and says why we answer otherwise. Covered cases leave the figures and are
+//! matches; optionally one peer and the peer's verdict, deny or ask, else both) and says why we
+//! let the command run where the peer stops it. Covered cases leave the figures and are
 //! printed as a count; an entry that covers no case is reported, so the list does not rot.
+//!
+//! Only the peer's stops can be kept. What we stop where the peer lets the command run always
+//! counts (issue 28: "policy differences count: the pack sets the policy"): an over-block costs
+//! the user a call whatever our reason, so the reasons for those live in docs/guard-bench.md.
 
 use std::path::Path;
 
@@ -52,11 +56,8 @@ enum Matcher {
 impl Entry {
     pub fn covers(&self, peer: &str, case: &Case) -> bool {
         self.peer.as_deref().is_none_or(|p| p == peer)
-            && match self.expected {
-                Some(e) => e == case.expected,
-                // A disagreement is about a case the peer stops unless the entry says otherwise.
-                None => matches!(case.expected, PeerVerdict::Deny | PeerVerdict::Ask),
-            }
+            && matches!(case.expected, PeerVerdict::Deny | PeerVerdict::Ask)
+            && self.expected.is_none_or(|e| e == case.expected)
             && match &self.matcher {
                 Matcher::Exact(c) => *c == case.command,
                 Matcher::Pattern(re) => re.is_match(&case.command),
@@ -95,10 +96,13 @@ pub fn parse(text: &str, name: &str) -> anyhow::Result<Vec<Entry>> {
         };
         let expected = match raw.expected {
             None => None,
-            Some(word) => Some(
-                PeerVerdict::parse(&word)
-                    .with_context(|| format!("{at}: `expected` {word:?} is not a verdict"))?,
-            ),
+            Some(word) => match PeerVerdict::parse(&word) {
+                Some(v @ (PeerVerdict::Deny | PeerVerdict::Ask)) => Some(v),
+                Some(_) => bail!(
+                    "{at}: `expected` {word:?}: only a case the peer stops (deny, ask) can be kept; what we stop where the peer allows counts against the pack whatever the reason (write it in docs/guard-bench.md)"
+                ),
+                None => bail!("{at}: `expected` {word:?} is not a verdict"),
+            },
         };
         out.push(Entry {
             peer: raw.peer,
@@ -181,5 +185,15 @@ reason = "installs are not destructive"
         );
         assert!(bad.contains("not a regex"), "{bad}");
         assert!(parse("[[keep]]\ncommand = \"x\"\nreason = \"r\"\ntypo = 1\n", "k").is_err());
+        let over_block = parse(
+            "[[keep]]\ncommand = \"x\"\nexpected = \"allow\"\nreason = \"r\"\n",
+            "k",
+        )
+        .expect_err("an allowed case")
+        .to_string();
+        assert!(
+            over_block.contains("keep entry 1") && over_block.contains("only a case the peer stops"),
+            "{over_block}"
+        );
     }
 }
