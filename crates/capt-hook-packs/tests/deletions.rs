@@ -176,7 +176,10 @@ fn a_recursive_delete_inside_a_repository_needs_something_to_delete() {
         dispatcher.dispatch(&Arc::new(evt), DispatchOptions::default())
     };
     blocked(verdict("rm -rf build"), "rm -r deletes a whole tree");
-    blocked(verdict("rm -rf gone build/out"), "rm -r deletes a whole tree");
+    blocked(
+        verdict("rm -rf gone build/out"),
+        "rm -r deletes a whole tree",
+    );
     // A command before the rm could make the missing path (here from the tree that exists).
     blocked(
         verdict("mv build gone && rm -rf gone"),

@@ -192,7 +192,8 @@ reason = "installs are not destructive"
         .expect_err("an allowed case")
         .to_string();
         assert!(
-            over_block.contains("keep entry 1") && over_block.contains("only a case the peer stops"),
+            over_block.contains("keep entry 1")
+                && over_block.contains("only a case the peer stops"),
             "{over_block}"
         );
     }
