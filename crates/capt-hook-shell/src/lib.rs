@@ -21,7 +21,8 @@
 //! - interpreter one-liners (`python -c`, `node -e`, `perl -e`, `ruby -e`, or the same
 //!   programs fed by a heredoc) add the command lines their literal calls run (`os.system`,
 //!   `subprocess.run`, `execSync`, `system`, backticks) as nested parts without spans; a
-//!   program we cannot read to the end says so in [`CommandLine::unread_code`];
+//!   program we cannot read to the end says so in [`CommandLine::unread_code`], as does a
+//!   command whose program's name is computed (`$CMD -rf /`, `bash -c "$X"`, `eval "$X"`);
 //! - nesting is capped (about 50 levels of `$(…)`), so hostile input cannot exhaust the stack;
 //!   a line cut short by a cap, by its length or by a syntax error says so in
 //!   [`CommandLine::unreadable`], so callers can fail closed.
@@ -29,6 +30,7 @@
 use std::rc::Rc;
 
 mod command;
+mod computed;
 mod fast;
 mod jobs;
 mod line;
@@ -59,14 +61,16 @@ impl CommandLine {
                 ..CommandLine::default()
             };
         }
-        fast::parse_simple(raw).unwrap_or_else(|| Self::parse_full(raw))
+        Self::parse_fast(raw).unwrap_or_else(|| Self::parse_full(raw))
     }
 
     /// The parser-free path alone: `Some` only for plain lines (tests compare it with
     /// [`CommandLine::parse_full`]).
     #[doc(hidden)]
     pub fn parse_fast(raw: &str) -> Option<CommandLine> {
-        fast::parse_simple(raw)
+        let mut line = fast::parse_simple(raw)?;
+        computed::note(&mut line);
+        Some(line)
     }
 
     /// Parses `raw` with tree-sitter, skipping the fast path for plain lines (the two agree;
@@ -90,13 +94,15 @@ impl CommandLine {
         let unreadable = walker
             .unreadable
             .or(walker.has_error.then_some(Unreadable::SyntaxError));
-        CommandLine {
+        let mut line = CommandLine {
             raw: raw.to_owned(),
             parts: walker.parts,
             comments: walker.comments,
             has_error: walker.has_error,
             unreadable,
             unread_code: walker.unread_code,
-        }
+        };
+        computed::note(&mut line);
+        line
     }
 }

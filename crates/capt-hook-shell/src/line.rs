@@ -211,8 +211,9 @@ pub struct CommandLine {
     pub unreadable: Option<Unreadable>,
     /// Set when an interpreter one-liner of the line (`python -c`, `node -e`, `perl -e`,
     /// `ruby -e`) runs code we could not read to the end (a call with a computed argument, an
-    /// unterminated string, `eval` of computed text): why, for the user. The commands its
-    /// literal calls run are parts of the line either way; this says there may be more.
+    /// unterminated string, `eval` of computed text), or a command's program name is computed
+    /// (`$CMD -rf /`, `bash -c "$X"`): why, for the user. The commands the line's literal text
+    /// runs are parts of it either way; this says there may be more.
     pub unread_code: Option<String>,
 }
 
