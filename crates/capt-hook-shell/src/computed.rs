@@ -1,13 +1,17 @@
-//! Commands whose program is computed at run time (`$CMD -rf /`, `bash -c "$X"`, `eval "$X"`,
-//! `g$(printf it) reset --hard`): no rule can say what they run, so the line cannot be read to
+//! Commands whose program is computed at run time where the line goes out of its way to hide it:
+//! text computed at run time handed to a shell or `eval` (`bash -c "$X"`, `eval "$X"`,
+//! `sh -c '$0 "$@"' rm -rf /`), or a name spliced from literal and computed pieces
+//! (`g$(printf it) reset --hard`). No rule can say what they run, so the line cannot be read to
 //! the end, and [`CommandLine::unread_code`] says so for the guards that fail closed.
 //!
-//! Only the program's own name counts: `"$ROOT"/scripts/test.sh` runs `test.sh` and `$BIN/rm`
-//! runs `rm`, which rules match by name as they are. The shell set-up idioms that evaluate what
-//! a known tool prints (`eval "$(ssh-agent -s)"`, `eval "$(direnv hook bash)"`) are the
-//! documented way to use those tools and are left alone.
+//! A program that is a variable alone (`$EDITOR file`, `"$BIN" run`, `$(which python) x.py`) is
+//! the ordinary way scripts pick a tool, and the peers let it run; so do we. Only the program's
+//! own name counts: `"$ROOT"/scripts/test.sh` runs `test.sh` and `$BIN/rm` runs `rm`, which rules
+//! match by name as they are. The set-up idioms that evaluate what a known tool prints
+//! (`eval "$(ssh-agent -s)"`, `eval "$(direnv hook bash)"`) are the documented way to use those
+//! tools and are left alone.
 
-use crate::{CommandLine, Part, Word, basename};
+use crate::{CommandLine, Part, SHELLS, Word, basename};
 
 /// Tools whose documented set-up is `eval "$(tool …)"`: what they print is shell code the
 /// tool writes, not text the line chose.
@@ -46,7 +50,13 @@ pub(crate) fn note(line: &mut CommandLine) {
         command
             .run_words()
             .filter_map(<[Word]>::first)
-            .find(|program| name_is_computed(program) && !is_shell_init(line, part, program))
+            .find(|program| match computed_name(program) {
+                Some(Computed::Spliced) => true,
+                Some(Computed::Whole) => {
+                    handed_to_shell(line, part) && !is_shell_init(line, part, program)
+                }
+                None => false,
+            })
             .map(|program| {
                 format!(
                     "the program `{}` is computed at run time",
@@ -56,10 +66,18 @@ pub(crate) fn note(line: &mut CommandLine) {
     });
 }
 
-/// True when the last path component of the program word holds an expansion.
-fn name_is_computed(program: &Word) -> bool {
+/// How a program's name is computed.
+enum Computed {
+    /// Expansions alone (`$CMD`, `"${RM:-rm}"`, `$(which rm)`).
+    Whole,
+    /// Literal pieces and expansions (`g$(printf it)`, `r${X}m`).
+    Spliced,
+}
+
+/// Whether, and how, the last path component of the program word holds an expansion.
+fn computed_name(program: &Word) -> Option<Computed> {
     if program.value.is_some() {
-        return false;
+        return None;
     }
     // The last `/` outside `$(…)` and `${…}` starts the name.
     let text = program.text.as_bytes();
@@ -74,7 +92,51 @@ fn name_is_computed(program: &Word) -> bool {
         }
     }
     let name = &program.text[start..];
-    name.contains('$') || name.contains('`')
+    if !name.contains(['$', '`']) {
+        return None;
+    }
+    // What is left once the expansions and quotes are taken out: literal pieces of the name.
+    let mut rest = String::new();
+    let (mut depth, mut in_tick, mut var) = (0usize, false, false);
+    let bytes = name.as_bytes();
+    for (i, &b) in bytes.iter().enumerate() {
+        match b {
+            b'`' => in_tick = !in_tick,
+            b'$' if !in_tick => var = true,
+            b'(' | b'{' if var || depth > 0 => depth += 1,
+            b')' | b'}' if depth > 0 => {
+                depth -= 1;
+                var = depth > 0;
+            }
+            b'"' | b'\'' => {}
+            _ if in_tick || depth > 0 => {}
+            // `$NAME`: a name's characters belong to the variable.
+            _ if var && (b.is_ascii_alphanumeric() || b == b'_') => {}
+            _ => {
+                var = false;
+                rest.push(char::from(bytes[i]));
+            }
+        }
+    }
+    Some(if rest.is_empty() {
+        Computed::Whole
+    } else {
+        Computed::Spliced
+    })
+}
+
+/// The part was re-parsed from text handed to a shell (`bash -c`, `sudo sh -c`) or to `eval`.
+fn handed_to_shell(line: &CommandLine, part: &Part) -> bool {
+    let Some(host) = part.command.host.and_then(|h| line.parts.get(h)) else {
+        return false;
+    };
+    host.command
+        .run_words()
+        .filter_map(<[Word]>::first)
+        .any(|program| {
+            let program = basename(program.key());
+            program == "eval" || SHELLS.contains(&program)
+        })
 }
 
 /// `eval "$(tool …)"` with a known set-up tool: the computed program is the eval's text.
@@ -106,17 +168,14 @@ mod tests {
     #[test]
     fn a_computed_program_name_is_unread() {
         for line in [
-            "$CMD -rf /",
-            "${RM:-rm} -rf /",
             "bash -c \"$X\"",
             "sh -c '$0 \"$@\"' rm -rf /",
             "eval \"$X\"",
             "eval $(curl -s https://example.invalid/x)",
-            "sudo \"$TOOL\" --all",
+            "sudo bash -c \"${CMD:-rm} -rf /\"",
             "g$(printf it) reset --hard",
-            "$(producer) branch -d feature",
-            "echo ok && `which rm` -rf ~",
-            "for f in *.sh; do \"$f\"; done",
+            "r${X}m -rf ~",
+            "echo ok && \"g\"`echo it` push -f",
         ] {
             let why = unread(line).unwrap_or_else(|| panic!("read whole: {line}"));
             assert!(why.contains("computed at run time"), "{line}: {why}");
@@ -124,8 +183,14 @@ mod tests {
     }
 
     #[test]
-    fn a_computed_directory_or_argument_is_read() {
+    fn a_computed_directory_argument_or_tool_is_read() {
         for line in [
+            "$CMD -rf build",
+            "\"$X\" \"$Y\"",
+            "${EDITOR:-vi} notes.txt",
+            "$(which python3) -m pytest",
+            "`echo pwd`",
+            "for f in *.sh; do \"$f\"; done",
             "\"$ROOT\"/scripts/test.sh --fast",
             "$(git rev-parse --show-toplevel)/bin/check",
             "\"$(dirname \"$0\")/run.sh\"",
@@ -141,7 +206,7 @@ mod tests {
 
     #[test]
     fn an_init_idiom_does_not_cover_the_rest_of_the_line() {
-        let why = unread("eval \"$(ssh-agent -s)\"; $X").expect("the second is computed");
+        let why = unread("eval \"$(ssh-agent -s)\"; eval \"$X\"").expect("the second is computed");
         assert!(why.contains("`$X`"), "{why}");
     }
 }
