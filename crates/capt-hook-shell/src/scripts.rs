@@ -1572,6 +1572,57 @@ PY",
         assert!(p.contains(&"rm -rf -- /srv".to_owned()), "{p:?}");
     }
 
+    /// Reading a python program costs time linear in its length: eight times the text costs
+    /// far less than 64 times the time a quadratic walk would take (best of five each, with
+    /// 100 ms for a machine busy with other builds).
+    fn assert_linear(make: impl Fn(usize) -> String) {
+        use std::time::{Duration, Instant};
+        let time = |n: usize| {
+            let text = make(n);
+            (0..5)
+                .map(|_| {
+                    let start = Instant::now();
+                    std::hint::black_box(read(Lang::Python, &text));
+                    start.elapsed()
+                })
+                .min()
+                .unwrap_or_default()
+        };
+        let (small, large) = (time(1), time(8));
+        assert!(
+            large < small * 24 + Duration::from_millis(100),
+            "{} bytes: {small:?}, 8x: {large:?}",
+            make(1).len()
+        );
+    }
+
+    #[test]
+    fn python_rebinding_is_read_in_linear_time() {
+        let unit = "from shutil import rmtree as wipe
+import os as o
+def f(wipe, cb=lambda y=1: y, *a, **k):
+    wipe = print
+    for i in range(3):
+        wipe('/tmp')
+        if i: wipe = o.system
+(lambda wipe: wipe('/x'))(print)
+class C:
+    r = o.system
+    def g(self): return [lambda: r for r in ()]
+with open('f') as w: pass
+";
+        assert_linear(|n| unit.repeat(n * 20_000 / unit.len()));
+        // Lambdas in the defaults of lambdas: each header is read once.
+        assert_linear(|n| {
+            let depth = n * 2_000;
+            format!(
+                "f = {}0{}",
+                "lambda a=(".repeat(depth),
+                "): a".repeat(depth)
+            )
+        });
+    }
+
     #[test]
     fn node_calls() {
         use Lang::Node as N;

@@ -37,11 +37,12 @@ pub(super) fn read(toks: &[Tok], offsets: &[usize], aliases: &Aliases) -> Names 
     let mut late: HashMap<String, usize> = HashMap::new();
     let mut params = true;
     let mut added: Vec<(String, String)> = Vec::new();
+    let mut seen: HashSet<(String, String)> = HashSet::new();
     for _ in 0..MAX_WALKS {
         let walk = Walk::new(toks, offsets, aliases, &guarded, &late, params).run();
-        for alias in &walk.added {
-            if !added.contains(alias) {
-                added.push(alias.clone());
+        for alias in walk.added {
+            if seen.insert(alias.clone()) {
+                added.push(alias);
             }
         }
         let next_params = params && !walk.escapes;
@@ -292,8 +293,8 @@ impl<'a> Walk<'a> {
         // Bindings a statement makes once it has run (its value is read first).
         let mut at_end: Vec<Binding> = Vec::new();
         let toks = self.toks;
-        for k in 0..toks.len() {
-            if toks[k] == Tok::Newline {
+        for (k, tok) in toks.iter().enumerate() {
+            if *tok == Tok::Newline {
                 if depth == 0 && !self.continued(k) {
                     self.apply(std::mem::take(&mut at_end));
                     while matches!(self.top().kind, Kind::Line | Kind::Lambda(_)) {
@@ -320,7 +321,7 @@ impl<'a> Walk<'a> {
                 header = None;
                 self.statement(k, &mut header, &mut at_end);
             }
-            match &toks[k] {
+            match tok {
                 Tok::Punct('(' | '[' | '{') => depth += 1,
                 Tok::Punct(')' | ']' | '}') => {
                     depth = depth.saturating_sub(1);
@@ -334,7 +335,8 @@ impl<'a> Walk<'a> {
                     header = None;
                     stmt_start = true;
                 }
-                Tok::Punct(':') => {
+                // Not the walrus (`while chunk := f.read():`).
+                Tok::Punct(':') if !self.punct(k + 1, '=') => {
                     if lambdas.last().is_some_and(|(colon, _)| *colon == k) {
                         let params = lambdas.pop().map(|(_, p)| p).unwrap_or_default();
                         self.open(
