@@ -813,8 +813,16 @@ fn aliases(lang: Lang, toks: &[Tok], text: &str) -> Aliases {
                     && ident(k + 2) == Some("import")
                 {
                     let mut j = k + 3;
-                    if punct(j, '(') {
-                        j += 1;
+                    let paren = punct(j, '(');
+                    // Inside parentheses the list may run over lines.
+                    let skip_lines = |mut j: usize| {
+                        while paren && toks.get(j) == Some(&Tok::Newline) {
+                            j += 1;
+                        }
+                        j
+                    };
+                    if paren {
+                        j = skip_lines(j + 1);
                     }
                     if punct(j, '*') {
                         for (m, names, _) in calls(lang) {
@@ -835,11 +843,11 @@ fn aliases(lang: Lang, toks: &[Tok], text: &str) -> Aliases {
                         if let Some(local) = local {
                             a.add_module(local, &format!("{module}.{name}"));
                         }
-                        j += if local.is_some() { 3 } else { 1 };
+                        j = skip_lines(j + if local.is_some() { 3 } else { 1 });
                         if !punct(j, ',') {
                             break;
                         }
-                        j += 1;
+                        j = skip_lines(j + 1);
                     }
                 }
             }
@@ -1351,6 +1359,13 @@ mod tests {
         assert_eq!(
             cmds(P, "from subprocess import run\nrun(['git', 'push', '-f'])"),
             ["git push -f"]
+        );
+        assert_eq!(
+            cmds(
+                P,
+                "from shutil import (\n    copytree,\n    rmtree as wipe,\n)\nwipe('/srv')"
+            ),
+            ["rm -rf -- /srv"]
         );
         assert_eq!(cmds(P, "__import__('os').system('rm -rf ~')"), ["rm -rf ~"]);
         assert_eq!(
