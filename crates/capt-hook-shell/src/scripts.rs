@@ -1639,6 +1639,124 @@ with open('f') as w: pass
     }
 
     #[test]
+    fn python_rebinding_in_other_statement_forms() {
+        let rm_x = ["rm -rf -- /x"];
+        // `except … as name` binds the name in the handler only.
+        assert!(
+            deletes("from shutil import rmtree as wipe\ntry:\n    pass\nexcept OSError as wipe:\n    wipe('/x')")
+                .is_empty()
+        );
+        assert_eq!(
+            deletes(
+                "from shutil import rmtree as wipe\ntry:\n    pass\nexcept OSError as wipe:\n    pass\nwipe('/x')"
+            ),
+            rm_x
+        );
+        // Decorated and async functions; a walrus in a header; match statements.
+        assert!(
+            deletes("from shutil import rmtree as wipe\n@dec\nasync def f(wipe):\n    wipe('/x')")
+                .is_empty()
+        );
+        assert_eq!(
+            deletes(
+                "from shutil import rmtree as wipe\nwhile (n := 1):\n    wipe = print\nwipe('/x')"
+            ),
+            rm_x
+        );
+        assert_eq!(
+            deletes(
+                "from shutil import rmtree as wipe\nmatch x:\n    case 1:\n        wipe = print\nwipe('/x')"
+            ),
+            rm_x
+        );
+        assert_eq!(
+            deletes(
+                "from shutil import rmtree as wipe\nmatch x:\n    case 1: wipe = print\nwipe('/x')"
+            ),
+            rm_x
+        );
+        // A comment or blank line between a header and its body, a call over continued lines.
+        assert!(
+            deletes("from shutil import rmtree as wipe\ndef f(wipe):\n\n    # c\n    wipe(\n'/x')")
+                .is_empty()
+        );
+        assert_eq!(
+            deletes(
+                "from shutil import rmtree as wipe\ndef f(wipe):\n    pass\n# c\nwipe(\n    '/x')"
+            ),
+            rm_x
+        );
+    }
+
+    const PY_FRAGMENTS: &[&str] = &[
+        "from shutil import rmtree as wipe",
+        "import os",
+        "\n",
+        "    ",
+        "\t",
+        "def ",
+        "async ",
+        "class ",
+        "lambda ",
+        "for ",
+        " in ",
+        "with ",
+        " as ",
+        "except ",
+        "try",
+        "if ",
+        "else",
+        "match ",
+        "case ",
+        "global ",
+        "wipe",
+        "x",
+        "print",
+        "os.system",
+        "shutil.rmtree",
+        "__import__('os')",
+        "(",
+        ")",
+        "[",
+        "]",
+        "{",
+        "}",
+        ":",
+        ":=",
+        "=",
+        "==",
+        ",",
+        ";",
+        ".",
+        "*",
+        "**",
+        "/",
+        "->",
+        "@",
+        "\\\n",
+        "'/tmp'",
+        "\"",
+        "'''",
+        "#",
+    ];
+
+    fn py_soup() -> impl proptest::strategy::Strategy<Value = String> {
+        use proptest::prelude::*;
+        prop::collection::vec(prop::sample::select(PY_FRAGMENTS), 0..80).prop_map(|v| v.concat())
+    }
+
+    proptest::proptest! {
+        #![proptest_config(capt_hook_proto::fuzz::config(400))]
+
+        /// No panic and a bounded reading on python fragment soup and on arbitrary text.
+        #[test]
+        fn python_reading_survives_anything(text in proptest::prop_oneof![py_soup(), ".{0,300}"]) {
+            let r = read(Lang::Python, &text);
+            proptest::prop_assert!(r.commands.len() <= MAX_COMMANDS);
+        }
+    }
+
+    #[test]
     fn node_calls() {
         use Lang::Node as N;
         assert_eq!(
