@@ -1551,6 +1551,9 @@ mod tests {
             "from shutil import rmtree as wipe\nwipe = wipe if c else print\nwipe('/x')",
             "from shutil import rmtree as wipe\ndef report(wipe):\n    wipe('/x')\nreport(wipe)",
             "import shutil\nfrom shutil import rmtree as wipe\ndef report(wipe):\n    wipe('/x')\nreport(shutil.rmtree)",
+            // A call fetched by name may reach the parameter too.
+            "import sys\nfrom shutil import rmtree as wipe\ndef report(wipe):\n    wipe('/x')\nreport(sys.modules['shutil'].rmtree)",
+            "import importlib as i\nfrom shutil import rmtree as wipe\ndef report(wipe):\n    wipe('/x')\nreport(i.import_module(m).rmtree)",
             // Rebound out of sight.
             "import shutil\nfrom shutil import rmtree as wipe\nwipe = print\nglobals()['wipe'] = shutil.rmtree\nwipe('/x')",
             "from shutil import rmtree as wipe\nwipe = print\ndef g():\n    global wipe\n    from shutil import rmtree as wipe\ng()\nwipe('/x')",

@@ -35,7 +35,8 @@ const MAX_WALKS: usize = 4;
 pub(super) fn read(toks: &[Tok], offsets: &[usize], aliases: &Aliases) -> Names {
     let guarded = guarded(toks);
     let mut late: HashMap<String, usize> = HashMap::new();
-    let mut params = true;
+    // A known call fetched by name may reach any parameter unseen.
+    let mut params = !fetches_by_name(toks);
     let mut added: Vec<(String, String)> = Vec::new();
     let mut seen: HashSet<(String, String)> = HashSet::new();
     for _ in 0..MAX_WALKS {
@@ -101,6 +102,42 @@ fn guarded(toks: &[Tok]) -> HashSet<String> {
 
 /// The call that makes a fresh directory (`Arg::Fresh`): its import binds the real one.
 const FRESH: (&str, &str) = ("tempfile", "mkdtemp");
+
+/// Names that fetch a module or function by a name computed or spelled in a string.
+const FETCHERS: &[&str] = &[
+    "getattr",
+    "import_module",
+    "__import__",
+    "modules",
+    "globals",
+    "locals",
+    "vars",
+    "__dict__",
+    "__builtins__",
+    "builtins",
+    "__getattribute__",
+];
+
+/// Whether the program may fetch a known call without naming it in code: a fetcher
+/// (`getattr(shutil, n)`, `sys.modules[m]`, `__import__(m)`) or a string spelling a known
+/// module or call (`'rmtree'`, a pickle naming it).
+fn fetches_by_name(toks: &[Tok]) -> bool {
+    let known = |w: &str| {
+        !w.is_empty()
+            && calls(Lang::Python)
+                .iter()
+                .any(|(m, names, _)| *m == w || names.contains(&w))
+    };
+    toks.iter().any(|t| match t {
+        Tok::Ident(w) => FETCHERS.contains(&w.as_str()),
+        Tok::Str(Some(s)) => s
+            .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+            .any(known),
+        // A string we cannot read may spell anything.
+        Tok::Str(None) => true,
+        _ => false,
+    })
+}
 
 fn is_module(module: &str) -> bool {
     !module.is_empty() && calls(Lang::Python).iter().any(|(m, _, _)| *m == module)
