@@ -10,9 +10,10 @@
 //! name spelled in a string for `globals()`, `setattr` or `exec`). Code that may run again (a
 //! loop or function body) also sees a later binding of the name to a known call. A binding to a
 //! known module or call (`r = os.system`) makes an alias of it instead. A parameter hides a name
-//! only while no known call is handed around as a value (`report(shutil.rmtree)`), since that
-//! value may arrive through the parameter. Every walk is linear in the tokens; a few walks
-//! settle the facts that depend on later ones (a later binding, a value handed around).
+//! only while no known call is handed around as a value (`report(shutil.rmtree)`) or may be
+//! fetched by name (`getattr`, `sys.modules`, a string spelling it), since such a value may
+//! arrive through the parameter. Every walk is linear in the tokens; a few walks settle the facts
+//! that depend on later ones (a later binding, a value handed around).
 
 use std::collections::{HashMap, HashSet};
 
