@@ -10,6 +10,10 @@
 //! that never closes, `eval` of computed text) is reported instead, so callers can ask rather
 //! than allow: that program may run anything.
 
+mod python_names;
+
+use std::collections::HashMap;
+
 /// The interpreters whose one-liners are read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Lang {
@@ -243,15 +247,28 @@ pub(crate) fn read(lang: Lang, text: &str) -> Reading {
 }
 
 fn read_into(lang: Lang, text: &str, depth: usize, out: &mut Reading) {
-    let (toks, unterminated) = lex(lang, text);
+    let (toks, offsets, unterminated) = lex(lang, text);
     if unterminated {
         out.unread
             .get_or_insert_with(|| format!("a string in the {} program never closes", lang.name()));
     }
+    let mut aliases = aliases(lang, &toks, text);
+    // Python names rebound after their import (`wipe = print`, a parameter) no longer run what
+    // the import said; names bound to a known call (`r = os.system`) become aliases of it.
+    let shadowed = if lang == Lang::Python {
+        let names = python_names::read(&toks, &offsets, &aliases);
+        for (name, target) in &names.aliases {
+            aliases.add_module(name, target);
+        }
+        names.shadowed
+    } else {
+        Vec::new()
+    };
     let scan = Scan {
         lang,
         toks: &toks,
-        aliases: aliases(lang, &toks, text),
+        aliases,
+        shadowed,
     };
     let mut i = 0;
     while i < toks.len() {
@@ -276,13 +293,19 @@ enum Tok {
     Newline,
 }
 
-/// Splits `text` into tokens; the flag says a string or comment ran off the end.
-fn lex(lang: Lang, text: &str) -> (Vec<Tok>, bool) {
+/// Splits `text` into tokens, with the byte offset each starts at; the flag says a string or
+/// comment ran off the end.
+fn lex(lang: Lang, text: &str) -> (Vec<Tok>, Vec<usize>, bool) {
     let b = text.as_bytes();
     let mut toks = Vec::new();
+    let mut offsets = Vec::new();
+    let mut start = 0;
     let mut i = 0;
     let mut unterminated = false;
     while i < b.len() {
+        // The tokens the last step pushed started where it did.
+        offsets.resize(toks.len(), start);
+        start = i;
         let c = b[i];
         match c {
             b'\n' => {
@@ -373,7 +396,8 @@ fn lex(lang: Lang, text: &str) -> (Vec<Tok>, bool) {
             }
         }
     }
-    (toks, unterminated)
+    offsets.resize(toks.len(), start);
+    (toks, offsets, unterminated)
 }
 
 /// A string starting with the quote at `i` (python prefixes in `prefix`): its token and the
@@ -706,14 +730,51 @@ fn calls(lang: Lang) -> &'static [(&'static str, &'static [&'static str], Runs)]
     }
 }
 
+/// How `module.call` (`""` for a builtin: `.exec`) runs, when it is a call that runs something.
+fn call_runs(lang: Lang, target: &str) -> Option<Runs> {
+    let (module, call) = target.rsplit_once('.')?;
+    calls(lang)
+        .iter()
+        .find_map(|(m, names, runs)| (*m == module && names.contains(&call)).then_some(*runs))
+}
+
 /// Local names that stand for a module or one of its calls: `import subprocess as sp`,
 /// `from os import system`, `const cp = require('child_process')`, `{ execSync } = …`.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 struct Aliases {
-    /// Alias → module.
-    modules: Vec<(String, String)>,
-    /// Names callable without a qualifier → the module they come from.
-    names: Vec<(String, String)>,
+    /// Alias → the modules (or `module.call`s) it stands for, first bound first.
+    modules: HashMap<String, Vec<String>>,
+    /// Names callable without a qualifier → the modules they come from.
+    names: HashMap<String, Vec<String>>,
+}
+
+impl Aliases {
+    fn add_module(&mut self, alias: &str, module: &str) {
+        add(&mut self.modules, alias, module);
+    }
+
+    fn add_name(&mut self, name: &str, module: &str) {
+        add(&mut self.names, name, module);
+    }
+
+    /// The first module (or `module.call`) `alias` stands for.
+    fn module(&self, alias: &str) -> Option<&str> {
+        self.modules.get(alias)?.first().map(String::as_str)
+    }
+
+    fn has_name(&self, name: &str, module: &str) -> bool {
+        self.names
+            .get(name)
+            .is_some_and(|ms| ms.iter().any(|m| m == module))
+    }
+}
+
+/// Keyed lists stay free of repeats, so a program naming the same alias many times stays cheap.
+fn add(map: &mut HashMap<String, Vec<String>>, key: &str, value: &str) {
+    let list = map.entry(key.to_owned()).or_default();
+    if !list.iter().any(|v| v == value) {
+        list.push(value.to_owned());
+    }
 }
 
 fn aliases(lang: Lang, toks: &[Tok], text: &str) -> Aliases {
@@ -735,7 +796,7 @@ fn aliases(lang: Lang, toks: &[Tok], text: &str) -> Aliases {
                         if ident(j + 1) == Some("as")
                             && let Some(alias) = ident(j + 2)
                         {
-                            a.modules.push((alias.to_owned(), module.to_owned()));
+                            a.add_module(alias, module);
                             j += 3;
                         } else {
                             j += 1;
@@ -752,15 +813,23 @@ fn aliases(lang: Lang, toks: &[Tok], text: &str) -> Aliases {
                     && ident(k + 2) == Some("import")
                 {
                     let mut j = k + 3;
-                    if punct(j, '(') {
-                        j += 1;
+                    let paren = punct(j, '(');
+                    // Inside parentheses the list may run over lines.
+                    let skip_lines = |mut j: usize| {
+                        while paren && toks.get(j) == Some(&Tok::Newline) {
+                            j += 1;
+                        }
+                        j
+                    };
+                    if paren {
+                        j = skip_lines(j + 1);
                     }
                     if punct(j, '*') {
                         for (m, names, _) in calls(lang) {
                             if *m == module {
-                                a.names.extend(
-                                    names.iter().map(|n| ((*n).to_owned(), module.to_owned())),
-                                );
+                                for n in *names {
+                                    a.add_name(n, module);
+                                }
                             }
                         }
                     }
@@ -770,19 +839,15 @@ fn aliases(lang: Lang, toks: &[Tok], text: &str) -> Aliases {
                         } else {
                             None
                         };
-                        a.names
-                            .push((local.unwrap_or(name).to_owned(), module.to_owned()));
-                        if local.is_some() {
-                            a.modules.push((
-                                local.unwrap_or(name).to_owned(),
-                                format!("{module}.{name}"),
-                            ));
+                        a.add_name(local.unwrap_or(name), module);
+                        if let Some(local) = local {
+                            a.add_module(local, &format!("{module}.{name}"));
                         }
-                        j += if local.is_some() { 3 } else { 1 };
+                        j = skip_lines(j + if local.is_some() { 3 } else { 1 });
                         if !punct(j, ',') {
                             break;
                         }
-                        j += 1;
+                        j = skip_lines(j + 1);
                     }
                 }
             }
@@ -802,8 +867,8 @@ fn aliases(lang: Lang, toks: &[Tok], text: &str) -> Aliases {
                         let from = k.saturating_sub(12);
                         for j in from..k {
                             if let Some(name) = ident(j) {
-                                a.modules.push((name.to_owned(), module.to_owned()));
-                                a.names.push((name.to_owned(), module.to_owned()));
+                                a.add_module(name, module);
+                                a.add_name(name, module);
                             }
                         }
                     }
@@ -812,8 +877,8 @@ fn aliases(lang: Lang, toks: &[Tok], text: &str) -> Aliases {
         }
         Lang::Perl => {
             if text.contains("File::Path") {
-                a.names.push(("rmtree".into(), "File::Path".into()));
-                a.names.push(("remove_tree".into(), "File::Path".into()));
+                a.add_name("rmtree", "File::Path");
+                a.add_name("remove_tree", "File::Path");
             }
         }
         Lang::Ruby => {}
@@ -825,9 +890,15 @@ struct Scan<'a> {
     lang: Lang,
     toks: &'a [Tok],
     aliases: Aliases,
+    /// Per token: a python name that, there, no longer means its import or alias.
+    shadowed: Vec<bool>,
 }
 
 impl Scan<'_> {
+    fn shadowed(&self, k: usize) -> bool {
+        self.shadowed.get(k).copied().unwrap_or(false)
+    }
+
     fn ident(&self, k: usize) -> Option<&str> {
         match self.toks.get(k) {
             Some(Tok::Ident(s)) => Some(s.as_str()),
@@ -844,8 +915,8 @@ impl Scan<'_> {
     fn module_before(&self, dot: usize) -> Option<String> {
         let q = dot.checked_sub(1)?;
         if let Some(name) = self.ident(q) {
-            if let Some((_, m)) = self.aliases.modules.iter().find(|(a, _)| a == name) {
-                return Some(m.clone());
+            if let Some(m) = self.aliases.module(name) {
+                return Some(m.to_owned());
             }
             // `File::Path::rmtree`, `fs.promises.rm`: the qualifier's own qualifier counts.
             if self.punct(q.wrapping_sub(1), ':') && self.punct(q.wrapping_sub(2), ':') {
@@ -892,6 +963,12 @@ impl Scan<'_> {
         let Some(name) = self.ident(k) else {
             return k + 1;
         };
+        // A rebound name (or qualifier) calls whatever it was rebound to.
+        if self.shadowed(k)
+            || (self.punct(k.wrapping_sub(1), '.') && self.shadowed(k.wrapping_sub(2)))
+        {
+            return k + 1;
+        }
         let qualified = self.punct(k.wrapping_sub(1), '.')
             || (self.punct(k.wrapping_sub(1), ':') && self.punct(k.wrapping_sub(2), ':'));
         let module = if qualified {
@@ -911,11 +988,7 @@ impl Scan<'_> {
                             && (q.ends_with(&format!("::{m}")) || m.ends_with(&format!("::{q}"))))
                 }
                 None if m.is_empty() => true,
-                None => self
-                    .aliases
-                    .names
-                    .iter()
-                    .any(|(local, from)| local == name && from == m),
+                None => self.aliases.has_name(name, m),
             };
             hit.then_some(*runs)
         });
@@ -926,11 +999,11 @@ impl Scan<'_> {
         };
         // An alias of one call (`from subprocess import run as r`).
         let runs = runs.or_else(|| {
-            let (_, from) = self.aliases.modules.iter().find(|(a, _)| a == name)?;
-            let (module, call) = from.rsplit_once('.')?;
-            calls(self.lang).iter().find_map(|(m, names, runs)| {
-                (*m == module && names.contains(&call)).then_some(*runs)
-            })
+            self.aliases
+                .modules
+                .get(name)?
+                .iter()
+                .find_map(|from| call_runs(self.lang, from))
         });
         let Some(runs) = runs else {
             return k + 1;
@@ -1071,6 +1144,10 @@ impl Scan<'_> {
     /// The index past a call of python's `mkdtemp` (bare, or qualified by `tempfile`) whose
     /// name starts at `i`.
     fn fresh_dir(&self, i: usize) -> Option<usize> {
+        // A rebound `mkdtemp` (or `tempfile`) makes nothing fresh.
+        if self.shadowed(i) {
+            return None;
+        }
         let name = match self.ident(i)? {
             "tempfile" if self.punct(i + 1, '.') => i + 2,
             _ => i,
@@ -1283,6 +1360,13 @@ mod tests {
             cmds(P, "from subprocess import run\nrun(['git', 'push', '-f'])"),
             ["git push -f"]
         );
+        assert_eq!(
+            cmds(
+                P,
+                "from shutil import (\n    copytree,\n    rmtree as wipe,\n)\nwipe('/srv')"
+            ),
+            ["rm -rf -- /srv"]
+        );
         assert_eq!(cmds(P, "__import__('os').system('rm -rf ~')"), ["rm -rf ~"]);
         assert_eq!(
             cmds(P, "import shutil; shutil.rmtree('/etc')"),
@@ -1360,6 +1444,319 @@ mod tests {
         );
         assert!(unread_reason(P, "exec(open('x.py').read())").contains("`exec`"));
         assert!(unread_reason(P, "print('unterminated").contains("never closes"));
+    }
+
+    /// Deletes the calls in `text` run (python), as `rm` command lines.
+    fn deletes(text: &str) -> Vec<String> {
+        cmds(Lang::Python, text)
+    }
+
+    #[test]
+    fn python_rebinding_a_name_ends_its_alias() {
+        // dcg's corpus: `wipe` is `print` when it is called.
+        assert!(
+            deletes("from shutil import rmtree as wipe; wipe = print; wipe('/tmp')").is_empty()
+        );
+        // A parameter hides the alias inside its function's body.
+        assert!(
+            deletes(
+                "from shutil import rmtree as wipe\ndef report(wipe):\n    wipe('/tmp')\nreport(print)\n"
+            )
+            .is_empty()
+        );
+        assert!(
+            deletes("from shutil import rmtree as wipe\n(lambda wipe: wipe('/x'))(print)")
+                .is_empty()
+        );
+        // Every way a statement binds a name.
+        for rebind in [
+            "wipe: object = print",
+            "def wipe(p): pass",
+            "class wipe: pass",
+            "import json as wipe",
+            "from os import path as wipe",
+            "with open('f') as wipe: pass",
+        ] {
+            let text = format!("from shutil import rmtree as wipe\n{rebind}\nwipe('/x')");
+            assert!(deletes(&text).is_empty(), "{text}");
+        }
+        assert!(deletes("for wipe in [print]:\n    wipe('/x')").is_empty());
+        // Imported names, builtins and module qualifiers are names too.
+        assert!(deletes("from os import system\nsystem = print\nsystem('rm -rf /')").is_empty());
+        assert!(deletes("exec = print\nexec('import os; os.system(1)')").is_empty());
+        assert!(deletes("import os\nos = None\nos.system('rm -rf /')").is_empty());
+        // A redefined `mkdtemp` makes no fresh directory.
+        assert!(
+            unread_reason(
+                Lang::Python,
+                "import shutil\ndef mkdtemp(): return '/home'\nshutil.rmtree(mkdtemp())"
+            )
+            .contains("computed")
+        );
+    }
+
+    #[test]
+    fn python_rebinding_to_a_known_call_makes_an_alias() {
+        assert_eq!(
+            deletes("import os\nr = print\nr = os.system\nr('rm -rf /')"),
+            ["rm -rf /"]
+        );
+        assert_eq!(
+            deletes("import shutil; wipe = print; wipe = shutil.rmtree; wipe('/srv')"),
+            ["rm -rf -- /srv"]
+        );
+        assert_eq!(
+            deletes("from shutil import rmtree\nr = rmtree\nw = r\nw('/srv')"),
+            ["rm -rf -- /srv"]
+        );
+        assert_eq!(
+            deletes("import subprocess\nsp = subprocess\nsp.run('ls')"),
+            ["ls"]
+        );
+        assert_eq!(
+            deletes("e = exec\ne('import os; os.system(\"ls\")')"),
+            ["ls"]
+        );
+        assert_eq!(
+            deletes("import shutil\nfor wipe in [shutil.rmtree]:\n    wipe('/x')"),
+            ["rm -rf -- /x"]
+        );
+        assert_eq!(
+            deletes("import shutil\ndef f(cb=shutil.rmtree):\n    cb('/x')"),
+            ["rm -rf -- /x"]
+        );
+    }
+
+    #[test]
+    fn python_rebinding_hides_an_alias_only_where_it_surely_ran() {
+        let rm_x = ["rm -rf -- /x"];
+        for text in [
+            // After the call: the call ran first.
+            "from shutil import rmtree as wipe; wipe('/x'); wipe = print",
+            // Another function's parameter; a parameter outside its body.
+            "from shutil import rmtree as wipe\ndef f(y): pass\nwipe('/x')",
+            "from shutil import rmtree as wipe\ndef f(wipe): pass\nwipe('/x')",
+            "from shutil import rmtree as wipe\nf = lambda wipe: 0; wipe('/x')",
+            // Under a condition, in a handler, in a function or class body: maybe not run, or
+            // local.
+            "from shutil import rmtree as wipe\nif c: wipe = print\nwipe('/x')",
+            "from shutil import rmtree as wipe\nif c:\n    wipe = print\nwipe('/x')",
+            "try:\n    from shutil import rmtree as wipe\nexcept ImportError:\n    wipe = print\nwipe('/x')",
+            "from shutil import rmtree as wipe\ndef f():\n    wipe = print\nwipe('/x')",
+            "from shutil import rmtree as wipe\nclass C:\n    wipe = print\nwipe('/x')",
+            "from shutil import rmtree as wipe\nfor wipe in []: pass\nwipe('/x')",
+            // Run again after the name is bound to the call again.
+            "wipe = print\nfor _ in range(2):\n    wipe('/x')\n    from shutil import rmtree as wipe",
+            // The value bound is computed from the call, or the call is handed to the parameter.
+            "from shutil import rmtree as wipe\nwipe = wipe if c else print\nwipe('/x')",
+            "from shutil import rmtree as wipe\ndef report(wipe):\n    wipe('/x')\nreport(wipe)",
+            "import shutil\nfrom shutil import rmtree as wipe\ndef report(wipe):\n    wipe('/x')\nreport(shutil.rmtree)",
+            // A call fetched by name may reach the parameter too.
+            "import sys\nfrom shutil import rmtree as wipe\ndef report(wipe):\n    wipe('/x')\nreport(sys.modules['shutil'].rmtree)",
+            "import importlib as i\nfrom shutil import rmtree as wipe\ndef report(wipe):\n    wipe('/x')\nreport(i.import_module(m).rmtree)",
+            // Rebound out of sight.
+            "import shutil\nfrom shutil import rmtree as wipe\nwipe = print\nglobals()['wipe'] = shutil.rmtree\nwipe('/x')",
+            "from shutil import rmtree as wipe\nwipe = print\ndef g():\n    global wipe\n    from shutil import rmtree as wipe\ng()\nwipe('/x')",
+            // The rebinding's own value calls the old one.
+            "from shutil import rmtree as wipe\nwipe = wipe('/x')",
+        ] {
+            assert_eq!(deletes(text), rm_x, "{text}");
+        }
+    }
+
+    #[test]
+    fn the_line_follows_python_rebinding() {
+        let (p, unread) =
+            parts(r#"python3 -c "from shutil import rmtree as wipe; wipe = print; wipe('/tmp')""#);
+        assert!(!p.iter().any(|c| c.starts_with("rm")), "{p:?}");
+        assert_eq!(unread, None);
+        let (p, unread) = parts(
+            "python3 - <<'PY'
+from shutil import rmtree as wipe
+def report(wipe):
+    wipe('/tmp')
+report(print)
+PY",
+        );
+        assert!(!p.iter().any(|c| c.starts_with("rm")), "{p:?}");
+        assert_eq!(unread, None);
+        let (p, _) = parts(
+            "python3 - <<'PY'
+from shutil import rmtree as wipe
+wipe('/srv')
+wipe = print
+PY",
+        );
+        assert!(p.contains(&"rm -rf -- /srv".to_owned()), "{p:?}");
+    }
+
+    /// Reading a python program costs time linear in its length: eight times the text costs
+    /// far less than 64 times the time a quadratic walk would take (best of five each, with
+    /// 100 ms for a machine busy with other builds).
+    fn assert_linear(make: impl Fn(usize) -> String) {
+        use std::time::{Duration, Instant};
+        let time = |n: usize| {
+            let text = make(n);
+            (0..5)
+                .map(|_| {
+                    let start = Instant::now();
+                    std::hint::black_box(read(Lang::Python, &text));
+                    start.elapsed()
+                })
+                .min()
+                .unwrap_or_default()
+        };
+        let (small, large) = (time(1), time(8));
+        assert!(
+            large < small * 24 + Duration::from_millis(100),
+            "{} bytes: {small:?}, 8x: {large:?}",
+            make(1).len()
+        );
+    }
+
+    #[test]
+    fn python_rebinding_is_read_in_linear_time() {
+        let unit = "from shutil import rmtree as wipe
+import os as o
+def f(wipe, cb=lambda y=1: y, *a, **k):
+    wipe = print
+    for i in range(3):
+        wipe('/tmp')
+        if i: wipe = o.system
+(lambda wipe: wipe('/x'))(print)
+class C:
+    r = o.system
+    def g(self): return [lambda: r for r in ()]
+with open('f') as w: pass
+";
+        assert_linear(|n| unit.repeat(n * 20_000 / unit.len()));
+        // Lambdas in the defaults of lambdas: each header is read once.
+        assert_linear(|n| {
+            let depth = n * 2_000;
+            format!(
+                "f = {}0{}",
+                "lambda a=(".repeat(depth),
+                "): a".repeat(depth)
+            )
+        });
+    }
+
+    #[test]
+    fn python_rebinding_in_other_statement_forms() {
+        let rm_x = ["rm -rf -- /x"];
+        // `except … as name` binds the name in the handler only.
+        assert!(
+            deletes("from shutil import rmtree as wipe\ntry:\n    pass\nexcept OSError as wipe:\n    wipe('/x')")
+                .is_empty()
+        );
+        assert_eq!(
+            deletes(
+                "from shutil import rmtree as wipe\ntry:\n    pass\nexcept OSError as wipe:\n    pass\nwipe('/x')"
+            ),
+            rm_x
+        );
+        // Decorated and async functions; a walrus in a header; match statements.
+        assert!(
+            deletes("from shutil import rmtree as wipe\n@dec\nasync def f(wipe):\n    wipe('/x')")
+                .is_empty()
+        );
+        assert_eq!(
+            deletes(
+                "from shutil import rmtree as wipe\nwhile (n := 1):\n    wipe = print\nwipe('/x')"
+            ),
+            rm_x
+        );
+        assert_eq!(
+            deletes(
+                "from shutil import rmtree as wipe\nmatch x:\n    case 1:\n        wipe = print\nwipe('/x')"
+            ),
+            rm_x
+        );
+        assert_eq!(
+            deletes(
+                "from shutil import rmtree as wipe\nmatch x:\n    case 1: wipe = print\nwipe('/x')"
+            ),
+            rm_x
+        );
+        // A comment or blank line between a header and its body, a call over continued lines.
+        assert!(
+            deletes("from shutil import rmtree as wipe\ndef f(wipe):\n\n    # c\n    wipe(\n'/x')")
+                .is_empty()
+        );
+        assert_eq!(
+            deletes(
+                "from shutil import rmtree as wipe\ndef f(wipe):\n    pass\n# c\nwipe(\n    '/x')"
+            ),
+            rm_x
+        );
+    }
+
+    const PY_FRAGMENTS: &[&str] = &[
+        "from shutil import rmtree as wipe",
+        "import os",
+        "\n",
+        "    ",
+        "\t",
+        "def ",
+        "async ",
+        "class ",
+        "lambda ",
+        "for ",
+        " in ",
+        "with ",
+        " as ",
+        "except ",
+        "try",
+        "if ",
+        "else",
+        "match ",
+        "case ",
+        "global ",
+        "wipe",
+        "x",
+        "print",
+        "os.system",
+        "shutil.rmtree",
+        "__import__('os')",
+        "(",
+        ")",
+        "[",
+        "]",
+        "{",
+        "}",
+        ":",
+        ":=",
+        "=",
+        "==",
+        ",",
+        ";",
+        ".",
+        "*",
+        "**",
+        "/",
+        "->",
+        "@",
+        "\\\n",
+        "'/tmp'",
+        "\"",
+        "'''",
+        "#",
+    ];
+
+    fn py_soup() -> impl proptest::strategy::Strategy<Value = String> {
+        use proptest::prelude::*;
+        prop::collection::vec(prop::sample::select(PY_FRAGMENTS), 0..80).prop_map(|v| v.concat())
+    }
+
+    proptest::proptest! {
+        #![proptest_config(capt_hook_proto::fuzz::config(400))]
+
+        /// No panic and a bounded reading on python fragment soup and on arbitrary text.
+        #[test]
+        fn python_reading_survives_anything(text in proptest::prop_oneof![py_soup(), ".{0,300}"]) {
+            let r = read(Lang::Python, &text);
+            proptest::prop_assert!(r.commands.len() <= MAX_COMMANDS);
+        }
     }
 
     #[test]
