@@ -738,6 +738,11 @@ fn call_runs(lang: Lang, target: &str) -> Option<Runs> {
         .find_map(|(m, names, runs)| (*m == module && names.contains(&call)).then_some(*runs))
 }
 
+/// The names python's known calls give their first parameter (`shutil.rmtree(path)`,
+/// `os.remove(path)`, `os.removedirs(name)`, `os.system(command)`, `os.popen(cmd)`,
+/// `subprocess.run(args)`): passed as a keyword, it is still what runs or goes.
+const PYTHON_FIRST_PARAMETERS: &[&str] = &["path", "name", "command", "cmd", "args"];
+
 /// Local names that stand for a module or one of its calls: `import subprocess as sp`,
 /// `from os import system`, `const cp = require('child_process')`, `{ execSync } = …`.
 #[derive(Debug, Default, Clone)]
@@ -1133,6 +1138,17 @@ impl Scan<'_> {
             Some(Tok::Ident(_)) if self.lang == Lang::Python && self.fresh_dir(i).is_some() => {
                 (Some(Arg::Fresh), self.fresh_dir(i).unwrap_or(i + 1))
             }
+            // python's calls name what they run or delete in their first parameter, which a
+            // keyword may give (`rmtree(path='/srv')`, `run(args=[…])`, `system(command=…)`):
+            // that is the value, wherever it stands among the keywords.
+            Some(Tok::Ident(kw))
+                if self.lang == Lang::Python
+                    && PYTHON_FIRST_PARAMETERS.contains(&kw.as_str())
+                    && self.punct(i + 1, '=')
+                    && !self.punct(i + 2, '=') =>
+            {
+                self.arg(i + 2)
+            }
             // `shell=True`, `check=True`: keyword arguments.
             Some(Tok::Ident(_)) if self.punct(i + 1, '=') && !self.punct(i + 2, '=') => {
                 (Some(Arg::Options), i + 1)
@@ -1368,6 +1384,25 @@ mod tests {
             ["rm -rf -- /srv"]
         );
         assert_eq!(cmds(P, "__import__('os').system('rm -rf ~')"), ["rm -rf ~"]);
+        // The first parameter given by keyword, among others or alone.
+        assert_eq!(
+            cmds(
+                P,
+                "import shutil; shutil.rmtree(ignore_errors=True, path='/srv')"
+            ),
+            ["rm -rf -- /srv"]
+        );
+        assert_eq!(
+            cmds(
+                P,
+                "import os, subprocess; os.system(command='rm -rf /'); subprocess.run(args=['git', 'push', '-f'], check=True)"
+            ),
+            ["rm -rf /", "git push -f"]
+        );
+        assert!(
+            unread_reason(P, "import shutil; shutil.rmtree(path=base + '/x')")
+                .contains("`rmtree` is called with a value computed at run time")
+        );
         assert_eq!(
             cmds(P, "import shutil; shutil.rmtree('/etc')"),
             ["rm -rf -- /etc"]
