@@ -111,7 +111,9 @@ pub fn risks(line: &CommandLine, cwd: Option<&Path>, home: &Path) -> Vec<DeleteR
                 (CdTo::Path(p), Some(base)) => Some(normalize(&base.join(p))),
                 _ => None,
             };
-            nothing &= moved.is_some();
+            // A `cd` that fails leaves the shell where it was (`cd gone; rm -rf build` deletes
+            // ./build), so only a directory that is there keeps the question open.
+            nothing &= moved.as_deref().is_some_and(Path::is_dir);
             dirs.push((&command.subshells, moved));
             continue;
         }
@@ -664,7 +666,9 @@ mod tests {
         assert_eq!(of("rm -rf directory"), nothing);
         // Bash drops the backslashes of an unquoted Windows path: a missing relative name.
         assert_eq!(of(r"rm -rf C:\Users\u\AppData\Local\Temp\x"), nothing);
-        assert_eq!(of("cd sub && rm -r -f gone other"), nothing);
+        assert_eq!(of("cd build && rm -r -f gone other"), nothing);
+        // A cd that fails leaves the shell in the project, where build is.
+        assert_eq!(of("cd sub; rm -rf build"), vec![]);
         assert_eq!(of("rm -rf"), nothing);
         // Something there, or a command that could make it, or a path we cannot spell.
         assert_eq!(of("rm -rf build"), vec![]);
