@@ -124,7 +124,9 @@ pub fn risks(line: &CommandLine, cwd: Option<&Path>, home: &Path) -> Vec<DeleteR
             && command.words.first().is_some_and(|w| w.key() == "rm");
         if plain_rm {
             rms += 1;
-            nothing &= targets(&command.words[1..]).all(|w| missing(w, here.as_deref(), home));
+            // The disk is read only while the answer can still be "nothing".
+            nothing =
+                nothing && targets(&command.words[1..]).all(|w| missing(w, here.as_deref(), home));
         } else {
             nothing = false;
         }
@@ -161,18 +163,24 @@ fn missing(word: &Word, cwd: Option<&Path>, home: &Path) -> bool {
     if word.expandable || text.is_empty() {
         return false;
     }
-    let Some(path) = expand_home(text, home) else {
-        return false;
-    };
-    let path = match (path.is_absolute(), cwd) {
-        (true, _) => path,
-        (false, Some(base)) => base.join(path),
-        (false, None) => return false,
-    };
-    matches!(
-        std::fs::symlink_metadata(&path),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound
-    )
+    // Not normalized: the kernel walks `a/..` through `a`, so a missing `a` fails it.
+    resolve(text, cwd, home).is_some_and(|path| {
+        matches!(
+            std::fs::symlink_metadata(&path),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound
+        )
+    })
+}
+
+/// The path a target spells: `~` and `$HOME` expanded, a relative one joined to `cwd`; `None`
+/// when it is relative and there is no `cwd` (or names a user's home we cannot place).
+fn resolve(text: &str, cwd: Option<&Path>, home: &Path) -> Option<PathBuf> {
+    let path = expand_home(text, home)?;
+    match (path.is_absolute(), cwd) {
+        (true, _) => Some(path),
+        (false, Some(base)) => Some(base.join(path)),
+        (false, None) => None,
+    }
 }
 
 enum CdTo {
@@ -251,13 +259,8 @@ fn classify_word(word: &Word, cwd: Option<&Path>, home: &Path) -> Vec<DeleteRisk
             return Vec::new();
         }
     }
-    let Some(path) = expand_home(text, home) else {
+    let Some(path) = resolve(text, cwd, home) else {
         return Vec::new();
-    };
-    let path = match (path.is_absolute(), cwd) {
-        (true, _) => path,
-        (false, Some(base)) => base.join(path),
-        (false, None) => return Vec::new(),
     };
     let path = normalize(&path);
     if is_scratch(&path) {
